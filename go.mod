@@ -1,0 +1,3 @@
+module github.com/backstop-llm/backstop
+
+go 1.25
