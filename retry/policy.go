@@ -1,0 +1,173 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults of a zero Policy, as DESIGN.md sets them.
+const (
+	DefaultMaxAttempts   = 3
+	DefaultBase          = 500 * time.Millisecond
+	DefaultCap           = 20 * time.Second
+	DefaultPad           = time.Second
+	DefaultMaxRetryAfter = 30 * time.Second
+)
+
+// Jitter chooses how a backoff is randomised, as in the AWS architecture
+// blog's "Exponential Backoff And Jitter". With exp = min(Cap, Base*2^n):
+type Jitter uint8
+
+const (
+	// FullJitter waits U(0, exp): the least total work. The default.
+	FullJitter Jitter = iota
+	// EqualJitter waits exp/2 + U(0, exp/2): never less than half.
+	EqualJitter
+	// DecorrelatedJitter waits min(Cap, U(Base, 3*previous wait)).
+	DecorrelatedJitter
+	// NoJitter waits exactly exp. Clients that failed together retry
+	// together; use it only to reproduce that.
+	NoJitter
+)
+
+// String returns the jitter's name.
+func (j Jitter) String() string {
+	switch j {
+	case FullJitter:
+		return "full"
+	case EqualJitter:
+		return "equal"
+	case DecorrelatedJitter:
+		return "decorrelated"
+	case NoJitter:
+		return "none"
+	}
+	return fmt.Sprintf("Jitter(%d)", uint8(j))
+}
+
+// Policy is how one target retries. The zero value means the documented
+// defaults field by field, so Policy{MaxAttempts: 2} changes only that.
+type Policy struct {
+	// MaxAttempts is the number of attempts on the target, the first one
+	// included. 0 means DefaultMaxAttempts (3); 1 means no retries.
+	MaxAttempts int
+	// Base is the first backoff's scale. 0 means DefaultBase (500ms).
+	Base time.Duration
+	// Cap bounds any backoff. 0 means DefaultCap (20s).
+	Cap time.Duration
+	// Pad is the most that is added, at random, to a Retry-After, so that
+	// clients told the same time do not return together. 0 means
+	// DefaultPad (1s); use a negative value for no pad.
+	Pad time.Duration
+	// MaxRetryAfter is the longest Retry-After the chain waits out on this
+	// target. A longer one moves to the next target at once. 0 means
+	// DefaultMaxRetryAfter (30s).
+	MaxRetryAfter time.Duration
+	// Jitter randomises backoffs. The zero value is FullJitter.
+	Jitter Jitter
+}
+
+// ErrInvalidPolicy is matched by every error Validate returns.
+var ErrInvalidPolicy = errors.New("retry: invalid policy")
+
+// WithDefaults returns p with every zero field set to its default.
+func (p Policy) WithDefaults() Policy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.Base == 0 {
+		p.Base = DefaultBase
+	}
+	if p.Cap == 0 {
+		p.Cap = DefaultCap
+	}
+	if p.Pad == 0 {
+		p.Pad = DefaultPad
+	} else if p.Pad < 0 {
+		p.Pad = 0
+	}
+	if p.MaxRetryAfter == 0 {
+		p.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	return p
+}
+
+// Validate reports every problem with p at once: negative counts or
+// durations, a Cap below Base, an unknown Jitter.
+func (p Policy) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...))
+	}
+	if p.MaxAttempts < 0 {
+		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)
+	}
+	if p.Base < 0 {
+		bad("Base is %v; it must not be negative (0 means %v)", p.Base, DefaultBase)
+	}
+	if p.Cap < 0 {
+		bad("Cap is %v; it must not be negative (0 means %v)", p.Cap, DefaultCap)
+	}
+	if p.MaxRetryAfter < 0 {
+		bad("MaxRetryAfter is %v; it must not be negative (0 means %v)", p.MaxRetryAfter, DefaultMaxRetryAfter)
+	}
+	if d := p.WithDefaults(); p.Base >= 0 && p.Cap >= 0 && d.Cap < d.Base {
+		bad("Cap (%v) is below Base (%v); raise Cap or lower Base", d.Cap, d.Base)
+	}
+	if p.Jitter > NoJitter {
+		bad("Jitter is %v; use FullJitter, EqualJitter, DecorrelatedJitter or NoJitter", p.Jitter)
+	}
+	return errors.Join(errs...)
+}
+
+// Backoff returns the wait before retry n (n = 0 before the first retry),
+// given the previous wait (used only by DecorrelatedJitter; pass 0 before the
+// first retry). Zero fields of p take their defaults.
+func (p Policy) Backoff(n int, prev time.Duration) time.Duration {
+	p = p.WithDefaults()
+	exp := p.Cap
+	if n < 62 {
+		if e := p.Base << n; e > 0 && e>>n == p.Base && e < p.Cap {
+			exp = e
+		}
+	}
+	switch p.Jitter {
+	case NoJitter:
+		return exp
+	case EqualJitter:
+		return exp/2 + uniform(exp-exp/2)
+	case DecorrelatedJitter:
+		if prev < p.Base {
+			prev = p.Base
+		}
+		hi := min(p.Cap, 3*prev)
+		if hi <= p.Base {
+			return hi
+		}
+		return p.Base + uniform(hi-p.Base)
+	default:
+		return uniform(exp)
+	}
+}
+
+// Wait returns the wait before retry n after a failure that asked for
+// retryAfter (0 when it asked for none): retryAfter plus up to Pad at
+// random, never less than retryAfter; or Backoff(n, prev) when no wait was
+// asked for.
+func (p Policy) Wait(n int, prev, retryAfter time.Duration) time.Duration {
+	if retryAfter <= 0 {
+		return p.Backoff(n, prev)
+	}
+	p = p.WithDefaults()
+	return retryAfter + uniform(p.Pad)
+}
+
+// uniform returns a random duration in [0, d]; 0 when d <= 0.
+func uniform(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}

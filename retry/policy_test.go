@@ -1,0 +1,195 @@
+package retry
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+func TestPolicyDefaults(t *testing.T) {
+	p := Policy{}.WithDefaults()
+	want := Policy{MaxAttempts: 3, Base: 500 * time.Millisecond, Cap: 20 * time.Second,
+		Pad: time.Second, MaxRetryAfter: 30 * time.Second, Jitter: FullJitter}
+	if p != want {
+		t.Fatalf("defaults = %+v, want %+v", p, want)
+	}
+	if p := (Policy{Pad: -1}).WithDefaults(); p.Pad != 0 {
+		t.Fatalf("negative Pad should mean no pad, got %v", p.Pad)
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	if err := (Policy{}).Validate(); err != nil {
+		t.Fatalf("zero policy: %v", err)
+	}
+	err := Policy{MaxAttempts: -1, Base: -time.Second, Cap: -1, MaxRetryAfter: -1, Jitter: 9}.Validate()
+	if !errors.Is(err, ErrInvalidPolicy) {
+		t.Fatalf("want ErrInvalidPolicy, got %v", err)
+	}
+	for _, field := range []string{"MaxAttempts", "Base", "Cap", "MaxRetryAfter", "Jitter"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+	if err := (Policy{Base: time.Minute, Cap: time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "below Base") {
+		t.Fatalf("Cap < Base: %v", err)
+	}
+}
+
+func TestBackoffBounds(t *testing.T) {
+	base, capd := 500*time.Millisecond, 20*time.Second
+	for n := range 70 {
+		exp := capd
+		if n < 6 {
+			exp = base << n
+		}
+		for range 200 {
+			if d := (Policy{Jitter: NoJitter}).Backoff(n, 0); d != exp {
+				t.Fatalf("no jitter n=%d: %v want %v", n, d, exp)
+			}
+			if d := (Policy{}).Backoff(n, 0); d < 0 || d > exp {
+				t.Fatalf("full jitter n=%d: %v outside [0, %v]", n, d, exp)
+			}
+			if d := (Policy{Jitter: EqualJitter}).Backoff(n, 0); d < exp/2 || d > exp {
+				t.Fatalf("equal jitter n=%d: %v outside [%v, %v]", n, d, exp/2, exp)
+			}
+		}
+	}
+	prev := time.Duration(0)
+	for n := range 50 {
+		d := (Policy{Jitter: DecorrelatedJitter}).Backoff(n, prev)
+		lo, hi := base, min(capd, 3*max(prev, base))
+		if d < lo || d > hi {
+			t.Fatalf("decorrelated n=%d prev=%v: %v outside [%v, %v]", n, prev, d, lo, hi)
+		}
+		prev = d
+	}
+}
+
+func TestFullJitterSpreads(t *testing.T) {
+	// 1000 draws of U(0, 1s) must not bunch: every tenth of the range gets
+	// some of them (the chance that one is empty is ~1000 * 0.9^1000).
+	var buckets [10]int
+	for range 1000 {
+		d := (Policy{Base: time.Second}).Backoff(0, 0)
+		buckets[min(9, int(d/(100*time.Millisecond)))]++
+	}
+	for i, c := range buckets {
+		if c == 0 {
+			t.Fatalf("bucket %d empty: %v", i, buckets)
+		}
+	}
+}
+
+func TestWaitHonoursRetryAfterAsFloor(t *testing.T) {
+	p := Policy{}
+	for range 1000 {
+		d := p.Wait(0, 0, 4*time.Second)
+		if d < 4*time.Second || d > 5*time.Second {
+			t.Fatalf("wait %v outside [4s, 5s]", d)
+		}
+	}
+	if d := (Policy{Pad: -1}).Wait(3, 0, 4*time.Second); d != 4*time.Second {
+		t.Fatalf("no pad: %v", d)
+	}
+	if d := (Policy{Jitter: NoJitter}).Wait(1, 0, 0); d != time.Second {
+		t.Fatalf("no retry-after: backoff expected, got %v", d)
+	}
+}
+
+func TestDefaultTable(t *testing.T) {
+	tab := DefaultTable()
+	p := Policy{}
+	yes, no := true, false
+	cases := []struct {
+		k        llm.Kind
+		attempts int
+		breaker  Verdict
+		fallback Fallback
+	}{
+		{llm.KindRateLimited, 3, NotFailure, Next},
+		{llm.KindQuota, 1, Trip, Next},
+		{llm.KindOverloaded, 3, Failure, Next},
+		{llm.KindServer, 3, Failure, Next},
+		{llm.KindTimeout, 3, Failure, Next},
+		{llm.KindConnection, 3, Failure, Next},
+		{llm.KindConflict, 3, NotFailure, Next},
+		{llm.KindContextLength, 1, NotFailure, LargerContext},
+		{llm.KindContentFilter, 1, NotFailure, IfAllowed},
+		{llm.KindAuth, 1, Failure, Next},
+		{llm.KindNotFound, 1, Failure, Next},
+		{llm.KindBadRequest, 1, NotFailure, Stop},
+		{llm.KindInvalidOutput, 2, NotFailure, Next},
+		{llm.KindCanceled, 1, Excluded, Stop},
+		{llm.KindUnknown, 1, Failure, Next},
+	}
+	if len(cases) != llm.NumKinds {
+		t.Fatalf("test covers %d kinds of %d", len(cases), llm.NumKinds)
+	}
+	for _, c := range cases {
+		r := tab.Rule(c.k)
+		if got := tab.Attempts(c.k, p, nil); got != c.attempts || r.Breaker != c.breaker || r.Fallback != c.fallback {
+			t.Errorf("%v: attempts %d breaker %v fallback %v; want %d %v %v",
+				c.k, got, r.Breaker, r.Fallback, c.attempts, c.breaker, c.fallback)
+		}
+	}
+	if got := tab.Attempts(llm.KindBadRequest, p, &yes); got != 3 {
+		t.Errorf("x-should-retry: true on a 400: %d attempts, want 3", got)
+	}
+	if got := tab.Attempts(llm.KindOverloaded, p, &no); got != 1 {
+		t.Errorf("x-should-retry: false on a 529: %d attempts, want 1", got)
+	}
+	if got := tab.Attempts(llm.KindServer, Policy{MaxAttempts: 1}, nil); got != 1 {
+		t.Errorf("MaxAttempts 1: %d", got)
+	}
+	over := tab.With(map[llm.Kind]Rule{llm.KindTimeout: {Retry: true, Attempts: 5}})
+	if got := over.Attempts(llm.KindTimeout, Policy{MaxAttempts: 4}, nil); got != 4 {
+		t.Errorf("row Attempts is bounded by MaxAttempts: got %d", got)
+	}
+	if tab.Rule(llm.Kind(200)) != tab.Rule(llm.KindUnknown) {
+		t.Error("out-of-range kind should read the Unknown row")
+	}
+}
+
+func TestParseRetryAfterForms(t *testing.T) {
+	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
+	for _, v := range []string{"4", "Sun, 06 Nov 1994 08:49:37 GMT",
+		"Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"} {
+		h := http.Header{"Retry-After": {v}}
+		if d, ok := ParseRetryAfter(h, now); !ok || d != 4*time.Second {
+			t.Errorf("%q: %v %v, want 4s", v, d, ok)
+		}
+	}
+	h := http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}
+	if d, ok := ParseRetryAfter(h, now); !ok || d != 250*time.Millisecond {
+		t.Errorf("retry-after-ms first: %v %v", d, ok)
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	f.Add("4", "")
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "1500")
+	f.Add("garbage", "-3")
+	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, ra, ms string) {
+		h := http.Header{}
+		h.Set("Retry-After", ra)
+		h.Set("Retry-After-Ms", ms)
+		d, ok := ParseRetryAfter(h, now)
+		if d < 0 || d > MaxRetryAfter || (!ok && d != 0) {
+			t.Fatalf("(%q, %q) = %v, %v", ra, ms, d, ok)
+		}
+	})
+}
+
+func BenchmarkBackoff(b *testing.B) {
+	b.ReportAllocs()
+	p := Policy{}
+	for b.Loop() {
+		_ = p.Backoff(3, 0)
+	}
+}

@@ -1,0 +1,163 @@
+package retry
+
+import (
+	"fmt"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// Verdict is how a failure of some kind counts for the target's circuit
+// breaker.
+type Verdict uint8
+
+const (
+	// NotFailure: the target answered as it should (a 429, a 400); the
+	// breaker counts the call but not as a failure.
+	NotFailure Verdict = iota
+	// Failure counts against the target.
+	Failure
+	// Trip opens the breaker at once (a spend cap will not lift in 30s).
+	Trip
+	// Excluded is not counted at all: the caller gave up, the target did
+	// nothing wrong or right.
+	Excluded
+)
+
+// String returns the verdict's name.
+func (v Verdict) String() string {
+	switch v {
+	case NotFailure:
+		return "not_failure"
+	case Failure:
+		return "failure"
+	case Trip:
+		return "trip"
+	case Excluded:
+		return "excluded"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// Fallback is whether the chain moves on to the next target after a target
+// failed with some kind.
+type Fallback uint8
+
+const (
+	// Next moves on to the next target.
+	Next Fallback = iota
+	// Stop ends the call with this error: the request is wrong everywhere,
+	// or the caller gave up.
+	Stop
+	// LargerContext moves on only to targets whose ContextWindow is larger
+	// than the failed target's.
+	LargerContext
+	// IfAllowed moves on only when the chain allows content-policy fallback.
+	IfAllowed
+)
+
+// String returns the fallback's name.
+func (f Fallback) String() string {
+	switch f {
+	case Next:
+		return "next"
+	case Stop:
+		return "stop"
+	case LargerContext:
+		return "larger_context"
+	case IfAllowed:
+		return "if_allowed"
+	}
+	return fmt.Sprintf("Fallback(%d)", uint8(f))
+}
+
+// Rule is one row of the decision table.
+type Rule struct {
+	// Retry is whether the same target is tried again. An x-should-retry
+	// response header overrides it for that attempt.
+	Retry bool
+	// Attempts caps the attempts on a target, the first included, while it
+	// fails with this kind (LiteLLM's retry_policy). 0 means the Policy's
+	// MaxAttempts; the Policy's MaxAttempts bounds it in any case.
+	Attempts int
+	// Breaker is how the failure counts for the target's circuit breaker.
+	Breaker Verdict
+	// Fallback is whether the chain moves on to the next target.
+	Fallback Fallback
+}
+
+// Table is the decision table: one Rule per llm.Kind, indexed by Kind.
+type Table [llm.NumKinds]Rule
+
+// DefaultTable returns DESIGN.md's decision table:
+//
+//	Kind            retry        breaker      next target
+//	RateLimited     yes          not failure  yes
+//	Quota           never        trips        yes
+//	Overloaded      yes          failure      yes
+//	Server          yes          failure      yes
+//	Timeout         yes          failure      yes
+//	Connection      yes          failure      yes
+//	Conflict        yes          not failure  yes
+//	ContextLength   never        not failure  only to a larger ContextWindow
+//	ContentFilter   never        not failure  only if the chain allows it
+//	Auth, NotFound  never        failure      yes
+//	BadRequest      never        not failure  no: fail fast
+//	InvalidOutput   once         not failure  yes
+//	Canceled        never        excluded     no: stop at once
+//	Unknown         never        failure      yes
+func DefaultTable() Table {
+	var t Table
+	t[llm.KindUnknown] = Rule{Breaker: Failure}
+	t[llm.KindRateLimited] = Rule{Retry: true}
+	t[llm.KindQuota] = Rule{Breaker: Trip}
+	t[llm.KindOverloaded] = Rule{Retry: true, Breaker: Failure}
+	t[llm.KindServer] = Rule{Retry: true, Breaker: Failure}
+	t[llm.KindTimeout] = Rule{Retry: true, Breaker: Failure}
+	t[llm.KindConnection] = Rule{Retry: true, Breaker: Failure}
+	t[llm.KindConflict] = Rule{Retry: true}
+	t[llm.KindContextLength] = Rule{Fallback: LargerContext}
+	t[llm.KindContentFilter] = Rule{Fallback: IfAllowed}
+	t[llm.KindAuth] = Rule{Breaker: Failure}
+	t[llm.KindNotFound] = Rule{Breaker: Failure}
+	t[llm.KindBadRequest] = Rule{Fallback: Stop}
+	t[llm.KindInvalidOutput] = Rule{Retry: true, Attempts: 2}
+	t[llm.KindCanceled] = Rule{Breaker: Excluded, Fallback: Stop}
+	return t
+}
+
+// Rule returns the row for k; an out-of-range kind gets KindUnknown's row.
+func (t *Table) Rule(k llm.Kind) Rule {
+	if int(k) >= llm.NumKinds {
+		k = llm.KindUnknown
+	}
+	return t[k]
+}
+
+// With returns a copy of t with the given rows replaced.
+func (t Table) With(rows map[llm.Kind]Rule) Table {
+	for k, r := range rows {
+		if int(k) < llm.NumKinds {
+			t[k] = r
+		}
+	}
+	return t
+}
+
+// Attempts returns how many attempts in all a target may make while failing
+// with kind k under policy p, shouldRetry being the provider's
+// x-should-retry header (nil when absent), which overrides the Retry column.
+func (t *Table) Attempts(k llm.Kind, p Policy, shouldRetry *bool) int {
+	r := t.Rule(k)
+	retry := r.Retry
+	if shouldRetry != nil {
+		retry = *shouldRetry
+	}
+	if !retry {
+		return 1
+	}
+	n := p.WithDefaults().MaxAttempts
+	if r.Attempts > 0 && r.Attempts < n {
+		n = r.Attempts
+	}
+	return n
+}
