@@ -1,0 +1,204 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// DefaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
+// is not set.
+const DefaultDegradeTimeout = 2 * time.Second
+
+// Builder assembles a Chain. Its methods record the configuration and return
+// the builder, so calls chain; nothing is checked until Build, which reports
+// every problem at once. A Builder is not safe for concurrent use.
+type Builder struct {
+	name            string
+	deadline        time.Duration
+	degradeTimeout  time.Duration
+	contentFallback bool
+	entries         []entry
+}
+
+type entry struct {
+	tier   Tier
+	target Target
+	degr   Degradation
+}
+
+// New starts a chain named name. The name is recorded in errors and
+// telemetry and keys last-known-good answers; it must not be empty.
+func New(name string) *Builder { return &Builder{name: name} }
+
+// Deadline bounds a whole call, waits included. A wait that would end past
+// it is not slept: the chain moves on. Degradations still run after it. 0
+// (the default) leaves the caller's context as the only bound.
+func (b *Builder) Deadline(d time.Duration) *Builder { b.deadline = d; return b }
+
+// DegradeTimeout bounds each degradation. 0 means DefaultDegradeTimeout.
+func (b *Builder) DegradeTimeout(d time.Duration) *Builder { b.degradeTimeout = d; return b }
+
+// ContentFallback lets a content-policy refusal (KindContentFilter) move on
+// to the next target. Off by default: a refusal is usually the answer, and
+// shopping it around providers is a policy decision to make on purpose.
+func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = allow; return b }
+
+// Primary sets the first target. A chain has exactly one, first.
+func (b *Builder) Primary(t Target) *Builder { return b.add(TierPrimary, t) }
+
+// OrDeployment adds the primary's model on another deployment (another
+// region, account or endpoint). Its Model must be the primary's.
+func (b *Builder) OrDeployment(t Target) *Builder { return b.add(TierDeployment, t) }
+
+// OrSibling adds another model on the primary's provider. Its provider's
+// Name must be the primary's and its Model another.
+func (b *Builder) OrSibling(t Target) *Builder { return b.add(TierSibling, t) }
+
+// OrProvider adds a model on another provider. Its provider's Name must
+// differ from the primary's.
+func (b *Builder) OrProvider(t Target) *Builder { return b.add(TierProvider, t) }
+
+// OrDegrade adds a degradation, tried in order once every model target has
+// failed: Static, Func, or your own Degradation.
+func (b *Builder) OrDegrade(d Degradation) *Builder {
+	b.entries = append(b.entries, entry{tier: TierDegrade, degr: d})
+	return b
+}
+
+func (b *Builder) add(tier Tier, t Target) *Builder {
+	b.entries = append(b.entries, entry{tier: tier, target: t})
+	return b
+}
+
+// Build checks the configuration and returns the chain, or every problem
+// found, joined; each matches ErrInvalidConfig and names its target.
+func (b *Builder) Build() (*Chain, error) {
+	c := &Chain{
+		name:            b.name,
+		deadline:        b.deadline,
+		degradeTimeout:  b.degradeTimeout,
+		contentFallback: b.contentFallback,
+	}
+	if c.degradeTimeout == 0 {
+		c.degradeTimeout = DefaultDegradeTimeout
+	}
+	var errs []error
+	fail := func(target, format string, args ...any) {
+		errs = append(errs, &ConfigError{Chain: b.name, Target: target, Problem: fmt.Sprintf(format, args...)})
+	}
+	if b.name == "" {
+		fail("", "the chain has no name; pass one to chain.New")
+	}
+	if b.deadline < 0 {
+		fail("", "Deadline is %v; it must not be negative (0 means none)", b.deadline)
+	}
+	if b.degradeTimeout < 0 {
+		fail("", "DegradeTimeout is %v; it must not be negative (0 means %v)", b.degradeTimeout, DefaultDegradeTimeout)
+	}
+	if len(b.entries) == 0 {
+		fail("", "the chain is empty; add a target with Primary")
+	}
+
+	names := map[string]bool{}
+	var primary *Target
+	last := TierPrimary
+	for i, e := range b.entries {
+		name := e.target.Name
+		if e.tier == TierDegrade {
+			if e.degr == nil {
+				fail("", "OrDegrade #%d was given a nil Degradation", i+1)
+				continue
+			}
+			name = e.degr.Name()
+		}
+		label := name
+		if label == "" {
+			label = fmt.Sprintf("#%d", i+1)
+		}
+		switch {
+		case name == "":
+			fail(label, "%s target has no Name; give every target a unique name", e.tier.method())
+		case names[name]:
+			if e.tier == TierDegrade {
+				fail(label, "the name is used twice; wrap one degradation in chain.Named to tell them apart")
+			} else {
+				fail(label, "the name is used twice; target names must be unique in a chain")
+			}
+		}
+		names[name] = true
+
+		switch {
+		case e.tier == TierPrimary && i != 0:
+			fail(label, "Primary must be the first target and come once; use OrDeployment, OrSibling or OrProvider for the others")
+		case e.tier != TierPrimary && i == 0:
+			fail(label, "the chain starts with %s; start it with Primary", e.tier.method())
+		case e.tier < last:
+			fail(label, "%s comes after %s; tiers go Primary, OrDeployment, OrSibling, OrProvider, OrDegrade", e.tier.method(), last.method())
+		}
+		last = max(last, e.tier)
+		if e.tier == TierDegrade {
+			c.degrades = append(c.degrades, e.degr)
+			continue
+		}
+
+		t := e.target
+		if t.Provider == nil {
+			fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
+		}
+		if t.Model == "" {
+			fail(label, "Model is empty; name the model to request")
+		}
+		if t.Timeout < 0 {
+			fail(label, "Timeout is %v; it must not be negative (0 means none per attempt)", t.Timeout)
+		}
+		if t.ContextWindow < 0 {
+			fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)
+		}
+		if t.Params.MaxTokens < 0 {
+			fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
+		}
+		if err := t.Retry.Validate(); err != nil {
+			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Retry is invalid", Err: err})
+		}
+		if e.tier == TierPrimary && i == 0 {
+			primary = &b.entries[0].target
+		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
+			checkTier(e.tier, t, primary, func(f string, a ...any) { fail(label, f, a...) })
+		}
+		c.targets = append(c.targets, &target{
+			Target: t,
+			tier:   e.tier,
+			policy: t.Retry.WithDefaults(),
+			table:  retry.DefaultTable(),
+		})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkTier reports a target that contradicts its tier's name.
+func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) {
+	same := t.Provider.Name() == primary.Provider.Name()
+	switch tier {
+	case TierDeployment:
+		if t.Model != primary.Model {
+			fail("OrDeployment serves model %q but the primary serves %q; another deployment serves the same model (use OrSibling or OrProvider for another model)", t.Model, primary.Model)
+		}
+	case TierSibling:
+		if !same {
+			fail("OrSibling is on provider %q but the primary is on %q; a sibling is another model of the same provider (use OrProvider)", t.Provider.Name(), primary.Provider.Name())
+		}
+		if t.Model == primary.Model {
+			fail("OrSibling serves the primary's model %q; a sibling is another model (use OrDeployment for the same model elsewhere)", t.Model)
+		}
+	case TierProvider:
+		if same {
+			fail("OrProvider is on the primary's provider %q; use OrDeployment or OrSibling, or a provider with another Name", t.Provider.Name())
+		}
+	}
+}

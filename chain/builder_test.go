@@ -1,0 +1,115 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// stub is an llm.Provider whose answers come from a function.
+type stub struct {
+	name string
+	fn   func(ctx context.Context, req llm.Request) (*llm.Response, error)
+}
+
+func (s *stub) Name() string { return s.name }
+func (s *stub) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if s.fn == nil {
+		return &llm.Response{Text: "ok", Model: req.Model}, nil
+	}
+	return s.fn(ctx, req)
+}
+
+func TestBuildReportsEveryProblemNamingTheTarget(t *testing.T) {
+	a, o := &stub{name: "anthropic"}, &stub{name: "openai"}
+	_, err := chain.New("support").
+		Deadline(-time.Second).
+		Primary(chain.Target{Name: "sonnet", Provider: a, Model: "sonnet-5"}).
+		OrDeployment(chain.Target{Name: "wrong-model", Provider: a, Model: "haiku-5"}).
+		OrSibling(chain.Target{Name: "other-vendor", Provider: o, Model: "gpt"}).
+		OrSibling(chain.Target{Name: "sonnet", Provider: a, Model: "haiku-5"}).
+		OrProvider(chain.Target{Name: "same-vendor", Provider: a, Model: "opus"}).
+		OrProvider(chain.Target{Name: "no-provider", Model: "gpt"}).
+		OrProvider(chain.Target{Name: "no-model", Provider: o}).
+		OrProvider(chain.Target{Name: "bad-durations", Provider: o, Model: "gpt", Timeout: -1, Retry: retry.Policy{MaxAttempts: -2}}).
+		OrProvider(chain.Target{Provider: o, Model: "gpt"}).
+		OrSibling(chain.Target{Name: "late-sibling", Provider: a, Model: "haiku-4"}).
+		OrDegrade(chain.Static(llm.Response{Text: "sorry"})).
+		OrDegrade(chain.Static(llm.Response{Text: "sorry again"})).
+		OrDegrade(nil).
+		Build()
+	if !errors.Is(err, chain.ErrInvalidConfig) {
+		t.Fatalf("want ErrInvalidConfig, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`Deadline is -1s`,
+		`target "wrong-model": OrDeployment serves model "haiku-5" but the primary serves "sonnet-5"`,
+		`target "other-vendor": OrSibling is on provider "openai" but the primary is on "anthropic"`,
+		`target "sonnet": the name is used twice`,
+		`target "same-vendor": OrProvider is on the primary's provider "anthropic"`,
+		`target "no-provider": Provider is nil`,
+		`target "no-model": Model is empty`,
+		`target "bad-durations": Timeout is -1ns`,
+		`target "bad-durations": Retry is invalid: retry: invalid policy: MaxAttempts is -2`,
+		`target "#9": OrProvider target has no Name`,
+		`target "late-sibling": OrSibling comes after OrProvider`,
+		`target "static": the name is used twice; wrap one degradation in chain.Named`,
+		`OrDegrade #13 was given a nil Degradation`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Build error lacks %q\nfull error:\n%s", want, msg)
+		}
+	}
+	var ce *chain.ConfigError
+	if !errors.As(err, &ce) || ce.Chain != "support" {
+		t.Fatalf("errors.As ConfigError: %v", ce)
+	}
+}
+
+func TestBuildRejectsEmptyAndMisorderedChains(t *testing.T) {
+	a := &stub{name: "anthropic"}
+	cases := map[string]struct {
+		b    *chain.Builder
+		want string
+	}{
+		"empty":         {chain.New("x"), "the chain is empty"},
+		"no name":       {chain.New("").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}), "the chain has no name"},
+		"starts late":   {chain.New("x").OrSibling(chain.Target{Name: "s", Provider: a, Model: "m"}), "starts with OrSibling; start it with Primary"},
+		"two primaries": {chain.New("x").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}).Primary(chain.Target{Name: "q", Provider: a, Model: "m"}), "Primary must be the first target and come once"},
+		"degrade first": {chain.New("x").OrDegrade(chain.Static(llm.Response{})), "starts with OrDegrade"},
+		"target after degrade": {chain.New("x").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}).
+			OrDegrade(chain.Static(llm.Response{})).OrDeployment(chain.Target{Name: "d", Provider: a, Model: "m"}), "OrDeployment comes after OrDegrade"},
+	}
+	for name, tc := range cases {
+		_, err := tc.b.Build()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want error containing %q, got %v", name, tc.want, err)
+		}
+	}
+}
+
+func TestBuildAcceptsAFullChain(t *testing.T) {
+	a1, a2, o := &stub{name: "anthropic"}, &stub{name: "anthropic"}, &stub{name: "openai"}
+	c, err := chain.New("support").
+		Deadline(45 * time.Second).
+		Primary(chain.Target{Name: "sonnet-eu-1", Provider: a1, Model: "sonnet"}).
+		OrDeployment(chain.Target{Name: "sonnet-eu-2", Provider: a2, Model: "sonnet"}).
+		OrSibling(chain.Target{Name: "haiku-eu", Provider: a1, Model: "haiku"}).
+		OrProvider(chain.Target{Name: "gpt-eu", Provider: o, Model: "gpt"}).
+		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
+		OrDegrade(chain.Named("apology", chain.Static(llm.Response{Text: "sorry"}))).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name() != "support" {
+		t.Fatalf("Name() = %q", c.Name())
+	}
+}

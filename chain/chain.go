@@ -1,0 +1,257 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// Chain is a built fallback chain. It is safe for concurrent use; build one
+// per use case and share it.
+type Chain struct {
+	name            string
+	deadline        time.Duration
+	degradeTimeout  time.Duration
+	contentFallback bool
+	targets         []*target
+	degrades        []Degradation
+}
+
+// Name returns the chain's name.
+func (c *Chain) Name() string { return c.name }
+
+// Call walks the chain for req and returns the first answer, with how it was
+// reached. Each model target gets req with its own Model, and its own System
+// and Params where set; it is retried as its policy and the decision table
+// say, then the chain moves on. When every model target has failed (or the
+// deadline has passed), the degradations run in order.
+//
+// The error, when there is one, is one of: an error matching ErrExhausted
+// that joins every target's cause; the failure of a target whose kind stops
+// the chain (a bad request, a content refusal without ContentFallback),
+// reachable as *TargetError and *llm.Error; or the caller's context error
+// when ctx was canceled. The Result is returned in every case, with the
+// attempts made.
+func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
+	res := &Result{}
+	res.Attempts = res.buf[:0]
+	if len(req.Messages) == 0 {
+		return res, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
+	}
+	caller := ctx
+	if c.deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.deadline)
+		defer cancel()
+	}
+
+	var causes []error
+	minWindow := -1 // after a context-length failure: only larger windows
+	for i, t := range c.targets {
+		if minWindow >= 0 && t.ContextWindow <= minWindow {
+			res.skip(t, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
+			continue
+		}
+		if ctx.Err() != nil {
+			if err := canceled(caller); err != nil {
+				return res, c.stopped(err)
+			}
+			for _, rest := range c.targets[i:] {
+				res.skip(rest, ErrDeadline, "chain deadline passed")
+			}
+			causes = append(causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
+			break
+		}
+		resp, kind, err := c.try(ctx, caller, t, req, res)
+		if err == nil {
+			res.serve(t, resp)
+			return res, nil
+		}
+		if cerr := canceled(caller); cerr != nil {
+			res.decide(DecisionStop, "the caller canceled")
+			return res, c.stopped(cerr)
+		}
+		terr := &TargetError{Target: t.Name, Tier: t.tier, Err: err}
+		causes = append(causes, terr)
+		switch t.table.Rule(kind).Fallback {
+		case retry.Stop:
+			res.decide(DecisionStop, kind.String()+" would fail on every target")
+			return res, fmt.Errorf("chain %q: %w", c.name, terr)
+		case retry.IfAllowed:
+			if !c.contentFallback {
+				res.decide(DecisionStop, "content-policy fallback is off (Builder.ContentFallback)")
+				return res, fmt.Errorf("chain %q: %w", c.name, terr)
+			}
+		case retry.LargerContext:
+			minWindow = max(minWindow, t.ContextWindow)
+		}
+	}
+
+	resp, d, errs := c.degrade(caller, req, res)
+	if resp != nil {
+		res.Response = *resp
+		res.Degraded = true
+		res.Served = Served{Target: d.Name(), Tier: TierDegrade, Provider: "backstop", Model: resp.Model, RequestID: resp.RequestID}
+		return res, nil
+	}
+	return res, &ExhaustedError{Chain: c.name, Causes: append(causes, errs...)}
+}
+
+// try makes the attempts on one target and returns its answer or its last
+// failure. Each attempt is recorded in res.
+func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res *Result) (*llm.Response, llm.Kind, error) {
+	treq := t.request(req)
+	var wait, prev time.Duration
+	for n := 1; ; n++ {
+		actx, cancel := ctx, context.CancelFunc(nil)
+		if t.Timeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, t.Timeout)
+		}
+		start := time.Now()
+		resp, err := t.Provider.Complete(actx, treq)
+		elapsed := time.Since(start)
+		if cancel != nil {
+			cancel()
+		}
+		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
+		if err == nil && resp == nil {
+			err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
+		}
+		if err == nil {
+			a.Status = 200
+			a.RequestID = resp.RequestID
+			res.Attempts = append(res.Attempts, a)
+			return resp, llm.KindUnknown, nil
+		}
+
+		var le *llm.Error
+		var retryAfter time.Duration
+		var shouldRetry *bool
+		if errors.As(err, &le) {
+			a.Status, a.RequestID = le.Status, le.RequestID
+			retryAfter, shouldRetry = le.RetryAfter, le.ShouldRetry
+		}
+		a.Kind = llm.KindOf(err)
+		if canceled(caller) != nil {
+			a.Kind = llm.KindCanceled
+		} else if a.Kind == llm.KindCanceled {
+			// A provider reporting a cancellation the caller did not ask
+			// for is a failed attempt, not a reason to stop the chain.
+			a.Kind = llm.KindUnknown
+		}
+		a.Err = err
+		res.Attempts = append(res.Attempts, a)
+		if a.Kind == llm.KindCanceled {
+			return nil, a.Kind, err
+		}
+
+		if max := t.table.Attempts(a.Kind, t.policy, shouldRetry); n >= max {
+			if max == 1 {
+				res.decide(DecisionNext, a.Kind.String()+" is not retried")
+			} else {
+				res.decide(DecisionNext, fmt.Sprintf("%d of %d attempts used", n, max))
+			}
+			return nil, a.Kind, err
+		}
+		if retryAfter > t.policy.MaxRetryAfter {
+			res.decide(DecisionNext, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter))
+			return nil, a.Kind, err
+		}
+		wait = t.policy.Wait(n-1, prev, retryAfter)
+		prev = wait
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
+			return nil, a.Kind, err
+		}
+		res.decide(DecisionRetry, "")
+		if err := sleep(ctx, wait); err != nil {
+			// The deadline or the caller ended the wait.
+			if cerr := canceled(caller); cerr != nil {
+				return nil, llm.KindCanceled, cerr
+			}
+			res.decide(DecisionNext, "the deadline passed during the wait")
+			return nil, a.Kind, err
+		}
+	}
+}
+
+// degrade runs the degradations in order and returns the first answer and
+// the degradation that gave it, or every degradation's error.
+func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result) (*llm.Response, Degradation, []error) {
+	if len(c.degrades) == 0 {
+		return nil, nil, nil
+	}
+	var errs []error
+	for _, d := range c.degrades {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), c.degradeTimeout)
+		start := time.Now()
+		resp, err := d.Degrade(ctx, req)
+		elapsed := time.Since(start)
+		cancel()
+		a := Attempt{Target: d.Name(), Tier: TierDegrade, N: 1, Duration: elapsed}
+		if err == nil && resp != nil {
+			a.RequestID = resp.RequestID
+			res.Attempts = append(res.Attempts, a)
+			return resp, d, nil
+		}
+		if err == nil {
+			err = errNilResponse
+		}
+		a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
+		res.Attempts = append(res.Attempts, a)
+		errs = append(errs, &TargetError{Target: d.Name(), Tier: TierDegrade, Err: err})
+	}
+	return nil, nil, errs
+}
+
+func (c *Chain) stopped(err error) error {
+	return fmt.Errorf("chain %q: stopped: %w", c.name, err)
+}
+
+// canceled returns the caller's context error when the caller canceled; a
+// caller's deadline is treated like the chain's (the walk ends, degradations
+// run) and reports nil.
+func canceled(caller context.Context) error {
+	if err := caller.Err(); errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// decide records what the chain did after the last attempt.
+func (r *Result) decide(d Decision, reason string) {
+	if n := len(r.Attempts); n > 0 {
+		r.Attempts[n-1].Decision, r.Attempts[n-1].Reason = d, reason
+	}
+}
+
+// skip records a target passed over without a request.
+func (r *Result) skip(t *target, err error, reason string) {
+	r.Attempts = append(r.Attempts, Attempt{Target: t.Name, Tier: t.tier, Model: t.Model,
+		Err: err, Decision: DecisionSkip, Reason: reason})
+}
+
+// serve fills the result from the answer of t.
+func (r *Result) serve(t *target, resp *llm.Response) {
+	r.Response = *resp
+	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.Provider.Name(), Model: resp.Model, RequestID: resp.RequestID}
+}

@@ -1,0 +1,184 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+var question = llm.Request{System: "caller prompt", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+	Params: llm.Params{MaxTokens: 100, Temperature: llm.Float(0.5), Extra: map[string]any{"a": 1, "b": 1}}}
+
+func fail(kind llm.Kind, status int) func(context.Context, llm.Request) (*llm.Response, error) {
+	return func(context.Context, llm.Request) (*llm.Response, error) {
+		return nil, &llm.Error{Provider: "stub", Status: status, Kind: kind}
+	}
+}
+
+func TestTargetPromptAndParamsReplaceTheCallers(t *testing.T) {
+	var got llm.Request
+	p := &stub{name: "anthropic", fn: func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		got = req
+		return &llm.Response{Text: "ok", Model: "served-model", RequestID: "req_1"}, nil
+	}}
+	c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", System: "target prompt",
+		Params: llm.Params{MaxTokens: 7, Extra: map[string]any{"b": 2, "c": 2}}}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Call(t.Context(), question)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "m" || got.System != "target prompt" || got.Params.MaxTokens != 7 ||
+		*got.Params.Temperature != 0.5 || got.Params.Extra["a"] != 1 || got.Params.Extra["b"] != 2 || got.Params.Extra["c"] != 2 {
+		t.Fatalf("request sent = %+v", got)
+	}
+	if question.Params.Extra["b"] != 1 {
+		t.Fatal("the caller's Extra map was modified")
+	}
+	want := chain.Served{Target: "p", Tier: chain.TierPrimary, Provider: "anthropic", Model: "served-model", RequestID: "req_1"}
+	if res.Served != want || res.Text != "ok" || res.Degraded || len(res.Attempts) != 1 || res.Attempts[0].Status != 200 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestCallerPromptIsKeptWhenTargetHasNone(t *testing.T) {
+	var got llm.Request
+	p := &stub{name: "x", fn: func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		got = req
+		return &llm.Response{}, nil
+	}}
+	c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+	if _, err := c.Call(t.Context(), question); err != nil {
+		t.Fatal(err)
+	}
+	if got.System != "caller prompt" || got.Params.MaxTokens != 100 {
+		t.Fatalf("request sent = %+v", got)
+	}
+}
+
+func TestNoMessagesIsRejectedWithoutARequest(t *testing.T) {
+	var n atomic.Int32
+	p := &stub{name: "x", fn: func(context.Context, llm.Request) (*llm.Response, error) { n.Add(1); return &llm.Response{}, nil }}
+	c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+	if _, err := c.Call(t.Context(), llm.Request{}); !errors.Is(err, chain.ErrNoMessages) || n.Load() != 0 {
+		t.Fatalf("err %v, %d requests", err, n.Load())
+	}
+}
+
+func TestDegradationsRunInOrderAfterEveryModelFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &stub{name: "x", fn: fail(llm.KindAuth, 401)}
+		broken := chain.Func(func(context.Context, llm.Request) (*llm.Response, error) { return nil, errors.New("cache miss") })
+		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).
+			OrDegrade(broken).
+			OrDegrade(chain.Static(llm.Response{Text: "we are busy"})).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Degraded || res.Text != "we are busy" || res.Served.Target != "static" || res.Served.Tier != chain.TierDegrade {
+			t.Fatalf("result = %+v", res)
+		}
+		var names []string
+		for _, a := range res.Attempts {
+			names = append(names, a.Target)
+		}
+		if len(names) != 3 || names[0] != "p" || names[1] != "func" || names[2] != "static" {
+			t.Fatalf("attempts %v", names)
+		}
+	})
+}
+
+func TestDegradationRunsAfterTheDeadlineWithItsOwnTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := &stub{name: "x", fn: func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, &llm.Error{Provider: "x", Kind: llm.KindOf(ctx.Err()), Err: ctx.Err()}
+		}}
+		var degradeDeadline time.Duration
+		slowCache := chain.Func(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+			dl, _ := ctx.Deadline()
+			degradeDeadline = time.Until(dl)
+			return &llm.Response{Text: "cached"}, nil
+		})
+		c, _ := chain.New("c").Deadline(10 * time.Second).DegradeTimeout(time.Second).
+			Primary(chain.Target{Name: "p", Provider: hang, Model: "m"}).
+			OrSibling(chain.Target{Name: "s", Provider: hang, Model: "n"}).
+			OrDegrade(slowCache).Build()
+		start := time.Now()
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) != 10*time.Second {
+			t.Fatalf("call took %v, want the 10s deadline", time.Since(start))
+		}
+		if res.Text != "cached" || degradeDeadline != time.Second {
+			t.Fatalf("text %q, degradation had %v", res.Text, degradeDeadline)
+		}
+		if a := res.Attempts[1]; a.Target != "s" || a.Decision != chain.DecisionSkip || !errors.Is(a.Err, chain.ErrDeadline) {
+			t.Fatalf("sibling should be skipped for the deadline: %+v", a)
+		}
+	})
+}
+
+func TestExhaustedJoinsEveryCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &stub{name: "a", fn: fail(llm.KindServer, 500)}
+		o := &stub{name: "o", fn: fail(llm.KindAuth, 401)}
+		c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 2}}).
+			OrProvider(chain.Target{Name: "o", Provider: o, Model: "g"}).Build()
+		res, err := c.Call(t.Context(), question)
+		var ex *chain.ExhaustedError
+		if !errors.Is(err, chain.ErrExhausted) || !errors.As(err, &ex) || len(ex.Causes) != 2 {
+			t.Fatalf("err = %v", err)
+		}
+		var te *chain.TargetError
+		var le *llm.Error
+		if !errors.As(ex.Causes[1], &te) || te.Target != "o" || !errors.As(ex.Causes[1], &le) || le.Status != 401 {
+			t.Fatalf("second cause = %v", ex.Causes[1])
+		}
+		if len(res.Attempts) != 3 || res.Attempts[0].Decision != chain.DecisionRetry || res.Attempts[1].Decision != chain.DecisionNext {
+			t.Fatalf("attempts = %v", res.Attempts)
+		}
+	})
+}
+
+func TestContentFilterStopsUnlessAllowed(t *testing.T) {
+	refuse := &stub{name: "a", fn: fail(llm.KindContentFilter, 200)}
+	other := &stub{name: "o"}
+	for _, allow := range []bool{false, true} {
+		c, _ := chain.New("c").ContentFallback(allow).
+			Primary(chain.Target{Name: "p", Provider: refuse, Model: "m"}).
+			OrProvider(chain.Target{Name: "o", Provider: other, Model: "g"}).Build()
+		res, err := c.Call(t.Context(), question)
+		if allow && (err != nil || res.Served.Target != "o") {
+			t.Fatalf("allowed: %v %+v", err, res.Served)
+		}
+		if !allow && (llm.KindOf(err) != llm.KindContentFilter || len(res.Attempts) != 1 || res.Attempts[0].Decision != chain.DecisionStop) {
+			t.Fatalf("not allowed: %v %v", err, res.Attempts)
+		}
+	}
+}
+
+func TestNilResponseWithoutErrorIsAFailure(t *testing.T) {
+	bad := &stub{name: "a", fn: func(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }}
+	c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: bad, Model: "m"}).
+		OrProvider(chain.Target{Name: "o", Provider: &stub{name: "o"}, Model: "g"}).Build()
+	res, err := c.Call(t.Context(), question)
+	if err != nil || res.Served.Target != "o" {
+		t.Fatalf("%v %+v", err, res)
+	}
+}

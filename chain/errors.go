@@ -1,0 +1,103 @@
+package chain
+
+import (
+	"errors"
+	"strings"
+)
+
+var (
+	// ErrExhausted is matched (errors.Is) by the error of a call on which
+	// every target and degradation failed. Its *ExhaustedError holds each
+	// target's cause.
+	ErrExhausted = errors.New("every target failed")
+	// ErrInvalidConfig is matched by every error Build returns.
+	ErrInvalidConfig = errors.New("invalid chain configuration")
+	// ErrNoMessages is returned by Call for a request without messages.
+	ErrNoMessages = errors.New("request has no messages; add at least one llm.Message")
+	// ErrContextWindow is the reason recorded for a target skipped after a
+	// context-length failure because its ContextWindow is not larger.
+	ErrContextWindow = errors.New("context window not larger than the one that overflowed")
+	// ErrDeadline is the reason recorded for model targets not tried because
+	// the chain's deadline had passed.
+	ErrDeadline = errors.New("chain deadline passed")
+)
+
+// TargetError is one target's failure, as joined into an ExhaustedError or
+// returned when the chain stops. Unwrap reaches the provider's *llm.Error.
+type TargetError struct {
+	Target string
+	Tier   Tier
+	Err    error
+}
+
+func (e *TargetError) Error() string {
+	return "target " + quote(e.Target) + " (" + e.Tier.String() + "): " + e.Err.Error()
+}
+
+// Unwrap returns the target's cause.
+func (e *TargetError) Unwrap() error { return e.Err }
+
+// ExhaustedError is the error of a call on which every target failed. It
+// matches ErrExhausted, and errors.Is/As see through it to every cause.
+type ExhaustedError struct {
+	// Chain is the chain's name.
+	Chain string
+	// Causes holds one *TargetError per target that failed, in order.
+	Causes []error
+}
+
+func (e *ExhaustedError) Error() string {
+	var b strings.Builder
+	b.WriteString("chain ")
+	b.WriteString(quote(e.Chain))
+	b.WriteString(": ")
+	b.WriteString(ErrExhausted.Error())
+	for i, c := range e.Causes {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(c.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrExhausted.
+func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
+
+// Unwrap returns the causes.
+func (e *ExhaustedError) Unwrap() []error { return e.Causes }
+
+// ConfigError is one configuration problem found by Build. Build joins all
+// of them; each matches ErrInvalidConfig.
+type ConfigError struct {
+	// Chain is the chain's name.
+	Chain string
+	// Target names the target at fault; empty for the chain as a whole.
+	Target string
+	// Problem says what is wrong and what to change.
+	Problem string
+	// Err is an underlying cause, such as a retry.Policy error.
+	Err error
+}
+
+func (e *ConfigError) Error() string {
+	s := "chain " + quote(e.Chain) + ": "
+	if e.Target != "" {
+		s += "target " + quote(e.Target) + ": "
+	}
+	s += e.Problem
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns the underlying cause, if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func quote(s string) string { return `"` + s + `"` }

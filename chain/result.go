@@ -1,0 +1,140 @@
+package chain
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// Result is a call's answer and how it was reached. On failure Call returns
+// a Result too, with the attempts made and no answer.
+type Result struct {
+	// Response is the answer, whichever target or degradation served it.
+	llm.Response
+	// Served says who answered.
+	Served Served
+	// Attempts records every attempt, skip and refusal, in order.
+	Attempts []Attempt
+	// Degraded is true when a degradation, not a model, answered.
+	Degraded bool
+
+	buf [2]Attempt // backing store for the common one- or two-attempt call
+}
+
+// Served identifies what answered a call.
+type Served struct {
+	// Target is the target's or degradation's name.
+	Target string
+	// Tier is the target's tier.
+	Tier Tier
+	// Provider is the provider's Name ("anthropic", "openai"); "backstop"
+	// for a degradation.
+	Provider string
+	// Model is the model the provider says answered.
+	Model string
+	// RequestID is the provider's request id for the answer.
+	RequestID string
+}
+
+// Decision is what the chain did after an attempt.
+type Decision uint8
+
+// The decisions.
+const (
+	// DecisionServed: the attempt answered the call.
+	DecisionServed Decision = iota
+	// DecisionRetry: the chain tried the same target again.
+	DecisionRetry
+	// DecisionNext: the chain moved on to the next target.
+	DecisionNext
+	// DecisionStop: the chain gave up on the call (a request wrong everywhere,
+	// a caller that canceled).
+	DecisionStop
+	// DecisionSkip: no request was sent; the target was passed over.
+	DecisionSkip
+)
+
+// String returns the decision's name.
+func (d Decision) String() string {
+	switch d {
+	case DecisionServed:
+		return "served"
+	case DecisionRetry:
+		return "retry"
+	case DecisionNext:
+		return "next"
+	case DecisionStop:
+		return "stop"
+	case DecisionSkip:
+		return "skip"
+	}
+	return "unknown"
+}
+
+// Attempt is one attempt on a target, or one target passed over.
+type Attempt struct {
+	// Target and Tier identify the target; Model is the model requested.
+	Target string
+	Tier   Tier
+	Model  string
+	// N counts the attempts on this target, from 1; 0 for a skip.
+	N int
+	// Status is the HTTP status (200 on success); 0 when none arrived.
+	Status int
+	// Kind classifies a failure; KindUnknown on success.
+	Kind llm.Kind
+	// Err is the failure, or the reason for a skip; nil on success.
+	Err error
+	// RequestID is the provider's request id, when it sent one.
+	RequestID string
+	// Wait is how long the chain waited before this attempt.
+	Wait time.Duration
+	// Duration is how long the attempt took.
+	Duration time.Duration
+	// Decision is what the chain did next, and Reason why in words.
+	Decision Decision
+	Reason   string
+}
+
+// String renders the attempt on one line, for logs.
+func (a Attempt) String() string {
+	var b strings.Builder
+	b.WriteString(a.Target)
+	if a.N > 0 {
+		b.WriteString(" #")
+		b.WriteString(strconv.Itoa(a.N))
+	}
+	if a.Wait > 0 {
+		b.WriteString(" after ")
+		b.WriteString(a.Wait.Round(time.Millisecond).String())
+	}
+	switch {
+	case a.Decision == DecisionSkip:
+		b.WriteString(": skipped")
+	case a.Err == nil:
+		b.WriteString(": ok")
+	default:
+		b.WriteString(": ")
+		if a.Status != 0 {
+			b.WriteString(strconv.Itoa(a.Status))
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.Kind.String())
+	}
+	if a.RequestID != "" {
+		b.WriteString(" (")
+		b.WriteString(a.RequestID)
+		b.WriteByte(')')
+	}
+	if a.Decision != DecisionServed {
+		b.WriteString(" -> ")
+		b.WriteString(a.Decision.String())
+	}
+	if a.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(a.Reason)
+	}
+	return b.String()
+}

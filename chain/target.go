@@ -1,0 +1,135 @@
+package chain
+
+import (
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// Target is one model behind a provider, with everything the chain needs to
+// call it. It is a plain struct: zero values mean documented defaults.
+type Target struct {
+	// Name identifies the target in results, errors and telemetry. It must
+	// be non-empty and unique in the chain.
+	Name string
+	// Provider makes one attempt against the model's backend. Required.
+	Provider llm.Provider
+	// Model is the model to request. Required.
+	Model string
+	// Region is where the target processes data ("eu", "us-east-1", …).
+	// Informational unless the chain restricts regions.
+	Region string
+	// System is this target's system prompt. When empty, the caller's
+	// Request.System is sent.
+	System string
+	// Params are this target's parameters. Each field that is set replaces
+	// the caller's; Extra maps are merged, the target's keys winning.
+	Params llm.Params
+	// ContextWindow is the model's context window in tokens; 0 means
+	// unknown. After a context-length failure the chain moves on only to
+	// targets with a larger known window.
+	ContextWindow int
+	// Retry is the retry policy on this target. The zero value means
+	// retry's defaults: 3 attempts, full jitter from 500ms capped at 20s,
+	// Retry-After honoured plus up to 1s, at most 30s of Retry-After.
+	Retry retry.Policy
+	// Timeout bounds each attempt. 0 means no per-attempt bound beyond the
+	// chain's deadline and the caller's context.
+	Timeout time.Duration
+}
+
+// Tier is a target's place in the chain. Tiers are ordered: the primary,
+// then other deployments of the same model, sibling models on the same
+// provider, other providers, and degradations.
+type Tier uint8
+
+// The tiers, in the order a chain walks them.
+const (
+	TierPrimary Tier = iota
+	TierDeployment
+	TierSibling
+	TierProvider
+	TierDegrade
+)
+
+// String returns the tier's name as recorded in results and telemetry.
+func (t Tier) String() string {
+	switch t {
+	case TierPrimary:
+		return "primary"
+	case TierDeployment:
+		return "deployment"
+	case TierSibling:
+		return "sibling"
+	case TierProvider:
+		return "provider"
+	case TierDegrade:
+		return "degrade"
+	}
+	return "unknown"
+}
+
+// method returns the builder method that adds a target of this tier.
+func (t Tier) method() string {
+	switch t {
+	case TierPrimary:
+		return "Primary"
+	case TierDeployment:
+		return "OrDeployment"
+	case TierSibling:
+		return "OrSibling"
+	case TierProvider:
+		return "OrProvider"
+	}
+	return "OrDegrade"
+}
+
+// target is a Target as Build compiled it.
+type target struct {
+	Target
+	tier   Tier
+	policy retry.Policy // Retry with defaults filled in
+	table  retry.Table
+}
+
+// request returns the request sent to t: the caller's, with t's model and
+// t's System and Params wherever t sets them.
+func (t *target) request(req llm.Request) llm.Request {
+	req.Model = t.Model
+	if t.System != "" {
+		req.System = t.System
+	}
+	req.Params = mergeParams(req.Params, t.Params)
+	return req
+}
+
+func mergeParams(p, over llm.Params) llm.Params {
+	if over.MaxTokens != 0 {
+		p.MaxTokens = over.MaxTokens
+	}
+	if over.Temperature != nil {
+		p.Temperature = over.Temperature
+	}
+	if over.TopP != nil {
+		p.TopP = over.TopP
+	}
+	if over.Stop != nil {
+		p.Stop = over.Stop
+	}
+	switch {
+	case len(over.Extra) == 0:
+	case len(p.Extra) == 0:
+		p.Extra = over.Extra
+	default:
+		m := make(map[string]any, len(p.Extra)+len(over.Extra))
+		for k, v := range p.Extra {
+			m[k] = v
+		}
+		for k, v := range over.Extra {
+			m[k] = v
+		}
+		p.Extra = m
+	}
+	return p
+}
