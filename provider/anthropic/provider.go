@@ -1,0 +1,123 @@
+// Package anthropic is the backstop adapter for Anthropic's Messages API. It
+// owns the Anthropic wire format: the request body, the response and error
+// bodies, the request-id and anthropic-ratelimit-* headers, and the mapping
+// of Anthropic's error types onto llm.Kind. A Provider makes exactly one
+// HTTP request per Complete; retries, waits and fallbacks belong to the
+// chain.
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+const (
+	// DefaultBaseURL is the Anthropic API used when Config.BaseURL is empty.
+	DefaultBaseURL = "https://api.anthropic.com"
+	// APIVersion is the anthropic-version header sent with every request.
+	APIVersion = "2023-06-01"
+	// DefaultMaxTokens is the max_tokens sent when llm.Params.MaxTokens is
+	// 0: the Messages API requires a value.
+	DefaultMaxTokens = 1024
+)
+
+// Config configures a Provider. The zero value of every field but APIKey
+// is a working default.
+type Config struct {
+	// APIKey is sent as the x-api-key header. Required. It never appears in
+	// an error: the adapter redacts it from everything it quotes.
+	APIKey string
+
+	// BaseURL is the scheme, host and optional path prefix of the API, to
+	// which "/v1/messages" is appended (a trailing slash is ignored). It must
+	// be http or https and carry no query. Empty means DefaultBaseURL.
+	BaseURL string
+
+	// HTTPClient sends the requests. Nil means http.DefaultClient. Give it
+	// no retrying RoundTripper: the chain owns retries. Per-attempt
+	// timeouts come from the context passed to Complete. Its redirect
+	// policy applies as is (the APIs do not redirect).
+	HTTPClient *http.Client
+
+	// Header holds extra headers sent with every request (anthropic-beta,
+	// say). A header named here replaces the adapter's own of that name
+	// (x-api-key, anthropic-version, content-type). Nil sends none.
+	Header http.Header
+
+	// MaxResponseBytes caps the response body read, success or error; a
+	// longer body fails the attempt with an *llm.Error instead of being
+	// read. Zero means 8 MiB; negative is an error.
+	MaxResponseBytes int64
+}
+
+// Provider sends requests to the Anthropic Messages API. It implements
+// llm.Provider and is safe for concurrent use. Create one with New.
+type Provider struct {
+	ep wire.Endpoint
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New checks cfg and returns a Provider. An error says which field to
+// change.
+func New(cfg Config) (*Provider, error) {
+	if err := wire.Key(cfg.APIKey); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	url, err := wire.URL(cfg.BaseURL, DefaultBaseURL, "/v1/messages")
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	maxBytes, err := wire.MaxBytes(cfg.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	h := http.Header{
+		"X-Api-Key":         {cfg.APIKey},
+		"Anthropic-Version": {APIVersion},
+		"Content-Type":      {"application/json"},
+		"Accept":            {"application/json"},
+	}
+	for k, v := range cfg.Header {
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+	}
+	return &Provider{ep: wire.Endpoint{
+		Provider:  "anthropic",
+		URL:       url,
+		Client:    cfg.HTTPClient,
+		Header:    h,
+		MaxBytes:  maxBytes,
+		Secret:    cfg.APIKey,
+		RequestID: "Request-Id",
+		RateLimit: rateLimit,
+	}}, nil
+}
+
+// Name returns "anthropic", the OpenTelemetry GenAI provider name.
+func (p *Provider) Name() string { return p.ep.Provider }
+
+// Complete sends req to the Messages API as exactly one HTTP request and
+// returns the answer: the text blocks concatenated, the usage with cached
+// input counted as input, and the rate limit announced in the headers.
+//
+// The body carries model; max_tokens (DefaultMaxTokens when
+// Params.MaxTokens is 0); system when not empty; messages; temperature,
+// top_p and stop_sequences when set; then Params.Extra merged at the top
+// level, replacing any of those. Every failure is an *llm.Error whose Kind classifies
+// it: the API's error type, a refusal (KindContentFilter), an unreadable
+// body, or the transport error (KindCanceled when ctx was canceled).
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	body, err := p.ep.Encode(newRequest(req), req.Params.Extra)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.ep.Post(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return p.parse(r)
+}

@@ -1,0 +1,120 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+// reply is the Messages API response body. An error body has Type "error"
+// and Error set; a 2xx is expected to have a content array.
+type reply struct {
+	Type       string  `json:"type"`
+	ID         string  `json:"id"`
+	Model      string  `json:"model"`
+	Content    []block `json:"content"`
+	StopReason string  `json:"stop_reason"`
+	Usage      struct {
+		InputTokens              int `json:"input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+	Error *json.RawMessage `json:"error"`
+}
+
+type block struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// parse turns a reply into the answer or an *llm.Error, the key redacted.
+func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
+	if r.Status < 200 || r.Status > 299 {
+		return nil, p.parseError(r)
+	}
+	var b reply
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		return nil, p.ep.Redact(p.ep.Malformed(r, err))
+	}
+	if b.Type == "error" || b.Error != nil && b.Content == nil {
+		return nil, p.parseError(r) // an error sent with a 2xx, as gateways do
+	}
+	if b.Content == nil {
+		return nil, p.ep.Redact(p.ep.Malformed(r, errors.New(`no "content" array`)))
+	}
+	if b.StopReason == "refusal" {
+		f := p.ep.Failure(r, llm.KindContentFilter)
+		f.Code = b.StopReason
+		f.Message = "the model declined to answer (stop_reason refusal)"
+		return nil, p.ep.Redact(f)
+	}
+	u := b.Usage
+	return &llm.Response{
+		Text:         text(b.Content),
+		Model:        b.Model,
+		ID:           b.ID,
+		RequestID:    r.Header.Get(p.ep.RequestID),
+		FinishReason: b.StopReason,
+		Usage: llm.Usage{
+			InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+			OutputTokens: u.OutputTokens,
+		},
+		RateLimit: rateLimit(r.Header, r.Received),
+	}, nil
+}
+
+// text concatenates the text blocks, ignoring the others (tool_use,
+// thinking, …).
+func text(blocks []block) string {
+	n, last := 0, -1
+	for i, bl := range blocks {
+		if bl.Type == "text" {
+			n += len(bl.Text)
+			last = i
+		}
+	}
+	switch {
+	case last < 0:
+		return ""
+	case n == len(blocks[last].Text):
+		return blocks[last].Text // one text block (or the others empty): no copy
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			sb.WriteString(bl.Text)
+		}
+	}
+	return sb.String()
+}
+
+// rateHeaders holds the canonical names of the rate-limit headers, one row
+// per bucket: limit, remaining, reset.
+var rateHeaders = [4][3]string{
+	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
+	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
+}
+
+// rateLimit reads the anthropic-ratelimit-* headers.
+func rateLimit(h http.Header, received time.Time) llm.RateLimit {
+	bucket := func(i int) llm.Allowance {
+		n := &rateHeaders[i]
+		return wire.Allowance(h, n[0], n[1], n[2], received, parseReset)
+	}
+	return llm.RateLimit{Requests: bucket(0), Tokens: bucket(1), InputTokens: bucket(2), OutputTokens: bucket(3)}
+}
+
+// parseReset reads a reset time, sent as RFC 3339.
+func parseReset(v string, _ time.Time) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
+}

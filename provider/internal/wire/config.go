@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// URL joins base (a Config.BaseURL, def when empty) and path into the
+// endpoint URL, checking base so that a mistake fails at construction with
+// a message saying what to change. path starts with "/" and may carry a
+// query.
+func URL(base, def, path string) (string, error) {
+	if base == "" {
+		base = def
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the url.Error would quote the whole URL
+		}
+		return "", fmt.Errorf("Config.BaseURL is not a valid URL (%v); write it as https://host[:port][/prefix]", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("Config.BaseURL must start with https:// (or http:// for a local server), got scheme %q", u.Scheme)
+	case u.Host == "":
+		return "", errors.New("Config.BaseURL has no host; write it as https://host[:port][/prefix]")
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(base, "?"):
+		return "", errors.New("Config.BaseURL must not carry a query or fragment; it is only the scheme, host and an optional path prefix")
+	case !strings.HasPrefix(path, "/"):
+		return "", fmt.Errorf("the endpoint path %q must start with /", path)
+	}
+	full := strings.TrimRight(base, "/") + path
+	if _, err := url.Parse(full); err != nil {
+		return "", fmt.Errorf("the endpoint path %q does not make a valid URL with Config.BaseURL", path)
+	}
+	return full, nil
+}
+
+// MaxBytes checks a Config.MaxResponseBytes: 0 means DefaultMaxBytes.
+func MaxBytes(n int64) (int64, error) {
+	switch {
+	case n < 0:
+		return 0, fmt.Errorf("Config.MaxResponseBytes is %d; use a positive byte count, or 0 for the default (%d, 8 MiB)", n, DefaultMaxBytes)
+	case n == 0:
+		return DefaultMaxBytes, nil
+	}
+	return n, nil
+}
+
+// Key checks a Config.APIKey: it must be present and fit in a header.
+func Key(key string) error {
+	if key == "" {
+		return errors.New("Config.APIKey is empty; set it to the provider's API key")
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == 0x7f {
+			return errors.New("Config.APIKey contains a control character (a trailing newline from a file or environment variable?); trim it")
+		}
+	}
+	if strings.TrimSpace(key) != key {
+		return errors.New("Config.APIKey has leading or trailing spaces; trim them")
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+// Package wire is the HTTP plumbing the provider adapters share. It posts one
+// JSON request and reads the reply under a size cap; reads the headers every
+// provider sends (Retry-After, x-should-retry, rate-limit figures); turns
+// transport failures and unreadable bodies into *llm.Error; and redacts the
+// API key from everything an error quotes. It knows no provider's body
+// format: the adapters own their JSON and their error classification.
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// DefaultMaxBytes is the response body cap used when none is configured:
+// 8 MiB.
+const DefaultMaxBytes = 8 << 20
+
+// Endpoint is one JSON API endpoint of one provider. Its fields are set once
+// by the adapter's constructor; it is safe for concurrent use.
+type Endpoint struct {
+	// Provider is the adapter's Name, put into every error.
+	Provider string
+	// URL is where Post sends requests.
+	URL string
+	// Client sends the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// Header is sent with every request (authentication, API version,
+	// content type). Post sends a copy, so a RoundTripper that edits its
+	// request cannot change it.
+	Header http.Header
+	// MaxBytes caps the response body Post reads; 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// Secret is the API key, redacted from every error Redact sees.
+	Secret string
+	// RequestID names the response header holding the request id.
+	RequestID string
+	// RateLimit reads the provider's rate-limit headers into a RateLimit;
+	// nil reads none.
+	RateLimit func(h http.Header, received time.Time) llm.RateLimit
+}
+
+// Reply is a response whose body has been read in full and closed.
+type Reply struct {
+	// Status is the HTTP status code.
+	Status int
+	// Header is the response's header.
+	Header http.Header
+	// Body is the whole body, at most MaxBytes long.
+	Body []byte
+	// Received is when the response headers arrived: relative waits and
+	// resets in the headers are measured from it.
+	Received time.Time
+}
+
+// errTooLarge reports a body longer than the cap.
+var errTooLarge = errors.New("response body too large")
+
+// Post sends body as one HTTP POST and reads the reply. It never retries.
+// Any failure is returned as an *llm.Error: a transport failure carries the
+// Kind of its cause (KindCanceled for a canceled ctx, KindTimeout for a
+// deadline), a body over the cap or cut short carries the status and
+// headers. A reply of any status is returned as is for the adapter to parse.
+func (e *Endpoint) Post(ctx context.Context, body []byte) (*Reply, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: llm.KindOf(err),
+			Message: "cannot build the HTTP request: " + err.Error(), Err: err})
+	}
+	req.Header = e.Header.Clone()
+	client := e.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: kindOf(ctx, err), Err: err})
+	}
+	defer resp.Body.Close()
+	r := &Reply{Status: resp.StatusCode, Header: resp.Header, Received: time.Now()}
+	r.Body, err = readCapped(resp.Body, resp.ContentLength, e.maxBytes())
+	switch {
+	case err == errTooLarge:
+		f := e.Failure(r, StatusKind(r.Status))
+		f.Message = fmt.Sprintf("response body is larger than %d bytes; raise MaxResponseBytes if answers are meant to be this large",
+			e.maxBytes())
+		return nil, e.Redact(f)
+	case err != nil:
+		// A body cut short: the status still says what the server meant,
+		// unless it was a success, whose answer is now lost in transit.
+		kind := StatusKind(r.Status)
+		if r.Status >= 200 && r.Status <= 299 || ctx.Err() != nil {
+			kind = kindOf(ctx, err)
+		}
+		f := e.Failure(r, kind)
+		f.Err = err
+		f.Message = "reading the response body: " + err.Error()
+		return nil, e.Redact(f)
+	}
+	return r, nil
+}
+
+func (e *Endpoint) maxBytes() int64 {
+	if e.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return e.MaxBytes
+}
+
+// kindOf classifies a transport error, trusting the context over the error
+// it happened to produce: a canceled call is KindCanceled even when the
+// cancellation surfaced as a closed connection.
+func kindOf(ctx context.Context, err error) llm.Kind {
+	if cerr := ctx.Err(); cerr != nil {
+		return llm.KindOf(cerr)
+	}
+	return llm.KindOf(err)
+}
+
+// readCapped reads r to the end, failing with errTooLarge as soon as more
+// than max bytes arrive. It reads at most max+1 bytes, so a hostile server
+// can neither exhaust memory nor hold the read open past the cap. size is
+// the announced Content-Length (-1 when unknown): a body announced larger
+// than max is refused unread; otherwise size only sizes the buffer.
+func readCapped(r io.Reader, size, max int64) ([]byte, error) {
+	if size > max {
+		return nil, errTooLarge
+	}
+	n := int64(512)
+	if size >= 0 {
+		n = size + 1 // room for the read that reports EOF
+	}
+	b := make([]byte, 0, n)
+	lr := io.LimitedReader{R: r, N: max + 1}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if int64(len(b)) > max {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}

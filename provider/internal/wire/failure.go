@@ -1,0 +1,126 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/backstop-llm/backstop/internal/retryafter"
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// quoteMax is how many bytes of an unexpected body an error quotes.
+const quoteMax = 200
+
+// redactedMark replaces the API key wherever an error would quote it.
+const redactedMark = "[redacted]"
+
+// StatusKind classifies a status whose body says nothing more specific: a
+// 2xx that could not be used is KindServer (the provider answered with
+// something that is not an answer); any other status is as
+// llm.KindFromStatus says.
+func StatusKind(status int) llm.Kind {
+	if status >= 200 && status <= 299 {
+		return llm.KindServer
+	}
+	return llm.KindFromStatus(status)
+}
+
+// Failure starts the error for reply r: Provider, Status, the request id,
+// Retry-After, x-should-retry and the rate limit from the headers, and kind.
+// The adapter fills in what the body says; Redact must be its last step.
+func (e *Endpoint) Failure(r *Reply, kind llm.Kind) *llm.Error {
+	f := &llm.Error{
+		Provider:    e.Provider,
+		Status:      r.Status,
+		Kind:        kind,
+		ShouldRetry: ShouldRetry(r.Header),
+	}
+	if e.RequestID != "" {
+		f.RequestID = r.Header.Get(e.RequestID)
+	}
+	f.RetryAfter, _ = retryafter.FromHeader(r.Header, r.Received)
+	if e.RateLimit != nil {
+		f.RateLimit = e.RateLimit(r.Header, r.Received)
+	}
+	return f
+}
+
+// Malformed is the error for a reply whose body is not the JSON the adapter
+// expected (an HTML page from a proxy, truncated JSON, an empty body, JSON
+// of another shape): classified by status, quoting at most 200 bytes of the
+// body, with cause (what the decoder said) as Err.
+func (e *Endpoint) Malformed(r *Reply, cause error) *llm.Error {
+	f := e.Failure(r, StatusKind(r.Status))
+	f.Err = cause
+	if len(bytes.TrimSpace(r.Body)) == 0 {
+		f.Message = "empty response body"
+	} else {
+		f.Message = fmt.Sprintf("response body is not the expected JSON (%v): %s", cause, e.quote(r.Body))
+	}
+	return f
+}
+
+// quote returns the start of body as a Go string literal (one line, no
+// control characters), the key redacted before the cut so that no prefix of
+// it survives, and the full size when the body was cut.
+func (e *Endpoint) quote(body []byte) string {
+	s := e.redact(string(body[:min(len(body), quoteMax+len(e.Secret))]))
+	cut := len(s) > quoteMax || len(body) > quoteMax+len(e.Secret)
+	if len(s) > quoteMax {
+		s = s[:quoteMax]
+		// Drop a rune split by the cut (at most 3 bytes).
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+				break
+			}
+			s = s[:len(s)-1]
+		}
+	}
+	q := strconv.Quote(s)
+	if cut {
+		q += fmt.Sprintf("… (%d bytes)", len(body))
+	}
+	return q
+}
+
+// Redact removes the API key from every text field of f, including the text
+// of its cause, and returns f. Every error an adapter returns passes through
+// it. The key is matched exactly, so a key that is a common word (a
+// placeholder such as "none" for a local server) is redacted from messages
+// too.
+func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
+	if e.Secret == "" {
+		return f
+	}
+	f.Type = e.redact(f.Type)
+	f.Code = e.redact(f.Code)
+	f.Message = e.redact(f.Message)
+	f.RequestID = e.redact(f.RequestID)
+	if f.Err != nil {
+		if msg := f.Err.Error(); strings.Contains(msg, e.Secret) {
+			f.Err = &redactedError{msg: e.redact(msg), err: f.Err}
+		}
+	}
+	return f
+}
+
+func (e *Endpoint) redact(s string) string {
+	if e.Secret == "" || !strings.Contains(s, e.Secret) {
+		return s
+	}
+	return strings.ReplaceAll(s, e.Secret, redactedMark)
+}
+
+// redactedError is a cause whose text quoted the key (a URL error for a
+// BaseURL carrying it, say). It still unwraps to the cause, so errors.Is and
+// errors.As see through it.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (r *redactedError) Error() string { return r.msg }
+func (r *redactedError) Unwrap() error { return r.err }

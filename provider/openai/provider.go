@@ -1,0 +1,172 @@
+// Package openai is the backstop adapter for the OpenAI Chat Completions API
+// and the many servers that speak it (Azure OpenAI, vLLM, Ollama, gateways).
+// It owns that wire format: the request body, the response and error bodies,
+// the x-request-id and x-ratelimit-* headers, and the mapping of OpenAI's
+// error codes onto llm.Kind. A Provider makes exactly one HTTP request per
+// Complete; retries, waits and fallbacks belong to the chain.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+const (
+	// DefaultBaseURL is the OpenAI API used when Config.BaseURL is empty.
+	DefaultBaseURL = "https://api.openai.com"
+	// DefaultPath is the endpoint path used when Config.Path is empty.
+	DefaultPath = "/v1/chat/completions"
+	// DefaultName is what Name returns when Config.Name is empty.
+	DefaultName = "openai"
+)
+
+// Config configures a Provider. The zero value of every field but APIKey
+// is a working default for api.openai.com.
+type Config struct {
+	// APIKey authenticates every request, as "Authorization: Bearer <key>"
+	// unless KeyHeader says otherwise. Required: for a local server that
+	// checks no key, any placeholder will do. It never appears in an error:
+	// adapters redact it from everything they quote.
+	APIKey string
+
+	// BaseURL is the scheme, host and optional path prefix of the server,
+	// to which Path is appended (a trailing slash is ignored). It must be
+	// http or https and carry no query. Empty means DefaultBaseURL.
+	BaseURL string
+
+	// Path is the endpoint's path under BaseURL, starting with "/"; it may
+	// carry a query. Empty means DefaultPath ("/v1/chat/completions"). Set
+	// it for compatible servers mounted elsewhere: "/chat/completions",
+	// "/openai/v1/chat/completions", or for Azure OpenAI's deployment URLs
+	// "/openai/deployments/NAME/chat/completions?api-version=2024-10-21".
+	Path string
+
+	// Name is what Name returns, labelling errors and telemetry: the
+	// OpenTelemetry GenAI provider name of the endpoint, such as
+	// "azure.ai.openai". Empty means DefaultName ("openai").
+	Name string
+
+	// KeyHeader names the header that carries APIKey. Empty means
+	// "Authorization", sent as "Bearer <key>"; any other name sends the key
+	// bare, as Azure OpenAI's "api-key" header expects.
+	KeyHeader string
+
+	// LegacyMaxTokens sends llm.Params.MaxTokens as max_tokens, for older
+	// compatible servers that do not know max_completion_tokens. False
+	// means max_completion_tokens, which OpenAI's reasoning models require.
+	// Either way a MaxTokens of 0 sends neither field.
+	LegacyMaxTokens bool
+
+	// HTTPClient sends the requests. Nil means http.DefaultClient. Give it
+	// no retrying RoundTripper: the chain owns retries. Per-attempt
+	// timeouts come from the context passed to Complete. Its redirect
+	// policy applies as is (the APIs do not redirect).
+	HTTPClient *http.Client
+
+	// Header holds extra headers sent with every request
+	// (OpenAI-Organization, OpenAI-Project, …). A header named here replaces
+	// the adapter's own of that name. Nil sends none.
+	Header http.Header
+
+	// MaxResponseBytes caps the response body read, success or error; a
+	// longer body fails the attempt with an *llm.Error instead of being
+	// read. Zero means 8 MiB; negative is an error.
+	MaxResponseBytes int64
+}
+
+// Provider sends requests to a Chat Completions endpoint. It implements
+// llm.Provider and is safe for concurrent use. Create one with New.
+type Provider struct {
+	ep     wire.Endpoint
+	legacy bool
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New checks cfg and returns a Provider. An error says which field to
+// change.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIKey == "" {
+		return nil, errors.New("openai: Config.APIKey is empty; set it to the API key (for a server that checks none, any placeholder such as \"none\")")
+	}
+	if err := wire.Key(cfg.APIKey); err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	path := cfg.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	url, err := wire.URL(cfg.BaseURL, DefaultBaseURL, path)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	maxBytes, err := wire.MaxBytes(cfg.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	name := cfg.Name
+	if name == "" {
+		name = DefaultName
+	}
+	if strings.TrimSpace(name) != name {
+		return nil, fmt.Errorf("openai: Config.Name %q has leading or trailing spaces; trim them", name)
+	}
+	h := http.Header{
+		"Content-Type": {"application/json"},
+		"Accept":       {"application/json"},
+	}
+	switch kh := http.CanonicalHeaderKey(cfg.KeyHeader); kh {
+	case "", "Authorization":
+		h.Set("Authorization", "Bearer "+cfg.APIKey)
+	default:
+		if strings.ContainsAny(kh, " \t\r\n:") {
+			return nil, fmt.Errorf("openai: Config.KeyHeader %q is not a header name", cfg.KeyHeader)
+		}
+		h.Set(kh, cfg.APIKey)
+	}
+	for k, v := range cfg.Header {
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+	}
+	return &Provider{legacy: cfg.LegacyMaxTokens, ep: wire.Endpoint{
+		Provider:  name,
+		URL:       url,
+		Client:    cfg.HTTPClient,
+		Header:    h,
+		MaxBytes:  maxBytes,
+		Secret:    cfg.APIKey,
+		RequestID: "X-Request-Id",
+		RateLimit: rateLimit,
+	}}, nil
+}
+
+// Name returns Config.Name, "openai" by default.
+func (p *Provider) Name() string { return p.ep.Provider }
+
+// Complete sends req to the Chat Completions endpoint as exactly one HTTP
+// request and returns the first choice, with the usage and the rate limit
+// announced in the headers.
+//
+// The body carries model; messages, led by req.System as a "system"
+// message when not empty; max_completion_tokens (or max_tokens, see
+// Config.LegacyMaxTokens), temperature, top_p and stop when set; then
+// Params.Extra merged at the top level, replacing any of those. Every failure is an *llm.Error
+// whose Kind classifies it: the API's error code, a content filter or
+// refusal (KindContentFilter), an unreadable body, or the transport error
+// (KindCanceled when ctx was canceled).
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	body, err := p.ep.Encode(p.newRequest(req), req.Params.Extra)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.ep.Post(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return p.parse(r)
+}

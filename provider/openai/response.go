@@ -1,0 +1,102 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/backstop-llm/backstop/internal/retryafter"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+// reply is the Chat Completions response body. A 2xx is expected to carry
+// at least one choice; some compatible servers send an error object instead.
+type reply struct {
+	ID      string   `json:"id"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error *json.RawMessage `json:"error"`
+}
+
+type choice struct {
+	Message struct {
+		Content string `json:"content"`
+		Refusal string `json:"refusal"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// parse turns a reply into the answer or an *llm.Error, the key redacted.
+func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
+	if r.Status < 200 || r.Status > 299 {
+		return nil, p.parseError(r)
+	}
+	var b reply
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		return nil, p.ep.Redact(p.ep.Malformed(r, err))
+	}
+	if len(b.Choices) == 0 {
+		if b.Error != nil {
+			return nil, p.parseError(r) // an error sent with a 2xx
+		}
+		return nil, p.ep.Redact(p.ep.Malformed(r, errors.New(`no "choices"`)))
+	}
+	c := &b.Choices[0]
+	switch {
+	case c.FinishReason == "content_filter":
+		f := p.ep.Failure(r, llm.KindContentFilter)
+		f.Code = c.FinishReason
+		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
+		return nil, p.ep.Redact(f)
+	case c.Message.Refusal != "":
+		f := p.ep.Failure(r, llm.KindContentFilter)
+		f.Code = "refusal"
+		f.Message = "the model refused: " + c.Message.Refusal
+		return nil, p.ep.Redact(f)
+	}
+	return &llm.Response{
+		Text:         c.Message.Content,
+		Model:        b.Model,
+		ID:           b.ID,
+		RequestID:    r.Header.Get(p.ep.RequestID),
+		FinishReason: c.FinishReason,
+		Usage: llm.Usage{
+			InputTokens:  b.Usage.PromptTokens,
+			OutputTokens: b.Usage.CompletionTokens,
+		},
+		RateLimit: rateLimit(r.Header, r.Received),
+	}, nil
+}
+
+// rateLimit reads the x-ratelimit-* headers.
+func rateLimit(h http.Header, received time.Time) llm.RateLimit {
+	return llm.RateLimit{
+		Requests: wire.Allowance(h, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests",
+			"X-Ratelimit-Reset-Requests", received, parseReset),
+		Tokens: wire.Allowance(h, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens",
+			"X-Ratelimit-Reset-Tokens", received, parseReset),
+	}
+}
+
+// parseReset reads a reset sent as a Go-style duration ("1s", "6m0s",
+// "12ms") measured from when the response arrived. Some compatible servers
+// send plain seconds instead; those are accepted too.
+func parseReset(v string, received time.Time) (time.Time, bool) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		var ok bool
+		if d, ok = retryafter.Parse(v, received); !ok {
+			return time.Time{}, false
+		}
+	}
+	if d < 0 {
+		return time.Time{}, false
+	}
+	return received.Add(d), true
+}
