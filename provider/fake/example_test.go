@@ -1,0 +1,116 @@
+package fake_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/backstop-llm/backstop/provider/fake"
+)
+
+// The fake answers raw HTTP in the real wire formats. Here an Anthropic
+// model is overloaded once, then answers. An adapter is configured the same
+// way: BaseURL s.URL(), HTTPClient s.Client().
+func Example() {
+	s := fake.New()
+	s.Script("claude-sonnet-5-5",
+		fake.Overloaded(),
+		fake.Answer("Hello!").Usage(12, 3),
+	)
+
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(
+			`{"model":"claude-sonnet-5-5","max_tokens":256,"messages":[{"role":"user","content":"Hi"}]}`))
+		if err != nil {
+			panic(err)
+		}
+		req.Header.Set("x-api-key", "sk-ant-test")
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("content-type", "application/json")
+
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("request-id"))
+		fmt.Println(string(body))
+	}
+	fmt.Println("requests:", s.Requests("claude-sonnet-5-5"))
+	fmt.Println("key recorded as:", s.Calls("claude-sonnet-5-5")[0].Header.Get("x-api-key"))
+
+	// Output:
+	// 529 req_fake_1
+	// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_fake_1"}
+	// 200 req_fake_2
+	// {"id":"msg_fake_2","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}
+	// requests: 2
+	// key recorded as: [redacted]
+}
+
+// Start serves the fake on a loopback port, for programs and tests that need
+// real connections. Here an OpenAI model is rate limited, then answers.
+func ExampleServer_Start() {
+	s := fake.New()
+	if err := s.Start(); err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	s.Script("gpt-6.1", fake.RateLimited("2"), fake.Answer("Hi there"))
+
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(
+			`{"model":"gpt-6.1","messages":[{"role":"user","content":"Hi"}]}`))
+		if err != nil {
+			panic(err)
+		}
+		req.Header.Set("Authorization", "Bearer sk-test")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("x-request-id"), resp.Header.Get("retry-after"))
+		if resp.StatusCode != http.StatusOK {
+			fmt.Println(string(body))
+		}
+	}
+
+	// Output:
+	// 429 req_fake_1 2
+	// {"error":{"message":"Rate limit reached for gpt-6.1 in organization org-fake on requests per min (RPM): Limit 60, Used 60, Requested 1. Please try again in 2s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}
+	// 200 req_fake_2
+}
+
+// Handle decides each outcome with a function: here a model that admits one
+// request at a time and rate limits the others.
+func ExampleServer_Handle() {
+	s := fake.New()
+	busy := make(chan struct{}, 1)
+	s.Handle("claude-haiku-5", func(c fake.Call) fake.Outcome {
+		select {
+		case busy <- struct{}{}:
+			return fake.Answer(fmt.Sprintf("request %d admitted", c.N)).OnDone(func() { <-busy })
+		default:
+			return fake.RateLimited("1")
+		}
+	})
+
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(
+		`{"model":"claude-haiku-5","max_tokens":16,"messages":[{"role":"user","content":"Hi"}]}`))
+	req.Header.Set("x-api-key", "sk-ant-test")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output: 200
+}

@@ -1,0 +1,508 @@
+package fake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxBody is the largest request body the fake accepts; larger ones get a
+// 413, as from the real APIs (Anthropic's limit is 32 MB).
+const maxBody = 32 << 20
+
+var errTooLarge = errors.New("fake: request body too large")
+
+// redacted replaces secrets in recorded headers.
+const redacted = "[redacted]"
+
+// Server is a fault-injecting fake of the Anthropic Messages and OpenAI Chat
+// Completions APIs. Create one with New; it is safe for concurrent use.
+//
+// Each model has its own behaviour: a script (Script), a function (Handle),
+// or, by default, an answer "fake answer from <model>". Every request is
+// recorded for assertions (Requests, Arrivals, Calls).
+type Server struct {
+	mu     sync.Mutex
+	seq    int // requests recorded, all models
+	models map[string]*model
+	loop   *loopback // the real server, between Start and Close
+}
+
+// model is one model's behaviour and history.
+type model struct {
+	script []Outcome
+	used   int // outcomes of script consumed
+	handle func(Call) Outcome
+	calls  []Call
+}
+
+// Call is one request as the fake received it.
+type Call struct {
+	// Model is the model named in the request body ("" when the body did not
+	// name one).
+	Model string
+	// Format is the wire format, from the request's path.
+	Format Format
+	// N is the request's 1-based arrival index among the requests for Model.
+	N int
+	// Seq is the request's 1-based arrival index across all models: the N of
+	// the generated ids req_fake_N, msg_fake_N and chatcmpl-fake-N.
+	Seq int
+	// Time is when the request was received (time.Now, so virtual time under
+	// testing/synctest).
+	Time time.Time
+	// Header is the request's header, with the values of Authorization,
+	// Proxy-Authorization, X-Api-Key, Api-Key and Cookie replaced by
+	// "[redacted]" (an Authorization scheme is kept: "Bearer [redacted]"), so
+	// tests can check that a key was sent without the key being stored.
+	Header http.Header
+	// Body is the raw request body.
+	Body []byte
+
+	ctx context.Context
+}
+
+// Context returns the request's context, so that a Handle function that
+// blocks (to admit one request at a time, say) can give up when the client
+// does. It is context.Background() for the Calls returned by Server.Calls.
+func (c Call) Context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
+}
+
+func (c Call) clone() Call {
+	c.Header = c.Header.Clone()
+	c.Body = bytes.Clone(c.Body)
+	return c
+}
+
+// New returns a Server that answers every model with its default answer. It
+// opens no socket: use Client or Transport for in-process requests, or
+// Start for a loopback server.
+func New() *Server {
+	return &Server{models: make(map[string]*model)}
+}
+
+// modelLocked returns the state of model name, creating it. s.mu is held.
+func (s *Server) modelLocked(name string) *model {
+	if s.models == nil {
+		s.models = make(map[string]*model)
+	}
+	m := s.models[name]
+	if m == nil {
+		m = &model{}
+		s.models[name] = m
+	}
+	return m
+}
+
+// Script appends outcomes to model's script: each request for model takes
+// the next unused outcome, in arrival order; once the script is used up, its
+// last outcome repeats. Outcomes appended later come before that repetition.
+// Script replaces a function set with Handle.
+//
+// Requests the fake rejects (a missing API key, an invalid body) are recorded
+// but take no outcome.
+func (s *Server) Script(model string, outcomes ...Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.modelLocked(model)
+	if m.handle != nil {
+		m.handle = nil
+		m.script, m.used = nil, 0
+	}
+	m.script = append(m.script, outcomes...)
+}
+
+// Handle makes fn decide the outcome of every valid request for model,
+// replacing its script: for rate limiters, admission control, outcomes that
+// depend on the request body or on time. fn is called concurrently, without
+// the Server's lock held, and may block; a blocking fn should give up when
+// Call.Context ends. A nil fn restores the default answer.
+func (s *Server) Handle(model string, fn func(Call) Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.modelLocked(model)
+	m.handle = fn
+	m.script, m.used = nil, 0
+}
+
+// Requests reports how many requests for model the fake has received,
+// rejected ones included.
+func (s *Server) Requests(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.models[model]; m != nil {
+		return len(m.calls)
+	}
+	return 0
+}
+
+// Arrivals returns the arrival times of the requests for model, in arrival
+// order.
+func (s *Server) Arrivals(model string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.models[model]
+	if m == nil {
+		return nil
+	}
+	ts := make([]time.Time, len(m.calls))
+	for i, c := range m.calls {
+		ts[i] = c.Time
+	}
+	return ts
+}
+
+// Calls returns copies of the requests for model, in arrival order.
+func (s *Server) Calls(model string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.models[model]
+	if m == nil {
+		return nil
+	}
+	cs := make([]Call, len(m.calls))
+	for i, c := range m.calls {
+		cs[i] = c.clone()
+	}
+	return cs
+}
+
+// record stores the arrival of a request and returns it.
+func (s *Server) record(f Format, name string, h http.Header, body []byte) Call {
+	h = redact(h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	m := s.modelLocked(name)
+	c := Call{Model: name, Format: f, N: len(m.calls) + 1, Seq: s.seq, Time: time.Now(), Header: h, Body: body}
+	m.calls = append(m.calls, c)
+	return c
+}
+
+// next picks the outcome for an accepted request.
+func (s *Server) next(c Call) Outcome {
+	s.mu.Lock()
+	m := s.modelLocked(c.Model)
+	if fn := m.handle; fn != nil {
+		s.mu.Unlock()
+		return fn(c.clone())
+	}
+	defer s.mu.Unlock()
+	switch {
+	case len(m.script) == 0:
+		return Outcome{}
+	case m.used < len(m.script):
+		m.used++
+		return m.script[m.used-1]
+	default:
+		return m.script[len(m.script)-1]
+	}
+}
+
+func redact(h http.Header) http.Header {
+	c := make(http.Header, len(h))
+	for k, vs := range h {
+		vs = append([]string(nil), vs...)
+		switch k {
+		case "Authorization", "Proxy-Authorization":
+			for i, v := range vs {
+				if scheme, _, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+					vs[i] = scheme + " " + redacted
+				} else {
+					vs[i] = redacted
+				}
+			}
+		case "X-Api-Key", "Api-Key", "Cookie":
+			for i := range vs {
+				vs[i] = redacted
+			}
+		}
+		c[k] = vs
+	}
+	return c
+}
+
+// ServeHTTP is the fake's handler: POST /v1/messages speaks the Anthropic
+// Messages API, POST /v1/chat/completions the OpenAI Chat Completions API,
+// and any other path gets a 404 (another method a 405). It checks the
+// request as the real API would (API key, anthropic-version, required body
+// fields; a body over 32 MiB gets a 413), records it, and serves the model's
+// next outcome. Streaming is not supported yet: a request with
+// "stream": true gets a 400 that says so.
+//
+// Mount it in an httptest.Server or a mux of your own if you like; Client,
+// Transport and Start are the usual ways in.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f, ok := route(r.URL.Path)
+	if !ok {
+		noRoute(w, r, http.StatusNotFound)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		noRoute(w, r, http.StatusMethodNotAllowed)
+		return
+	}
+	var body []byte
+	err := errTooLarge
+	if r.ContentLength <= maxBody {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.Is(err, errTooLarge) || errors.As(err, &tooBig) {
+			s.mu.Lock()
+			s.seq++
+			seq := s.seq
+			s.mu.Unlock()
+			respond(w, r, exchange{format: f, seq: seq}, Status(http.StatusRequestEntityTooLarge))
+		}
+		return // the client went away
+	}
+	req := parseRequest(body)
+	call := s.record(f, req.model, r.Header, body)
+	ex := exchange{format: f, model: req.model, seq: call.Seq, reqLen: len(body), stop: req.stop}
+	if o := reject(f, r.Header, req); o != nil {
+		respond(w, r, ex, *o)
+		return
+	}
+	call.ctx = r.Context()
+	respond(w, r, ex, s.next(call))
+}
+
+// respond carries out outcome o for the request.
+func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
+	if o.onDone != nil {
+		defer o.onDone()
+	}
+	ctx := r.Context()
+	if o.kind == kindHang {
+		<-ctx.Done()
+		return
+	}
+	if o.delay > 0 {
+		t := time.NewTimer(o.delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if o.kind == kindReset {
+		resetConn(w)
+		return
+	}
+
+	rid := o.requestID
+	if rid == "" {
+		rid = "req_fake_" + strconv.Itoa(ex.seq)
+	}
+	status := http.StatusOK
+	var body []byte
+	switch {
+	case o.body.ok:
+		if o.kind == kindError {
+			status = errorStatus(o, ex.format)
+		}
+		body = []byte(o.body.v)
+	case o.kind == kindError:
+		status, body = errorBody(o, ex, rid)
+	default:
+		body = answerBody(o, ex)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(requestIDHeader(ex.format), rid)
+	for _, kv := range o.headers {
+		if kv.v == "" {
+			h.Del(kv.k)
+		} else {
+			h.Set(kv.k, kv.v)
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// resetConn resets the request's connection: in-process by failing the
+// round trip, over a real server by closing the hijacked TCP connection
+// with SO_LINGER 0 (an RST), elsewhere (HTTP/2, a writer that cannot be
+// hijacked) by aborting the handler.
+func resetConn(w http.ResponseWriter) {
+	if pw, ok := w.(*pipeWriter); ok {
+		pw.reset()
+		return
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	// Close the innermost connection: a *tls.Conn would send close_notify
+	// first, which the client reads as a clean EOF.
+	for {
+		nc, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		conn = nc.NetConn()
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// noRoute answers a request for a path or method the fake does not serve,
+// with a message that says what it does serve.
+func noRoute(w http.ResponseWriter, r *http.Request, status int) {
+	typ := "not_found_error"
+	if status == http.StatusMethodNotAllowed {
+		typ = "invalid_request_error"
+	}
+	body := marshal(struct {
+		Type  string               `json:"type"`
+		Error anthropicErrorDetail `json:"error"`
+	}{"error", anthropicErrorDetail{Type: typ, Message: fmt.Sprintf(
+		"fake: no route for %s %s: the fake serves POST %s (Anthropic) and POST %s (OpenAI)",
+		r.Method, r.URL.Path, anthropicPath, openaiPath)}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Transport returns an in-process RoundTripper that serves every request
+// with the fake, whatever its URL's host, without sockets. It works inside
+// testing/synctest bubbles: the handler runs in a goroutine that ends when
+// the handler returns, the request's context ends or the response body is
+// closed, and delays use timers, so they pass in virtual time.
+//
+// RoundTrip returns as soon as the handler has written its headers; if the
+// request's context ends first, it returns the context's error.
+func (s *Server) Transport() http.RoundTripper {
+	return &transport{h: s}
+}
+
+// Client returns an *http.Client using Transport: pass it with URL to an
+// adapter's Config (HTTPClient, BaseURL).
+func (s *Server) Client() *http.Client {
+	return &http.Client{Transport: s.Transport()}
+}
+
+// URL returns the base URL to give an adapter: the loopback server's
+// (http://127.0.0.1:port) between Start and Close, else InProcessURL. An
+// adapter appends /v1/messages or /v1/chat/completions to it.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loop != nil {
+		return s.loop.url
+	}
+	return InProcessURL
+}
+
+// loopback is a real HTTP server on 127.0.0.1 serving the fake.
+type loopback struct {
+	srv    *http.Server
+	url    string
+	served chan struct{} // closed when Serve has returned
+
+	mu      sync.Mutex
+	active  int           // handlers running
+	closing bool          // Close has begun: refuse new handlers
+	drained chan struct{} // closed once closing and no handler runs
+}
+
+// serve runs s's handler for one request, tracking it for Close.
+func (l *loopback) serve(w http.ResponseWriter, r *http.Request, s *Server) {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		panic(http.ErrAbortHandler)
+	}
+	l.active++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.active--
+		if l.closing && l.active == 0 {
+			close(l.drained)
+		}
+		l.mu.Unlock()
+	}()
+	s.ServeHTTP(w, r)
+}
+
+// Start starts a real HTTP server for the fake on a free loopback port
+// (127.0.0.1:0), for examples and for tests that need real connections (a
+// connection reset over TCP). URL returns its address until Close. Client
+// and Transport stay in-process. Start fails if the server is already
+// started.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loop != nil {
+		return errors.New("fake: Start called on a started server; call Close first")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("fake: listening on loopback: %w", err)
+	}
+	l := &loopback{
+		url:     "http://" + ln.Addr().String(),
+		served:  make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	l.srv = &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, s) }),
+		ReadHeaderTimeout: time.Minute,
+	}
+	go func() {
+		defer close(l.served)
+		_ = l.srv.Serve(ln)
+	}()
+	s.loop = l
+	return nil
+}
+
+// Close shuts the loopback server down: it closes the listener and every
+// connection, which ends the context of requests in flight (a Hang, an
+// After), and waits for their handlers to return. Handle functions that
+// block must give up when Call.Context ends, or Close waits for them. Close
+// is a no-op when the server is not started; Start may be called again
+// after it. Recorded calls and scripts are kept.
+func (s *Server) Close() {
+	s.mu.Lock()
+	l := s.loop
+	s.loop = nil
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	_ = l.srv.Close()
+	<-l.served
+	l.mu.Lock()
+	l.closing = true
+	if l.active == 0 {
+		close(l.drained)
+	}
+	l.mu.Unlock()
+	<-l.drained
+}
