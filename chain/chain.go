@@ -167,7 +167,11 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
 			return nil, a.Kind, err
 		}
-		res.decide(DecisionRetry, "")
+		if retryAfter > 0 {
+			res.decide(DecisionRetry, "retry-after "+retryAfter.String())
+		} else {
+			res.decide(DecisionRetry, "")
+		}
 		if err := sleep(ctx, wait); err != nil {
 			// The deadline or the caller ended the wait.
 			if cerr := canceled(caller); cerr != nil {

@@ -72,7 +72,8 @@ type Policy struct {
 // ErrInvalidPolicy is matched by every error Validate returns.
 var ErrInvalidPolicy = errors.New("retry: invalid policy")
 
-// WithDefaults returns p with every zero field set to its default.
+// WithDefaults returns p with every zero field set to its default. It is
+// idempotent: a negative Pad (no pad) stays negative.
 func (p Policy) WithDefaults() Policy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
@@ -84,9 +85,7 @@ func (p Policy) WithDefaults() Policy {
 		p.Cap = DefaultCap
 	}
 	if p.Pad == 0 {
-		p.Pad = DefaultPad
-	} else if p.Pad < 0 {
-		p.Pad = 0
+		p.Pad = DefaultPad // a negative Pad stays: it means none
 	}
 	if p.MaxRetryAfter == 0 {
 		p.MaxRetryAfter = DefaultMaxRetryAfter

@@ -17,8 +17,8 @@ func TestPolicyDefaults(t *testing.T) {
 	if p != want {
 		t.Fatalf("defaults = %+v, want %+v", p, want)
 	}
-	if p := (Policy{Pad: -1}).WithDefaults(); p.Pad != 0 {
-		t.Fatalf("negative Pad should mean no pad, got %v", p.Pad)
+	if p := (Policy{Pad: -1}).WithDefaults(); p.WithDefaults() != p || p.Wait(0, 0, time.Second) != time.Second {
+		t.Fatalf("WithDefaults must be idempotent and keep a negative Pad meaning none: %+v", p)
 	}
 }
 

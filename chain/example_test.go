@@ -1,0 +1,70 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/anthropic"
+	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/openai"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// A chain over two providers. The fake provider stands in for the real APIs:
+// the primary is overloaded, so the chain retries it, then moves on.
+func Example() {
+	claudeAPI, openaiAPI := fake.New(), fake.New()
+	claudeAPI.Script("claude-sonnet-5-5", fake.Overloaded())
+	openaiAPI.Script("gpt-6.1", fake.Answer("Your order ships today.").RequestID("req_42"))
+
+	claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: claudeAPI.URL(), HTTPClient: claudeAPI.Client()})
+	gpt, _ := openai.New(openai.Config{APIKey: "key", BaseURL: openaiAPI.URL(), HTTPClient: openaiAPI.Client()})
+
+	c, err := chain.New("support-answer").
+		Deadline(30 * time.Second).
+		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5",
+			Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond}}).
+		OrProvider(chain.Target{Name: "gpt", Provider: gpt, Model: "gpt-6.1"}).
+		OrDegrade(chain.Static(llm.Response{Text: "We are busy; try again shortly."})).
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	res, err := c.Call(context.Background(), llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Text)
+	fmt.Println("served by", res.Served.Target, "("+res.Served.Tier.String()+"), request-id", res.Served.RequestID)
+	for _, a := range res.Attempts {
+		fmt.Println(a.Target, a.N, a.Status, a.Kind, a.Decision)
+	}
+	// Output:
+	// Your order ships today.
+	// served by gpt (provider), request-id req_42
+	// sonnet 1 529 overloaded retry
+	// sonnet 2 529 overloaded next
+	// gpt 1 200 unknown served
+}
+
+// Build reports every configuration problem at once, each naming its target.
+func ExampleBuilder_Build() {
+	claude, _ := anthropic.New(anthropic.Config{APIKey: "key"})
+	_, err := chain.New("support-answer").
+		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5"}).
+		OrDeployment(chain.Target{Name: "sonnet-us", Provider: claude, Model: "claude-haiku-5"}).
+		OrSibling(chain.Target{Name: "haiku", Provider: claude}).
+		Build()
+	fmt.Println(errors.Is(err, chain.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// chain "support-answer": target "sonnet-us": OrDeployment serves model "claude-haiku-5" but the primary serves "claude-sonnet-5-5"; another deployment serves the same model (use OrSibling or OrProvider for another model)
+	// chain "support-answer": target "haiku": Model is empty; name the model to request
+}
