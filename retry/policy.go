@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // Defaults of a zero Policy, as DESIGN.md sets them.
@@ -67,7 +69,16 @@ type Policy struct {
 	MaxRetryAfter time.Duration
 	// Jitter randomises backoffs. The zero value is FullJitter.
 	Jitter Jitter
+	// Rules replaces rows of the decision table for this target: how many
+	// attempts a kind of failure gets (LiteLLM's retry_policy), whether it
+	// counts against the breaker, whether the chain moves on. Start from
+	// DefaultTable().Rule(kind) and change what you need. Nil keeps
+	// DefaultTable.
+	Rules map[llm.Kind]Rule
 }
+
+// Table returns the decision table of p: DefaultTable with p.Rules applied.
+func (p Policy) Table() Table { return DefaultTable().With(p.Rules) }
 
 // ErrInvalidPolicy is matched by every error Validate returns.
 var ErrInvalidPolicy = errors.New("retry: invalid policy")
@@ -117,6 +128,18 @@ func (p Policy) Validate() error {
 	}
 	if p.Jitter > NoJitter {
 		bad("Jitter is %v; use FullJitter, EqualJitter, DecorrelatedJitter or NoJitter", p.Jitter)
+	}
+	for k, r := range p.Rules {
+		switch {
+		case int(k) >= llm.NumKinds:
+			bad("Rules has a row for Kind(%d), which does not exist", uint8(k))
+		case r.Attempts < 0:
+			bad("Rules[%v].Attempts is %d; use 0 for the policy's MaxAttempts", k, r.Attempts)
+		case r.Breaker > Excluded:
+			bad("Rules[%v].Breaker is %v; use NotFailure, Failure, Trip or Excluded", k, r.Breaker)
+		case r.Fallback > IfAllowed:
+			bad("Rules[%v].Fallback is %v; use Next, Stop, LargerContext or IfAllowed", k, r.Fallback)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -14,10 +14,11 @@ func TestPolicyDefaults(t *testing.T) {
 	p := Policy{}.WithDefaults()
 	want := Policy{MaxAttempts: 3, Base: 500 * time.Millisecond, Cap: 20 * time.Second,
 		Pad: time.Second, MaxRetryAfter: 30 * time.Second, Jitter: FullJitter}
-	if p != want {
+	if p.MaxAttempts != want.MaxAttempts || p.Base != want.Base || p.Cap != want.Cap || p.Pad != want.Pad ||
+		p.MaxRetryAfter != want.MaxRetryAfter || p.Jitter != want.Jitter {
 		t.Fatalf("defaults = %+v, want %+v", p, want)
 	}
-	if p := (Policy{Pad: -1}).WithDefaults(); p.WithDefaults() != p || p.Wait(0, 0, time.Second) != time.Second {
+	if p := (Policy{Pad: -1}).WithDefaults(); p.WithDefaults().Pad != p.Pad || p.Wait(0, 0, time.Second) != time.Second {
 		t.Fatalf("WithDefaults must be idempotent and keep a negative Pad meaning none: %+v", p)
 	}
 }
@@ -33,6 +34,12 @@ func TestPolicyValidate(t *testing.T) {
 	for _, field := range []string{"MaxAttempts", "Base", "Cap", "MaxRetryAfter", "Jitter"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("error does not name %s: %v", field, err)
+		}
+	}
+	err = Policy{Rules: map[llm.Kind]Rule{llm.KindTimeout: {Attempts: -1}, llm.Kind(99): {}, llm.KindServer: {Fallback: 9}}}.Validate()
+	for _, s := range []string{"Rules[timeout].Attempts is -1", "Kind(99)", "Rules[server].Fallback"} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("Rules validation lacks %q: %v", s, err)
 		}
 	}
 	if err := (Policy{Base: time.Minute, Cap: time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "below Base") {
@@ -149,6 +156,11 @@ func TestDefaultTable(t *testing.T) {
 	over := tab.With(map[llm.Kind]Rule{llm.KindTimeout: {Retry: true, Attempts: 5}})
 	if got := over.Attempts(llm.KindTimeout, Policy{MaxAttempts: 4}, nil); got != 4 {
 		t.Errorf("row Attempts is bounded by MaxAttempts: got %d", got)
+	}
+	p5 := Policy{MaxAttempts: 5, Rules: map[llm.Kind]Rule{llm.KindRateLimited: {Retry: true, Attempts: 2}, llm.KindBadRequest: {Fallback: Next}}}
+	pt := p5.Table()
+	if pt.Attempts(llm.KindRateLimited, p5, nil) != 2 || pt.Attempts(llm.KindServer, p5, nil) != 5 || pt.Rule(llm.KindBadRequest).Fallback != Next {
+		t.Error("Policy.Rules not applied by Table")
 	}
 	if tab.Rule(llm.Kind(200)) != tab.Rule(llm.KindUnknown) {
 		t.Error("out-of-range kind should read the Unknown row")
