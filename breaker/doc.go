@@ -1,5 +1,18 @@
-// Package breaker will own the per-target circuit breakers (on
-// github.com/sony/gobreaker/v2), which failures count against a target, and
-// the Retry-After gate that closes a target for as long as the provider asked.
-// It is being built; until then chains run without breakers.
+// Package breaker owns what a chain remembers about a failing target between
+// calls: a circuit breaker per target (on github.com/sony/gobreaker/v2's
+// TwoStepCircuitBreaker, so each attempt of a call reports on its own), and
+// the Retry-After gate, which closes a target for as long as its provider
+// asked so that concurrent calls skip it instead of each rediscovering the
+// 429.
+//
+// Which failures count against a target comes from the chain's decision
+// table (retry.Verdict): overloads, server errors, timeouts, connection
+// errors, auth and not-found count; rate limits, conflicts and bad requests
+// do not (the target answered as it should); a spend cap trips the breaker at
+// once; a caller's cancellation is not counted at all.
+//
+// With the zero Settings a breaker opens after 5 consecutive failures, or
+// when at least half of at least 20 calls in a rolling 30 s window failed;
+// it stays open 30 s, then lets one probe through: a success closes it, a
+// failure opens it again.
 package breaker

@@ -1,0 +1,248 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/sony/gobreaker/v2"
+)
+
+// Defaults of a zero Settings.
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultFailureRatio        = 0.5
+	DefaultMinRequests         = 20
+	DefaultWindow              = 30 * time.Second
+	DefaultBuckets             = 10
+	DefaultOpenFor             = 30 * time.Second
+	DefaultProbes              = 1
+	DefaultMaxGate             = 15 * time.Minute
+)
+
+var (
+	// ErrOpen is the reason a target is skipped while its breaker is open,
+	// or half-open with its probe already in flight.
+	ErrOpen = errors.New("circuit breaker open: the target failed repeatedly and is skipped until a probe succeeds")
+	// ErrInvalidSettings is matched by every error Settings.Validate returns.
+	ErrInvalidSettings = errors.New("breaker: invalid settings")
+
+	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
+	errFailure  = errors.New("breaker: failure")
+	errTrip     = errors.New("breaker: trip")
+	errExcluded = errors.New("breaker: excluded")
+)
+
+// Settings configures one target's breaker. The zero value means the
+// documented defaults, field by field.
+type Settings struct {
+	// Disabled switches the breaker off: every attempt goes through and
+	// nothing is counted. The Retry-After gate still works.
+	Disabled bool
+	// ConsecutiveFailures opens the breaker after this many failures in a
+	// row. 0 means DefaultConsecutiveFailures (5).
+	ConsecutiveFailures uint32
+	// FailureRatio and MinRequests open the breaker when at least
+	// FailureRatio of the calls in the window failed, once the window holds
+	// at least MinRequests calls. 0 means DefaultFailureRatio (0.5) and
+	// DefaultMinRequests (20).
+	FailureRatio float64
+	MinRequests  uint32
+	// Window is the rolling window the ratio is computed over, counted in
+	// buckets of BucketPeriod (gobreaker's rolling window). 0 means
+	// DefaultWindow (30s) and Window/DefaultBuckets (3s).
+	Window, BucketPeriod time.Duration
+	// OpenFor is how long the breaker stays open before it lets a probe
+	// through. 0 means DefaultOpenFor (30s).
+	OpenFor time.Duration
+	// Probes is how many calls a half-open breaker lets through, and how
+	// many consecutive successes close it. 0 means DefaultProbes (1).
+	Probes uint32
+	// MaxGate is the longest a Retry-After closes the target's gate; a
+	// longer request (or a garbage header) closes it this long, after which
+	// one call rediscovers. 0 means DefaultMaxGate (15m).
+	MaxGate time.Duration
+	// OnStateChange, if set, is called on every transition with the
+	// breaker's name. It runs under the breaker's lock: keep it short and
+	// never call back into the breaker.
+	OnStateChange func(name string, from, to State)
+}
+
+// WithDefaults returns s with every zero field set to its default.
+func (s Settings) WithDefaults() Settings {
+	if s.ConsecutiveFailures == 0 {
+		s.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if s.FailureRatio == 0 {
+		s.FailureRatio = DefaultFailureRatio
+	}
+	if s.MinRequests == 0 {
+		s.MinRequests = DefaultMinRequests
+	}
+	if s.Window == 0 {
+		s.Window = DefaultWindow
+	}
+	if s.BucketPeriod == 0 {
+		s.BucketPeriod = s.Window / DefaultBuckets
+	}
+	if s.OpenFor == 0 {
+		s.OpenFor = DefaultOpenFor
+	}
+	if s.Probes == 0 {
+		s.Probes = DefaultProbes
+	}
+	if s.MaxGate == 0 {
+		s.MaxGate = DefaultMaxGate
+	}
+	return s
+}
+
+// Validate reports every problem with s at once.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSettings}, args...)...))
+	}
+	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
+		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Window", s.Window}, {"BucketPeriod", s.BucketPeriod}, {"OpenFor", s.OpenFor}, {"MaxGate", s.MaxGate}} {
+		if d.v < 0 {
+			bad("%s is %v; it must not be negative (0 means the default)", d.name, d.v)
+		}
+	}
+	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 && d.BucketPeriod > d.Window {
+		bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)
+	}
+	return errors.Join(errs...)
+}
+
+// State is a breaker's state.
+type State int8
+
+// The states of a breaker.
+const (
+	Closed State = iota
+	HalfOpen
+	Open
+)
+
+// String returns "closed", "half-open" or "open".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case HalfOpen:
+		return "half-open"
+	case Open:
+		return "open"
+	}
+	return "unknown"
+}
+
+func fromGobreaker(s gobreaker.State) State {
+	switch s {
+	case gobreaker.StateHalfOpen:
+		return HalfOpen
+	case gobreaker.StateOpen:
+		return Open
+	}
+	return Closed
+}
+
+// Breaker is one target's circuit breaker. It is safe for concurrent use.
+type Breaker struct {
+	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+	// tripping is set by isSuccessful and read by readyToTrip: gobreaker
+	// calls both, in that order, under its own lock in one afterRequest,
+	// which is what makes a single failure able to trip the breaker.
+	tripping bool
+}
+
+// New returns a breaker named name (the target's name, passed to
+// OnStateChange) with settings s, or s's problems.
+func New(name string, s Settings) (*Breaker, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Breaker{}
+	if s.Disabled {
+		return b, nil
+	}
+	s = s.WithDefaults()
+	st := gobreaker.Settings{
+		Name:         name,
+		MaxRequests:  s.Probes,
+		Interval:     s.Window,
+		BucketPeriod: s.BucketPeriod,
+		Timeout:      s.OpenFor,
+		IsExcluded:   func(err error) bool { return err == errExcluded },
+		IsSuccessful: func(err error) bool {
+			b.tripping = err == errTrip
+			return err == nil
+		},
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return b.tripping || c.ConsecutiveFailures >= s.ConsecutiveFailures ||
+				c.Requests >= s.MinRequests && float64(c.TotalFailures) >= s.FailureRatio*float64(c.Requests)
+		},
+	}
+	if f := s.OnStateChange; f != nil {
+		st.OnStateChange = func(name string, from, to gobreaker.State) { f(name, fromGobreaker(from), fromGobreaker(to)) }
+	}
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
+	return b, nil
+}
+
+// Allow asks to send one attempt. It returns a Ticket on which to report
+// the attempt's outcome, or an error matching ErrOpen when the attempt must
+// not be sent.
+func (b *Breaker) Allow() (Ticket, error) {
+	if b.cb == nil {
+		return Ticket{}, nil
+	}
+	done, err := b.cb.Allow()
+	switch err {
+	case nil:
+		return Ticket{done}, nil
+	case gobreaker.ErrTooManyRequests:
+		return Ticket{}, errProbing
+	default:
+		return Ticket{}, ErrOpen
+	}
+}
+
+// State returns the breaker's state now; Closed when it is disabled.
+func (b *Breaker) State() State {
+	if b.cb == nil {
+		return Closed
+	}
+	return fromGobreaker(b.cb.State())
+}
+
+// Ticket is the permission to send one attempt. Report its outcome exactly
+// once; a zero Ticket (from a disabled breaker) ignores reports.
+type Ticket struct{ done func(error) }
+
+// Report records the attempt's outcome: retry.NotFailure for a success or
+// a failure that is not the target's fault, retry.Failure, retry.Trip to
+// open the breaker at once, retry.Excluded to count nothing.
+func (t Ticket) Report(v retry.Verdict) {
+	if t.done == nil {
+		return
+	}
+	switch v {
+	case retry.Failure:
+		t.done(errFailure)
+	case retry.Trip:
+		t.done(errTrip)
+	case retry.Excluded:
+		t.done(errExcluded)
+	default:
+		t.done(nil)
+	}
+}

@@ -1,0 +1,211 @@
+package breaker_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+func mustNew(t testing.TB, s breaker.Settings) *breaker.Breaker {
+	t.Helper()
+	b, err := breaker.New("t", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func report(t *testing.T, b *breaker.Breaker, v retry.Verdict) {
+	t.Helper()
+	tk, err := b.Allow()
+	if err != nil {
+		t.Fatalf("Allow: %v", err)
+	}
+	tk.Report(v)
+}
+
+func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changes []string
+		b := mustNew(t, breaker.Settings{OnStateChange: func(name string, from, to breaker.State) {
+			changes = append(changes, from.String()+">"+to.String())
+		}})
+		for range 4 {
+			report(t, b, retry.Failure)
+		}
+		if b.State() != breaker.Closed {
+			t.Fatal("opened before the 5th failure")
+		}
+		report(t, b, retry.Failure)
+		if b.State() != breaker.Open {
+			t.Fatal("not open after 5 consecutive failures")
+		}
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("Allow while open: %v", err)
+		}
+		time.Sleep(30 * time.Second) // gobreaker: half-open once OpenFor has passed, not at it
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatal("half-open before OpenFor passed")
+		}
+		time.Sleep(time.Nanosecond)
+		probe, err := b.Allow()
+		if err != nil {
+			t.Fatalf("probe refused: %v", err)
+		}
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) || !strings.Contains(err.Error(), "probe") {
+			t.Fatalf("a second probe went through: %v", err)
+		}
+		probe.Report(retry.Failure)
+		if b.State() != breaker.Open {
+			t.Fatal("a failed probe should reopen")
+		}
+		time.Sleep(30*time.Second + time.Nanosecond)
+		report(t, b, retry.NotFailure)
+		if b.State() != breaker.Closed {
+			t.Fatal("a successful probe should close")
+		}
+		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
+		if got := strings.Join(changes, " "); got != want {
+			t.Fatalf("transitions %q, want %q", got, want)
+		}
+	})
+}
+
+func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		// 20 calls alternating success and failure: never 5 in a row, 50%.
+		for i := range 19 {
+			report(t, b, retry.Verdict(i%2)) // NotFailure, Failure, ...
+		}
+		if b.State() != breaker.Closed {
+			t.Fatal("opened before MinRequests")
+		}
+		report(t, b, retry.Failure)
+		if b.State() != breaker.Open {
+			t.Fatal("not open at 10 failures of 20")
+		}
+	})
+}
+
+func TestOldFailuresRollOutOfTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 4 {
+			report(t, b, retry.Failure)
+		}
+		time.Sleep(31 * time.Second) // the window is 30s
+		report(t, b, retry.Failure)
+		if b.State() != breaker.Closed {
+			t.Fatal("failures older than the window still counted")
+		}
+	})
+}
+
+func TestTripOpensAtOnceAndOthersDoNotCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 50 {
+			report(t, b, retry.NotFailure)
+			report(t, b, retry.Excluded)
+		}
+		report(t, b, retry.Trip)
+		if b.State() != breaker.Open {
+			t.Fatal("Trip did not open the breaker")
+		}
+		b2 := mustNew(t, breaker.Settings{})
+		for range 100 {
+			report(t, b2, retry.Excluded)
+		}
+		if b2.State() != breaker.Closed {
+			t.Fatal("excluded outcomes opened the breaker")
+		}
+	})
+}
+
+func TestDisabledAllowsEverything(t *testing.T) {
+	b := mustNew(t, breaker.Settings{Disabled: true})
+	for range 100 {
+		report(t, b, retry.Trip)
+	}
+	if b.State() != breaker.Closed {
+		t.Fatal("a disabled breaker opened")
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	_, err := breaker.New("t", breaker.Settings{FailureRatio: 1.5, Window: -1, OpenFor: -time.Second, BucketPeriod: time.Minute})
+	if !errors.Is(err, breaker.ErrInvalidSettings) {
+		t.Fatalf("want ErrInvalidSettings, got %v", err)
+	}
+	for _, s := range []string{"FailureRatio", "Window is", "OpenFor"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error lacks %q: %v", s, err)
+		}
+	}
+	if err := (breaker.Settings{Window: time.Second, BucketPeriod: time.Minute}).Validate(); err == nil {
+		t.Error("BucketPeriod > Window accepted")
+	}
+}
+
+func TestConcurrentReports(t *testing.T) {
+	b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30})
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			for range 100 {
+				if tk, err := b.Allow(); err == nil {
+					tk.Report(retry.Failure)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.State() != breaker.Closed {
+		t.Fatal("unexpected state")
+	}
+}
+
+func TestGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g breaker.Gate
+		if _, closed := g.ClosedUntil(); closed {
+			t.Fatal("zero gate closed")
+		}
+		until := time.Now().Add(60 * time.Second)
+		g.CloseUntil(until)
+		g.CloseUntil(time.Now().Add(time.Second)) // never shortens
+		if u, closed := g.ClosedUntil(); !closed || !u.Equal(until) {
+			t.Fatalf("closed=%v until %v", closed, u)
+		}
+		time.Sleep(60 * time.Second)
+		if _, closed := g.ClosedUntil(); closed {
+			t.Fatal("gate still closed at its time")
+		}
+	})
+}
+
+func BenchmarkAllowReport(b *testing.B) {
+	br := mustNew(b, breaker.Settings{})
+	b.ReportAllocs()
+	for b.Loop() {
+		tk, _ := br.Allow()
+		tk.Report(retry.NotFailure)
+	}
+}
+
+func BenchmarkGateOpen(b *testing.B) {
+	var g breaker.Gate
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, closed := g.ClosedUntil(); closed {
+			b.Fatal("closed")
+		}
+	}
+}
