@@ -1,0 +1,166 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// Defaults of a zero TokenBucketConfig: the AWS SDK standard retry mode's
+// shape (PROTOCOLS.md), 100 retries from a full bucket, one retry earned
+// back per 5 successes.
+const (
+	DefaultCapacity = 500.0
+	DefaultCost     = 5.0
+	DefaultRefund   = 1.0
+)
+
+// MaxCapacity is the largest Capacity NewTokenBucket accepts.
+const MaxCapacity = 1e12
+
+// milli is the fixed-point scale of a TokenBucket: tokens are kept in
+// thousandths, so fractional costs and refunds are exact to 0.001.
+const milli = 1000
+
+// TokenBucketConfig configures a TokenBucket. The zero value means the
+// documented defaults field by field, so TokenBucketConfig{Cost: 10}
+// changes only that. Amounts are kept to the nearest thousandth of a token.
+type TokenBucketConfig struct {
+	// Capacity is the most tokens the bucket holds; it starts full. 0 means
+	// DefaultCapacity (500). Capacity/Cost is the burst of retries a
+	// healthy target may send at once when it starts failing.
+	Capacity float64
+	// Cost is the tokens one retry takes. 0 means DefaultCost (5); it must
+	// be at least 0.001 and at most Capacity. Raise it to retry less.
+	Cost float64
+	// Refund is the tokens one successful attempt puts back, up to
+	// Capacity. 0 means DefaultRefund (1); it must be at least 0.001.
+	// Cost/Refund successes earn one retry back.
+	Refund float64
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
+	if c.Cost == 0 {
+		c.Cost = DefaultCost
+	}
+	if c.Refund == 0 {
+		c.Refund = DefaultRefund
+	}
+	return c
+}
+
+// Validate reports every problem with c at once, each matching
+// ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
+// MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
+func (c TokenBucketConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: token bucket: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	ok := true
+	check := func(field string, v, def float64) {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+			bad("%s is %v; use a positive number of tokens, or 0 for the default (%v)", field, v, def)
+			ok = false
+		case v > MaxCapacity:
+			bad("%s is %v; it must be at most %v tokens", field, v, float64(MaxCapacity))
+			ok = false
+		case v > 0 && math.Round(v*milli) == 0:
+			bad("%s is %v; it must be at least 0.001 tokens (amounts are kept to a thousandth)", field, v)
+			ok = false
+		}
+	}
+	check("Capacity", c.Capacity, DefaultCapacity)
+	check("Cost", c.Cost, DefaultCost)
+	check("Refund", c.Refund, DefaultRefund)
+	if d := c.WithDefaults(); ok && d.Cost > d.Capacity {
+		bad("Cost (%v) is above Capacity (%v), so no retry could ever be granted; raise Capacity or lower Cost", d.Cost, d.Capacity)
+	}
+	return errors.Join(errs...)
+}
+
+// TokenBucket is a retry budget shaped like the AWS SDK's standard retry
+// mode: a bucket of tokens that starts full, from
+// which each retry takes Cost and to which each successful attempt returns
+// Refund, up to Capacity. When fewer than Cost tokens are left, retries are
+// refused until successes refill the bucket. Unlike a Ratio it does not
+// forget with time: a target that keeps failing stays without retries until
+// it succeeds again.
+//
+// Tokens are kept in thousandths in one atomic integer, updated by a
+// compare-and-swap loop, so the count can never go below zero or above
+// Capacity. Record of a success on a full bucket, the healthy path, is a
+// single atomic load. Neither Record nor Withdraw allocates.
+type TokenBucket struct {
+	tokens   atomic.Int64 // in thousandths
+	capacity int64
+	cost     int64
+	refund   int64
+	config   TokenBucketConfig
+}
+
+// NewTokenBucket returns a full token bucket configured by c, whose zero
+// fields take their defaults. It returns an error matching ErrInvalidConfig,
+// naming each field at fault, when c is invalid.
+func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c = c.WithDefaults()
+	t := &TokenBucket{
+		capacity: int64(math.Round(c.Capacity * milli)),
+		cost:     int64(math.Round(c.Cost * milli)),
+		refund:   int64(math.Round(c.Refund * milli)),
+		config:   c,
+	}
+	t.tokens.Store(t.capacity)
+	return t, nil
+}
+
+// Record puts Refund tokens back, up to Capacity, when o is a success, of a
+// first attempt or of a retry alike. A failure takes nothing: retries pay
+// when Withdraw grants them.
+func (t *TokenBucket) Record(_ context.Context, o Outcome) {
+	if !o.Success {
+		return
+	}
+	for {
+		cur := t.tokens.Load()
+		if cur >= t.capacity {
+			return
+		}
+		if t.tokens.CompareAndSwap(cur, min(cur+t.refund, t.capacity)) {
+			return
+		}
+	}
+}
+
+// Withdraw takes Cost tokens and grants a retry when at least Cost tokens
+// are left; otherwise it takes nothing and returns ErrExhausted.
+func (t *TokenBucket) Withdraw(_ context.Context) error {
+	for {
+		cur := t.tokens.Load()
+		if cur < t.cost {
+			return ErrExhausted
+		}
+		if t.tokens.CompareAndSwap(cur, cur-t.cost) {
+			return nil
+		}
+	}
+}
+
+// Tokens returns the tokens in the bucket now. It is meant for tests and
+// telemetry.
+func (t *TokenBucket) Tokens() float64 {
+	return float64(t.tokens.Load()) / milli
+}
+
+// Config returns the configuration t runs with, defaults filled in.
+func (t *TokenBucket) Config() TokenBucketConfig { return t.config }
