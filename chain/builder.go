@@ -3,9 +3,11 @@ package chain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
 )
 
 // DefaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
@@ -20,6 +22,7 @@ type Builder struct {
 	deadline        time.Duration
 	degradeTimeout  time.Duration
 	contentFallback bool
+	regions         []string
 	entries         []entry
 }
 
@@ -45,6 +48,15 @@ func (b *Builder) DegradeTimeout(d time.Duration) *Builder { b.degradeTimeout = 
 // to the next target. Off by default: a refusal is usually the answer, and
 // shopping it around providers is a policy decision to make on purpose.
 func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = allow; return b }
+
+// AllowRegions restricts where the chain's model targets may process data.
+// Build fails naming every model target whose Region is not one of regions,
+// including targets with no Region. Degradations are exempt: they run in
+// your process. Calling it again adds regions.
+func (b *Builder) AllowRegions(regions ...string) *Builder {
+	b.regions = append(b.regions, regions...)
+	return b
+}
 
 // Primary sets the first target. A chain has exactly one, first.
 func (b *Builder) Primary(t Target) *Builder { return b.add(TierPrimary, t) }
@@ -163,16 +175,37 @@ func (b *Builder) Build() (*Chain, error) {
 		if err := t.Retry.Validate(); err != nil {
 			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Retry is invalid", Err: err})
 		}
+		if len(b.regions) > 0 && !slices.Contains(b.regions, t.Region) {
+			if t.Region == "" {
+				fail(label, "Region is empty, but the chain allows only regions %q; set the target's Region", b.regions)
+			} else {
+				fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, b.regions)
+			}
+		}
+		br, err := breaker.New(t.Name, t.Breaker)
+		if err != nil {
+			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Breaker is invalid", Err: err})
+		}
+		bud := t.Budget
+		if bud == nil {
+			bud, err = budget.NewRatio(budget.RatioConfig{})
+			if err != nil {
+				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "the default budget", Err: err})
+			}
+		}
 		if e.tier == TierPrimary && i == 0 {
 			primary = &b.entries[0].target
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { fail(label, f, a...) })
 		}
 		c.targets = append(c.targets, &target{
-			Target: t,
-			tier:   e.tier,
-			policy: t.Retry.WithDefaults(),
-			table:  retry.DefaultTable(),
+			Target:  t,
+			tier:    e.tier,
+			policy:  t.Retry.WithDefaults(),
+			table:   t.Retry.Table(),
+			budget:  bud,
+			breaker: br,
+			maxGate: t.Breaker.WithDefaults().MaxGate,
 		})
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -53,7 +55,7 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	minWindow := -1 // after a context-length failure: only larger windows
 	for i, t := range c.targets {
 		if minWindow >= 0 && t.ContextWindow <= minWindow {
-			res.skip(t, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
+			res.skip(t, 0, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
 			continue
 		}
 		if ctx.Err() != nil {
@@ -61,12 +63,23 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 				return res, c.stopped(err)
 			}
 			for _, rest := range c.targets[i:] {
-				res.skip(rest, ErrDeadline, "chain deadline passed")
+				res.skip(rest, 0, ErrDeadline, "the deadline passed")
 			}
 			causes = append(causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
 			break
 		}
-		resp, kind, err := c.try(ctx, caller, t, req, res)
+		if until, closed := t.gate.ClosedUntil(); closed {
+			res.skip(t, 0, breaker.ErrGateClosed, "closed by a Retry-After for "+time.Until(until).Round(time.Millisecond).String())
+			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: breaker.ErrGateClosed})
+			continue
+		}
+		ticket, err := t.breaker.Allow()
+		if err != nil {
+			res.skip(t, 0, err, "circuit breaker "+t.breaker.State().String())
+			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
+			continue
+		}
+		resp, kind, err := c.try(ctx, caller, t, ticket, req, res)
 		if err == nil {
 			res.serve(t, resp)
 			return res, nil
@@ -101,12 +114,23 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	return res, &ExhaustedError{Chain: c.name, Causes: append(causes, errs...)}
 }
 
-// try makes the attempts on one target and returns its answer or its last
-// failure. Each attempt is recorded in res.
-func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res *Result) (*llm.Response, llm.Kind, error) {
+// try makes the attempts on one target, the first under ticket, and returns
+// its answer, or its last failure and that failure's kind. Each attempt,
+// and each retry refused, is recorded in res.
+func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result) (*llm.Response, llm.Kind, error) {
 	treq := t.request(req)
 	var wait, prev time.Duration
 	for n := 1; ; n++ {
+		if n > 1 {
+			// Every retry asks the breaker again: other calls may have
+			// opened it during the wait.
+			var err error
+			if ticket, err = t.breaker.Allow(); err != nil {
+				res.skip(t, n, err, "circuit breaker "+t.breaker.State().String())
+				a := res.Attempts[len(res.Attempts)-2]
+				return nil, a.Kind, a.Err
+			}
+		}
 		actx, cancel := ctx, context.CancelFunc(nil)
 		if t.Timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, t.Timeout)
@@ -117,11 +141,13 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 		if cancel != nil {
 			cancel()
 		}
-		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
 		if err == nil && resp == nil {
 			err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 		}
+		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
 		if err == nil {
+			ticket.Report(retry.NotFailure)
+			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true})
 			a.Status = 200
 			a.RequestID = resp.RequestID
 			res.Attempts = append(res.Attempts, a)
@@ -145,6 +171,12 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 		}
 		a.Err = err
 		res.Attempts = append(res.Attempts, a)
+		verdict := t.table.Rule(a.Kind).Breaker
+		if ctx.Err() != nil && verdict == retry.Failure {
+			verdict = retry.Excluded // our deadline cut it short, not the target
+		}
+		ticket.Report(verdict)
+		t.budget.Record(ctx, budget.Outcome{Retry: n > 1})
 		if a.Kind == llm.KindCanceled {
 			return nil, a.Kind, err
 		}
@@ -158,12 +190,16 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 			return nil, a.Kind, err
 		}
 		if retryAfter > t.policy.MaxRetryAfter {
+			c.closeGate(t, retryAfter)
 			res.decide(DecisionNext, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter))
 			return nil, a.Kind, err
 		}
 		wait = t.policy.Wait(n-1, prev, retryAfter)
 		prev = wait
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			if retryAfter > 0 {
+				c.closeGate(t, retryAfter)
+			}
 			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
 			return nil, a.Kind, err
 		}
@@ -172,7 +208,11 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 		} else {
 			res.decide(DecisionRetry, "")
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if berr := t.budget.Withdraw(ctx); berr != nil {
+			res.skip(t, n+1, berr, "retry budget exhausted")
+			return nil, a.Kind, err
+		}
+		if serr := sleep(ctx, wait); serr != nil {
 			// The deadline or the caller ended the wait.
 			if cerr := canceled(caller); cerr != nil {
 				return nil, llm.KindCanceled, cerr
@@ -181,6 +221,12 @@ func (c *Chain) try(ctx, caller context.Context, t *target, req llm.Request, res
 			return nil, a.Kind, err
 		}
 	}
+}
+
+// closeGate closes t for a Retry-After that this call does not wait out, so
+// that concurrent calls skip t instead of each rediscovering the 429.
+func (c *Chain) closeGate(t *target, retryAfter time.Duration) {
+	t.gate.CloseUntil(time.Now().Add(min(retryAfter, t.maxGate)))
 }
 
 // degrade runs the degradations in order and returns the first answer and
@@ -248,9 +294,10 @@ func (r *Result) decide(d Decision, reason string) {
 	}
 }
 
-// skip records a target passed over without a request.
-func (r *Result) skip(t *target, err error, reason string) {
-	r.Attempts = append(r.Attempts, Attempt{Target: t.Name, Tier: t.tier, Model: t.Model,
+// skip records an attempt not sent: a target passed over (n = 0) or a
+// retry refused (n = the attempt it would have been).
+func (r *Result) skip(t *target, n int, err error, reason string) {
+	r.Attempts = append(r.Attempts, Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n,
 		Err: err, Decision: DecisionSkip, Reason: reason})
 }
 

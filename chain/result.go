@@ -79,7 +79,9 @@ type Attempt struct {
 	Target string
 	Tier   Tier
 	Model  string
-	// N counts the attempts on this target, from 1; 0 for a skip.
+	// N counts the attempts on this target, from 1. A retry refused (by
+	// the budget or the breaker) keeps the number it would have had; a
+	// target passed over has 0.
 	N int
 	// Status is the HTTP status (200 on success); 0 when none arrived.
 	Status int
@@ -112,7 +114,7 @@ func (a Attempt) String() string {
 	}
 	switch {
 	case a.Decision == DecisionSkip:
-		b.WriteString(": skipped")
+		b.WriteString(": not sent")
 	case a.Err == nil:
 		b.WriteString(": ok")
 	default:
@@ -128,7 +130,7 @@ func (a Attempt) String() string {
 		b.WriteString(a.RequestID)
 		b.WriteByte(')')
 	}
-	if a.Decision != DecisionServed {
+	if a.Decision != DecisionServed && a.Decision != DecisionSkip {
 		b.WriteString(" -> ")
 		b.WriteString(a.Decision.String())
 	}

@@ -3,6 +3,8 @@ package chain
 import (
 	"time"
 
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -37,6 +39,16 @@ type Target struct {
 	// Timeout bounds each attempt. 0 means no per-attempt bound beyond the
 	// chain's deadline and the caller's context.
 	Timeout time.Duration
+	// Budget limits this target's retries; it is asked before every retry,
+	// never before a first attempt. Nil means a ratio budget of its own
+	// with budget's defaults (retries at most 10% of first attempts over
+	// 10s, with a floor of 10 per window); budget.Unlimited() switches
+	// budgeting off. One Budget may be shared by several targets.
+	Budget budget.Budget
+	// Breaker configures this target's circuit breaker. The zero value
+	// means breaker's defaults (open after 5 consecutive failures or 50% of
+	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
+	Breaker breaker.Settings
 }
 
 // Tier is a target's place in the chain. Tiers are ordered: the primary,
@@ -85,12 +97,17 @@ func (t Tier) method() string {
 	return "OrDegrade"
 }
 
-// target is a Target as Build compiled it.
+// target is a Target as Build compiled it, with the state that lives
+// between calls.
 type target struct {
 	Target
-	tier   Tier
-	policy retry.Policy // Retry with defaults filled in
-	table  retry.Table
+	tier    Tier
+	policy  retry.Policy // Retry with defaults filled in
+	table   retry.Table  // the decision table with Retry.Rules applied
+	budget  budget.Budget
+	breaker *breaker.Breaker
+	gate    breaker.Gate
+	maxGate time.Duration
 }
 
 // request returns the request sent to t: the caller's, with t's model and
