@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
@@ -111,5 +112,41 @@ func TestBuildAcceptsAFullChain(t *testing.T) {
 	}
 	if c.Name() != "support" {
 		t.Fatalf("Name() = %q", c.Name())
+	}
+}
+
+func TestAllowRegionsNamesEveryTargetOutside(t *testing.T) {
+	a, o := &stub{name: "anthropic"}, &stub{name: "openai"}
+	_, err := chain.New("support").AllowRegions("eu").
+		Primary(chain.Target{Name: "sonnet-eu", Provider: a, Model: "sonnet", Region: "eu"}).
+		OrDeployment(chain.Target{Name: "sonnet-us", Provider: a, Model: "sonnet", Region: "us"}).
+		OrProvider(chain.Target{Name: "gpt-nowhere", Provider: o, Model: "gpt"}).
+		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
+		Build()
+	if !errors.Is(err, chain.ErrInvalidConfig) {
+		t.Fatalf("want ErrInvalidConfig, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{`target "sonnet-us": Region "us" is outside the allowed regions ["eu"]`,
+		`target "gpt-nowhere": Region is empty`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "sonnet-eu") || strings.Contains(msg, "static") {
+		t.Errorf("error names a target inside the regions or a degradation:\n%s", msg)
+	}
+	if _, err := chain.New("ok").AllowRegions("eu", "eu-west-1").
+		Primary(chain.Target{Name: "p", Provider: a, Model: "m", Region: "eu-west-1"}).Build(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuildRejectsInvalidBreakerSettings(t *testing.T) {
+	_, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: &stub{name: "a"}, Model: "m",
+		Breaker: breaker.Settings{FailureRatio: 2}}).Build()
+	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, breaker.ErrInvalidSettings) ||
+		!strings.Contains(err.Error(), `target "p": Breaker is invalid`) {
+		t.Fatalf("got %v", err)
 	}
 }

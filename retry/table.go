@@ -126,7 +126,7 @@ func DefaultTable() Table {
 }
 
 // Rule returns the row for k; an out-of-range kind gets KindUnknown's row.
-func (t *Table) Rule(k llm.Kind) Rule {
+func (t Table) Rule(k llm.Kind) Rule {
 	if int(k) >= llm.NumKinds {
 		k = llm.KindUnknown
 	}
@@ -146,7 +146,7 @@ func (t Table) With(rows map[llm.Kind]Rule) Table {
 // Attempts returns how many attempts in all a target may make while failing
 // with kind k under policy p, shouldRetry being the provider's
 // x-should-retry header (nil when absent), which overrides the Retry column.
-func (t *Table) Attempts(k llm.Kind, p Policy, shouldRetry *bool) int {
+func (t Table) Attempts(k llm.Kind, p Policy, shouldRetry *bool) int {
 	r := t.Rule(k)
 	retry := r.Retry
 	if shouldRetry != nil {
