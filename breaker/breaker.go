@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/window"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/sony/gobreaker/v2"
 )
@@ -156,11 +158,32 @@ func fromGobreaker(s gobreaker.State) State {
 }
 
 // Breaker is one target's circuit breaker. It is safe for concurrent use.
+//
+// gobreaker runs the state machine: open, half-open, the probes, the
+// consecutive-failure count. The failure ratio is counted here, over a
+// rolling window, because of the healthy path: while the breaker is closed
+// and gobreaker has seen no failure since its last success, an attempt
+// neither asks gobreaker nor reports to it (which would take its lock and
+// read the clock twice); it only counts in the window. The first failure
+// makes the breaker "dirty": from then on every attempt goes through
+// gobreaker until a success has reset its consecutive-failure count. A
+// failure of an attempt that started on the healthy path is reported to
+// gobreaker late, through a ticket taken when it fails.
 type Breaker struct {
-	cb *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
+	settings Settings
+	window   *window.Window // kind 0: attempts counted, kind 1: failures
+
+	// closed mirrors gobreaker's state, set by OnStateChange under its lock.
+	closed atomic.Bool
+	// fails counts failures reported to gobreaker; clean is the value it
+	// had when a success last left gobreaker with no consecutive failure.
+	// The healthy path is taken while they are equal.
+	fails, clean atomic.Uint64
+
 	// tripping is set by isSuccessful and read by readyToTrip: gobreaker
 	// calls both, in that order, under its own lock in one afterRequest,
-	// which is what makes a single failure able to trip the breaker.
+	// which is what lets a single failure trip the breaker.
 	tripping bool
 }
 
@@ -175,6 +198,10 @@ func New(name string, s Settings) (*Breaker, error) {
 		return b, nil
 	}
 	s = s.WithDefaults()
+	b.settings = s
+	b.window = window.New(s.Window, s.BucketPeriod)
+	b.closed.Store(true)
+	onChange := s.OnStateChange
 	st := gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  s.Probes,
@@ -186,16 +213,24 @@ func New(name string, s Settings) (*Breaker, error) {
 			b.tripping = err == errTrip
 			return err == nil
 		},
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return b.tripping || c.ConsecutiveFailures >= s.ConsecutiveFailures ||
-				c.Requests >= s.MinRequests && float64(c.TotalFailures) >= s.FailureRatio*float64(c.Requests)
+		ReadyToTrip: b.readyToTrip,
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			b.closed.Store(to == gobreaker.StateClosed)
+			if onChange != nil {
+				onChange(name, fromGobreaker(from), fromGobreaker(to))
+			}
 		},
-	}
-	if f := s.OnStateChange; f != nil {
-		st.OnStateChange = func(name string, from, to gobreaker.State) { f(name, fromGobreaker(from), fromGobreaker(to)) }
 	}
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
 	return b, nil
+}
+
+func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
+	if b.tripping || c.ConsecutiveFailures >= b.settings.ConsecutiveFailures {
+		return true
+	}
+	attempts, failures := b.window.Sums()
+	return attempts >= int64(b.settings.MinRequests) && float64(failures) >= b.settings.FailureRatio*float64(attempts)
 }
 
 // Allow asks to send one attempt. It returns a Ticket on which to report
@@ -205,10 +240,13 @@ func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb == nil {
 		return Ticket{}, nil
 	}
+	if b.closed.Load() && b.fails.Load() == b.clean.Load() {
+		return Ticket{b: b}, nil // the healthy path: nothing to tell gobreaker
+	}
 	done, err := b.cb.Allow()
 	switch err {
 	case nil:
-		return Ticket{done}, nil
+		return Ticket{b: b, done: done}, nil
 	case gobreaker.ErrTooManyRequests:
 		return Ticket{}, errProbing
 	default:
@@ -226,23 +264,76 @@ func (b *Breaker) State() State {
 
 // Ticket is the permission to send one attempt. Report its outcome exactly
 // once; a zero Ticket (from a disabled breaker) ignores reports.
-type Ticket struct{ done func(error) }
+type Ticket struct {
+	b    *Breaker
+	done func(error) // nil on the healthy path
+}
 
 // Report records the attempt's outcome: retry.NotFailure for a success or
 // a failure that is not the target's fault, retry.Failure, retry.Trip to
 // open the breaker at once, retry.Excluded to count nothing.
 func (t Ticket) Report(v retry.Verdict) {
-	if t.done == nil {
+	if t.b != nil {
+		t.ReportAt(v, time.Now())
+	}
+}
+
+// ReportAt is Report for callers that have already read the clock: now is
+// when the attempt ended, from time.Now or derived from it with Add (it
+// must carry a monotonic reading).
+func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
+	b := t.b
+	if b == nil {
 		return
 	}
 	switch v {
-	case retry.Failure:
-		t.done(errFailure)
-	case retry.Trip:
-		t.done(errTrip)
 	case retry.Excluded:
-		t.done(errExcluded)
+		if t.done != nil {
+			t.done(errExcluded)
+		}
+	case retry.Failure, retry.Trip:
+		b.window.AddAt(0, now)
+		b.window.AddAt(1, now)
+		err := errFailure
+		if v == retry.Trip {
+			err = errTrip
+		}
+		done := t.done
+		if done == nil {
+			// The attempt started on the healthy path: report it now. A
+			// breaker that opened meanwhile needs no more evidence.
+			d, aerr := b.cb.Allow()
+			if aerr != nil {
+				return
+			}
+			done = d
+		}
+		done(err)
+		b.fails.Add(1) // after done: see clear
 	default:
-		t.done(nil)
+		b.window.AddAt(0, now)
+		if t.done != nil {
+			seq := b.fails.Load()
+			t.done(nil)
+			b.clear(seq)
+		}
+	}
+}
+
+// clear returns the breaker to the healthy path after a success reported
+// to gobreaker, unless a failure was reported since seq was read or
+// gobreaker still counts consecutive failures. Failures increment fails
+// after reporting, so one that races this success either precedes it in
+// gobreaker (and the success reset it) or changes fails (and keeps the
+// breaker off the healthy path).
+func (b *Breaker) clear(seq uint64) {
+	if !b.closed.Load() || b.cb.Counts().ConsecutiveFailures != 0 || b.fails.Load() != seq {
+		return
+	}
+	for {
+		cur := b.clean.Load()
+		if cur >= seq || b.clean.CompareAndSwap(cur, seq) {
+			return
+		}
 	}
 }

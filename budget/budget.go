@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Budget limits how many retries a target may send, so that retries stay a
@@ -27,6 +28,11 @@ type Outcome struct {
 	Retry bool
 	// Success reports that the attempt succeeded.
 	Success bool
+	// At is when the attempt ended, read from the monotonic clock
+	// (time.Now, or derived from it with Add). The zero value means now:
+	// the budget reads the clock itself. The chain sets it so that one
+	// clock read serves the attempt's timing, its breaker and its budget.
+	At time.Time
 }
 
 var (

@@ -190,7 +190,12 @@ func (r *Ratio) Record(_ context.Context, o Outcome) {
 	if o.Retry {
 		return
 	}
-	e := r.now()
+	var e int64
+	if o.At.IsZero() {
+		e = r.now()
+	} else {
+		e = int64(o.At.Sub(r.base)) / r.width
+	}
 	r.bucket(e).firsts.Add(1)
 }
 

@@ -93,6 +93,7 @@ func (b *Builder) Build() (*Chain, error) {
 		deadline:        b.deadline,
 		degradeTimeout:  b.degradeTimeout,
 		contentFallback: b.contentFallback,
+		epoch:           time.Now(),
 	}
 	if c.degradeTimeout == 0 {
 		c.degradeTimeout = DefaultDegradeTimeout
@@ -206,6 +207,8 @@ func (b *Builder) Build() (*Chain, error) {
 			budget:  bud,
 			breaker: br,
 			maxGate: t.Breaker.WithDefaults().MaxGate,
+			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
+				t.Params.Stop != nil || len(t.Params.Extra) != 0,
 		})
 	}
 	if err := errors.Join(errs...); err != nil {

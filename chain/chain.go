@@ -21,7 +21,11 @@ type Chain struct {
 	contentFallback bool
 	targets         []*target
 	degrades        []Degradation
+	epoch           time.Time // origin of clock
 }
+
+// clock reads the monotonic clock alone, which costs half of time.Now.
+func (c *Chain) clock() time.Duration { return time.Since(c.epoch) }
 
 // Name returns the chain's name.
 func (c *Chain) Name() string { return c.name }
@@ -118,7 +122,8 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 // its answer, or its last failure and that failure's kind. Each attempt,
 // and each retry refused, is recorded in res.
 func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result) (*llm.Response, llm.Kind, error) {
-	treq := t.request(req)
+	treq := req
+	t.prepare(&treq)
 	var wait, prev time.Duration
 	for n := 1; ; n++ {
 		if n > 1 {
@@ -135,9 +140,9 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		if t.Timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, t.Timeout)
 		}
-		start := time.Now()
+		start := c.clock()
 		resp, err := t.Provider.Complete(actx, treq)
-		elapsed := time.Since(start)
+		elapsed := c.clock() - start
 		if cancel != nil {
 			cancel()
 		}
@@ -145,9 +150,10 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 		}
 		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
+		now := c.epoch.Add(start + elapsed) // carries the monotonic reading
 		if err == nil {
-			ticket.Report(retry.NotFailure)
-			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true})
+			ticket.ReportAt(retry.NotFailure, now)
+			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true, At: now})
 			a.Status = 200
 			a.RequestID = resp.RequestID
 			res.Attempts = append(res.Attempts, a)
@@ -175,8 +181,8 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		if ctx.Err() != nil && verdict == retry.Failure {
 			verdict = retry.Excluded // our deadline cut it short, not the target
 		}
-		ticket.Report(verdict)
-		t.budget.Record(ctx, budget.Outcome{Retry: n > 1})
+		ticket.ReportAt(verdict, now)
+		t.budget.Record(ctx, budget.Outcome{Retry: n > 1, At: now})
 		if a.Kind == llm.KindCanceled {
 			return nil, a.Kind, err
 		}
@@ -238,9 +244,9 @@ func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result) (*
 	var errs []error
 	for _, d := range c.degrades {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), c.degradeTimeout)
-		start := time.Now()
+		start := c.clock()
 		resp, err := d.Degrade(ctx, req)
-		elapsed := time.Since(start)
+		elapsed := c.clock() - start
 		cancel()
 		a := Attempt{Target: d.Name(), Tier: TierDegrade, N: 1, Duration: elapsed}
 		if err == nil && resp != nil {

@@ -20,7 +20,10 @@ type Result struct {
 	// Degraded is true when a degradation, not a model, answered.
 	Degraded bool
 
-	buf [2]Attempt // backing store for the common one- or two-attempt call
+	// buf backs Attempts for the common one-attempt call, so that a
+	// healthy call allocates the Result alone. It keeps Result at 512
+	// bytes, the largest size the Go allocator serves without a header.
+	buf [1]Attempt
 }
 
 // Served identifies what answered a call.
@@ -75,18 +78,20 @@ func (d Decision) String() string {
 
 // Attempt is one attempt on a target, or one target passed over.
 type Attempt struct {
-	// Target and Tier identify the target; Model is the model requested.
-	Target string
-	Tier   Tier
-	Model  string
+	// Target identifies the target; Model is the model requested.
+	Target, Model string
+	// Tier is the target's tier.
+	Tier Tier
+	// Kind classifies a failure; KindUnknown on success.
+	Kind llm.Kind
+	// Decision is what the chain did next; Reason says why, in words.
+	Decision Decision
 	// N counts the attempts on this target, from 1. A retry refused (by
 	// the budget or the breaker) keeps the number it would have had; a
 	// target passed over has 0.
 	N int
 	// Status is the HTTP status (200 on success); 0 when none arrived.
 	Status int
-	// Kind classifies a failure; KindUnknown on success.
-	Kind llm.Kind
 	// Err is the failure, or the reason for a skip; nil on success.
 	Err error
 	// RequestID is the provider's request id, when it sent one.
@@ -95,8 +100,6 @@ type Attempt struct {
 	Wait time.Duration
 	// Duration is how long the attempt took.
 	Duration time.Duration
-	// Decision is what the chain did next, and Reason why in words.
-	Decision Decision
 	Reason   string
 }
 

@@ -108,20 +108,26 @@ type target struct {
 	breaker *breaker.Breaker
 	gate    breaker.Gate
 	maxGate time.Duration
+	// hasParams is false when Params is zero, sparing the healthy path
+	// the merge.
+	hasParams bool
 }
 
-// request returns the request sent to t: the caller's, with t's model and
-// t's System and Params wherever t sets them.
-func (t *target) request(req llm.Request) llm.Request {
+// prepare turns the caller's request, copied into req, into the request
+// sent to t: t's model, and t's System and Params wherever t sets them.
+func (t *target) prepare(req *llm.Request) {
 	req.Model = t.Model
 	if t.System != "" {
 		req.System = t.System
 	}
-	req.Params = mergeParams(req.Params, t.Params)
-	return req
+	if t.hasParams {
+		mergeInto(&req.Params, &t.Params)
+	}
 }
 
-func mergeParams(p, over llm.Params) llm.Params {
+// mergeInto sets each field of over that is set into p; Extra maps are
+// merged into a new map, over's keys winning.
+func mergeInto(p, over *llm.Params) {
 	if over.MaxTokens != 0 {
 		p.MaxTokens = over.MaxTokens
 	}
@@ -148,5 +154,4 @@ func mergeParams(p, over llm.Params) llm.Params {
 		}
 		p.Extra = m
 	}
-	return p
 }

@@ -1,0 +1,118 @@
+package bench
+
+// The healthy path: one call through a chain with one healthy in-process
+// target, against the same provider called directly, and against the same
+// work through failsafe-go's retry + circuit breaker + fallback. The
+// overhead of each is its time minus the direct call's, measured in one run.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/fallback"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+)
+
+// healthy answers every request at once with the same answer, as a
+// provider whose HTTP round trip cost nothing would: what is left is the
+// caller's machinery.
+type healthy struct{ resp llm.Response }
+
+func (*healthy) Name() string { return "anthropic" }
+
+func (h *healthy) Complete(context.Context, llm.Request) (*llm.Response, error) { return &h.resp, nil }
+
+var (
+	provider = &healthy{resp: llm.Response{Text: "ok", Model: "claude-sonnet-5-5", ID: "msg_1", RequestID: "req_1", FinishReason: "end_turn",
+		Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}}
+	request = llm.Request{Model: "claude-sonnet-5-5", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+		Params: llm.Params{MaxTokens: 100}}
+	static = llm.Response{Text: "busy"}
+	sink   *llm.Response
+)
+
+func backstopChain(tb testing.TB) *chain.Chain {
+	c, err := chain.New("bench").
+		Primary(chain.Target{Name: "sonnet", Provider: provider, Model: "claude-sonnet-5-5"}).
+		OrDegrade(chain.Static(static)).
+		Build()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func failsafeExecutor() failsafe.Executor[*llm.Response] {
+	fb := fallback.NewWithResult(&static)
+	rp := retrypolicy.NewBuilder[*llm.Response]().WithMaxAttempts(3).
+		WithBackoff(500*time.Millisecond, 20*time.Second).WithJitterFactor(1).Build()
+	cb := circuitbreaker.NewBuilder[*llm.Response]().WithFailureThreshold(5).
+		WithFailureRateThreshold(0.5, 20, 30*time.Second).WithDelay(30 * time.Second).Build()
+	return failsafe.With[*llm.Response](fb, rp, cb)
+}
+
+func BenchmarkHealthyCall(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, call func() *llm.Response) {
+		b.Run("serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = call()
+			}
+		})
+		b.Run("parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if call() == nil {
+						b.Error("no answer")
+					}
+				}
+			})
+		})
+	}
+	b.Run("direct", func(b *testing.B) {
+		run(b, func() *llm.Response {
+			r, _ := provider.Complete(ctx, request)
+			return r
+		})
+	})
+	b.Run("backstop", func(b *testing.B) {
+		c := backstopChain(b)
+		run(b, func() *llm.Response {
+			res, err := c.Call(ctx, request)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return &res.Response
+		})
+	})
+	b.Run("failsafe", func(b *testing.B) {
+		ex := failsafeExecutor()
+		run(b, func() *llm.Response {
+			r, err := ex.Get(func() (*llm.Response, error) { return provider.Complete(ctx, request) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		})
+	})
+}
+
+// TestBaselinesAnswer checks that the benchmarks measure real work: each
+// way of calling returns the provider's answer.
+func TestBaselinesAnswer(t *testing.T) {
+	res, err := backstopChain(t).Call(context.Background(), request)
+	if err != nil || res.Text != "ok" || res.Served.Target != "sonnet" {
+		t.Fatalf("backstop: %v %+v", err, res)
+	}
+	r, err := failsafeExecutor().Get(func() (*llm.Response, error) { return provider.Complete(context.Background(), request) })
+	if err != nil || r.Text != "ok" {
+		t.Fatalf("failsafe: %v %+v", err, r)
+	}
+}
