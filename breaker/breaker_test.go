@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/sony/gobreaker/v2"
 )
 
 func mustNew(t testing.TB, s breaker.Settings) *breaker.Breaker {
@@ -207,5 +208,111 @@ func BenchmarkGateOpen(b *testing.B) {
 		if _, closed := g.ClosedUntil(); closed {
 			b.Fatal("closed")
 		}
+	}
+}
+
+// Successes on the healthy path never reach gobreaker, yet they must count
+// for the failure ratio: a window of 1000 successes and 20 failures (2%) is
+// healthy even though the failures come in a burst mixed with successes.
+func TestHealthyPathSuccessesCountForTheRatio(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 1000 {
+			report(t, b, retry.NotFailure)
+		}
+		for range 20 {
+			report(t, b, retry.Failure)
+			report(t, b, retry.NotFailure)
+		}
+		if b.State() != breaker.Closed {
+			t.Fatal("opened at 2% failures")
+		}
+	})
+}
+
+// Attempts that started on the healthy path and then failed are reported
+// late; five of them in a row still open the breaker.
+func TestFailuresOfHealthyPathAttemptsAreReportedLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		var tickets []breaker.Ticket
+		for range 5 {
+			tk, err := b.Allow() // all five start while the breaker is clean
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets = append(tickets, tk)
+		}
+		for _, tk := range tickets {
+			tk.Report(retry.Failure)
+		}
+		if b.State() != breaker.Open {
+			t.Fatal("five late-reported failures did not open the breaker")
+		}
+	})
+}
+
+// After a failure, the next success returns the breaker to the healthy
+// path: a later run of four failures does not add up with an earlier one.
+func TestASuccessResetsConsecutiveFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 10 {
+			for range 4 {
+				report(t, b, retry.Failure)
+			}
+			report(t, b, retry.NotFailure)
+			for range 50 {
+				report(t, b, retry.NotFailure) // healthy path again
+			}
+		}
+		if b.State() != breaker.Closed {
+			t.Fatal("runs of four failures separated by successes opened the breaker")
+		}
+	})
+}
+
+// Under concurrency, a target that fails one call in five stays closed and
+// one that always fails opens.
+func TestConcurrentMixedOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		every int // one failure every this many reports; 1: all fail
+		want  breaker.State
+	}{{5, breaker.Closed}, {1, breaker.Open}} {
+		synctest.Test(t, func(t *testing.T) {
+			b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1000})
+			var wg sync.WaitGroup
+			for g := range 50 {
+				wg.Go(func() {
+					for i := range 100 {
+						tk, err := b.Allow()
+						if err != nil {
+							continue
+						}
+						if (g*100+i)%tc.every == 0 {
+							tk.Report(retry.Failure)
+						} else {
+							tk.Report(retry.NotFailure)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if got := b.State(); got != tc.want {
+				t.Fatalf("one failure in %d: state %v, want %v", tc.every, got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkGobreakerTwoStep is the baseline for BenchmarkAllowReport:
+// gobreaker's own Allow and done, which take its lock and read the clock
+// twice.
+func BenchmarkGobreakerTwoStep(b *testing.B) {
+	cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{Interval: 30 * time.Second, BucketPeriod: 3 * time.Second})
+	b.ReportAllocs()
+	for b.Loop() {
+		done, _ := cb.Allow()
+		done(nil)
 	}
 }
