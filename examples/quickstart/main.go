@@ -67,21 +67,26 @@ func replay(ctx context.Context) error {
 	}
 	fmt.Println("Replaying an incident on backstop's fake provider (set ANTHROPIC_API_KEY or OPENAI_API_KEY to call the real APIs).")
 
-	fmt.Println("\n1. The primary deployment is overloaded; the second deployment is rate limited; the sibling model answers.")
+	fmt.Println("\n1. A malformed request fails fast: sent once, never retried, never passed on.")
+	eu1.Script(sonnet, fake.BadRequest("messages.0.content: text content blocks must be non-empty"))
+	call(ctx, c, "Hello?")
+
+	fmt.Println("\n2. The primary deployment is overloaded; the second deployment is rate limited; the sibling model answers.")
 	eu1.Script(sonnet, fake.Overloaded())
 	eu2.Script(sonnet, fake.RateLimited("1"), fake.RateLimited("45"))
 	eu1.Script(haiku, fake.Answer("Your order left the warehouse this morning."))
 	call(ctx, c, "Where is my order?")
 
-	fmt.Println("\n2. Every model is down; the degradation answers.")
-	eu2.Script(sonnet, fake.RateLimited("45"))
-	eu1.Script(haiku, fake.ServerError())
+	fmt.Println("\n3. Every model is down: the primary's breaker opens, the second deployment is still closed by its Retry-After, and the degradation answers.")
+	eu1.Script(haiku, fake.ServerError(), fake.ServerError(), fake.ServerError())
 	oai.Script(gpt, fake.Status(503))
 	call(ctx, c, "Can I change my delivery address?")
 
-	fmt.Println("\n3. A malformed request fails fast: sent once, never retried, never passed on.")
-	eu1.Script(sonnet, fake.BadRequest("messages.0.content: text content blocks must be non-empty"))
-	call(ctx, c, "Hello?")
+	fmt.Println("\n4. The sibling has recovered. The chain remembers the rest: the primary (breaker open) and the second deployment (Retry-After) are skipped without a request.")
+	eu1.Script(haiku, fake.Answer("Yes: reply with the new address and we will update it."))
+	call(ctx, c, "Can I change my delivery address?")
+	fmt.Printf("\nRequests received: sonnet on eu-1 %d, sonnet on eu-2 %d, haiku %d, gpt %d.\n",
+		eu1.Requests(sonnet), eu2.Requests(sonnet), eu1.Requests(haiku), oai.Requests(gpt))
 	return nil
 }
 
