@@ -39,10 +39,9 @@ type RateLimit struct {
 	OutputTokens Allowance
 }
 
-// Allowance is one rate-limit bucket as announced by the provider.
+// Allowance is one rate-limit bucket as announced by the provider. The
+// zero value means the provider announced nothing for this bucket.
 type Allowance struct {
-	// Reported is true when the provider sent at least one of the figures.
-	Reported bool
 	// Limit is the bucket's size; Remaining what is left of it now.
 	Limit, Remaining int
 	// Reset is when the bucket is full again; zero when not reported.
@@ -51,8 +50,15 @@ type Allowance struct {
 	Reset time.Time
 }
 
+// Reported reports whether the provider announced this bucket. (A provider
+// announcing a limit of 0 with nothing remaining and no reset time is
+// indistinguishable from silence; none does.)
+func (a Allowance) Reported() bool {
+	return a.Limit != 0 || a.Remaining != 0 || !a.Reset.IsZero()
+}
+
 // Empty reports whether the provider announced no allowance at all.
 func (r RateLimit) Empty() bool {
-	return !r.Requests.Reported && !r.Tokens.Reported &&
-		!r.InputTokens.Reported && !r.OutputTokens.Reported
+	return !r.Requests.Reported() && !r.Tokens.Reported() &&
+		!r.InputTokens.Reported() && !r.OutputTokens.Reported()
 }

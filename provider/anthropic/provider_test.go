@@ -205,17 +205,17 @@ func TestSuccess(t *testing.T) {
 		t.Errorf("response\n got %+v\nwant %+v", *res, want)
 	}
 	r0, _ := time.Parse(time.RFC3339, reset)
-	if a := rl.Requests; !a.Reported || a.Limit != 50 || a.Remaining != 49 || !a.Reset.Equal(r0) {
+	if a := rl.Requests; !a.Reported() || a.Limit != 50 || a.Remaining != 49 || !a.Reset.Equal(r0) {
 		t.Errorf("Requests = %+v", a)
 	}
-	if rl.Tokens.Reported {
+	if rl.Tokens.Reported() {
 		t.Errorf("Tokens reported from a garbled header: %+v", rl.Tokens)
 	}
 	r1 := time.Date(2026, 11, 30, 15, 0, 0, 5e8, time.UTC)
-	if a := rl.InputTokens; !a.Reported || a.Limit != 40000 || a.Remaining != 39000 || !a.Reset.Equal(r1) {
+	if a := rl.InputTokens; !a.Reported() || a.Limit != 40000 || a.Remaining != 39000 || !a.Reset.Equal(r1) {
 		t.Errorf("InputTokens = %+v", a)
 	}
-	if a := rl.OutputTokens; !a.Reported || a.Limit != 8000 || a.Remaining != 0 || !a.Reset.IsZero() {
+	if a := rl.OutputTokens; !a.Reported() || a.Limit != 8000 || a.Remaining != 0 || !a.Reset.IsZero() {
 		t.Errorf("OutputTokens = %+v", a)
 	}
 }
@@ -348,7 +348,7 @@ func TestRateLimitOnError(t *testing.T) {
 		"anthropic-ratelimit-tokens-limit", "1000", "anthropic-ratelimit-tokens-remaining", "0",
 		"anthropic-ratelimit-tokens-reset", "2026-11-30T16:00:00Z"))
 	e := completeErr(t, newProvider(t, s.URL), context.Background())
-	if a := e.RateLimit.Tokens; !a.Reported || a.Limit != 1000 || a.Remaining != 0 || a.Reset.IsZero() {
+	if a := e.RateLimit.Tokens; !a.Reported() || a.Limit != 1000 || a.Remaining != 0 || a.Reset.IsZero() {
 		t.Errorf("RateLimit.Tokens = %+v", a)
 	}
 }

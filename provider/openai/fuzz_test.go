@@ -71,7 +71,7 @@ func FuzzParseError(f *testing.F) {
 		body = withKey(body, keyAt)
 		e := checkError(t, p.parseError(fuzzReply(status, body)), status)
 		if e.RequestID != "req_1" || e.RetryAfter != 1500*time.Millisecond || e.ShouldRetry == nil || !*e.ShouldRetry ||
-			!e.RateLimit.Requests.Reported {
+			!e.RateLimit.Requests.Reported() {
 			t.Fatalf("headers lost: %#v", e)
 		}
 	})
@@ -100,7 +100,7 @@ func FuzzParseResponse(f *testing.F) {
 			checkError(t, err, 200)
 			return
 		}
-		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported {
+		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() {
 			t.Fatalf("accepted %q as %+v", body, res)
 		}
 	})

@@ -244,13 +244,13 @@ func TestSuccess(t *testing.T) {
 	within := func(t0 time.Time, d time.Duration) bool {
 		return !t0.Before(before.Add(d)) && !t0.After(after.Add(d))
 	}
-	if a := rl.Requests; !a.Reported || a.Limit != 5000 || a.Remaining != 4999 || !within(a.Reset, 12*time.Millisecond) {
+	if a := rl.Requests; !a.Reported() || a.Limit != 5000 || a.Remaining != 4999 || !within(a.Reset, 12*time.Millisecond) {
 		t.Errorf("Requests = %+v", a)
 	}
-	if a := rl.Tokens; !a.Reported || a.Limit != 160000 || a.Remaining != 159000 || !within(a.Reset, 6*time.Minute) {
+	if a := rl.Tokens; !a.Reported() || a.Limit != 160000 || a.Remaining != 159000 || !within(a.Reset, 6*time.Minute) {
 		t.Errorf("Tokens = %+v", a)
 	}
-	if rl.InputTokens.Reported || rl.OutputTokens.Reported {
+	if rl.InputTokens.Reported() || rl.OutputTokens.Reported() {
 		t.Errorf("RateLimit = %+v", rl)
 	}
 }
@@ -398,7 +398,7 @@ func TestRateLimitOnError(t *testing.T) {
 	s := newServer(t, respond(429, errBody("tokens", "rate_limit_exceeded", "slow down"),
 		"x-ratelimit-limit-tokens", "1000", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "1.574s"))
 	e := completeErr(t, newProvider(t, s.URL), context.Background())
-	if a := e.RateLimit.Tokens; !a.Reported || a.Limit != 1000 || a.Remaining != 0 || a.Reset.IsZero() {
+	if a := e.RateLimit.Tokens; !a.Reported() || a.Limit != 1000 || a.Remaining != 0 || a.Reset.IsZero() {
 		t.Errorf("RateLimit.Tokens = %+v", a)
 	}
 }

@@ -40,19 +40,19 @@ func Int(h http.Header, name string) (int, bool) {
 // Allowance reads one rate-limit bucket from the headers named limit,
 // remaining and reset; parseReset turns the reset header into an absolute
 // time, given when the response arrived. Figures that are absent or garbled
-// are left zero; Reported is set when at least one could be read.
+// are left zero.
 func Allowance(h http.Header, limit, remaining, reset string, received time.Time,
 	parseReset func(v string, received time.Time) (time.Time, bool)) llm.Allowance {
 	var a llm.Allowance
 	if n, ok := Int(h, limit); ok {
-		a.Limit, a.Reported = n, true
+		a.Limit = n
 	}
 	if n, ok := Int(h, remaining); ok {
-		a.Remaining, a.Reported = n, true
+		a.Remaining = n
 	}
 	if v := h.Get(reset); v != "" {
 		if t, ok := parseReset(strings.TrimSpace(v), received); ok {
-			a.Reset, a.Reported = t, true
+			a.Reset = t
 		}
 	}
 	return a
