@@ -1,4 +1,19 @@
-// Package cache will own the stores of last-known-good answers: in memory
-// (on hashicorp/golang-lru/v2, expiry checked on read, no background
-// goroutine) and on Redis. It is being built.
+// Package cache owns the stores of last-known-good answers: the Store
+// interface a chain's degradation tier reads and writes, the Entry it keeps,
+// Memory (an in-process store on hashicorp/golang-lru/v2), and Key, which
+// derives a store key from a chain's name and the caller's messages. A Redis
+// store, shared between replicas, will implement the same interface.
+//
+// The chain remembers every answer that passed validation under the call's
+// key; when every target of a later call with the same key has failed, it
+// serves the remembered answer instead of an error, marked as degraded. The
+// store treats the answer as opaque bytes.
+//
+// Memory keeps at most DefaultMaxEntries (10,000) answers for DefaultTTL
+// (24h) by default, evicting the least recently used beyond that. Expiry is
+// checked when an entry is read: nothing runs in the background, so a Memory
+// starts no goroutine, needs no Close, and runs on a testing/synctest
+// bubble's virtual clock when built inside one. (golang-lru's expirable
+// package is not used: with a TTL it starts a goroutine per cache that never
+// exits, which leaks and makes a testing/synctest bubble panic.)
 package cache

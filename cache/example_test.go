@@ -1,0 +1,51 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/cache"
+)
+
+// A chain remembers each validated answer under a key derived from its name
+// and the caller's messages, and serves it when every target is down.
+func Example() {
+	ctx := context.Background()
+	store, err := cache.NewMemory(1000, 6*time.Hour) // 0, 0 for 10,000 entries and 24h
+	if err != nil {
+		panic(err)
+	}
+	key := cache.Key("support-answer", "user", "How do I reset my password?")
+
+	// A call succeeded: remember its answer.
+	answer := []byte(`{"text":"Use the 'Forgot password' link."}`)
+	if err := store.Set(ctx, key, cache.Entry{Value: answer}, 0); err != nil {
+		panic(err)
+	}
+
+	// Later, every model is down: serve the last known good answer.
+	e, ok, err := store.Get(ctx, key)
+	fmt.Println(ok, err, string(e.Value))
+
+	// Another question has no answer to fall back on.
+	_, ok, err = store.Get(ctx, cache.Key("support-answer", "user", "Can I change my email?"))
+	fmt.Println(ok, err)
+
+	// The parts are length-prefixed, so moving a boundary changes the key.
+	fmt.Println(cache.Key("ab", "c") == cache.Key("a", "bc"))
+	// Output:
+	// true <nil> {"text":"Use the 'Forgot password' link."}
+	// false <nil>
+	// false
+}
+
+func ExampleNewMemory_invalid() {
+	_, err := cache.NewMemory(-1, 0)
+	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// cache: invalid configuration: memory store: maxEntries is -1; it must not be negative (0 means 10000)
+}

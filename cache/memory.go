@@ -1,0 +1,164 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Defaults of NewMemory's zero arguments.
+const (
+	// DefaultMaxEntries is how many answers a Memory keeps when NewMemory
+	// is given maxEntries 0. Each entry costs its Value, its key and under
+	// 200 bytes of bookkeeping: 10,000 answers of 1 KiB under keys from Key
+	// take about 13 MB.
+	DefaultMaxEntries = 10_000
+	// DefaultTTL is how long a Memory keeps an answer when NewMemory is
+	// given ttl 0 and Set is given ttl 0.
+	DefaultTTL = 24 * time.Hour
+)
+
+// Memory is a Store in process memory: a least-recently-used cache of at
+// most a fixed number of entries (hashicorp/golang-lru/v2's lru.Cache),
+// each kept for a time to live. It is safe for concurrent use. Build one
+// with NewMemory; the zero value is not usable. Each Memory is local to its
+// process: replicas do not share it.
+//
+// Expiry is checked on read, on the clock of time.Now: an entry Set at t
+// with ttl d is served until just before t+d and is absent from t+d on (an
+// entry is never served at exactly t+d). Get removes an expired entry it
+// finds. An expired entry nobody reads stays until it is replaced or is
+// evicted as the least recently used, so it still counts in Len. Entry.Stored
+// plays no part in expiry.
+//
+// Beyond maxEntries, Set evicts the least recently used entry; Get and Set
+// of an entry make it the most recently used.
+//
+// No goroutine is ever started, so there is nothing to close, and a Memory
+// built inside a testing/synctest bubble expires entries on the bubble's
+// virtual clock.
+type Memory struct {
+	lru *lru.Cache[string, item]
+	ttl time.Duration
+
+	// seq numbers the Sets, so that the removal of an expired entry
+	// removes that entry and not a newer one Set under the same key.
+	seq atomic.Uint64
+	// mu is held shared by Set around its Add and exclusively by the
+	// removal of an expired entry, which makes that removal's "is it still
+	// the same entry" check and its Remove one step. Get of a live entry
+	// does not take it.
+	mu sync.RWMutex
+}
+
+// item is what the LRU holds for one key: the caller's Entry (with its own
+// copy of the bytes) and when it expires.
+type item struct {
+	value   []byte
+	stored  time.Time
+	expires time.Time // carries a monotonic reading
+	seq     uint64
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty Memory that keeps at most maxEntries entries,
+// each for ttl unless Set says otherwise. maxEntries 0 means
+// DefaultMaxEntries (10,000) and ttl 0 means DefaultTTL (24h); negative
+// values are errors matching ErrInvalidConfig, which name the argument.
+//
+// Size maxEntries to the distinct questions worth answering when every
+// model is down, and ttl to how old an answer may be and still be worth
+// serving.
+func NewMemory(maxEntries int, ttl time.Duration) (*Memory, error) {
+	var errs []error
+	if maxEntries < 0 {
+		errs = append(errs, fmt.Errorf("%w: memory store: maxEntries is %d; it must not be negative (0 means %d)", ErrInvalidConfig, maxEntries, DefaultMaxEntries))
+	}
+	if ttl < 0 {
+		errs = append(errs, fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means %v)", ErrInvalidConfig, ttl, DefaultTTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if maxEntries == 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	c, err := lru.New[string, item](maxEntries)
+	if err != nil { // unreachable: maxEntries is positive
+		return nil, fmt.Errorf("%w: memory store: %w", ErrInvalidConfig, err)
+	}
+	return &Memory{lru: c, ttl: ttl}, nil
+}
+
+// Get returns a copy of the entry stored under key and makes it the most
+// recently used. ok is false when there is none or it has expired; an
+// expired entry is removed. The only error is ctx.Err() when ctx is already
+// done.
+func (m *Memory) Get(ctx context.Context, key string) (Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, false, err
+	}
+	it, ok := m.lru.Get(key)
+	if !ok {
+		return Entry{}, false, nil
+	}
+	if !time.Now().Before(it.expires) {
+		m.removeExpired(key, it.seq)
+		return Entry{}, false, nil
+	}
+	return Entry{Value: bytes.Clone(it.value), Stored: it.stored}, true, nil
+}
+
+// removeExpired removes the entry under key if it is still the one Set
+// with number seq: a Set between the Get that found it expired and this
+// removal must not be lost.
+func (m *Memory) removeExpired(key string, seq uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.lru.Peek(key); ok && cur.seq == seq {
+		m.lru.Remove(key)
+	}
+}
+
+// Set stores a copy of e under key for ttl (0 means the Memory's ttl),
+// replacing any entry already there, and makes it the most recently used;
+// beyond maxEntries the least recently used entry is evicted. A zero
+// e.Stored is set to time.Now(). It returns ctx.Err() when ctx is already
+// done, and an error matching ErrInvalidTTL when ttl is negative; nothing is
+// stored then.
+func (m *Memory) Set(ctx context.Context, key string, e Entry, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ttl < 0 {
+		return fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means the store's default, %v)", ErrInvalidTTL, ttl, m.ttl)
+	}
+	if ttl == 0 {
+		ttl = m.ttl
+	}
+	now := time.Now()
+	if e.Stored.IsZero() {
+		e.Stored = now
+	}
+	it := item{value: bytes.Clone(e.Value), stored: e.Stored, expires: now.Add(ttl), seq: m.seq.Add(1)}
+	m.mu.RLock()
+	m.lru.Add(key, it)
+	m.mu.RUnlock()
+	return nil
+}
+
+// Len returns how many entries the Memory holds, expired ones that have not
+// been read since they expired included. It is at most maxEntries.
+func (m *Memory) Len() int {
+	return m.lru.Len()
+}

@@ -1,0 +1,49 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store keeps last-known-good answers, each under a key and for a limited
+// time. Implementations must be safe for concurrent use, report errors
+// rather than panic, and honour ctx: a Store that is down must make Get and
+// Set return an error quickly, not hang, when ctx allows, since a call to the
+// chain waits on them.
+//
+// Memory is the in-process implementation.
+type Store interface {
+	// Get returns the entry stored under key. ok is false, with a nil
+	// error, when there is none or it has expired. An error means the
+	// store could not answer (a canceled ctx, a store that is down); ok is
+	// then false. The returned Value is the caller's own copy.
+	Get(ctx context.Context, key string) (e Entry, ok bool, err error)
+	// Set stores e under key for ttl, replacing any entry already there.
+	// ttl 0 means the store's default; a negative ttl is an error matching
+	// ErrInvalidTTL, and nothing is stored. A zero e.Stored is replaced by
+	// the time of the Set. The store keeps its own copy of e.Value.
+	Set(ctx context.Context, key string, e Entry, ttl time.Duration) error
+}
+
+// Entry is one stored answer.
+type Entry struct {
+	// Value is the stored answer. Stores treat it as opaque bytes (the
+	// chain stores a small JSON document of its own) and copy it on Set
+	// and on Get, so neither side can change the other's bytes.
+	Value []byte
+	// Stored is when the answer was stored, set by the caller; a zero
+	// Stored is set to the time of the Set by the store. It is returned as
+	// given and is metadata only: expiry counts from the Set, on the
+	// store's clock, whatever Stored says.
+	Stored time.Time
+}
+
+var (
+	// ErrInvalidConfig is matched by every error a store's constructor
+	// (NewMemory) returns.
+	ErrInvalidConfig = errors.New("cache: invalid configuration")
+	// ErrInvalidTTL is matched by the error Set returns for a negative
+	// ttl. Use 0 for the store's default.
+	ErrInvalidTTL = errors.New("cache: invalid ttl")
+)
