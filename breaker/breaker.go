@@ -176,6 +176,9 @@ type Breaker struct {
 
 	// closed mirrors gobreaker's state, set by OnStateChange under its lock.
 	closed atomic.Bool
+	// changes counts state changes, so that a failure of a healthy-path
+	// attempt that started before one is not reported to the new state.
+	changes atomic.Uint64
 	// fails counts failures reported to gobreaker; clean is the value it
 	// had when a success last left gobreaker with no consecutive failure.
 	// The healthy path is taken while they are equal.
@@ -202,19 +205,25 @@ func New(name string, s Settings) (*Breaker, error) {
 	b.window = window.New(s.Window, s.BucketPeriod)
 	b.closed.Store(true)
 	onChange := s.OnStateChange
+	// gobreaker gets no Interval: its rolling counts would drop the
+	// failure of an attempt longer than the window and let consecutive
+	// failures decay with time. Consecutive failures reset only on a
+	// success; the ratio is counted in b.window.
 	st := gobreaker.Settings{
-		Name:         name,
-		MaxRequests:  s.Probes,
-		Interval:     s.Window,
-		BucketPeriod: s.BucketPeriod,
-		Timeout:      s.OpenFor,
-		IsExcluded:   func(err error) bool { return err == errExcluded },
+		Name:        name,
+		MaxRequests: s.Probes,
+		Timeout:     s.OpenFor,
+		IsExcluded:  func(err error) bool { return err == errExcluded },
 		IsSuccessful: func(err error) bool {
 			b.tripping = err == errTrip
 			return err == nil
 		},
 		ReadyToTrip: b.readyToTrip,
 		OnStateChange: func(name string, from, to gobreaker.State) {
+			b.changes.Add(1)
+			if to == gobreaker.StateClosed {
+				b.window.Reset() // judge the recovered target on what follows
+			}
 			b.closed.Store(to == gobreaker.StateClosed)
 			if onChange != nil {
 				onChange(name, fromGobreaker(from), fromGobreaker(to))
@@ -241,7 +250,8 @@ func (b *Breaker) Allow() (Ticket, error) {
 		return Ticket{}, nil
 	}
 	if b.closed.Load() && b.fails.Load() == b.clean.Load() {
-		return Ticket{b: b}, nil // the healthy path: nothing to tell gobreaker
+		// The healthy path: nothing to tell gobreaker.
+		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	done, err := b.cb.Allow()
 	switch err {
@@ -265,8 +275,9 @@ func (b *Breaker) State() State {
 // Ticket is the permission to send one attempt. Report its outcome exactly
 // once; a zero Ticket (from a disabled breaker) ignores reports.
 type Ticket struct {
-	b    *Breaker
-	done func(error) // nil on the healthy path
+	b       *Breaker
+	done    func(error) // nil on the healthy path
+	changes uint64      // on the healthy path: b.changes when it was issued
 }
 
 // Report records the attempt's outcome: retry.NotFailure for a success or
@@ -300,8 +311,14 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 		}
 		done := t.done
 		if done == nil {
-			// The attempt started on the healthy path: report it now. A
-			// breaker that opened meanwhile needs no more evidence.
+			// The attempt started on the healthy path: report it now,
+			// unless the state changed since it started (gobreaker would
+			// drop a report from an older generation too): a breaker that
+			// opened needs no more evidence, and a half-open one's probe
+			// slot is not this attempt's to take.
+			if b.changes.Load() != t.changes {
+				return
+			}
 			d, aerr := b.cb.Allow()
 			if aerr != nil {
 				return

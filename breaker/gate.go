@@ -12,19 +12,21 @@ var ErrGateClosed = errors.New("closed by the provider's Retry-After")
 
 // Gate closes a target until a time its provider named, so that concurrent
 // calls skip it without sending a request; it reopens by itself when the
-// time passes. The zero Gate is open. It is safe for concurrent use and
-// reads no clock while it has never been closed.
+// time passes. The zero Gate is open. It is safe for concurrent use, reads
+// no clock while it has never been closed, and compares times on the
+// monotonic clock, so a step of the wall clock neither stretches nor cuts a
+// closure.
 type Gate struct {
-	until atomic.Int64 // Unix nanoseconds; 0 when open
+	until atomic.Pointer[time.Time] // nil when open
 }
 
-// CloseUntil closes the gate until t. A gate already closed until later
+// CloseUntil closes the gate until t, which should come from time.Now (so
+// that it carries a monotonic reading). A gate already closed until later
 // stays closed until then.
 func (g *Gate) CloseUntil(t time.Time) {
-	n := t.UnixNano()
 	for {
 		cur := g.until.Load()
-		if cur >= n || g.until.CompareAndSwap(cur, n) {
+		if cur != nil && !cur.Before(t) || g.until.CompareAndSwap(cur, &t) {
 			return
 		}
 	}
@@ -34,12 +36,12 @@ func (g *Gate) CloseUntil(t time.Time) {
 // reads the clock only while the gate is closed.
 func (g *Gate) ClosedUntil() (time.Time, bool) {
 	u := g.until.Load()
-	if u == 0 {
+	if u == nil {
 		return time.Time{}, false
 	}
-	if time.Now().UnixNano() >= u {
-		g.until.CompareAndSwap(u, 0) // passed: reopen, and skip the clock next time
+	if !time.Now().Before(*u) {
+		g.until.CompareAndSwap(u, nil) // passed: reopen, and skip the clock next time
 		return time.Time{}, false
 	}
-	return time.Unix(0, u), true
+	return *u, true
 }

@@ -56,3 +56,10 @@ type unlimited struct{}
 
 func (unlimited) Record(context.Context, Outcome) {}
 func (unlimited) Withdraw(context.Context) error  { return nil }
+
+// Refunder is a Budget that can take back a retry it granted when the
+// retry was not sent after all (the caller canceled during the wait, the
+// breaker opened meanwhile). The chain calls Refund when a Budget has it.
+type Refunder interface {
+	Refund(ctx context.Context)
+}

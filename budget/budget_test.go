@@ -183,3 +183,31 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+var (
+	_ Refunder = (*Ratio)(nil)
+	_ Refunder = (*TokenBucket)(nil)
+)
+
+func TestRefundGivesBackAGrantedRetry(t *testing.T) {
+	ctx := context.Background()
+	tb, _ := NewTokenBucket(TokenBucketConfig{Capacity: 10, Cost: 5, Refund: 1})
+	if tb.Withdraw(ctx) != nil || tb.Tokens() != 5 {
+		t.Fatalf("withdraw: %v tokens", tb.Tokens())
+	}
+	tb.Refund(ctx)
+	tb.Refund(ctx) // never above capacity
+	if tb.Tokens() != 10 {
+		t.Fatalf("after refunds: %v tokens, want 10", tb.Tokens())
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := NewRatio(RatioConfig{MinRetries: 1})
+		if r.Withdraw(ctx) != nil || r.Withdraw(ctx) == nil {
+			t.Fatal("the floor of 1 should grant exactly one retry")
+		}
+		r.Refund(ctx)
+		if err := r.Withdraw(ctx); err != nil {
+			t.Fatalf("a refunded retry should be grantable again: %v", err)
+		}
+	})
+}

@@ -194,7 +194,7 @@ func (r *Ratio) Record(_ context.Context, o Outcome) {
 	if o.At.IsZero() {
 		e = r.now()
 	} else {
-		e = int64(o.At.Sub(r.base)) / r.width
+		e = max(int64(o.At.Sub(r.base)), 0) / r.width // a time before NewRatio counts in the first bucket
 	}
 	r.bucket(e).firsts.Add(1)
 }
@@ -221,6 +221,12 @@ func (r *Ratio) withdraw(e int64) error {
 		return ErrExhausted
 	}
 	return nil
+}
+
+// Refund takes back a retry Withdraw granted that was not sent: it is no
+// longer counted against the window.
+func (r *Ratio) Refund(_ context.Context) {
+	r.bucket(r.now()).retries.Add(-1)
 }
 
 // Counts returns the first attempts recorded and the retries granted in the

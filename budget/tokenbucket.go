@@ -128,17 +128,8 @@ func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 // first attempt or of a retry alike. A failure takes nothing: retries pay
 // when Withdraw grants them.
 func (t *TokenBucket) Record(_ context.Context, o Outcome) {
-	if !o.Success {
-		return
-	}
-	for {
-		cur := t.tokens.Load()
-		if cur >= t.capacity {
-			return
-		}
-		if t.tokens.CompareAndSwap(cur, min(cur+t.refund, t.capacity)) {
-			return
-		}
+	if o.Success {
+		t.add(t.refund)
 	}
 }
 
@@ -152,6 +143,20 @@ func (t *TokenBucket) Withdraw(_ context.Context) error {
 		}
 		if t.tokens.CompareAndSwap(cur, cur-t.cost) {
 			return nil
+		}
+	}
+}
+
+// Refund gives back the Cost of a retry Withdraw granted that was not sent,
+// up to Capacity.
+func (t *TokenBucket) Refund(_ context.Context) { t.add(t.cost) }
+
+// add puts n millitokens back, up to capacity.
+func (t *TokenBucket) add(n int64) {
+	for {
+		cur := t.tokens.Load()
+		if cur >= t.capacity || t.tokens.CompareAndSwap(cur, min(cur+n, t.capacity)) {
+			return
 		}
 	}
 }

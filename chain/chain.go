@@ -56,7 +56,8 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	}
 
 	var causes []error
-	minWindow := -1 // after a context-length failure: only larger windows
+	begin := time.Duration(-1) // when the first attempt started
+	minWindow := -1            // after a context-length failure: only larger windows
 	for i, t := range c.targets {
 		if minWindow >= 0 && t.ContextWindow <= minWindow {
 			res.skip(t, 0, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
@@ -83,7 +84,7 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 			continue
 		}
-		resp, kind, err := c.try(ctx, caller, t, ticket, req, res)
+		resp, kind, err := c.try(ctx, caller, t, ticket, req, res, &begin)
 		if err == nil {
 			res.serve(t, resp)
 			return res, nil
@@ -120,20 +121,29 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 
 // try makes the attempts on one target, the first under ticket, and returns
 // its answer, or its last failure and that failure's kind. Each attempt,
-// and each retry refused, is recorded in res.
-func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result) (*llm.Response, llm.Kind, error) {
+// and each retry refused, is recorded in res. begin is when the call's
+// first attempt started (negative until then).
+func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, llm.Kind, error) {
 	treq := req
 	t.prepare(&treq)
 	var wait, prev time.Duration
+	var last error
+	var lastKind llm.Kind
 	for n := 1; ; n++ {
 		if n > 1 {
-			// Every retry asks the breaker again: other calls may have
-			// opened it during the wait.
-			var err error
-			if ticket, err = t.breaker.Allow(); err != nil {
-				res.skip(t, n, err, "circuit breaker "+t.breaker.State().String())
-				a := res.Attempts[len(res.Attempts)-2]
-				return nil, a.Kind, a.Err
+			// The gate and the breaker are asked again: other calls may
+			// have closed or opened them during the wait.
+			var why error
+			if until, closed := t.gate.ClosedUntil(); closed {
+				why = breaker.ErrGateClosed
+				res.decide(DecisionNext, "closed by a Retry-After for "+time.Until(until).Round(time.Millisecond).String())
+			} else if ticket, why = t.breaker.Allow(); why != nil {
+				res.decide(DecisionNext, "circuit breaker "+t.breaker.State().String())
+			}
+			if why != nil {
+				res.skip(t, n, why, "retry not sent")
+				refund(ctx, t.budget)
+				return nil, lastKind, &refusedError{last, why}
 			}
 		}
 		actx, cancel := ctx, context.CancelFunc(nil)
@@ -141,7 +151,10 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			actx, cancel = context.WithTimeout(ctx, t.Timeout)
 		}
 		start := c.clock()
-		resp, err := t.Provider.Complete(actx, treq)
+		if *begin < 0 {
+			*begin = start
+		}
+		resp, err := complete(actx, t, treq, ticket)
 		elapsed := c.clock() - start
 		if cancel != nil {
 			cancel()
@@ -176,10 +189,11 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			a.Kind = llm.KindUnknown
 		}
 		a.Err = err
+		last, lastKind = err, a.Kind
 		res.Attempts = append(res.Attempts, a)
 		verdict := t.table.Rule(a.Kind).Breaker
-		if ctx.Err() != nil && verdict == retry.Failure {
-			verdict = retry.Excluded // our deadline cut it short, not the target
+		if verdict == retry.Failure && ctx.Err() != nil && !c.fair(ctx, start, *begin) {
+			verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 		}
 		ticket.ReportAt(verdict, now)
 		t.budget.Record(ctx, budget.Outcome{Retry: n > 1, At: now})
@@ -187,6 +201,11 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			return nil, a.Kind, err
 		}
 
+		if retryAfter > t.policy.MaxRetryAfter {
+			// Not waited out by this call, whatever else happens: spare
+			// concurrent calls the same 429.
+			c.closeGate(t, retryAfter)
+		}
 		if max := t.table.Attempts(a.Kind, t.policy, shouldRetry); n >= max {
 			if max == 1 {
 				res.decide(DecisionNext, a.Kind.String()+" is not retried")
@@ -196,7 +215,6 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			return nil, a.Kind, err
 		}
 		if retryAfter > t.policy.MaxRetryAfter {
-			c.closeGate(t, retryAfter)
 			res.decide(DecisionNext, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter))
 			return nil, a.Kind, err
 		}
@@ -209,17 +227,20 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
 			return nil, a.Kind, err
 		}
+		if berr := t.budget.Withdraw(ctx); berr != nil {
+			res.decide(DecisionNext, "retry budget exhausted")
+			res.skip(t, n+1, berr, "retry not sent")
+			return nil, a.Kind, &refusedError{err, berr}
+		}
 		if retryAfter > 0 {
 			res.decide(DecisionRetry, "retry-after "+retryAfter.String())
 		} else {
 			res.decide(DecisionRetry, "")
 		}
-		if berr := t.budget.Withdraw(ctx); berr != nil {
-			res.skip(t, n+1, berr, "retry budget exhausted")
-			return nil, a.Kind, err
-		}
 		if serr := sleep(ctx, wait); serr != nil {
-			// The deadline or the caller ended the wait.
+			// The deadline or the caller ended the wait; the retry
+			// granted is not sent.
+			refund(ctx, t.budget)
 			if cerr := canceled(caller); cerr != nil {
 				return nil, llm.KindCanceled, cerr
 			}
@@ -228,6 +249,51 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		}
 	}
 }
+
+// complete makes one attempt. A provider that panics has its breaker
+// ticket released (a half-open probe slot would otherwise be held for good)
+// before the panic goes on.
+func complete(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ticket.Report(retry.Excluded)
+			panic(p)
+		}
+	}()
+	return t.Provider.Complete(ctx, req)
+}
+
+// fair reports whether an attempt that started at start (on c's clock) and
+// was cut short by ctx's deadline had a fair chance: at least half of the
+// time the call had from its first attempt. Such an attempt counts against
+// the target's breaker; a target that hangs until every call's deadline is
+// failing, even without a per-attempt Timeout.
+func (c *Chain) fair(ctx context.Context, start, begin time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	end := dl.Sub(c.epoch)
+	return end-start >= (end-begin)/2
+}
+
+// refund gives back a retry that was granted but not sent, if b can.
+func refund(ctx context.Context, b budget.Budget) {
+	if r, ok := b.(budget.Refunder); ok {
+		r.Refund(ctx)
+	}
+}
+
+// refusedError is a target's last failure with the reason its next retry
+// was not sent (budget.ErrExhausted, breaker.ErrOpen, the gate); both are
+// reachable with errors.Is and errors.As.
+type refusedError struct{ last, why error }
+
+func (e *refusedError) Error() string {
+	return e.last.Error() + "; retry not sent: " + e.why.Error()
+}
+
+func (e *refusedError) Unwrap() []error { return []error{e.last, e.why} }
 
 // closeGate closes t for a Retry-After that this call does not wait out, so
 // that concurrent calls skip t instead of each rediscovering the 429.
@@ -243,6 +309,9 @@ func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result) (*
 	}
 	var errs []error
 	for _, d := range c.degrades {
+		if canceled(caller) != nil {
+			break
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), c.degradeTimeout)
 		start := c.clock()
 		resp, err := d.Degrade(ctx, req)

@@ -44,7 +44,7 @@ func (w *Window) Add(k int) { w.AddAt(k, time.Now()) }
 // monotonic clock (time.Now, or one derived from it with Add), for callers
 // that have already read the clock.
 func (w *Window) AddAt(k int, now time.Time) {
-	e := int64(now.Sub(w.base)) / w.width
+	e := max(int64(now.Sub(w.base)), 0) / w.width // a time before New counts in the first bucket
 	b := &w.buckets[e%int64(len(w.buckets))]
 	if b.epoch.Load() != e {
 		w.reset(b, e)
@@ -59,6 +59,16 @@ func (w *Window) reset(b *bucket, e int64) {
 		b.n[0].Store(0)
 		b.n[1].Store(0)
 		b.epoch.Store(e)
+	}
+	w.mu.Unlock()
+}
+
+// Reset forgets every event counted so far. An Add racing it may be lost.
+func (w *Window) Reset() {
+	w.mu.Lock()
+	for i := range w.buckets {
+		w.buckets[i].n[0].Store(0)
+		w.buckets[i].n[1].Store(0)
 	}
 	w.mu.Unlock()
 }
