@@ -8,6 +8,6 @@ require github.com/sony/gobreaker/v2 v2.4.0
 
 require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/text v0.14.0
 )

@@ -1,0 +1,145 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// schemaURL is where Compile files the schema: the base of its relative
+// references and the prefix SchemaPath is reported without.
+const schemaURL = "mem:///schema.json"
+
+// Schema is a compiled JSON Schema. It is immutable and safe for concurrent
+// use: compile it once (at chain.Build) and share it.
+type Schema struct {
+	sch *jsonschema.Schema
+	src []byte
+}
+
+// Compile compiles a JSON Schema document.
+//
+// The draft is chosen by the document's $schema: draft 2020-12
+// ("https://json-schema.org/draft/2020-12/schema") and draft 7
+// ("http://json-schema.org/draft-07/schema#") are the ones backstop tests;
+// 2019-09, 6 and 4 are accepted as github.com/santhosh-tekuri/jsonschema/v6
+// supports them. Without $schema the document is read as draft 2020-12.
+//
+// Unlike the bare library, "format" is asserted in every draft (date-time,
+// date, time, duration, email, hostname, ipv4, ipv6, uri, uri-reference,
+// uuid, regex, json-pointer, ...): an answer whose "email" is not an email
+// fails. Unknown formats are ignored. Content keywords (contentEncoding,
+// contentMediaType) are annotations only. Patterns are Go regexps (RE2: no
+// lookaround, linear time).
+//
+// References resolve inside the document only ("#/$defs/price",
+// "#/definitions/price", anchors, $id-relative ones); Compile never reads a
+// file or the network, and a $ref to another document is a bad schema.
+//
+// Any problem (the bytes are not JSON, the document is not a valid schema
+// for its draft, a $ref does not resolve, a pattern does not compile, an
+// unknown $schema) returns a *SchemaError, which matches ErrBadSchema and
+// quotes the library's description of the problem.
+func Compile(schema []byte) (*Schema, error) {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return nil, &SchemaError{Problem: "the schema is empty", Err: errors.New("no bytes to compile")}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, &SchemaError{Problem: "the schema is not JSON", Err: err}
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, &SchemaError{Problem: "the schema cannot be added", Err: err}
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, &SchemaError{Problem: "the schema does not compile", Err: err}
+	}
+	return &Schema{sch: sch, src: bytes.Clone(schema)}, nil
+}
+
+// MustCompile is like Compile but panics on a bad schema. Use it for schemas
+// that are constants of the program.
+func MustCompile(schema []byte) *Schema {
+	s, err := Compile(schema)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// noLoader refuses every document but the one being compiled (the
+// metaschemas are embedded in the library and never reach a loader).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("backstop never loads a schema from outside the document (%s): "+
+		"inline what $ref points to under $defs, and use a standard $schema", url)
+}
+
+// Source returns the schema document as it was given to Compile, for
+// telemetry and debugging. The slice is shared: do not modify it.
+func (s *Schema) Source() []byte { return s.src }
+
+// Draft returns the draft the schema was compiled with: 2020 (for
+// 2020-12), 2019 (2019-09), 7, 6 or 4.
+func (s *Schema) Draft() int { return s.sch.DraftVersion }
+
+// Validate extracts the JSON from a model's answer (see Extract) and
+// validates it against the schema.
+//
+// On success it returns the JSON exactly as the model wrote it (a copy of
+// the extracted substring: white space and key order kept, not compacted).
+// On failure it returns nil and ErrNoJSON when the answer holds no JSON, or
+// a *ValidationError listing every violation; both match ErrInvalid, and
+// Feedback(err) describes either to the model.
+//
+// Numbers are compared exactly (as decimals, not float64): an integer
+// beyond 2^53 or a price of 0.1 validates as written.
+func (s *Schema) Validate(text string) (json.RawMessage, error) {
+	j, err := Extract(text)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(j))
+	if err != nil { // Extract returns only what json.Valid accepts
+		return nil, fmt.Errorf("%w: %v", ErrBadJSON, err)
+	}
+	if err := s.check(inst); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(j), nil
+}
+
+// ValidateJSON validates JSON that is already extracted: v must be exactly
+// one JSON value (white space around it is allowed). It returns nil, an
+// error matching ErrBadJSON (and ErrInvalid) when v does not parse, or a
+// *ValidationError.
+func (s *Schema) ValidateJSON(v []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadJSON, err)
+	}
+	return s.check(inst)
+}
+
+// check validates a decoded instance and translates the library's error.
+func (s *Schema) check(inst any) error {
+	err := s.sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return newValidationError(verr)
+}
