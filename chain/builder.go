@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/validate"
 )
 
 // DefaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
@@ -23,6 +24,7 @@ type Builder struct {
 	degradeTimeout  time.Duration
 	contentFallback bool
 	regions         []string
+	schema          []byte
 	entries         []entry
 }
 
@@ -48,6 +50,14 @@ func (b *Builder) DegradeTimeout(d time.Duration) *Builder { b.degradeTimeout = 
 // to the next target. Off by default: a refusal is usually the answer, and
 // shopping it around providers is a policy decision to make on purpose.
 func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = allow; return b }
+
+// Schema sets the JSON Schema (drafts 2020-12 or 7) every answer must pass
+// before the caller sees it, whatever served it: a model target (which is
+// re-asked once with the problems when its answer fails, then passed over),
+// or a degradation. The validated JSON is in Result.JSON. A Static answer
+// that fails it is a Build error. A target's own Schema replaces it for that
+// target's answers.
+func (b *Builder) Schema(schema []byte) *Builder { b.schema = schema; return b }
 
 // AllowRegions restricts where the chain's model targets may process data.
 // Build fails naming every model target whose Region is not one of regions,
@@ -114,6 +124,13 @@ func (b *Builder) Build() (*Chain, error) {
 	if len(b.entries) == 0 {
 		fail("", "the chain is empty; add a target with Primary")
 	}
+	if b.schema != nil {
+		s, err := validate.Compile(b.schema)
+		if err != nil {
+			errs = append(errs, &ConfigError{Chain: b.name, Problem: "Schema is invalid", Err: err})
+		}
+		c.schema = s
+	}
 
 	names := map[string]bool{}
 	var primary *Target
@@ -153,7 +170,9 @@ func (b *Builder) Build() (*Chain, error) {
 		}
 		last = max(last, e.tier)
 		if e.tier == TierDegrade {
-			c.degrades = append(c.degrades, e.degr)
+			c.degrades = append(c.degrades, c.bindDegradation(e.degr, func(problem string, err error) {
+				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: problem, Err: err})
+			}))
 			continue
 		}
 
@@ -187,6 +206,12 @@ func (b *Builder) Build() (*Chain, error) {
 		if err != nil {
 			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Breaker is invalid", Err: err})
 		}
+		sch := c.schema
+		if t.Schema != nil {
+			if sch, err = validate.Compile(t.Schema); err != nil {
+				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Schema is invalid", Err: err})
+			}
+		}
 		bud := t.Budget
 		if bud == nil {
 			bud, err = budget.NewRatio(budget.RatioConfig{})
@@ -207,6 +232,7 @@ func (b *Builder) Build() (*Chain, error) {
 			budget:  bud,
 			breaker: br,
 			maxGate: t.Breaker.WithDefaults().MaxGate,
+			schema:  sch,
 			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 				t.Params.Stop != nil || len(t.Params.Extra) != 0,
 		})
@@ -237,4 +263,32 @@ func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) 
 			fail("OrProvider is on the primary's provider %q; use OrDeployment or OrSibling, or a provider with another Name", t.Provider.Name())
 		}
 	}
+}
+
+// bindDegradation compiles d for c: a LastGood is copied and bound to c's
+// name (one LastGood may serve several chains) and registered to remember
+// c's answers; a Static answer is checked against c's Schema.
+func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err error)) degrader {
+	g := degrader{name: d.Name(), d: d}
+	inner := d
+	if n, ok := d.(namedDegradation); ok {
+		inner = n.Degradation
+	}
+	switch x := inner.(type) {
+	case *lastGood:
+		if x.store == nil {
+			fail("LastGood was given a nil cache.Store; pass one such as cache.NewMemory's", nil)
+			break
+		}
+		g.lastGood = x.bind(c.name)
+		g.d = g.lastGood
+		c.lastGoods = append(c.lastGoods, g.lastGood)
+	case staticDegradation:
+		if c.schema != nil {
+			if _, err := c.schema.Validate(x.resp.Text); err != nil {
+				fail("the Static answer does not pass the chain's Schema; fix the answer or the schema", err)
+			}
+		}
+	}
+	return g
 }

@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/validate"
 )
 
 // Chain is a built fallback chain. It is safe for concurrent use; build one
@@ -20,8 +22,17 @@ type Chain struct {
 	degradeTimeout  time.Duration
 	contentFallback bool
 	targets         []*target
-	degrades        []Degradation
+	degrades        []degrader
+	lastGoods       []*lastGood // remember every validated model answer
+	schema          *validate.Schema
 	epoch           time.Time // origin of clock
+}
+
+// degrader is a Degradation as Build compiled it.
+type degrader struct {
+	name     string
+	d        Degradation
+	lastGood *lastGood // d itself, unwrapped, when d is a LastGood
 }
 
 // clock reads the monotonic clock alone, which costs half of time.Now.
@@ -84,9 +95,15 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 			continue
 		}
-		resp, kind, err := c.try(ctx, caller, t, ticket, req, res, &begin)
+		resp, js, kind, err := c.try(ctx, caller, t, ticket, req, res, &begin)
 		if err == nil {
 			res.serve(t, resp)
+			res.JSON = js
+			for _, l := range c.lastGoods {
+				// A store that fails costs this call nothing: the answer is
+				// served anyway, only not remembered.
+				_ = l.remember(ctx, req, t.Name, resp)
+			}
 			return res, nil
 		}
 		if cerr := canceled(caller); cerr != nil {
@@ -109,23 +126,20 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 		}
 	}
 
-	resp, d, errs := c.degrade(caller, req, res)
-	if resp != nil {
-		res.Response = *resp
-		res.Degraded = true
-		res.Served = Served{Target: d.Name(), Tier: TierDegrade, Provider: "backstop", Model: resp.Model, RequestID: resp.RequestID}
+	if c.degrade(caller, req, res, &causes) {
 		return res, nil
 	}
-	return res, &ExhaustedError{Chain: c.name, Causes: append(causes, errs...)}
+	return res, &ExhaustedError{Chain: c.name, Causes: causes}
 }
 
 // try makes the attempts on one target, the first under ticket, and returns
 // its answer, or its last failure and that failure's kind. Each attempt,
 // and each retry refused, is recorded in res. begin is when the call's
 // first attempt started (negative until then).
-func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, llm.Kind, error) {
+func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, json.RawMessage, llm.Kind, error) {
 	treq := req
 	t.prepare(&treq)
+	var js json.RawMessage
 	var wait, prev time.Duration
 	var last error
 	var lastKind llm.Kind
@@ -143,7 +157,7 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			if why != nil {
 				res.skip(t, n, why, "retry not sent")
 				refund(ctx, t.budget)
-				return nil, lastKind, &refusedError{last, why}
+				return nil, nil, lastKind, &refusedError{last, why}
 			}
 		}
 		actx, cancel := ctx, context.CancelFunc(nil)
@@ -162,6 +176,15 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		if err == nil && resp == nil {
 			err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 		}
+		var invalid *llm.Response
+		if err == nil && t.schema != nil {
+			var verr error
+			if js, verr = t.schema.Validate(resp.Text); verr != nil {
+				invalid = resp
+				err = &llm.Error{Provider: t.Provider.Name(), Status: 200, Kind: llm.KindInvalidOutput,
+					Message: verr.Error(), RequestID: resp.RequestID, Err: verr}
+			}
+		}
 		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
 		now := c.epoch.Add(start + elapsed) // carries the monotonic reading
 		if err == nil {
@@ -170,7 +193,7 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			a.Status = 200
 			a.RequestID = resp.RequestID
 			res.Attempts = append(res.Attempts, a)
-			return resp, llm.KindUnknown, nil
+			return resp, js, llm.KindUnknown, nil
 		}
 
 		var le *llm.Error
@@ -198,7 +221,7 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		ticket.ReportAt(verdict, now)
 		t.budget.Record(ctx, budget.Outcome{Retry: n > 1, At: now})
 		if a.Kind == llm.KindCanceled {
-			return nil, a.Kind, err
+			return nil, nil, a.Kind, err
 		}
 
 		if retryAfter > t.policy.MaxRetryAfter {
@@ -212,29 +235,38 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			} else {
 				res.decide(DecisionNext, fmt.Sprintf("%d of %d attempts used", n, max))
 			}
-			return nil, a.Kind, err
+			return nil, nil, a.Kind, err
 		}
 		if retryAfter > t.policy.MaxRetryAfter {
 			res.decide(DecisionNext, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter))
-			return nil, a.Kind, err
+			return nil, nil, a.Kind, err
 		}
-		wait = t.policy.Wait(n-1, prev, retryAfter)
-		prev = wait
+		if invalid != nil {
+			// Re-ask at once, with the problems added to the conversation.
+			wait = 0
+			treq.Messages = reask(treq.Messages, invalid.Text, err)
+		} else {
+			wait = t.policy.Wait(n-1, prev, retryAfter)
+			prev = wait
+		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			if retryAfter > 0 {
 				c.closeGate(t, retryAfter)
 			}
 			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
-			return nil, a.Kind, err
+			return nil, nil, a.Kind, err
 		}
 		if berr := t.budget.Withdraw(ctx); berr != nil {
 			res.decide(DecisionNext, "retry budget exhausted")
 			res.skip(t, n+1, berr, "retry not sent")
-			return nil, a.Kind, &refusedError{err, berr}
+			return nil, nil, a.Kind, &refusedError{err, berr}
 		}
-		if retryAfter > 0 {
+		switch {
+		case invalid != nil:
+			res.decide(DecisionRetry, "re-asked with the schema's problems")
+		case retryAfter > 0:
 			res.decide(DecisionRetry, "retry-after "+retryAfter.String())
-		} else {
+		default:
 			res.decide(DecisionRetry, "")
 		}
 		if serr := sleep(ctx, wait); serr != nil {
@@ -242,10 +274,10 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			// granted is not sent.
 			refund(ctx, t.budget)
 			if cerr := canceled(caller); cerr != nil {
-				return nil, llm.KindCanceled, cerr
+				return nil, nil, llm.KindCanceled, cerr
 			}
 			res.decide(DecisionNext, "the deadline passed during the wait")
-			return nil, a.Kind, err
+			return nil, nil, a.Kind, err
 		}
 	}
 }
@@ -301,36 +333,63 @@ func (c *Chain) closeGate(t *target, retryAfter time.Duration) {
 	t.gate.CloseUntil(time.Now().Add(min(retryAfter, t.maxGate)))
 }
 
-// degrade runs the degradations in order and returns the first answer and
-// the degradation that gave it, or every degradation's error.
-func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result) (*llm.Response, Degradation, []error) {
-	if len(c.degrades) == 0 {
-		return nil, nil, nil
-	}
-	var errs []error
-	for _, d := range c.degrades {
+// degrade runs the degradations in order until one gives an answer that
+// passes the chain's Schema, fills res from it and reports true; each
+// failure is recorded in res and added to causes.
+func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result, causes *[]error) bool {
+	for _, g := range c.degrades {
 		if canceled(caller) != nil {
-			break
+			return false
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), c.degradeTimeout)
 		start := c.clock()
-		resp, err := d.Degrade(ctx, req)
+		var resp *llm.Response
+		var age time.Duration
+		var err error
+		if g.lastGood != nil {
+			resp, age, err = g.lastGood.recall(ctx, req)
+		} else {
+			resp, err = g.d.Degrade(ctx, req)
+		}
 		elapsed := c.clock() - start
 		cancel()
-		a := Attempt{Target: d.Name(), Tier: TierDegrade, N: 1, Duration: elapsed}
-		if err == nil && resp != nil {
-			a.RequestID = resp.RequestID
-			res.Attempts = append(res.Attempts, a)
-			return resp, d, nil
-		}
-		if err == nil {
+		if err == nil && resp == nil {
 			err = errNilResponse
 		}
-		a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
+		var js json.RawMessage
+		if err == nil && c.schema != nil {
+			if js, err = c.schema.Validate(resp.Text); err != nil {
+				err = &llm.Error{Provider: "backstop", Kind: llm.KindInvalidOutput, Message: err.Error(), Err: err}
+			}
+		}
+		a := Attempt{Target: g.name, Tier: TierDegrade, N: 1, Duration: elapsed}
+		if err != nil {
+			a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
+			res.Attempts = append(res.Attempts, a)
+			*causes = append(*causes, &TargetError{Target: g.name, Tier: TierDegrade, Err: err})
+			continue
+		}
+		a.RequestID = resp.RequestID
 		res.Attempts = append(res.Attempts, a)
-		errs = append(errs, &TargetError{Target: d.Name(), Tier: TierDegrade, Err: err})
+		res.Response = *resp
+		res.JSON = js
+		res.Degraded = true
+		res.Age = age
+		res.Served = Served{Target: g.name, Tier: TierDegrade, Provider: "backstop", Model: resp.Model, RequestID: resp.RequestID}
+		return true
 	}
-	return nil, nil, errs
+	return false
+}
+
+// reask returns the conversation to re-ask a model whose answer failed the
+// schema: msgs, the answer, and the problems (validate.Feedback). msgs is
+// copied, never appended to in place.
+func reask(msgs []llm.Message, answer string, err error) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs)+2)
+	out = append(out, msgs...)
+	return append(out,
+		llm.Message{Role: llm.RoleAssistant, Content: answer},
+		llm.Message{Role: llm.RoleUser, Content: validate.Feedback(err)})
 }
 
 func (c *Chain) stopped(err error) error {

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,13 @@ type Result struct {
 	Served Served
 	// Attempts records every attempt, skip and refusal, in order.
 	Attempts []Attempt
+	// JSON is the answer's JSON as validated against the chain's (or the
+	// serving target's) Schema; nil when the chain has no Schema.
+	JSON json.RawMessage
 	// Degraded is true when a degradation, not a model, answered.
 	Degraded bool
+	// Age is how old a remembered answer is (LastGood); 0 for a fresh one.
+	Age time.Duration
 
 	// buf backs Attempts for the common one-attempt call, so that a
 	// healthy call allocates the Result alone. It keeps Result at 512

@@ -7,6 +7,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/validate"
 )
 
 // Target is one model behind a provider, with everything the chain needs to
@@ -45,6 +46,9 @@ type Target struct {
 	// 10s, with a floor of 10 per window); budget.Unlimited() switches
 	// budgeting off. One Budget may be shared by several targets.
 	Budget budget.Budget
+	// Schema, when set, replaces the chain's Schema for this target's
+	// answers (a JSON Schema, drafts 2020-12 or 7). Nil uses the chain's.
+	Schema []byte
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults (open after 5 consecutive failures or 50% of
 	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
@@ -111,6 +115,9 @@ type target struct {
 	// hasParams is false when Params is zero, sparing the healthy path
 	// the merge.
 	hasParams bool
+	// schema validates this target's answers; nil when neither the chain
+	// nor the target has one.
+	schema *validate.Schema
 }
 
 // prepare turns the caller's request, copied into req, into the request
