@@ -239,3 +239,24 @@ func TestTargetSchemaOverridesTheChains(t *testing.T) {
 		}
 	})
 }
+
+func TestLastGoodKeyFuncReplacesTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Key on the question's text, case-folded: "Where is my order?" and
+		// "WHERE IS MY ORDER?" share one remembered answer.
+		byText := chain.WithKey(func(name string, req llm.Request) string {
+			return name + "/" + strings.ToLower(req.Messages[len(req.Messages)-1].Content)
+		})
+		a, o, c := schemaChain(t, memory(t), byText)
+		a.Script(sonnet, fake.Answer(good))
+		if _, err := c.Call(t.Context(), ask); err != nil {
+			t.Fatal(err)
+		}
+		a.Script(sonnet, fake.Overloaded())
+		o.Script(gpt, fake.Overloaded())
+		shout := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: strings.ToUpper(ask.Messages[0].Content)}}}
+		if res, err := c.Call(t.Context(), shout); err != nil || !res.Degraded {
+			t.Fatalf("%v %+v", err, res.Served)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
@@ -67,4 +68,33 @@ func ExampleBuilder_Build() {
 	// true
 	// chain "support-answer": target "sonnet-us": OrDeployment serves model "claude-haiku-5" but the primary serves "claude-sonnet-5-5"; another deployment serves the same model (use OrSibling or OrProvider for another model)
 	// chain "support-answer": target "haiku": Model is empty; name the model to request
+}
+
+// Decode validates the answer against the chain's Schema and decodes it;
+// LastGood serves the last validated answer when every model is down.
+func ExampleDecode() {
+	api := fake.New()
+	claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: api.URL(), HTTPClient: api.Client()})
+	store, _ := cache.NewMemory(0, 0)
+	c, err := chain.New("order-status").
+		Schema([]byte(`{"type": "object", "required": ["status"], "properties": {"status": {"enum": ["shipped", "pending"]}}}`)).
+		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5", Retry: retry.Policy{MaxAttempts: 1}}).
+		OrDegrade(chain.LastGood(store)).
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Status of order 42?"}}}
+
+	api.Script("claude-sonnet-5-5", fake.Answer("Sure:\n```json\n{\"status\": \"shipped\"}\n```"))
+	type Status struct{ Status string }
+	s, res, err := chain.Decode[Status](context.Background(), c, req)
+	fmt.Println(s.Status, res.Served.Target, res.Degraded, err)
+
+	api.Script("claude-sonnet-5-5", fake.Overloaded()) // the model is down now
+	s, res, err = chain.Decode[Status](context.Background(), c, req)
+	fmt.Println(s.Status, res.Served.Target, res.Degraded, err)
+	// Output:
+	// shipped sonnet false <nil>
+	// shipped last-good true <nil>
 }
