@@ -280,6 +280,11 @@ type Ticket struct {
 	changes uint64      // on the healthy path: b.changes when it was issued
 }
 
+// Held reports whether the ticket holds a place in gobreaker (a counted
+// request, or a half-open probe slot) that only Report releases. A ticket
+// from the healthy path holds none: losing it loses nothing.
+func (t Ticket) Held() bool { return t.done != nil }
+
 // Report records the attempt's outcome: retry.NotFailure for a success or
 // a failure that is not the target's fault, retry.Failure, retry.Trip to
 // open the breaker at once, retry.Excluded to count nothing.

@@ -284,8 +284,15 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 
 // complete makes one attempt. A provider that panics has its breaker
 // ticket released (a half-open probe slot would otherwise be held for good)
-// before the panic goes on.
+// before the panic goes on; a ticket that holds nothing needs no guard.
 func complete(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+	if !ticket.Held() {
+		return t.Provider.Complete(ctx, req)
+	}
+	return completeGuarded(ctx, t, req, ticket)
+}
+
+func completeGuarded(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ticket.Report(retry.Excluded)
