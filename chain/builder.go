@@ -8,7 +8,11 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
@@ -25,6 +29,7 @@ type Builder struct {
 	contentFallback bool
 	regions         []string
 	schema          []byte
+	telemetry       tracing.Options
 	entries         []entry
 }
 
@@ -58,6 +63,30 @@ func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = all
 // that fails it is a Build error. A target's own Schema replaces it for that
 // target's answers.
 func (b *Builder) Schema(schema []byte) *Builder { b.schema = schema; return b }
+
+// TracerProvider sets where the chain's spans go. The default is the otel
+// global, read on every call: nothing is recorded, at the cost of one
+// pointer comparison per call, until an SDK is installed.
+func (b *Builder) TracerProvider(tp trace.TracerProvider) *Builder {
+	b.telemetry.TracerProvider = tp
+	return b
+}
+
+// MeterProvider sets where the chain's metrics go. The default is the otel
+// global, read on every call.
+func (b *Builder) MeterProvider(mp metric.MeterProvider) *Builder {
+	b.telemetry.MeterProvider = mp
+	return b
+}
+
+// CaptureContent records prompts, system instructions and answers on the
+// attempt spans (gen_ai.input.messages, gen_ai.system_instructions,
+// gen_ai.output.messages). Off by default: they may hold personal data. API
+// keys are never recorded.
+func (b *Builder) CaptureContent(capture bool) *Builder {
+	b.telemetry.CaptureContent = capture
+	return b
+}
 
 // AllowRegions restricts where the chain's model targets may process data.
 // Build fails naming every model target whose Region is not one of regions,
@@ -124,6 +153,11 @@ func (b *Builder) Build() (*Chain, error) {
 	if len(b.entries) == 0 {
 		fail("", "the chain is empty; add a target with Primary")
 	}
+	tel, err := tracing.New(b.name, b.telemetry)
+	if err != nil {
+		errs = append(errs, &ConfigError{Chain: b.name, Problem: "the telemetry providers failed", Err: err})
+	}
+	c.tel = tel
 	if b.schema != nil {
 		s, err := validate.Compile(b.schema)
 		if err != nil {
@@ -202,7 +236,17 @@ func (b *Builder) Build() (*Chain, error) {
 				fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, b.regions)
 			}
 		}
-		br, err := breaker.New(t.Name, t.Breaker)
+		tg := tel.Target(t.Name, e.tier.String(), providerName(t.Provider), t.Model)
+		bs := t.Breaker
+		if user := bs.OnStateChange; tel != nil {
+			bs.OnStateChange = func(name string, from, to breaker.State) {
+				tel.BreakerChanged(tg, to.String())
+				if user != nil {
+					user(name, from, to)
+				}
+			}
+		}
+		br, err := breaker.New(t.Name, bs)
 		if err != nil {
 			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Breaker is invalid", Err: err})
 		}
@@ -233,6 +277,7 @@ func (b *Builder) Build() (*Chain, error) {
 			breaker: br,
 			maxGate: t.Breaker.WithDefaults().MaxGate,
 			schema:  sch,
+			tel:     tg,
 			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 				t.Params.Stop != nil || len(t.Params.Extra) != 0,
 		})
@@ -269,7 +314,7 @@ func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) 
 // name (one LastGood may serve several chains) and registered to remember
 // c's answers; a Static answer is checked against c's Schema.
 func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err error)) degrader {
-	g := degrader{name: d.Name(), d: d}
+	g := degrader{name: d.Name(), d: d, tel: c.tel.Target(d.Name(), TierDegrade.String(), "", "")}
 	inner := d
 	if n, ok := d.(namedDegradation); ok {
 		inner = n.Degradation
@@ -291,4 +336,12 @@ func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err err
 		}
 	}
 	return g
+}
+
+// providerName is p's Name, or "" for a nil provider (reported elsewhere).
+func providerName(p llm.Provider) string {
+	if p == nil {
+		return ""
+	}
+	return p.Name()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -25,6 +26,7 @@ type Chain struct {
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema
+	tel             *tracing.Telemetry
 	epoch           time.Time // origin of clock
 }
 
@@ -33,6 +35,7 @@ type degrader struct {
 	name     string
 	d        Degradation
 	lastGood *lastGood // d itself, unwrapped, when d is a LastGood
+	tel      *tracing.Target
 }
 
 // clock reads the monotonic clock alone, which costs half of time.Now.
@@ -54,10 +57,30 @@ func (c *Chain) Name() string { return c.name }
 // when ctx was canceled. The Result is returned in every case, with the
 // attempts made.
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
+	ctx, obs := c.tel.StartCall(ctx)
+	res, served, err := c.call(ctx, obs, req)
+	if obs != nil {
+		outcome := tracing.OutcomeServed
+		switch {
+		case err == nil && res.Degraded:
+			outcome = tracing.OutcomeDegraded
+		case errors.Is(err, context.Canceled):
+			outcome = tracing.OutcomeCanceled
+		case err != nil:
+			outcome = tracing.OutcomeFailed
+		}
+		obs.End(served, res.Served.Model, res.Served.RequestID, res.Degraded, res.Age, outcome, err)
+	}
+	return res, err
+}
+
+// call is Call without its telemetry's start and end; it returns the
+// telemetry of whatever served the call (nil when nothing did).
+func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request) (*Result, *tracing.Target, error) {
 	res := &Result{}
 	res.Attempts = res.buf[:0]
 	if len(req.Messages) == 0 {
-		return res, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
+		return res, nil, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
 	caller := ctx
 	if c.deadline > 0 {
@@ -72,11 +95,12 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	for i, t := range c.targets {
 		if minWindow >= 0 && t.ContextWindow <= minWindow {
 			res.skip(t, 0, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
+			obs.Skipped(t.tel, tracing.SkipOther, "context window")
 			continue
 		}
 		if ctx.Err() != nil {
 			if err := canceled(caller); err != nil {
-				return res, c.stopped(err)
+				return res, nil, c.stopped(err)
 			}
 			for _, rest := range c.targets[i:] {
 				res.skip(rest, 0, ErrDeadline, "the deadline passed")
@@ -85,17 +109,21 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 			break
 		}
 		if until, closed := t.gate.ClosedUntil(); closed {
-			res.skip(t, 0, breaker.ErrGateClosed, "closed by a Retry-After for "+time.Until(until).Round(time.Millisecond).String())
+			reason := "closed by a Retry-After for " + time.Until(until).Round(time.Millisecond).String()
+			res.skip(t, 0, breaker.ErrGateClosed, reason)
+			obs.Skipped(t.tel, tracing.SkipGate, reason)
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: breaker.ErrGateClosed})
 			continue
 		}
 		ticket, err := t.breaker.Allow()
 		if err != nil {
-			res.skip(t, 0, err, "circuit breaker "+t.breaker.State().String())
+			reason := "circuit breaker " + t.breaker.State().String()
+			res.skip(t, 0, err, reason)
+			obs.Skipped(t.tel, tracing.SkipBreaker, reason)
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 			continue
 		}
-		resp, js, kind, err := c.try(ctx, caller, t, ticket, req, res, &begin)
+		resp, js, kind, err := c.try(ctx, caller, obs, t, ticket, req, res, &begin)
 		if err == nil {
 			res.serve(t, resp)
 			res.JSON = js
@@ -104,39 +132,39 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 				// served anyway, only not remembered.
 				_ = l.remember(ctx, req, t.Name, resp)
 			}
-			return res, nil
+			return res, t.tel, nil
 		}
 		if cerr := canceled(caller); cerr != nil {
 			res.decide(DecisionStop, "the caller canceled")
-			return res, c.stopped(cerr)
+			return res, nil, c.stopped(cerr)
 		}
 		terr := &TargetError{Target: t.Name, Tier: t.tier, Err: err}
 		causes = append(causes, terr)
 		switch t.table.Rule(kind).Fallback {
 		case retry.Stop:
 			res.decide(DecisionStop, kind.String()+" would fail on every target")
-			return res, fmt.Errorf("chain %q: %w", c.name, terr)
+			return res, nil, fmt.Errorf("chain %q: %w", c.name, terr)
 		case retry.IfAllowed:
 			if !c.contentFallback {
 				res.decide(DecisionStop, "content-policy fallback is off (Builder.ContentFallback)")
-				return res, fmt.Errorf("chain %q: %w", c.name, terr)
+				return res, nil, fmt.Errorf("chain %q: %w", c.name, terr)
 			}
 		case retry.LargerContext:
 			minWindow = max(minWindow, t.ContextWindow)
 		}
 	}
 
-	if c.degrade(caller, req, res, &causes) {
-		return res, nil
+	if g := c.degrade(caller, obs, req, res, &causes); g != nil {
+		return res, g.tel, nil
 	}
-	return res, &ExhaustedError{Chain: c.name, Causes: causes}
+	return res, nil, &ExhaustedError{Chain: c.name, Causes: causes}
 }
 
 // try makes the attempts on one target, the first under ticket, and returns
 // its answer, or its last failure and that failure's kind. Each attempt,
 // and each retry refused, is recorded in res. begin is when the call's
 // first attempt started (negative until then).
-func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, json.RawMessage, llm.Kind, error) {
+func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, json.RawMessage, llm.Kind, error) {
 	treq := req
 	t.prepare(&treq)
 	var js json.RawMessage
@@ -150,9 +178,13 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 			var why error
 			if until, closed := t.gate.ClosedUntil(); closed {
 				why = breaker.ErrGateClosed
-				res.decide(DecisionNext, "closed by a Retry-After for "+time.Until(until).Round(time.Millisecond).String())
+				reason := "closed by a Retry-After for " + time.Until(until).Round(time.Millisecond).String()
+				res.decide(DecisionNext, reason)
+				obs.Skipped(t.tel, tracing.SkipGate, reason)
 			} else if ticket, why = t.breaker.Allow(); why != nil {
-				res.decide(DecisionNext, "circuit breaker "+t.breaker.State().String())
+				reason := "circuit breaker " + t.breaker.State().String()
+				res.decide(DecisionNext, reason)
+				obs.Skipped(t.tel, tracing.SkipBreaker, reason)
 			}
 			if why != nil {
 				res.skip(t, n, why, "retry not sent")
@@ -160,9 +192,10 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 				return nil, nil, lastKind, &refusedError{last, why}
 			}
 		}
-		actx, cancel := ctx, context.CancelFunc(nil)
+		actx, span := obs.StartAttempt(ctx, t.tel, n, treq)
+		var cancel context.CancelFunc
 		if t.Timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, t.Timeout)
+			actx, cancel = context.WithTimeout(actx, t.Timeout)
 		}
 		start := c.clock()
 		if *begin < 0 {
@@ -188,6 +221,7 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
 		now := c.epoch.Add(start + elapsed) // carries the monotonic reading
 		if err == nil {
+			obs.EndAttempt(span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 			ticket.ReportAt(retry.NotFailure, now)
 			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true, At: now})
 			a.Status = 200
@@ -214,6 +248,11 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		a.Err = err
 		last, lastKind = err, a.Kind
 		res.Attempts = append(res.Attempts, a)
+		obs.EndAttempt(span, t.tel, invalid, a.Status, a.Kind, err, elapsed)
+		if invalid != nil && obs != nil {
+			paths, keywords := violations(err)
+			obs.ValidationFailed(t.tel, paths, keywords)
+		}
 		verdict := t.table.Rule(a.Kind).Breaker
 		if verdict == retry.Failure && ctx.Err() != nil && !c.fair(ctx, start, *begin) {
 			verdict = retry.Excluded // our deadline cut it short before it had a fair chance
@@ -227,7 +266,7 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		if retryAfter > t.policy.MaxRetryAfter {
 			// Not waited out by this call, whatever else happens: spare
 			// concurrent calls the same 429.
-			c.closeGate(t, retryAfter)
+			c.closeGate(obs, t, retryAfter)
 		}
 		if max := t.table.Attempts(a.Kind, t.policy, shouldRetry); n >= max {
 			if max == 1 {
@@ -251,24 +290,26 @@ func (c *Chain) try(ctx, caller context.Context, t *target, ticket breaker.Ticke
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			if retryAfter > 0 {
-				c.closeGate(t, retryAfter)
+				c.closeGate(obs, t, retryAfter)
 			}
 			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
 			return nil, nil, a.Kind, err
 		}
 		if berr := t.budget.Withdraw(ctx); berr != nil {
 			res.decide(DecisionNext, "retry budget exhausted")
+			obs.Skipped(t.tel, tracing.SkipBudget, "retry budget exhausted")
 			res.skip(t, n+1, berr, "retry not sent")
 			return nil, nil, a.Kind, &refusedError{err, berr}
 		}
+		reason := ""
 		switch {
 		case invalid != nil:
-			res.decide(DecisionRetry, "re-asked with the schema's problems")
+			reason = "re-asked with the schema's problems"
 		case retryAfter > 0:
-			res.decide(DecisionRetry, "retry-after "+retryAfter.String())
-		default:
-			res.decide(DecisionRetry, "")
+			reason = "retry-after " + retryAfter.String()
 		}
+		res.decide(DecisionRetry, reason)
+		obs.Retry(t.tel, a.Kind, wait, retryAfter, reason)
 		if serr := sleep(ctx, wait); serr != nil {
 			// The deadline or the caller ended the wait; the retry
 			// granted is not sent.
@@ -336,19 +377,23 @@ func (e *refusedError) Unwrap() []error { return []error{e.last, e.why} }
 
 // closeGate closes t for a Retry-After that this call does not wait out, so
 // that concurrent calls skip t instead of each rediscovering the 429.
-func (c *Chain) closeGate(t *target, retryAfter time.Duration) {
-	t.gate.CloseUntil(time.Now().Add(min(retryAfter, t.maxGate)))
+func (c *Chain) closeGate(obs *tracing.Call, t *target, retryAfter time.Duration) {
+	until := time.Now().Add(min(retryAfter, t.maxGate))
+	t.gate.CloseUntil(until)
+	obs.GateClosed(t.tel, until)
 }
 
 // degrade runs the degradations in order until one gives an answer that
 // passes the chain's Schema, fills res from it and reports true; each
 // failure is recorded in res and added to causes.
-func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result, causes *[]error) bool {
-	for _, g := range c.degrades {
+func (c *Chain) degrade(caller context.Context, obs *tracing.Call, req llm.Request, res *Result, causes *[]error) *degrader {
+	for i := range c.degrades {
+		g := &c.degrades[i]
 		if canceled(caller) != nil {
-			return false
+			return nil
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), c.degradeTimeout)
+		ctx, span := obs.StartAttempt(context.WithoutCancel(caller), g.tel, 1, req)
+		ctx, cancel := context.WithTimeout(ctx, c.degradeTimeout)
 		start := c.clock()
 		var resp *llm.Response
 		var age time.Duration
@@ -372,10 +417,12 @@ func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result, ca
 		a := Attempt{Target: g.name, Tier: TierDegrade, N: 1, Duration: elapsed}
 		if err != nil {
 			a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
+			obs.EndAttempt(span, g.tel, nil, 0, a.Kind, err, elapsed)
 			res.Attempts = append(res.Attempts, a)
 			*causes = append(*causes, &TargetError{Target: g.name, Tier: TierDegrade, Err: err})
 			continue
 		}
+		obs.EndAttempt(span, g.tel, resp, 0, llm.KindUnknown, nil, elapsed)
 		a.RequestID = resp.RequestID
 		res.Attempts = append(res.Attempts, a)
 		res.Response = *resp
@@ -383,9 +430,23 @@ func (c *Chain) degrade(caller context.Context, req llm.Request, res *Result, ca
 		res.Degraded = true
 		res.Age = age
 		res.Served = Served{Target: g.name, Tier: TierDegrade, Provider: "backstop", Model: resp.Model, RequestID: resp.RequestID}
-		return true
+		return g
 	}
-	return false
+	return nil
+}
+
+// violations lists the paths and keywords of a schema failure, for
+// telemetry: never the messages, which may quote the answer.
+func violations(err error) (paths, keywords []string) {
+	var verr *validate.ValidationError
+	if !errors.As(err, &verr) {
+		return []string{""}, []string{"no_json"}
+	}
+	for _, v := range verr.Violations {
+		paths = append(paths, v.Path)
+		keywords = append(keywords, v.Keyword)
+	}
+	return paths, keywords
 }
 
 // reask returns the conversation to re-ask a model whose answer failed the

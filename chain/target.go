@@ -7,6 +7,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -118,6 +119,7 @@ type target struct {
 	// schema validates this target's answers; nil when neither the chain
 	// nor the target has one.
 	schema *validate.Schema
+	tel    *tracing.Target
 }
 
 // prepare turns the caller's request, copied into req, into the request

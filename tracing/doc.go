@@ -1,4 +1,19 @@
-// Package tracing will own backstop's OpenTelemetry spans, events and
-// metrics, and is the only package that names telemetry attributes. It is
-// being built.
+// Package tracing owns backstop's OpenTelemetry instrumentation: the spans,
+// events and metrics a chain records, and every attribute name they use
+// (names.go). Package chain calls it; nothing else names telemetry.
+//
+// A call is one span, "backstop.call {chain}" (INTERNAL), with one child per
+// attempt, "chat {model}" (CLIENT), following the GenAI semantic
+// conventions as released in semantic-conventions v1.41.0, and one child per
+// degradation tried. Retries, fallbacks, skips (breaker, budget,
+// Retry-After gate) and schema failures are events on the call span, so a
+// trace answers, after an incident: which targets were tried, what each
+// answered, how long the chain waited and why, which model served, and the
+// request-id to give the provider's support.
+//
+// Providers default to the otel globals. While no SDK is installed (the
+// globals are the API's no-op delegates) or when the no-op providers are
+// passed explicitly, the chain records nothing and pays one pointer
+// comparison per call. Prompts and answers are recorded only with
+// CaptureContent; API keys never are.
 package tracing

@@ -1,0 +1,554 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// The API's global delegates as they are before any SDK is installed:
+// while otel.Get*Provider still returns them, nothing would be recorded.
+var (
+	unsetTracerProvider = otel.GetTracerProvider()
+	unsetMeterProvider  = otel.GetMeterProvider()
+)
+
+// Options configures a chain's telemetry.
+type Options struct {
+	// TracerProvider makes the spans. Nil means otel.GetTracerProvider(),
+	// read on every call, so an SDK installed after the chain was built is
+	// used from then on.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metrics. Nil means otel.GetMeterProvider(),
+	// read on every call.
+	MeterProvider metric.MeterProvider
+	// CaptureContent records prompts, system instructions and answers
+	// (gen_ai.input.messages, gen_ai.system_instructions,
+	// gen_ai.output.messages). Off by default: they may hold personal data.
+	CaptureContent bool
+}
+
+// Telemetry is one chain's instrumentation. It is safe for concurrent use.
+type Telemetry struct {
+	chain   string
+	opts    Options
+	content bool
+	fixed   *instruments // with explicit providers; nil when both are off
+	cached  atomic.Pointer[instruments]
+}
+
+// instruments are what one pair of providers gives.
+type instruments struct {
+	tp     trace.TracerProvider
+	mp     metric.MeterProvider
+	tracer trace.Tracer // nil: no traces
+	m      *meters      // nil: no metrics
+}
+
+type meters struct {
+	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
+	retriesPerCall                                       metric.Int64Histogram
+	duration                                             metric.Float64Histogram
+	tokens                                               metric.Int64Histogram
+}
+
+// New returns the telemetry of the chain named chain.
+func New(chain string, opts Options) (*Telemetry, error) {
+	t := &Telemetry{chain: chain, opts: opts, content: opts.CaptureContent}
+	if opts.TracerProvider != nil || opts.MeterProvider != nil {
+		tp, mp := opts.TracerProvider, opts.MeterProvider
+		if tp == nil {
+			tp = unsetTracerProvider
+		}
+		if mp == nil {
+			mp = unsetMeterProvider
+		}
+		in, err := build(tp, mp)
+		if err != nil {
+			return nil, err
+		}
+		if in.tracer != nil || in.m != nil {
+			t.fixed = in
+		}
+		t.opts.TracerProvider, t.opts.MeterProvider = tp, mp
+	}
+	return t, nil
+}
+
+func build(tp trace.TracerProvider, mp metric.MeterProvider) (*instruments, error) {
+	in := &instruments{tp: tp, mp: mp}
+	if enabledTracer(tp) {
+		in.tracer = tp.Tracer(ScopeName)
+	}
+	if enabledMeter(mp) {
+		m, err := newMeters(mp.Meter(ScopeName))
+		if err != nil {
+			return nil, err
+		}
+		in.m = m
+	}
+	return in, nil
+}
+
+func enabledTracer(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		return false
+	}
+	return tp != unsetTracerProvider
+}
+
+func enabledMeter(mp metric.MeterProvider) bool {
+	switch mp.(type) {
+	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		return false
+	}
+	return mp != unsetMeterProvider
+}
+
+func newMeters(m metric.Meter) (*meters, error) {
+	var ms meters
+	var err error
+	counter := func(name, desc string) metric.Int64Counter {
+		if err != nil {
+			return nil
+		}
+		var c metric.Int64Counter
+		c, err = m.Int64Counter(name, metric.WithDescription(desc))
+		return c
+	}
+	ms.calls = counter(MetricCalls, "Calls, by outcome (served, degraded, failed, canceled) and the tier that served.")
+	ms.attempts = counter(MetricAttempts, "Attempts sent to targets, by target and outcome.")
+	ms.retries = counter(MetricRetries, "Retries sent, by target and the failure that caused them.")
+	ms.fallbacks = counter(MetricFallbacks, "Moves to the next target, by the target left and the reason.")
+	ms.budget = counter(MetricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
+	ms.breaker = counter(MetricBreakerChanges, "Circuit breaker state changes, by target and new state.")
+	if err != nil {
+		return nil, err
+	}
+	if ms.retriesPerCall, err = m.Int64Histogram(MetricRetriesPerCall,
+		metric.WithDescription("Attempts beyond the first that a successful call took: flat near zero when targets are healthy."),
+		metric.WithExplicitBucketBoundaries(0, 1, 2, 3, 5, 8, 13)); err != nil {
+		return nil, err
+	}
+	if ms.duration, err = m.Float64Histogram(MetricOperationSeconds, metric.WithUnit("s"),
+		metric.WithDescription("GenAI operation duration."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)); err != nil {
+		return nil, err
+	}
+	if ms.tokens, err = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Number of input and output tokens used."),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
+		return nil, err
+	}
+	return &ms, nil
+}
+
+// active returns the instruments to use now, or nil when nothing would be
+// recorded.
+func (t *Telemetry) active() *instruments {
+	if t == nil {
+		return nil
+	}
+	if t.opts.TracerProvider != nil {
+		return t.fixed
+	}
+	tp, mp := otel.GetTracerProvider(), otel.GetMeterProvider()
+	if tp == unsetTracerProvider && mp == unsetMeterProvider {
+		return nil
+	}
+	if in := t.cached.Load(); in != nil && in.tp == tp && in.mp == mp {
+		return in
+	}
+	in, err := build(tp, mp)
+	if err != nil {
+		otel.Handle(err)
+		return nil
+	}
+	t.cached.Store(in)
+	return in
+}
+
+// Target is one target's telemetry, prepared at Build so that calls build
+// no attributes of their own for it.
+type Target struct {
+	name, tier, provider, model string
+	spanName                    string
+	spanAttrs                   []attribute.KeyValue
+	set                         attribute.Set // chain, target, tier
+}
+
+// Target prepares the telemetry of one target or degradation (provider
+// and model empty).
+func (t *Telemetry) Target(name, tier, provider, model string) *Target {
+	tg := &Target{name: name, tier: tier, provider: provider, model: model}
+	if provider != "" {
+		tg.spanName = AttemptSpanPrefix + model
+		tg.spanAttrs = []attribute.KeyValue{
+			GenAIOperationName.String("chat"),
+			GenAIProviderName.String(provider),
+			GenAIRequestModel.String(model),
+			KeyTarget.String(name),
+			KeyTier.String(tier),
+		}
+	} else {
+		tg.spanName = DegradeSpanPrefix + name
+		tg.spanAttrs = []attribute.KeyValue{KeyTarget.String(name), KeyTier.String(tier)}
+	}
+	tg.set = attribute.NewSet(KeyChain.String(t.chain), KeyTarget.String(name), KeyTier.String(tier))
+	return tg
+}
+
+// BreakerChanged counts a state change of tg's breaker.
+func (t *Telemetry) BreakerChanged(tg *Target, to string) {
+	in := t.active()
+	if in == nil || in.m == nil {
+		return
+	}
+	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(tg.name), KeyBreakerState.String(to)))
+}
+
+// Call is one call's telemetry. A nil *Call records nothing, so the chain
+// calls its methods unconditionally.
+type Call struct {
+	t        *Telemetry
+	in       *instruments
+	span     trace.Span // nil without traces
+	sent     int        // attempts sent
+	fallback int
+	last     *Target // the last target that failed, for the fallback event
+	reason   string
+}
+
+// StartCall starts the call span. It returns ctx unchanged and a nil *Call
+// when nothing would be recorded.
+func (t *Telemetry) StartCall(ctx context.Context) (context.Context, *Call) {
+	in := t.active()
+	if in == nil {
+		return ctx, nil
+	}
+	c := &Call{t: t, in: in}
+	if in.tracer != nil {
+		ctx, c.span = in.tracer.Start(ctx, CallSpanPrefix+t.chain, trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(KeyChain.String(t.chain)))
+	}
+	return ctx, c
+}
+
+// Attempt is one attempt's telemetry.
+type Attempt struct {
+	span trace.Span
+	n    int
+}
+
+// StartAttempt starts the span of attempt n (from 1) on tg, sending req,
+// and returns the context to pass to the provider.
+func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Request) (context.Context, Attempt) {
+	if c == nil {
+		return ctx, Attempt{}
+	}
+	c.enter(tg)
+	a := Attempt{n: n}
+	if c.span == nil {
+		return ctx, a
+	}
+	attrs := make([]attribute.KeyValue, 0, len(tg.spanAttrs)+8)
+	attrs = append(attrs, tg.spanAttrs...)
+	attrs = append(attrs, KeyAttempt.Int(n))
+	if n > 1 {
+		attrs = append(attrs, HTTPRequestResendCount.Int(n-1))
+	}
+	if p := req.Params; p.MaxTokens > 0 {
+		attrs = append(attrs, GenAIRequestMaxTokens.Int(p.MaxTokens))
+	}
+	if p := req.Params; p.Temperature != nil {
+		attrs = append(attrs, GenAIRequestTemperature.Float64(*p.Temperature))
+	}
+	if p := req.Params; p.TopP != nil {
+		attrs = append(attrs, GenAIRequestTopP.Float64(*p.TopP))
+	}
+	if c.t.content {
+		attrs = append(attrs, contentAttrs(req)...)
+	}
+	ctx, a.span = c.in.tracer.Start(ctx, tg.spanName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, a
+}
+
+// enter records a fallback when tg follows a target that failed.
+func (c *Call) enter(tg *Target) {
+	if c.last == nil || c.last == tg {
+		return
+	}
+	c.fallback++
+	from, reason := c.last, c.reason
+	c.last = nil
+	if c.span != nil {
+		c.span.AddEvent(EventFallback, trace.WithAttributes(KeyFrom.String(from.name), KeyTo.String(tg.name), KeyReason.String(reason)))
+	}
+	if c.in.m != nil {
+		c.in.m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyFrom.String(from.name), KeyReason.String(reason)))
+	}
+}
+
+// EndAttempt ends attempt a on tg: resp on success, else the failure with
+// its status and kind. d is the attempt's duration.
+func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int, kind llm.Kind, err error, d time.Duration) {
+	if c == nil {
+		return
+	}
+	c.sent++
+	outcome := "ok"
+	if err != nil {
+		outcome = kind.String()
+		c.last, c.reason = tg, outcome
+	}
+	if a.span != nil {
+		attrs := make([]attribute.KeyValue, 0, 10)
+		if status != 0 {
+			attrs = append(attrs, HTTPResponseStatusCode.Int(status))
+		}
+		if resp != nil {
+			attrs = append(attrs, KeyRequestID.String(resp.RequestID), GenAIResponseModel.String(resp.Model),
+				GenAIResponseID.String(resp.ID), GenAIUsageInputTokens.Int(resp.Usage.InputTokens),
+				GenAIUsageOutputTokens.Int(resp.Usage.OutputTokens))
+			if resp.FinishReason != "" {
+				attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{resp.FinishReason}))
+			}
+			if c.t.content && err == nil {
+				attrs = append(attrs, GenAIOutputMessages.String(outputJSON(resp.Text, resp.FinishReason)))
+			}
+		}
+		if err != nil {
+			var le *llm.Error
+			if asLLM(err, &le) && le.RequestID != "" && resp == nil {
+				attrs = append(attrs, KeyRequestID.String(le.RequestID))
+			}
+			attrs = append(attrs, KeyErrorKind.String(outcome), ErrorType.String(errorType(status, kind)))
+			a.span.SetStatus(codes.Error, describe(err, kind))
+		}
+		a.span.SetAttributes(attrs...)
+		a.span.End()
+	}
+	if m := c.in.m; m != nil {
+		ctx := context.Background()
+		m.attempts.Add(ctx, 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyOutcome.String(outcome)))
+		if tg.provider != "" {
+			op := []attribute.KeyValue{GenAIOperationName.String("chat"), GenAIProviderName.String(tg.provider), GenAIRequestModel.String(tg.model)}
+			if resp != nil && resp.Model != "" {
+				op = append(op, GenAIResponseModel.String(resp.Model))
+			}
+			if err != nil {
+				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(append(op, ErrorType.String(errorType(status, kind)))...))
+			} else {
+				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(op...))
+			}
+			if resp != nil && err == nil {
+				m.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributes(append(op, GenAITokenType.String("input"))...))
+				m.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributes(append(op, GenAITokenType.String("output"))...))
+			}
+		}
+	}
+}
+
+// Retry records that the chain waits wait before retrying tg after a
+// failure of kind; retryAfter is what the provider asked for (0: none).
+func (c *Call) Retry(tg *Target, kind llm.Kind, wait, retryAfter time.Duration, reason string) {
+	if c == nil {
+		return
+	}
+	c.last = nil // a retry is not a fallback
+	if c.span != nil {
+		attrs := []attribute.KeyValue{KeyTarget.String(tg.name), KeyWait.Float64(wait.Seconds()), KeyReason.String(kind.String())}
+		if retryAfter > 0 {
+			attrs = append(attrs, KeyRetryAfter.Float64(retryAfter.Seconds()))
+		}
+		if reason != "" {
+			attrs = append(attrs, KeyDecision.String(reason))
+		}
+		c.span.AddEvent(EventRetry, trace.WithAttributes(attrs...))
+	}
+	if c.in.m != nil {
+		c.in.m.retries.Add(context.Background(), 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyReason.String(kind.String())))
+	}
+}
+
+// Skip kinds, for Skipped.
+const (
+	SkipBreaker = iota
+	SkipBudget
+	SkipGate
+	SkipOther
+)
+
+// Skipped records that tg (or a retry on it) was passed over without a
+// request, for one of the Skip kinds; detail says why.
+func (c *Call) Skipped(tg *Target, why int, detail string) {
+	if c == nil {
+		return
+	}
+	c.enter(tg)
+	c.last, c.reason = tg, "skipped"
+	if why == SkipBudget && c.in.m != nil {
+		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(tg.set))
+	}
+	if c.span == nil {
+		return
+	}
+	name := ""
+	switch why {
+	case SkipBreaker:
+		name = EventBreakerRejected
+	case SkipBudget:
+		name = EventBudgetExhausted
+	case SkipGate:
+		name = EventGateClosed
+	default:
+		return
+	}
+	c.span.AddEvent(name, trace.WithAttributes(KeyTarget.String(tg.name), KeyReason.String(detail)))
+}
+
+// GateClosed records that tg's gate was closed until until.
+func (c *Call) GateClosed(tg *Target, until time.Time) {
+	if c == nil || c.span == nil {
+		return
+	}
+	c.span.AddEvent(EventGateClosed, trace.WithAttributes(KeyTarget.String(tg.name), KeyGateUntil.String(until.UTC().Format(time.RFC3339Nano))))
+}
+
+// ValidationFailed records that tg's answer broke the schema at paths,
+// with keywords (one per violation). No answer text is recorded.
+func (c *Call) ValidationFailed(tg *Target, paths, keywords []string) {
+	if c == nil || c.span == nil {
+		return
+	}
+	c.span.AddEvent(EventValidationFailed, trace.WithAttributes(KeyTarget.String(tg.name),
+		KeyValidationPath.StringSlice(paths), KeyValidationKey.StringSlice(keywords)))
+}
+
+// Outcomes of a call, for End.
+const (
+	OutcomeServed   = "served"
+	OutcomeDegraded = "degraded"
+	OutcomeFailed   = "failed"
+	OutcomeCanceled = "canceled"
+)
+
+// End ends the call: served is the target that answered (nil on failure),
+// with the model and request-id of its answer; err is the call's error.
+func (c *Call) End(served *Target, model, requestID string, degraded bool, age time.Duration, outcome string, err error) {
+	if c == nil {
+		return
+	}
+	if c.span != nil {
+		attrs := []attribute.KeyValue{KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(degraded)}
+		if served != nil {
+			attrs = append(attrs, KeyServedTarget.String(served.name), KeyServedTier.String(served.tier))
+			if model != "" {
+				attrs = append(attrs, GenAIResponseModel.String(model))
+			}
+			if requestID != "" {
+				attrs = append(attrs, KeyServedRequestID.String(requestID), KeyRequestID.String(requestID))
+			}
+			if degraded && age > 0 {
+				attrs = append(attrs, KeyAge.Float64(age.Seconds()))
+			}
+		}
+		if err != nil {
+			k := llm.KindOf(err)
+			attrs = append(attrs, ErrorType.String(outcome+"."+k.String()))
+			c.span.SetStatus(codes.Error, outcome+": "+k.String())
+		}
+		c.span.SetAttributes(attrs...)
+		c.span.End()
+	}
+	if m := c.in.m; m != nil {
+		ctx := context.Background()
+		tier := ""
+		if served != nil {
+			tier = served.tier
+		}
+		m.calls.Add(ctx, 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyOutcome.String(outcome), KeyServedTier.String(tier)))
+		if err == nil {
+			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(KeyChain.String(c.t.chain)))
+		}
+	}
+}
+
+// errorType is error.type for a failed attempt: the HTTP status when one
+// arrived (as the HTTP conventions do), else the kind.
+func errorType(status int, kind llm.Kind) string {
+	if status != 0 && status != 200 {
+		return strconv.Itoa(status)
+	}
+	return kind.String()
+}
+
+// describe is a failed attempt's span status: the provider's error line,
+// except for answers that broke the schema, whose messages may quote the
+// answer: those say only their kind.
+func describe(err error, kind llm.Kind) string {
+	if kind == llm.KindInvalidOutput {
+		return "invalid_output: the answer does not match the schema (see backstop.validation.failed)"
+	}
+	return err.Error()
+}
+
+func asLLM(err error, le **llm.Error) bool {
+	for err != nil {
+		if e, ok := err.(*llm.Error); ok {
+			*le = e
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+// contentAttrs are the opt-in content attributes of a request, in the
+// GenAI conventions' JSON shapes.
+func contentAttrs(req llm.Request) []attribute.KeyValue {
+	type part struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+	}
+	type msg struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	msgs := make([]msg, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		msgs = append(msgs, msg{Role: string(m.Role), Parts: []part{{Type: "text", Content: m.Content}}})
+	}
+	in, _ := json.Marshal(msgs)
+	attrs := []attribute.KeyValue{GenAIInputMessages.String(string(in))}
+	if req.System != "" {
+		sys, _ := json.Marshal([]part{{Type: "text", Content: req.System}})
+		attrs = append(attrs, GenAISystemInstructions.String(string(sys)))
+	}
+	return attrs
+}
+
+func outputJSON(text, finish string) string {
+	out, _ := json.Marshal([]map[string]any{{
+		"role":          "assistant",
+		"parts":         []map[string]string{{"type": "text", "content": text}},
+		"finish_reason": finish,
+	}})
+	return string(out)
+}
