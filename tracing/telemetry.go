@@ -263,19 +263,36 @@ func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Requ
 	if c.span == nil {
 		return ctx, a
 	}
-	attrs := make([]attribute.KeyValue, 0, len(tg.spanAttrs)+8)
+	p := &req.Params
+	n2 := len(tg.spanAttrs) + 1
+	if n > 1 {
+		n2++
+	}
+	if p.MaxTokens > 0 {
+		n2++
+	}
+	if p.Temperature != nil {
+		n2++
+	}
+	if p.TopP != nil {
+		n2++
+	}
+	if c.t.content {
+		n2 += 2
+	}
+	attrs := make([]attribute.KeyValue, 0, n2)
 	attrs = append(attrs, tg.spanAttrs...)
 	attrs = append(attrs, KeyAttempt.Int(n))
 	if n > 1 {
 		attrs = append(attrs, HTTPRequestResendCount.Int(n-1))
 	}
-	if p := req.Params; p.MaxTokens > 0 {
+	if p.MaxTokens > 0 {
 		attrs = append(attrs, GenAIRequestMaxTokens.Int(p.MaxTokens))
 	}
-	if p := req.Params; p.Temperature != nil {
+	if p.Temperature != nil {
 		attrs = append(attrs, GenAIRequestTemperature.Float64(*p.Temperature))
 	}
-	if p := req.Params; p.TopP != nil {
+	if p.TopP != nil {
 		attrs = append(attrs, GenAIRequestTopP.Float64(*p.TopP))
 	}
 	if c.t.content {
@@ -452,7 +469,8 @@ func (c *Call) End(served *Target, model, requestID string, degraded bool, age t
 		return
 	}
 	if c.span != nil {
-		attrs := []attribute.KeyValue{KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(degraded)}
+		attrs := make([]attribute.KeyValue, 0, 11)
+		attrs = append(attrs, KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(degraded))
 		if served != nil {
 			attrs = append(attrs, KeyServedTarget.String(served.name), KeyServedTier.String(served.tier))
 			if model != "" {
