@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 	"go.opentelemetry.io/otel/metric"
@@ -250,6 +251,10 @@ func (b *Builder) Build() (*Chain, error) {
 		if err != nil {
 			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Breaker is invalid", Err: err})
 		}
+		lim, err := throttle.New(t.Throttle)
+		if err != nil {
+			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Throttle is invalid", Err: err})
+		}
 		sch := c.schema
 		if t.Schema != nil {
 			if sch, err = validate.Compile(t.Schema); err != nil {
@@ -269,15 +274,16 @@ func (b *Builder) Build() (*Chain, error) {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { fail(label, f, a...) })
 		}
 		c.targets = append(c.targets, &target{
-			Target:  t,
-			tier:    e.tier,
-			policy:  t.Retry.WithDefaults(),
-			table:   t.Retry.Table(),
-			budget:  bud,
-			breaker: br,
-			maxGate: t.Breaker.WithDefaults().MaxGate,
-			schema:  sch,
-			tel:     tg,
+			Target:   t,
+			tier:     e.tier,
+			policy:   t.Retry.WithDefaults(),
+			table:    t.Retry.Table(),
+			budget:   bud,
+			breaker:  br,
+			maxGate:  t.Breaker.WithDefaults().MaxGate,
+			schema:   sch,
+			tel:      tg,
+			throttle: lim,
 			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 				t.Params.Stop != nil || len(t.Params.Extra) != 0,
 		})

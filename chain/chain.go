@@ -11,6 +11,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -192,6 +193,21 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 				return nil, nil, lastKind, &refusedError{last, why}
 			}
 		}
+		if t.throttle != nil {
+			paced, err := c.pace(ctx, caller, obs, t, treq, res, n)
+			if err != nil {
+				ticket.Report(retry.Excluded) // not sent: count nothing
+				if errors.Is(err, context.Canceled) {
+					return nil, nil, llm.KindCanceled, err
+				}
+				if last != nil {
+					refund(ctx, t.budget)
+					return nil, nil, lastKind, &refusedError{last, err}
+				}
+				return nil, nil, llm.KindRateLimited, err
+			}
+			wait += paced
+		}
 		actx, span := obs.StartAttempt(ctx, t.tel, n, treq)
 		var cancel context.CancelFunc
 		if t.Timeout > 0 {
@@ -220,6 +236,9 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		}
 		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
 		now := c.epoch.Add(start + elapsed) // carries the monotonic reading
+		if t.throttle != nil {
+			t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
+		}
 		if err == nil {
 			obs.EndAttempt(span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 			ticket.ReportAt(retry.NotFailure, now)
@@ -321,6 +340,51 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			return nil, nil, a.Kind, err
 		}
 	}
+}
+
+// pace waits for t's self-throttling slot for attempt n and returns how
+// long it waited, or throttle.ErrThrottled (recorded as a skip) when the
+// slot is further away than MaxWait or the deadline, or the caller's
+// cancellation.
+func (c *Chain) pace(ctx, caller context.Context, obs *tracing.Call, t *target, req llm.Request, res *Result, n int) (time.Duration, error) {
+	now := time.Now()
+	wait, r := t.throttle.Reserve(now, throttle.EstimateTokens(req))
+	if wait <= 0 {
+		return 0, nil
+	}
+	dl, ok := ctx.Deadline()
+	if wait > t.throttle.MaxWait() || ok && dl.Sub(now) < wait {
+		r.Cancel(now)
+		reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
+		if n > 1 {
+			res.decide(DecisionNext, reason)
+			res.skip(t, n, throttle.ErrThrottled, "retry not sent")
+		} else {
+			res.skip(t, 0, throttle.ErrThrottled, reason)
+		}
+		obs.Skipped(t.tel, tracing.SkipOther, reason)
+		return 0, throttle.ErrThrottled
+	}
+	if err := sleep(ctx, wait); err != nil {
+		r.Cancel(time.Now())
+		if cerr := canceled(caller); cerr != nil {
+			return 0, cerr
+		}
+		return 0, throttle.ErrThrottled
+	}
+	return wait, nil
+}
+
+// rateLimitOf is the allowance announced with an answer or a failure.
+func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
+	if resp != nil {
+		return resp.RateLimit
+	}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.RateLimit
+	}
+	return llm.RateLimit{}
 }
 
 // complete makes one attempt. A provider that panics has its breaker

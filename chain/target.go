@@ -7,6 +7,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -50,6 +51,12 @@ type Target struct {
 	// Schema, when set, replaces the chain's Schema for this target's
 	// answers (a JSON Schema, drafts 2020-12 or 7). Nil uses the chain's.
 	Schema []byte
+	// Throttle paces this target below its provider's rate limit: from the
+	// limits you know, from the provider's rate-limit headers (Learn), and
+	// slower after 429s. The zero value is off. A call whose slot is
+	// further away than MaxWait, or past its deadline, moves on to the next
+	// target instead of waiting.
+	Throttle throttle.Settings
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults (open after 5 consecutive failures or 50% of
 	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
@@ -118,8 +125,9 @@ type target struct {
 	hasParams bool
 	// schema validates this target's answers; nil when neither the chain
 	// nor the target has one.
-	schema *validate.Schema
-	tel    *tracing.Target
+	schema   *validate.Schema
+	tel      *tracing.Target
+	throttle *throttle.Limiter // nil when off
 }
 
 // prepare turns the caller's request, copied into req, into the request
