@@ -61,16 +61,18 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.tel.StartCall(ctx)
 	res, served, err := c.call(ctx, obs, req)
 	if obs != nil {
-		outcome := tracing.OutcomeServed
+		outcome, errType := tracing.OutcomeServed, ""
 		switch {
 		case err == nil && res.Degraded:
 			outcome = tracing.OutcomeDegraded
 		case errors.Is(err, context.Canceled):
-			outcome = tracing.OutcomeCanceled
+			outcome, errType = tracing.OutcomeCanceled, "canceled"
+		case errors.Is(err, ErrExhausted):
+			outcome, errType = tracing.OutcomeFailed, "exhausted"
 		case err != nil:
-			outcome = tracing.OutcomeFailed
+			outcome, errType = tracing.OutcomeFailed, llm.KindOf(err).String()
 		}
-		obs.End(served, res.Served.Model, res.Served.RequestID, res.Degraded, res.Age, outcome, err)
+		obs.End(served, res.Served.Model, res.Served.RequestID, res.Degraded, res.Age, outcome, errType)
 	}
 	return res, err
 }

@@ -8,7 +8,9 @@ const ScopeName = "github.com/backstop-llm/backstop"
 // Span names. The call span is "backstop.call {chain}" (kind INTERNAL); each
 // attempt is a child "chat {model}" (kind CLIENT), as the OpenTelemetry GenAI
 // conventions name inference spans; each degradation tried is a child
-// "backstop.degrade {name}" (kind INTERNAL).
+// "backstop.degrade {name}" (kind INTERNAL). A failed call's error.type is
+// "exhausted" (every target failed), "canceled", or the kind that stopped
+// it ("bad_request", "content_filter").
 const (
 	CallSpanPrefix    = "backstop.call "
 	AttemptSpanPrefix = "chat "

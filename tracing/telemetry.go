@@ -286,6 +286,9 @@ func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Requ
 	if n > 1 {
 		attrs = append(attrs, HTTPRequestResendCount.Int(n-1))
 	}
+	if tg.provider == "" {
+		p = &llm.Params{} // a degradation sends no parameters
+	}
 	if p.MaxTokens > 0 {
 		attrs = append(attrs, GenAIRequestMaxTokens.Int(p.MaxTokens))
 	}
@@ -298,7 +301,11 @@ func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Requ
 	if c.t.content {
 		attrs = append(attrs, contentAttrs(req)...)
 	}
-	ctx, a.span = c.in.tracer.Start(ctx, tg.spanName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	kind := trace.SpanKindClient
+	if tg.provider == "" {
+		kind = trace.SpanKindInternal // a degradation: no remote call
+	}
+	ctx, a.span = c.in.tracer.Start(ctx, tg.spanName, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return ctx, a
 }
 
@@ -336,9 +343,13 @@ func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int,
 			attrs = append(attrs, HTTPResponseStatusCode.Int(status))
 		}
 		if resp != nil {
-			attrs = append(attrs, KeyRequestID.String(resp.RequestID), GenAIResponseModel.String(resp.Model),
-				GenAIResponseID.String(resp.ID), GenAIUsageInputTokens.Int(resp.Usage.InputTokens),
-				GenAIUsageOutputTokens.Int(resp.Usage.OutputTokens))
+			attrs = appendNonEmpty(attrs, KeyRequestID, resp.RequestID)
+			attrs = appendNonEmpty(attrs, GenAIResponseModel, resp.Model)
+			attrs = appendNonEmpty(attrs, GenAIResponseID, resp.ID)
+			if tg.provider != "" {
+				attrs = append(attrs, GenAIUsageInputTokens.Int(resp.Usage.InputTokens),
+					GenAIUsageOutputTokens.Int(resp.Usage.OutputTokens))
+			}
 			if resp.FinishReason != "" {
 				attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{resp.FinishReason}))
 			}
@@ -370,7 +381,7 @@ func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int,
 			} else {
 				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(op...))
 			}
-			if resp != nil && err == nil {
+			if resp != nil { // an answer that failed the schema was billed too
 				m.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributes(append(op, GenAITokenType.String("input"))...))
 				m.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributes(append(op, GenAITokenType.String("output"))...))
 			}
@@ -463,8 +474,9 @@ const (
 )
 
 // End ends the call: served is the target that answered (nil on failure),
-// with the model and request-id of its answer; err is the call's error.
-func (c *Call) End(served *Target, model, requestID string, degraded bool, age time.Duration, outcome string, err error) {
+// with the model and request-id of its answer; outcome is one of the
+// Outcome constants, and errType (on failure) the call's error.type.
+func (c *Call) End(served *Target, model, requestID string, degraded bool, age time.Duration, outcome, errType string) {
 	if c == nil {
 		return
 	}
@@ -483,10 +495,9 @@ func (c *Call) End(served *Target, model, requestID string, degraded bool, age t
 				attrs = append(attrs, KeyAge.Float64(age.Seconds()))
 			}
 		}
-		if err != nil {
-			k := llm.KindOf(err)
-			attrs = append(attrs, ErrorType.String(outcome+"."+k.String()))
-			c.span.SetStatus(codes.Error, outcome+": "+k.String())
+		if errType != "" {
+			attrs = append(attrs, ErrorType.String(errType))
+			c.span.SetStatus(codes.Error, outcome+": "+errType)
 		}
 		c.span.SetAttributes(attrs...)
 		c.span.End()
@@ -498,7 +509,7 @@ func (c *Call) End(served *Target, model, requestID string, degraded bool, age t
 			tier = served.tier
 		}
 		m.calls.Add(ctx, 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyOutcome.String(outcome), KeyServedTier.String(tier)))
-		if err == nil {
+		if errType == "" {
 			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(KeyChain.String(c.t.chain)))
 		}
 	}
@@ -569,4 +580,11 @@ func outputJSON(text, finish string) string {
 		"finish_reason": finish,
 	}})
 	return string(out)
+}
+
+func appendNonEmpty(attrs []attribute.KeyValue, k attribute.Key, v string) []attribute.KeyValue {
+	if v == "" {
+		return attrs
+	}
+	return append(attrs, k.String(v))
 }
