@@ -1,6 +1,6 @@
 module github.com/backstop-llm/backstop
 
-go 1.26.0
+go 1.25.0
 
 require go.uber.org/goleak v1.3.0
 
@@ -9,13 +9,13 @@ require github.com/sony/gobreaker/v2 v2.4.0
 require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	go.opentelemetry.io/otel v1.47.0
-	go.opentelemetry.io/otel/metric v1.47.0
-	go.opentelemetry.io/otel/sdk v1.47.0
-	go.opentelemetry.io/otel/sdk/metric v1.47.0
-	go.opentelemetry.io/otel/trace v1.47.0
+	go.opentelemetry.io/otel v1.46.0
+	go.opentelemetry.io/otel/metric v1.46.0
+	go.opentelemetry.io/otel/sdk v1.46.0
+	go.opentelemetry.io/otel/sdk/metric v1.46.0
+	go.opentelemetry.io/otel/trace v1.46.0
 	golang.org/x/text v0.14.0
-	golang.org/x/time v0.16.0
+	golang.org/x/time v0.15.0
 )
 
 require (
@@ -24,6 +24,5 @@ require (
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
