@@ -28,6 +28,7 @@ type Builder struct {
 	deadline        time.Duration
 	degradeTimeout  time.Duration
 	contentFallback bool
+	restart         bool
 	regions         []string
 	schema          []byte
 	telemetry       tracing.Options
@@ -98,6 +99,13 @@ func (b *Builder) AllowRegions(regions ...string) *Builder {
 	return b
 }
 
+// RestartStreams lets a stream that fails after its first chunk move on to
+// the next target, visibly: the caller receives a Chunk with Restart set,
+// then the new answer. Off by default: the stream ends with an error
+// matching ErrIncomplete, since gluing a second, differently worded answer
+// onto the first would be worse than either.
+func (b *Builder) RestartStreams(restart bool) *Builder { b.restart = restart; return b }
+
 // Primary sets the first target. A chain has exactly one, first.
 func (b *Builder) Primary(t Target) *Builder { return b.add(TierPrimary, t) }
 
@@ -133,6 +141,7 @@ func (b *Builder) Build() (*Chain, error) {
 		deadline:        b.deadline,
 		degradeTimeout:  b.degradeTimeout,
 		contentFallback: b.contentFallback,
+		restart:         b.restart,
 		epoch:           time.Now(),
 	}
 	if c.degradeTimeout == 0 {
@@ -217,6 +226,9 @@ func (b *Builder) Build() (*Chain, error) {
 		}
 		if t.Model == "" {
 			fail(label, "Model is empty; name the model to request")
+		}
+		if t.FirstChunkTimeout < 0 || t.IdleTimeout < 0 {
+			fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means none)", t.FirstChunkTimeout, t.IdleTimeout)
 		}
 		if t.Timeout < 0 {
 			fail(label, "Timeout is %v; it must not be negative (0 means none per attempt)", t.Timeout)

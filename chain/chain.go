@@ -23,6 +23,7 @@ type Chain struct {
 	deadline        time.Duration
 	degradeTimeout  time.Duration
 	contentFallback bool
+	restart         bool
 	targets         []*target
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
@@ -59,7 +60,7 @@ func (c *Chain) Name() string { return c.name }
 // attempts made.
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.tel.StartCall(ctx)
-	res, served, err := c.call(ctx, obs, req)
+	res, served, err := c.call(ctx, obs, req, nil)
 	if obs != nil {
 		outcome, errType := tracing.OutcomeServed, ""
 		switch {
@@ -79,14 +80,25 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 
 // call is Call without its telemetry's start and end; it returns the
 // telemetry of whatever served the call (nil when nothing did).
-func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request) (*Result, *tracing.Target, error) {
+func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st *streamState) (*Result, *tracing.Target, error) {
 	res := &Result{}
-	res.Attempts = res.buf[:0]
+	from := 0
+	if st != nil {
+		if st.res != nil {
+			res = st.res // a restart goes on recording in the same result
+		}
+		from = st.from
+	}
+	if res.Attempts == nil {
+		res.Attempts = res.buf[:0]
+	}
 	if len(req.Messages) == 0 {
 		return res, nil, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
 	caller := ctx
-	if c.deadline > 0 {
+	if st != nil {
+		caller, ctx = st.caller, st.ctx
+	} else if c.deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.deadline)
 		defer cancel()
@@ -95,7 +107,8 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request) (*
 	var causes []error
 	begin := time.Duration(-1) // when the first attempt started
 	minWindow := -1            // after a context-length failure: only larger windows
-	for i, t := range c.targets {
+	for i := from; i < len(c.targets); i++ {
+		t := c.targets[i]
 		if minWindow >= 0 && t.ContextWindow <= minWindow {
 			res.skip(t, 0, ErrContextWindow, fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, minWindow))
 			obs.Skipped(t.tel, tracing.SkipOther, "context window")
@@ -126,8 +139,12 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request) (*
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 			continue
 		}
-		resp, js, kind, err := c.try(ctx, caller, obs, t, ticket, req, res, &begin)
+		resp, js, kind, err := c.try(ctx, caller, obs, t, ticket, req, res, &begin, st)
 		if err == nil {
+			if st != nil {
+				st.target, st.index = t, i
+				return res, t.tel, nil // committed: the stream goes on in Stream
+			}
 			res.serve(t, resp)
 			res.JSON = js
 			for _, l := range c.lastGoods {
@@ -167,7 +184,7 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request) (*
 // its answer, or its last failure and that failure's kind. Each attempt,
 // and each retry refused, is recorded in res. begin is when the call's
 // first attempt started (negative until then).
-func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration) (*llm.Response, json.RawMessage, llm.Kind, error) {
+func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, ticket breaker.Ticket, req llm.Request, res *Result, begin *time.Duration, st *streamState) (*llm.Response, json.RawMessage, llm.Kind, error) {
 	treq := req
 	t.prepare(&treq)
 	var js json.RawMessage
@@ -219,8 +236,22 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		if *begin < 0 {
 			*begin = start
 		}
-		resp, err := complete(actx, t, treq, ticket)
+		var resp *llm.Response
+		var err error
+		if st == nil {
+			resp, err = complete(actx, t, treq, ticket)
+		} else {
+			resp, err = st.open(actx, t, treq)
+		}
 		elapsed := c.clock() - start
+		if st != nil && err == nil {
+			// Committed: the attempt goes on while the caller reads, and
+			// is reported when the stream ends.
+			st.commit(cancel, span, ticket, n, start)
+			res.Attempts = append(res.Attempts, Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait,
+				Duration: elapsed, Status: 200, RequestID: resp.RequestID})
+			return resp, nil, llm.KindUnknown, nil
+		}
 		if cancel != nil {
 			cancel()
 		}

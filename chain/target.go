@@ -42,6 +42,10 @@ type Target struct {
 	// Timeout bounds each attempt. 0 means no per-attempt bound beyond the
 	// chain's deadline and the caller's context.
 	Timeout time.Duration
+	// FirstChunkTimeout bounds, in a Stream, the wait for an attempt's
+	// first chunk; IdleTimeout the longest gap between two chunks. Both
+	// failures are KindTimeout. 0 means no bound.
+	FirstChunkTimeout, IdleTimeout time.Duration
 	// Budget limits this target's retries; it is asked before every retry,
 	// never before a first attempt. Nil means a ratio budget of its own
 	// with budget's defaults (retries at most 10% of first attempts over

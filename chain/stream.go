@@ -1,0 +1,370 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/tracing"
+)
+
+// ErrIncomplete is matched by the error of a stream that failed after its
+// first chunk: the caller has part of an answer and no more of it.
+var ErrIncomplete = errors.New("the answer is incomplete: the stream failed after it started")
+
+// IncompleteError is a stream that failed after its first chunk. It
+// matches ErrIncomplete, and errors.Is/As reach the failure.
+type IncompleteError struct {
+	// Target served the partial answer.
+	Target string
+	// Partial is the text the caller received before the failure.
+	Partial string
+	// Err is the failure, an *llm.Error with its Kind.
+	Err error
+}
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("target %q: %v after %d bytes: %v", e.Target, ErrIncomplete, len(e.Partial), e.Err)
+}
+
+// Unwrap returns ErrIncomplete and the failure.
+func (e *IncompleteError) Unwrap() []error { return []error{ErrIncomplete, e.Err} }
+
+// Chunk is a piece of a streamed answer.
+type Chunk struct {
+	// Text is the next piece of the answer.
+	Text string
+	// Restart, with an empty Text, says that the answer so far has failed
+	// and is discarded: the chunks after it are a new answer, from the
+	// next target. It is sent only to streams with Builder.RestartStreams.
+	Restart bool
+}
+
+// Stream is one streamed call. Range over Chunks once, then read Result.
+// It is not safe for concurrent use.
+type Stream struct {
+	c   *Chain
+	ctx context.Context
+	req llm.Request
+	res *Result
+	err error
+}
+
+// Stream calls the chain and streams the answer. Before the first chunk,
+// every failure retries and falls back exactly as Call does. After the
+// first chunk a failure ends the stream with an error matching
+// ErrIncomplete that carries the partial text, never a second answer glued
+// onto the first; with Builder.RestartStreams the chain moves on instead
+// and says so with a Chunk whose Restart is set. A target whose provider
+// does not implement llm.StreamProvider, and a degradation, answer in one
+// chunk. The answer is validated against the Schema at the end and
+// remembered by LastGood like any other.
+//
+//	s := c.Stream(ctx, req)
+//	for chunk, err := range s.Chunks() {
+//		if err != nil { ... }
+//		fmt.Print(chunk.Text)
+//	}
+//	res, err := s.Result()
+//
+// Breaking out of the loop closes the stream: nothing is left running.
+func (c *Chain) Stream(ctx context.Context, req llm.Request) *Stream {
+	return &Stream{c: c, ctx: ctx, req: req}
+}
+
+// Result returns the call's result and error once Chunks has ended. The
+// Result's Text is what the caller received (after the last Restart).
+func (s *Stream) Result() (*Result, error) { return s.res, s.err }
+
+// Chunks returns the stream's chunks. A failure is yielded once, as the
+// last value, and is also Result's error.
+func (s *Stream) Chunks() iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		s.err = s.run(yield)
+	}
+}
+
+// streamState carries a streamed call through the walk (call and try) and
+// holds the committed attempt while the caller reads.
+type streamState struct {
+	caller, ctx context.Context
+	res         *Result
+	from        int // the first target to try (after a restart)
+
+	// the committed attempt
+	target  *target
+	index   int
+	stream  llm.Stream
+	sctx    context.Context // the context the provider streams under
+	first   llm.Chunk
+	whole   *llm.Response // a provider that does not stream answered whole
+	cancel  context.CancelFunc
+	idle    context.CancelCauseFunc
+	timer   *time.Timer
+	span    tracing.Attempt
+	ticket  breaker.Ticket
+	n       int
+	started time.Duration
+}
+
+var (
+	errFirstChunk = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no first chunk within the target's FirstChunkTimeout"}
+	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout"}
+)
+
+// open starts the stream of one attempt and reads its first chunk.
+func (st *streamState) open(ctx context.Context, t *target, req llm.Request) (*llm.Response, error) {
+	sp, ok := t.Provider.(llm.StreamProvider)
+	if !ok {
+		resp, err := t.Provider.Complete(ctx, req)
+		if err == nil && resp != nil {
+			st.whole, st.stream = resp, nil
+		}
+		return resp, err
+	}
+	ctx, idle := context.WithCancelCause(ctx)
+	var timer *time.Timer
+	if t.FirstChunkTimeout > 0 {
+		timer = time.AfterFunc(t.FirstChunkTimeout, func() { idle(errFirstChunk) })
+	}
+	fail := func(err error) (*llm.Response, error) {
+		if timer != nil {
+			timer.Stop()
+		}
+		if cause := context.Cause(ctx); cause == errFirstChunk {
+			err = errFirstChunk
+		}
+		idle(nil)
+		return nil, err
+	}
+	s, err := sp.Stream(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	first, err := s.Next()
+	if err == io.EOF {
+		err = nil // an empty answer, complete
+	}
+	if err != nil {
+		s.Close()
+		return fail(err)
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	st.stream, st.sctx, st.first, st.whole, st.idle = s, ctx, first, nil, idle
+	if t.IdleTimeout > 0 {
+		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
+	}
+	return s.Response(), nil
+}
+
+// commit keeps what the attempt needs until the stream ends.
+func (st *streamState) commit(cancel context.CancelFunc, span tracing.Attempt, ticket breaker.Ticket, n int, started time.Duration) {
+	st.cancel, st.span, st.ticket, st.n, st.started = cancel, span, ticket, n, started
+}
+
+// release ends the committed attempt's resources.
+func (st *streamState) release() {
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	if st.stream != nil {
+		st.stream.Close()
+		st.stream = nil
+	}
+	if st.idle != nil {
+		st.idle(nil)
+		st.idle = nil
+	}
+	if st.cancel != nil {
+		st.cancel()
+		st.cancel = nil
+	}
+}
+
+// run walks the chain, streams the committed answer to yield, and returns
+// the call's error.
+func (s *Stream) run(yield func(Chunk, error) bool) error {
+	c := s.c
+	ctx, obs := c.tel.StartCall(s.ctx)
+	st := &streamState{caller: ctx, ctx: ctx}
+	if c.deadline > 0 {
+		var cancel context.CancelFunc
+		st.ctx, cancel = context.WithTimeout(ctx, c.deadline)
+		defer cancel()
+	}
+	served, err := s.walk(st, obs, yield)
+	if obs != nil {
+		outcome, errType := tracing.OutcomeServed, ""
+		switch {
+		case err == nil && s.res.Degraded:
+			outcome = tracing.OutcomeDegraded
+		case errors.Is(err, context.Canceled):
+			outcome, errType = tracing.OutcomeCanceled, "canceled"
+		case errors.Is(err, ErrIncomplete):
+			outcome, errType = tracing.OutcomeFailed, "incomplete"
+		case errors.Is(err, ErrExhausted):
+			outcome, errType = tracing.OutcomeFailed, "exhausted"
+		case err != nil:
+			outcome, errType = tracing.OutcomeFailed, llm.KindOf(err).String()
+		}
+		obs.End(served, s.res.Served.Model, s.res.Served.RequestID, s.res.Degraded, s.res.Age, outcome, errType)
+	}
+	return err
+}
+
+// walk is run without the telemetry's start and end.
+func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (*tracing.Target, error) {
+	c := s.c
+	for {
+		res, served, err := c.call(st.ctx, obs, s.req, st)
+		s.res, st.res = res, res
+		if err != nil {
+			yield(Chunk{}, err)
+			return nil, err
+		}
+		if st.target == nil || st.stream == nil && st.whole == nil {
+			// A degradation (or a target answering whole) served: one chunk.
+			yield(Chunk{Text: res.Text}, nil)
+			return served, nil
+		}
+		t := st.target
+		err, stopped := s.relay(st, obs, yield)
+		if stopped {
+			return t.tel, nil // the caller broke out of the loop
+		}
+		if err == nil {
+			return t.tel, nil
+		}
+		if llm.KindOf(err) == llm.KindCanceled {
+			yield(Chunk{}, err)
+			return nil, err
+		}
+		if !c.restart || st.index+1 >= len(c.targets) {
+			ierr := &IncompleteError{Target: t.Name, Partial: res.Text, Err: err}
+			yield(Chunk{}, ierr)
+			return nil, fmt.Errorf("chain %q: %w", c.name, ierr)
+		}
+		// Restart: say so, forget the partial answer, go on from the next
+		// target.
+		if !yield(Chunk{Restart: true}, nil) {
+			return nil, nil
+		}
+		res.Response, res.Served, res.JSON = llm.Response{}, Served{}, nil
+		st.from, st.target = st.index+1, nil
+	}
+}
+
+// relay streams the committed attempt to yield. It returns the failure
+// that ended it (nil for a complete, valid answer), or stopped when the
+// caller broke out of the loop.
+func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (err error, stopped bool) {
+	c, t, res := s.c, st.target, st.res
+	defer st.release()
+	var text []byte
+	if st.whole != nil {
+		text = append(text, st.whole.Text...)
+		if !yield(Chunk{Text: st.whole.Text}, nil) {
+			s.finish(st, obs, nil, true)
+			return nil, true
+		}
+	} else {
+		text = append(text, st.first.Text...)
+		if st.first.Text != "" && !yield(Chunk{Text: st.first.Text}, nil) {
+			s.finish(st, obs, nil, true)
+			return nil, true
+		}
+		for {
+			ch, nerr := st.stream.Next()
+			if nerr == io.EOF {
+				break
+			}
+			if nerr != nil {
+				err = s.classify(st, nerr)
+				break
+			}
+			if st.timer != nil {
+				st.timer.Reset(t.IdleTimeout)
+			}
+			text = append(text, ch.Text...)
+			if !yield(Chunk{Text: ch.Text}, nil) {
+				s.finish(st, obs, nil, true)
+				return nil, true
+			}
+		}
+	}
+	resp := st.whole
+	if resp == nil {
+		resp = st.stream.Response()
+	}
+	r := *resp
+	r.Text = string(text)
+	res.serve(t, &r)
+	if err == nil && t.schema != nil {
+		js, verr := t.schema.Validate(r.Text)
+		if verr != nil {
+			err = &llm.Error{Provider: t.Provider.Name(), Status: 200, Kind: llm.KindInvalidOutput, Message: verr.Error(), RequestID: r.RequestID, Err: verr}
+		}
+		res.JSON = js
+	}
+	s.finish(st, obs, err, false)
+	if err == nil {
+		for _, l := range c.lastGoods {
+			_ = l.remember(st.ctx, s.req, t.Name, &r)
+		}
+	}
+	return err, false
+}
+
+// classify turns a failure while reading into the error to report: our
+// idle timer's cancellation is KindTimeout, the caller's KindCanceled.
+func (s *Stream) classify(st *streamState, err error) error {
+	if context.Cause(st.sctx) == errIdle {
+		return errIdle
+	}
+	if cerr := canceled(st.caller); cerr != nil {
+		return &llm.Error{Provider: "backstop", Kind: llm.KindCanceled, Err: cerr}
+	}
+	return err
+}
+
+// finish reports the committed attempt: to its breaker, budget, span and
+// the result's record of it.
+func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned bool) {
+	c, t, res := s.c, st.target, st.res
+	elapsed := c.clock() - st.started
+	now := c.epoch.Add(st.started + elapsed)
+	a := &res.Attempts[len(res.Attempts)-1]
+	a.Duration = elapsed
+	var resp *llm.Response
+	if st.whole != nil {
+		resp = st.whole
+	} else if st.stream != nil {
+		resp = st.stream.Response()
+	}
+	switch {
+	case abandoned:
+		st.ticket.ReportAt(retry.Excluded, now)
+		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindCanceled, errAbandoned, elapsed)
+	case err != nil:
+		a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
+		st.ticket.ReportAt(t.table.Rule(a.Kind).Breaker, now)
+		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, At: now})
+		obs.EndAttempt(st.span, t.tel, resp, 200, a.Kind, err, elapsed)
+	default:
+		st.ticket.ReportAt(retry.NotFailure, now)
+		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, Success: true, At: now})
+		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
+	}
+}
+
+var errAbandoned = errors.New("the caller stopped reading the stream")
