@@ -247,7 +247,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		if st != nil && err == nil {
 			// Committed: the attempt goes on while the caller reads, and
 			// is reported when the stream ends.
-			st.commit(cancel, span, ticket, n, start)
+			st.commit(obs, cancel, span, ticket, n, start, elapsed)
 			res.Attempts = append(res.Attempts, Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait,
 				Duration: elapsed, Status: 200, RequestID: resp.RequestID})
 			return resp, nil, llm.KindUnknown, nil

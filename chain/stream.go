@@ -50,11 +50,13 @@ type Chunk struct {
 // Stream is one streamed call. Range over Chunks once, then read Result.
 // It is not safe for concurrent use.
 type Stream struct {
-	c   *Chain
-	ctx context.Context
-	req llm.Request
-	res *Result
-	err error
+	c         *Chain
+	ctx       context.Context
+	req       llm.Request
+	res       *Result
+	err       error
+	restarts  int
+	abandoned bool
 }
 
 // Stream calls the chain and streams the answer. Before the first chunk,
@@ -167,8 +169,9 @@ func (st *streamState) open(ctx context.Context, t *target, req llm.Request) (*l
 }
 
 // commit keeps what the attempt needs until the stream ends.
-func (st *streamState) commit(cancel context.CancelFunc, span tracing.Attempt, ticket breaker.Ticket, n int, started time.Duration) {
+func (st *streamState) commit(obs *tracing.Call, cancel context.CancelFunc, span tracing.Attempt, ticket breaker.Ticket, n int, started, firstChunk time.Duration) {
 	st.cancel, st.span, st.ticket, st.n, st.started = cancel, span, ticket, n, started
+	obs.FirstChunk(span, firstChunk)
 }
 
 // release ends the committed attempt's resources.
@@ -203,6 +206,16 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 		defer cancel()
 	}
 	served, err := s.walk(st, obs, yield)
+	switch {
+	case s.abandoned:
+		obs.StreamEnded(tracing.StreamAbandoned)
+	case errors.Is(err, ErrIncomplete):
+		obs.StreamEnded(tracing.StreamIncomplete)
+	case err == nil && s.restarts > 0:
+		obs.StreamEnded(tracing.StreamRestarted)
+	case err == nil:
+		obs.StreamEnded(tracing.StreamComplete)
+	}
 	if obs != nil {
 		outcome, errType := tracing.OutcomeServed, ""
 		switch {
@@ -240,6 +253,7 @@ func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, erro
 		t := st.target
 		err, stopped := s.relay(st, obs, yield)
 		if stopped {
+			s.abandoned = true
 			return t.tel, nil // the caller broke out of the loop
 		}
 		if err == nil {
@@ -256,7 +270,9 @@ func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, erro
 		}
 		// Restart: say so, forget the partial answer, go on from the next
 		// target.
+		s.restarts++
 		if !yield(Chunk{Restart: true}, nil) {
+			s.abandoned = true
 			return nil, nil
 		}
 		res.Response, res.Served, res.JSON = llm.Response{}, Served{}, nil

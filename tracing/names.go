@@ -68,6 +68,7 @@ const (
 	KeyGateUntil       = attribute.Key("backstop.gate.until")
 	KeyValidationPath  = attribute.Key("backstop.validation.path")    // string[]
 	KeyValidationKey   = attribute.Key("backstop.validation.keyword") // string[]
+	KeyStreamOutcome   = attribute.Key("backstop.stream.outcome")     // complete, incomplete, restarted, abandoned
 )
 
 // Event names, recorded on the call span.

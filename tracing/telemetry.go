@@ -465,6 +465,31 @@ func (c *Call) ValidationFailed(tg *Target, paths, keywords []string) {
 		KeyValidationPath.StringSlice(paths), KeyValidationKey.StringSlice(keywords)))
 }
 
+// FirstChunk records on attempt a how long its first chunk took
+// (gen_ai.response.time_to_first_chunk, seconds).
+func (c *Call) FirstChunk(a Attempt, d time.Duration) {
+	if c == nil || a.span == nil {
+		return
+	}
+	a.span.SetAttributes(GenAITimeToFirstChunk.Float64(d.Seconds()))
+}
+
+// Stream outcomes, for StreamEnded.
+const (
+	StreamComplete   = "complete"
+	StreamIncomplete = "incomplete"
+	StreamRestarted  = "restarted"
+	StreamAbandoned  = "abandoned"
+)
+
+// StreamEnded records how a streamed call ended, on the call span.
+func (c *Call) StreamEnded(outcome string) {
+	if c == nil || c.span == nil {
+		return
+	}
+	c.span.SetAttributes(KeyStreamOutcome.String(outcome))
+}
+
 // Outcomes of a call, for End.
 const (
 	OutcomeServed   = "served"
