@@ -114,3 +114,47 @@ func ExampleServer_Handle() {
 	fmt.Println(resp.StatusCode)
 	// Output: 200
 }
+
+// A request with "stream": true gets the answer as server-sent events. Here
+// an Anthropic stream sends two chunks, then fails with an in-stream
+// overloaded_error, as the real API does after the 200.
+func ExampleOutcome_ErrorAfter() {
+	s := fake.New()
+	s.Script("claude-sonnet-5-5", fake.Answer("").Chunks("Hel", "lo", "!").Usage(12, 3).ErrorAfter(2))
+
+	req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(
+		`{"model":"claude-sonnet-5-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("x-api-key", "sk-ant-test")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("content-type"))
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(string(body))
+
+	// Output:
+	// 200 text/event-stream; charset=utf-8
+	// event: message_start
+	// data: {"type":"message_start","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
+	//
+	// event: content_block_start
+	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+	//
+	// event: ping
+	// data: {"type":"ping"}
+	//
+	// event: content_block_delta
+	// data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}
+	//
+	// event: content_block_delta
+	// data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}
+	//
+	// event: error
+	// data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
+}

@@ -521,7 +521,7 @@ func TestValidation(t *testing.T) {
 		{"anthropic no messages", A, nil, `{"model":"m","max_tokens":5}`, 400, "invalid_request_error", "messages: Field required"},
 		{"anthropic empty messages", A, nil, `{"model":"m","max_tokens":5,"messages":[]}`, 400, "invalid_request_error", ""},
 		{"anthropic system role", A, nil, `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"be nice"}]}`, 400, "invalid_request_error", "messages.0.role: Input should be 'user' or 'assistant'"},
-		{"anthropic stream", A, nil, `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", ""},
+		{"anthropic stream not a boolean", A, nil, `{"model":"m","max_tokens":5,"stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "stream: Input should be a valid boolean"},
 		{"openai no auth", O, del("Authorization"), "", 401, "invalid_request_error", ""},
 		{"openai empty bearer", O, setH("Authorization", "Bearer "), "", 401, "invalid_request_error", "Incorrect API key provided."},
 		{"openai basic auth", O, setH("Authorization", "Basic abc"), "", 401, "invalid_request_error", ""},
@@ -529,6 +529,9 @@ func TestValidation(t *testing.T) {
 		{"openai not json", O, nil, `nope`, 400, "invalid_request_error", ""},
 		{"openai no model", O, nil, `{"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "you must provide a model parameter"},
 		{"openai no messages", O, nil, `{"model":"m"}`, 400, "invalid_request_error", "Missing required parameter: 'messages'."},
+		{"openai stream not a boolean", O, nil, `{"model":"m","stream":1,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "Invalid type for 'stream': expected a boolean, but got an integer instead."},
+		{"openai stream_options without stream", O, nil, `{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "The 'stream_options' parameter is only allowed when 'stream' is enabled."},
+		{"openai stream_options with stream false", O, nil, `{"model":"m","stream":false,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", ""},
 		{"openai bad role", O, nil, `{"model":"m","messages":[{"role":"robot","content":"hi"}]}`, 400, "invalid_request_error", ""},
 	}
 	for _, ck := range checks {

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,17 @@ const (
 	presetOverloaded
 	presetSpendCap
 	presetContextTooLong
+)
+
+// fault is how a streamed answer fails part-way (ErrorAfter, StallAfter,
+// CutAfter).
+type fault uint8
+
+const (
+	faultNone  fault = iota
+	faultError       // an in-stream error event, then the end of the body
+	faultStall       // no more events; the connection stays open
+	faultCut         // the body ends abruptly, without its terminal events
 )
 
 // optString is a string that may be deliberately set to "".
@@ -54,7 +66,15 @@ type header struct{ k, v string }
 // ContextTooLong, BadRequest), then refine it with the chainable modifiers.
 // Modifiers have value receivers and return a modified copy, so an Outcome can
 // be shared and reused freely. A modifier that does not apply to the
-// outcome's kind (Usage on an error, Type on an answer) is ignored.
+// outcome's kind (Usage on an error, Every on a Hang) is ignored.
+//
+// An Answer serves both kinds of request: a request with "stream": true gets
+// it as server-sent events, any other request as one JSON body. The stream
+// modifiers (Chunks, Every, FirstChunkAfter, ErrorAfter, StallAfter,
+// CutAfter) shape the stream and are ignored for a request that did not ask
+// for one. Every other outcome (a Status error, a Hang, a ConnReset) answers
+// a streamed request exactly as it answers any other: the failure comes
+// before the stream starts.
 //
 // The zero Outcome is the default answer: "fake answer from <model>".
 type Outcome struct {
@@ -78,6 +98,14 @@ type Outcome struct {
 	headers   []header
 	delay     time.Duration
 	onDone    func()
+
+	// Streaming, for a request with "stream": true.
+	parts      []string // the chunks, when set by Chunks
+	chunked    bool     // Chunks was called
+	every      time.Duration
+	firstChunk time.Duration
+	fault      fault
+	faultAfter int // chunks sent before the fault
 }
 
 // Answer is a successful completion whose text is text: a 200 with the
@@ -212,27 +240,34 @@ func (o Outcome) Finish(reason string) Outcome {
 	return o
 }
 
-// Type sets an error's type (error.type in both formats).
+// Type sets an error's type (error.type in both formats): the type of a
+// Status error, or of the in-stream error event an Answer sends with
+// ErrorAfter.
 func (o Outcome) Type(t string) Outcome {
 	o.errType = set(t)
 	return o
 }
 
 // Code sets an error's code: error.code on OpenAI ("" sends null), and
-// error.details.error_code on Anthropic ("" sends no details).
+// error.details.error_code on Anthropic ("" sends no details). Like Type, it
+// applies to a Status error or to the in-stream error of ErrorAfter.
 func (o Outcome) Code(c string) Outcome {
 	o.code = set(c)
 	return o
 }
 
-// Message sets an error's message (error.message in both formats).
+// Message sets an error's message (error.message in both formats), of a
+// Status error or of the in-stream error of ErrorAfter.
 func (o Outcome) Message(m string) Outcome {
 	o.message = set(m)
 	return o
 }
 
 // Body replaces the generated response body with raw, sent as given with
-// Content-Type application/json, whatever the outcome's status.
+// Content-Type application/json, whatever the outcome's status. An answer
+// (Malformed, or Answer with Body) to a request with "stream": true is sent
+// as given in one piece with Content-Type text/event-stream; charset=utf-8
+// instead, to test a client on malformed events; Header can override it.
 func (o Outcome) Body(raw string) Outcome {
 	o.body = set(raw)
 	return o
@@ -262,8 +297,8 @@ func (o Outcome) RequestID(id string) Outcome {
 }
 
 // OnDone registers f to run once the request has been dealt with: after the
-// response has been written, the connection reset, or the request's context
-// ended. A test can use it to count requests in flight or to learn that a
+// response has been written (for a stream, its last event or its cut), the
+// connection reset, or the request's context ended. A test can use it to count requests in flight or to learn that a
 // hanging request has been released. Calling OnDone again adds f after the
 // functions already registered.
 func (o Outcome) OnDone(f func()) Outcome {
@@ -272,5 +307,106 @@ func (o Outcome) OnDone(f func()) Outcome {
 	} else {
 		o.onDone = f
 	}
+	return o
+}
+
+// Chunks sets an answer's text to the concatenation of parts, and makes a
+// streamed answer send each part as one chunk, in order: one Anthropic
+// content_block_delta, or one OpenAI chat.completion.chunk. Empty parts are
+// sent as empty deltas; Chunks() with no parts is an empty answer streamed
+// without deltas. A request that did not ask for a stream gets the whole
+// text in one body, as from Answer.
+//
+// Without Chunks, a streamed answer is split into words, each with the
+// whitespace before it ("Hello world, hi" streams as "Hello", " world,",
+// " hi"), and any piece longer than 16 bytes is cut into pieces of at most 16
+// bytes at UTF-8 boundaries. The empty text streams no deltas.
+func (o Outcome) Chunks(parts ...string) Outcome {
+	o.parts = slices.Clone(parts)
+	o.chunked = true
+	o.text = set(strings.Join(parts, ""))
+	return o
+}
+
+// Every spaces a streamed answer's chunks d apart: chunk i+1 is sent d after
+// chunk i. The wait uses a timer, so under testing/synctest it passes in
+// virtual time, and it ends the stream, with nothing more sent, when the
+// request's context ends (the client gave up or closed the body). The
+// default, 0, sends the chunks back to back.
+func (o Outcome) Every(d time.Duration) Outcome {
+	o.every = d
+	return o
+}
+
+// FirstChunkAfter delays a streamed answer's first chunk by d: the status,
+// the headers and the opening events (Anthropic message_start,
+// content_block_start and a ping; OpenAI's chunk with the assistant role and
+// empty content) are sent at once, and the first chunk of text d later, to
+// test a time-to-first-chunk timeout. After delays the whole response
+// instead (nothing is sent until it has passed); FirstChunkAfter counts from
+// the headers, so the two add up. Like Every, the wait is a timer that the
+// request's context cuts short.
+func (o Outcome) FirstChunkAfter(d time.Duration) Outcome {
+	o.firstChunk = d
+	return o
+}
+
+// ErrorAfter makes a streamed answer fail with an in-stream error after n
+// chunks (n is clamped to [0, number of chunks]), as the real APIs report
+// a failure after the 200 has been sent. The error comes when chunk n+1 would
+// have: Every after chunk n, or FirstChunkAfter after the headers when n is 0.
+//
+// Anthropic: the event
+//
+//	event: error
+//	data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
+//
+// and the body ends, with no content_block_stop, message_delta or
+// message_stop. OpenAI: the line
+//
+//	data: {"error":{"message":"The server experienced an error while processing your request. We apologize for the inconvenience!","type":"server_error","param":null,"code":null}}
+//
+// then data: [DONE], as OpenAI has been seen to send it (a client that
+// ignores the error sees a stream that ends normally), with no finish_reason
+// or usage chunk. Type, Code and Message set the error's fields.
+//
+// ErrorAfter, StallAfter and CutAfter are exclusive: the last one called
+// wins.
+func (o Outcome) ErrorAfter(n int) Outcome {
+	o.fault, o.faultAfter = faultError, n
+	return o
+}
+
+// StallAfter makes a streamed answer stop sending after n chunks (clamped to
+// [0, number of chunks]) and hold the connection open, sending nothing more,
+// not even a ping, until the request's context ends: the client gives up,
+// closes the body, or (over loopback) the server is closed. It tests an idle
+// timeout between chunks. The handler waits on the context alone, so under
+// testing/synctest a reader blocked on the stalled body is durably blocked
+// and virtual time moves on to its deadline.
+//
+// ErrorAfter, StallAfter and CutAfter are exclusive: the last one called
+// wins.
+func (o Outcome) StallAfter(n int) Outcome {
+	o.fault, o.faultAfter = faultStall, n
+	return o
+}
+
+// CutAfter makes a streamed answer end abruptly after n chunks (clamped to
+// [0, number of chunks]), without its terminal events (Anthropic
+// content_block_stop, message_delta, message_stop; OpenAI finish_reason,
+// usage and [DONE]), as when a connection drops mid-stream. The cut comes
+// when chunk n+1 would have (see ErrorAfter).
+//
+// Over loopback (Start) the connection is closed before the chunked body's
+// last chunk, so the client's read fails with io.ErrUnexpectedEOF. Through
+// the in-process Transport the body's read fails with an error that wraps
+// io.ErrUnexpectedEOF. Either way errors.Is(err, io.ErrUnexpectedEOF) holds
+// for the client's read.
+//
+// ErrorAfter, StallAfter and CutAfter are exclusive: the last one called
+// wins.
+func (o Outcome) CutAfter(n int) Outcome {
+	o.fault, o.faultAfter = faultCut, n
 	return o
 }

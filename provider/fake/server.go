@@ -239,8 +239,10 @@ func redact(h http.Header) http.Header {
 // and any other path gets a 404 (another method a 405). It checks the
 // request as the real API would (API key, anthropic-version, required body
 // fields; a body over 32 MiB gets a 413), records it, and serves the model's
-// next outcome. Streaming is not supported yet: a request with
-// "stream": true gets a 400 that says so.
+// next outcome. An answer to a request with "stream": true is sent as
+// server-sent events in the request's format, each event flushed as it is
+// written (see Outcome.Chunks); errors, hangs and resets are the same for
+// streamed requests as for others.
 //
 // Mount it in an httptest.Server or a mux of your own if you like; Client,
 // Transport and Start are the usual ways in.
@@ -273,7 +275,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := parseRequest(body)
 	call := s.record(f, req.model, r.Header, body)
-	ex := exchange{format: f, model: req.model, seq: call.Seq, reqLen: len(body), stop: req.stop}
+	ex := exchange{format: f, model: req.model, seq: call.Seq, reqLen: len(body), stop: req.stop,
+		stream: req.stream, usage: req.usage}
 	if o := reject(f, r.Header, req); o != nil {
 		respond(w, r, ex, *o)
 		return
@@ -292,16 +295,7 @@ func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
 		<-ctx.Done()
 		return
 	}
-	if o.delay > 0 {
-		t := time.NewTimer(o.delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-	if ctx.Err() != nil {
+	if !wait(ctx, o.delay) {
 		return
 	}
 	if o.kind == kindReset {
@@ -313,12 +307,19 @@ func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
 	if rid == "" {
 		rid = "req_fake_" + strconv.Itoa(ex.seq)
 	}
+	if o.kind == kindAnswer && ex.stream && !o.body.ok {
+		streamAnswer(ctx, w, ex, o, rid)
+		return
+	}
 	status := http.StatusOK
+	contentType := "application/json"
 	var body []byte
 	switch {
 	case o.body.ok:
 		if o.kind == kindError {
 			status = errorStatus(o, ex.format)
+		} else if ex.stream {
+			contentType = "text/event-stream; charset=utf-8"
 		}
 		body = []byte(o.body.v)
 	case o.kind == kindError:
@@ -327,18 +328,39 @@ func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
 		body = answerBody(o, ex)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	h.Set(requestIDHeader(ex.format), rid)
-	for _, kv := range o.headers {
+	setHeaders(h, o.headers)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// setHeaders applies an outcome's headers: set, or removed when empty.
+func setHeaders(h http.Header, hs []header) {
+	for _, kv := range hs {
 		if kv.v == "" {
 			h.Del(kv.k)
 		} else {
 			h.Set(kv.k, kv.v)
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+}
+
+// wait waits d, and reports whether ctx is still live after it. The wait
+// ends early when ctx ends. It uses a timer, so under testing/synctest it
+// passes in virtual time.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // resetConn resets the request's connection: in-process by failing the

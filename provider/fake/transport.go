@@ -245,7 +245,9 @@ func (w *pipeWriter) finish() {
 
 // bodyPipe is an unbounded in-memory pipe: the handler writes without
 // blocking, the client reads, waiting on a channel and the request's context
-// (so a reader is durably blocked under testing/synctest).
+// (so a reader is durably blocked under testing/synctest). Every write
+// signals the reader, so a streaming handler's events reach the client as
+// they are written, with no flushing needed.
 type bodyPipe struct {
 	ctx    context.Context    // the client's request context
 	cancel context.CancelFunc // ends the handler's context
@@ -320,12 +322,14 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 	}
 }
 
-// Close discards the body and ends the handler's context.
+// Close discards the body and ends the handler's context. A Read blocked in
+// another goroutine returns at once, as when a real connection is closed.
 func (p *bodyPipe) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.buf = bytes.Buffer{}
 	p.mu.Unlock()
 	p.cancel()
+	p.notify()
 	return nil
 }

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -209,4 +210,64 @@ func TestTransportCanonicalisesHeaders(t *testing.T) {
 	if got := s.Calls("m")[0].Header.Get("X-Api-Key"); got != redacted {
 		t.Errorf("recorded key %q", got)
 	}
+}
+
+// A Read blocked on a body whose handler ignores its context returns when
+// another goroutine closes the body, as with a real connection.
+func TestTransportCloseWakesBlockedRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.(http.Flusher).Flush()
+			<-release // deaf to the request's context
+		})
+		resp, err := get(t, h, context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		time.AfterFunc(5*time.Second, func() { resp.Body.Close() })
+		_, err = resp.Body.Read(make([]byte, 8))
+		if err == nil || time.Since(start) != 5*time.Second {
+			t.Errorf("read ended with %v after %v, want an error after 5s", err, time.Since(start))
+		}
+		close(release)
+	})
+}
+
+// Writes after the headers reach a blocked reader one by one, as the
+// handler makes them, and the reader waits durably between them.
+func TestTransportStreamsWritesPromptly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for i := range 3 {
+				time.Sleep(time.Second)
+				_, _ = fmt.Fprintf(w, "%d", i)
+			}
+		})
+		start := time.Now()
+		resp, err := get(t, h, context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got []string
+		buf := make([]byte, 8)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				got = append(got, fmt.Sprintf("%s@%v", buf[:n], time.Since(start)))
+			}
+			if err != nil {
+				if err != io.EOF {
+					t.Error(err)
+				}
+				break
+			}
+		}
+		// The first write sends the headers, so RoundTrip returns at 1s.
+		if want := []string{"0@1s", "1@2s", "2@3s"}; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("reads %v, want %v", got, want)
+		}
+	})
 }

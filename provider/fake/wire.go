@@ -63,12 +63,16 @@ type exchange struct {
 	seq    int    // the server's request sequence number
 	reqLen int    // bytes of request body, for the usage estimate
 	stop   string // the request's first stop sequence, if any
+	stream bool   // the request asked for a stream ("stream": true)
+	usage  bool   // OpenAI: stream_options.include_usage is true
 }
 
 // request is the part of a request body the fake looks at.
 type request struct {
 	model  string
 	stop   string
+	stream bool // "stream": true
+	usage  bool // "stream_options": {"include_usage": true}
 	fields map[string]json.RawMessage
 	err    error // the body is not a JSON object
 }
@@ -87,6 +91,13 @@ func parseRequest(body []byte) request {
 	var stops []string
 	if json.Unmarshal(r.fields["stop_sequences"], &stops) == nil && len(stops) > 0 {
 		r.stop = stops[0]
+	}
+	_ = json.Unmarshal(r.fields["stream"], &r.stream)
+	var opts struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	if json.Unmarshal(r.fields["stream_options"], &opts) == nil {
+		r.usage = opts.IncludeUsage
 	}
 	return r
 }
@@ -160,8 +171,8 @@ func rejectAnthropic(h http.Header, r request) *Outcome {
 			return invalid(400, fmt.Sprintf("messages.%d.content: Field required", i))
 		}
 	}
-	if streaming(r) {
-		return invalid(400, "stream: the fake provider does not support streaming yet")
+	if !isBoolOrAbsent(r.fields["stream"]) {
+		return invalid(400, "stream: Input should be a valid boolean")
 	}
 	return nil
 }
@@ -202,8 +213,13 @@ func rejectOpenAI(h http.Header, r request) *Outcome {
 				fmt.Sprintf("messages[%d].role", i), "invalid_value")
 		}
 	}
-	if streaming(r) {
-		return invalid(400, "stream: the fake provider does not support streaming yet")
+	if raw := r.fields["stream"]; !isBoolOrAbsent(raw) {
+		return invalidParam("Invalid type for 'stream': expected a boolean, but got "+jsonKind(raw)+" instead.", "stream", "invalid_type")
+	}
+	if raw := r.fields["stream_options"]; !r.stream && raw != nil && string(raw) != "null" {
+		o := Status(400).Message("The 'stream_options' parameter is only allowed when 'stream' is enabled.").Code("")
+		o.param = set("stream_options")
+		return &o
 	}
 	return nil
 }
@@ -213,9 +229,29 @@ func isString(raw json.RawMessage) bool {
 	return raw != nil && json.Unmarshal(raw, &s) == nil
 }
 
-func streaming(r request) bool {
-	var b bool
-	return json.Unmarshal(r.fields["stream"], &b) == nil && b
+// isBoolOrAbsent reports whether a field is absent, null or a boolean.
+func isBoolOrAbsent(raw json.RawMessage) bool {
+	var b *bool
+	return raw == nil || json.Unmarshal(raw, &b) == nil
+}
+
+// jsonKind names the JSON type of raw as OpenAI's type errors do: "a
+// string", "an integer", …
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case bytes.ContainsAny(t, ".eE"):
+		return "a decimal"
+	default:
+		return "an integer"
+	}
 }
 
 // marshal encodes v as the real APIs do: compact, without HTML escaping.
@@ -310,52 +346,66 @@ type openaiErrorDetail struct {
 	Code    *string `json:"code"`
 }
 
-// answerBody is the success body of an answer outcome.
-func answerBody(o Outcome, ex exchange) []byte {
-	text := o.text.or("fake answer from " + ex.model)
-	model := ex.model
+// answer is what an answer outcome says, in either format and either shape
+// (one body or a stream).
+type answer struct {
+	text   string
+	model  string  // the model that says it served the request
+	id     string  // msg_… or chatcmpl-…
+	finish string  // stop_reason or finish_reason
+	stop   *string // Anthropic stop_sequence
+	in     int     // input (prompt) tokens
+	out    int     // output (completion) tokens
+}
+
+func answerOf(o Outcome, ex exchange) answer {
+	a := answer{text: o.text.or("fake answer from " + ex.model), model: ex.model, id: o.id, finish: o.finish}
 	if o.model != "" {
-		model = o.model
+		a.model = o.model
 	}
-	in, out := estimate(ex.reqLen), estimate(len(text))
+	a.in, a.out = estimate(ex.reqLen), estimate(len(a.text))
 	if o.usageSet {
-		in, out = o.usageIn, o.usageOut
+		a.in, a.out = o.usageIn, o.usageOut
 	}
 	if ex.format == Anthropic {
-		id := o.id
-		if id == "" {
-			id = "msg_fake_" + strconv.Itoa(ex.seq)
+		if a.id == "" {
+			a.id = "msg_fake_" + strconv.Itoa(ex.seq)
 		}
-		finish := o.finish
-		if finish == "" {
-			finish = "end_turn"
+		if a.finish == "" {
+			a.finish = "end_turn"
 		}
-		var stop *string
-		if finish == "stop_sequence" && ex.stop != "" {
-			stop = &ex.stop
+		if a.finish == "stop_sequence" && ex.stop != "" {
+			a.stop = &ex.stop
 		}
+		return a
+	}
+	if a.id == "" {
+		a.id = "chatcmpl-fake-" + strconv.Itoa(ex.seq)
+	}
+	if a.finish == "" {
+		a.finish = "stop"
+	}
+	return a
+}
+
+// answerBody is the success body of an answer outcome.
+func answerBody(o Outcome, ex exchange) []byte {
+	a := answerOf(o, ex)
+	if ex.format == Anthropic {
 		return marshal(anthropicMessage{
-			ID: id, Type: "message", Role: "assistant", Model: model,
-			Content:    []anthropicBlock{{Type: "text", Text: text}},
-			StopReason: finish, StopSequence: stop,
-			Usage: anthropicUsage{InputTokens: in, OutputTokens: out},
+			ID: a.id, Type: "message", Role: "assistant", Model: a.model,
+			Content:    []anthropicBlock{{Type: "text", Text: a.text}},
+			StopReason: a.finish, StopSequence: a.stop,
+			Usage: anthropicUsage{InputTokens: a.in, OutputTokens: a.out},
 		})
 	}
-	id := o.id
-	if id == "" {
-		id = "chatcmpl-fake-" + strconv.Itoa(ex.seq)
-	}
-	finish := o.finish
-	if finish == "" {
-		finish = "stop"
-	}
 	return marshal(openaiCompletion{
-		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
+		ID: a.id, Object: "chat.completion", Created: time.Now().Unix(), Model: a.model,
 		Choices: []openaiChoice{{
-			Message:      openaiMessage{Role: "assistant", Content: text},
-			FinishReason: finish,
+			Message:      openaiMessage{Role: "assistant", Content: a.text},
+			FinishReason: a.finish,
 		}},
-		Usage: openaiUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+		Usage: openaiUsage{PromptTokens: a.in, CompletionTokens: a.out, TotalTokens: a.in + a.out},
 	})
 }
 
