@@ -264,6 +264,11 @@ func (b *Breaker) Allow() (Ticket, error) {
 	}
 }
 
+// Closed reports, without a lock or a clock read, whether the breaker was
+// closed at its last state change: false while it is open or half-open.
+// A disabled breaker is always closed.
+func (b *Breaker) Closed() bool { return b.cb == nil || b.closed.Load() }
+
 // State returns the breaker's state now; Closed when it is disabled.
 func (b *Breaker) State() State {
 	if b.cb == nil {

@@ -315,22 +315,24 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			return nil, nil, a.Kind, err
 		}
 
-		if retryAfter > t.policy.MaxRetryAfter {
-			// Not waited out by this call, whatever else happens: spare
-			// concurrent calls the same 429.
-			c.closeGate(obs, t, retryAfter)
+		// leave moves on from t. A Retry-After this call does not wait out
+		// closes t's gate, so that concurrent calls skip t instead of each
+		// rediscovering the 429.
+		leave := func(reason string, err error) (*llm.Response, json.RawMessage, llm.Kind, error) {
+			if retryAfter > 0 {
+				c.closeGate(obs, t, retryAfter)
+			}
+			res.decide(DecisionNext, reason)
+			return nil, nil, a.Kind, err
 		}
 		if max := t.table.Attempts(a.Kind, t.policy, shouldRetry); n >= max {
 			if max == 1 {
-				res.decide(DecisionNext, a.Kind.String()+" is not retried")
-			} else {
-				res.decide(DecisionNext, fmt.Sprintf("%d of %d attempts used", n, max))
+				return leave(a.Kind.String()+" is not retried", err)
 			}
-			return nil, nil, a.Kind, err
+			return leave(fmt.Sprintf("%d of %d attempts used", n, max), err)
 		}
 		if retryAfter > t.policy.MaxRetryAfter {
-			res.decide(DecisionNext, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter))
-			return nil, nil, a.Kind, err
+			return leave(fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", retryAfter, t.policy.MaxRetryAfter), err)
 		}
 		if invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
@@ -341,17 +343,19 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			prev = wait
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			if retryAfter > 0 {
-				c.closeGate(obs, t, retryAfter)
-			}
-			res.decide(DecisionNext, fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)))
-			return nil, nil, a.Kind, err
+			return leave(fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)), err)
+		}
+		if !t.breaker.Closed() {
+			// Opened by other calls meanwhile: do not sleep to find out.
+			obs.Skipped(t.tel, tracing.SkipBreaker, "circuit breaker open")
+			res.skip(t, n+1, breaker.ErrOpen, "retry not sent")
+			return leave("circuit breaker open", &refusedError{err, breaker.ErrOpen})
 		}
 		if berr := t.budget.Withdraw(ctx); berr != nil {
-			res.decide(DecisionNext, "retry budget exhausted")
 			obs.Skipped(t.tel, tracing.SkipBudget, "retry budget exhausted")
+			r0, r1, r2, r3 := leave("retry budget exhausted", &refusedError{err, berr})
 			res.skip(t, n+1, berr, "retry not sent")
-			return nil, nil, a.Kind, &refusedError{err, berr}
+			return r0, r1, r2, r3
 		}
 		reason := ""
 		switch {
@@ -381,13 +385,15 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 // cancellation.
 func (c *Chain) pace(ctx, caller context.Context, obs *tracing.Call, t *target, req llm.Request, res *Result, n int) (time.Duration, error) {
 	now := time.Now()
-	wait, r := t.throttle.Reserve(now, throttle.EstimateTokens(req))
-	if wait <= 0 {
+	limit := t.throttle.MaxWait()
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, dl.Sub(now))
+	}
+	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(req), limit)
+	if ok && wait <= 0 {
 		return 0, nil
 	}
-	dl, ok := ctx.Deadline()
-	if wait > t.throttle.MaxWait() || ok && dl.Sub(now) < wait {
-		r.Cancel(now)
+	if !ok {
 		reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
 		if n > 1 {
 			res.decide(DecisionNext, reason)

@@ -120,7 +120,12 @@ type Limiter struct {
 	tokens   bucket
 	factor   float64   // share of the limits in force, in [MinFactor, 1]
 	updated  time.Time // when factor last changed
+	cut      time.Time // when the last 429 cut the factor
 }
+
+// congestion is how close together 429s count as one event: a burst of
+// them, answered to requests sent at one moment, cuts the rate once.
+const congestion = time.Second
 
 // bucket is one limit: requests or tokens per second.
 type bucket struct {
@@ -140,6 +145,12 @@ func New(s Settings) (*Limiter, error) {
 	now := time.Now()
 	if s.RequestsPerMinute > 0 {
 		l.requests.set(now, s.RequestsPerMinute/60, l.burst(s.RequestsPerMinute/60))
+	}
+	if s.RequestsPerMinute == 0 && s.Learn {
+		// Until the first headers say the limit, pace at one request a
+		// second rather than send everything at once.
+		l.requests.set(now, 1, 1)
+		l.requests.limit = 1
 	}
 	if s.TokensPerMinute > 0 {
 		// One request may need many tokens: allow a second's worth, and
@@ -165,11 +176,21 @@ func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 // Reservation is a slot a limiter granted. Cancel it if the request is
 // not sent after all.
 type Reservation struct {
+	l    *Limiter
 	r, t *rate.Reservation
 }
 
 // Cancel gives the slot back.
 func (r Reservation) Cancel(now time.Time) {
+	if r.l == nil {
+		return
+	}
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	r.cancel(now)
+}
+
+func (r Reservation) cancel(now time.Time) {
 	if r.r != nil {
 		r.r.CancelAt(now)
 	}
@@ -179,14 +200,17 @@ func (r Reservation) Cancel(now time.Time) {
 }
 
 // Reserve takes a slot for one request of about tokens tokens and returns
-// how long to wait before sending it. The caller that will not wait that
-// long cancels the reservation.
-func (l *Limiter) Reserve(now time.Time, tokens int) (time.Duration, Reservation) {
+// how long to wait before sending it, rounded up to the millisecond (so
+// that float arithmetic never sends a request a hair before the provider
+// has its token). A slot further away than limit is not taken: Reserve
+// returns ok false and leaves the limiter as it was (a slot taken and given
+// back later could not always be restored exactly, and leaked slots would
+// stall the target).
+func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recover(now)
-	var res Reservation
-	var wait time.Duration
+	res.l = l
 	if l.requests.lim != nil {
 		res.r = l.requests.lim.ReserveN(now, 1)
 		wait = res.r.DelayFrom(now)
@@ -198,7 +222,14 @@ func (l *Limiter) Reserve(now time.Time, tokens int) (time.Duration, Reservation
 		res.t = l.tokens.lim.ReserveN(now, tokens)
 		wait = max(wait, res.t.DelayFrom(now))
 	}
-	return wait, res
+	if r := wait % time.Millisecond; r != 0 {
+		wait += time.Millisecond - r
+	}
+	if wait > limit {
+		res.cancel(now) // the latest reservations: restored exactly
+		return wait, Reservation{}, false
+	}
+	return wait, res, true
 }
 
 // Observe adapts the limiter to a response: rl is what the provider
@@ -215,9 +246,11 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 	l.learn(now, &l.tokens, tokens, l.s.TokensPerMinute)
 	if throttled {
-		l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
-		l.updated = now
-		l.apply(now)
+		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
+			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
+			l.updated, l.cut = now, now
+			l.apply(now)
+		}
 		drain(now, l.requests.lim, 0)
 		drain(now, l.tokens.lim, 0)
 	}
@@ -233,11 +266,11 @@ func (l *Limiter) learn(now time.Time, b *bucket, a llm.Allowance, configured fl
 		perSecond := float64(a.Limit) / 60
 		if b.lim == nil {
 			b.set(now, perSecond*l.factor, l.burst(perSecond))
-			b.limit = perSecond
 		} else {
-			b.limit = perSecond
 			b.lim.SetLimitAt(now, rate.Limit(perSecond*l.factor))
+			b.lim.SetBurstAt(now, l.burst(perSecond))
 		}
+		b.limit = perSecond
 	}
 	if a.Limit > 0 || a.Remaining > 0 {
 		drain(now, b.lim, float64(a.Remaining))

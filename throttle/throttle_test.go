@@ -44,7 +44,7 @@ func TestKnownLimitPacesRequests(t *testing.T) {
 		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
 		now := time.Now()
 		for i := range 5 {
-			wait, _ := l.Reserve(now, 0)
+			wait, _, _ := l.Reserve(now, 0, time.Hour)
 			if want := time.Duration(i) * time.Second; wait != want {
 				t.Fatalf("request %d waits %v, want %v", i, wait, want)
 			}
@@ -56,10 +56,10 @@ func TestCancelGivesTheSlotBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
 		now := time.Now()
-		l.Reserve(now, 0)
-		wait, r := l.Reserve(now, 0)
+		l.Reserve(now, 0, time.Hour)
+		wait, r, _ := l.Reserve(now, 0, time.Hour)
 		r.Cancel(now)
-		if again, _ := l.Reserve(now, 0); again != wait {
+		if again, _, _ := l.Reserve(now, 0, time.Hour); again != wait {
 			t.Fatalf("after a cancel the next slot is %v away, want %v", again, wait)
 		}
 	})
@@ -74,16 +74,23 @@ func TestA429SlowsThenRecovers(t *testing.T) {
 			t.Fatalf("factor after a 429: %v", f)
 		}
 		// The bucket was drained: the next slot is one slowed interval away.
-		wait, _ := l.Reserve(time.Now(), 0)
+		wait, _, _ := l.Reserve(time.Now(), 0, time.Hour)
 		if want := time.Duration(1e9 / backoff); wait < want-time.Millisecond || wait > want+time.Millisecond {
 			t.Fatalf("wait after a 429: %v, want about %v", wait, want)
 		}
 		time.Sleep(throttle.DefaultRecovery)
-		l.Reserve(time.Now(), 0)
+		l.Reserve(time.Now(), 0, time.Hour)
 		if f := l.Factor(); f != 1 {
 			t.Fatalf("factor after Recovery: %v", f)
 		}
+		for range 5 {
+			l.Observe(time.Now(), llm.RateLimit{}, true) // one congestion event: one cut
+		}
+		if f := l.Factor(); f != backoff {
+			t.Fatalf("429s at one instant cut %v, want one cut to %v", f, backoff)
+		}
 		for range 20 {
+			time.Sleep(time.Second)
 			l.Observe(time.Now(), llm.RateLimit{}, true)
 		}
 		if f := l.Factor(); f != throttle.MinFactor {
@@ -97,7 +104,7 @@ func TestHeadersCapWhatTheLimiterHolds(t *testing.T) {
 		l := mustNew(t, throttle.Settings{RequestsPerMinute: 600, Burst: 50})
 		// The limiter thinks 50 slots are free; the provider says 0 remain.
 		l.Observe(time.Now(), llm.RateLimit{Requests: llm.Allowance{Limit: 600, Remaining: 0}}, false)
-		if wait, _ := l.Reserve(time.Now(), 0); wait != 100*time.Millisecond {
+		if wait, _, _ := l.Reserve(time.Now(), 0, time.Hour); wait != 100*time.Millisecond {
 			t.Fatalf("wait with nothing remaining: %v, want one interval (100ms)", wait)
 		}
 	})
@@ -106,18 +113,42 @@ func TestHeadersCapWhatTheLimiterHolds(t *testing.T) {
 func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, throttle.Settings{Learn: true})
-		if wait, _ := l.Reserve(time.Now(), 0); wait != 0 {
-			t.Fatalf("unknown limit should not wait: %v", wait)
-		}
-		l.Observe(time.Now(), llm.RateLimit{Requests: llm.Allowance{Limit: 120, Remaining: 1}}, false)
 		now := time.Now()
-		waits := []time.Duration{}
+		// Before any headers: one request a second, not everything at once.
+		if w, _, _ := l.Reserve(now, 0, time.Hour); w != 0 {
+			t.Fatalf("first request waits %v", w)
+		}
+		if w, r, _ := l.Reserve(now, 0, time.Hour); w != time.Second {
+			t.Fatalf("second request before any headers waits %v, want 1s", w)
+		} else {
+			r.Cancel(now)
+		}
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 120, Remaining: 1}}, false)
+		var waits []time.Duration
 		for range 3 {
-			w, _ := l.Reserve(now, 0)
+			w, _, _ := l.Reserve(now, 0, time.Hour)
 			waits = append(waits, w)
 		}
-		if waits[0] != 0 || waits[1] != 500*time.Millisecond || waits[2] != time.Second {
-			t.Fatalf("waits %v, want 0 500ms 1s (120 per minute, one remaining)", waits)
+		if waits[0] != 500*time.Millisecond || waits[1] != time.Second || waits[2] != 1500*time.Millisecond {
+			t.Fatalf("waits %v, want 500ms 1s 1.5s (120 per minute learned)", waits)
+		}
+	})
+}
+
+// A slot further away than the caller's limit is not taken: the limiter
+// is left exactly as it was, however refusals interleave.
+func TestRefusedSlotsDoNotLeak(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
+		now := time.Now()
+		l.Reserve(now, 0, time.Hour) // the burst
+		for range 10 {
+			if _, _, ok := l.Reserve(now, 0, 500*time.Millisecond); ok {
+				t.Fatal("a slot 1s away was granted under a 500ms limit")
+			}
+		}
+		if w, _, _ := l.Reserve(now, 0, time.Hour); w != time.Second {
+			t.Fatalf("after ten refusals the next slot is %v away, want 1s", w)
 		}
 	})
 }
@@ -126,8 +157,8 @@ func TestTokensPerMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, throttle.Settings{TokensPerMinute: 6000}) // 100 per second
 		now := time.Now()
-		l.Reserve(now, 100)
-		if wait, _ := l.Reserve(now, 300); wait != 3*time.Second {
+		l.Reserve(now, 100, time.Hour)
+		if wait, _, _ := l.Reserve(now, 300, time.Hour); wait != 3*time.Second {
 			t.Fatalf("wait for 300 tokens after 100: %v, want 3s", wait)
 		}
 		if n := throttle.EstimateTokens(llm.Request{System: "abcd", Messages: []llm.Message{{Content: "abcdefgh"}},
@@ -144,7 +175,7 @@ func TestConcurrentUse(t *testing.T) {
 		for i := range 100 {
 			wg.Go(func() {
 				for range 10 {
-					w, r := l.Reserve(time.Now(), 10)
+					w, r, _ := l.Reserve(time.Now(), 10, time.Hour)
 					if w > time.Second {
 						r.Cancel(time.Now())
 					}
