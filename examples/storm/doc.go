@@ -1,0 +1,46 @@
+// Package storm is backstop's storm lab: a test suite that drives many
+// virtual clients through real chains (chain.New … Build, the
+// provider/anthropic adapter, the fake provider in-process) inside
+// testing/synctest bubbles, so that minutes of retry storms run in seconds.
+// It prints one table per scenario and asserts each scenario's headline:
+//
+//	go test -v -run Storm ./examples/storm
+//
+// The scenarios, one file each:
+//
+//   - herd_test.go: 200 clients fail together and retry with a 1 s base;
+//     the largest number of arrivals in any 100 ms window, by jitter mode,
+//     then with backstop's defaults (budget and breaker on).
+//   - contention_test.go: 100 clients contend for a provider that admits
+//     one request at a time (the AWS architecture blog's experiment):
+//     total calls and time to finish, by jitter mode.
+//   - outage_test.go: the primary is down for 10 minutes under steady load
+//     while a second tier is healthy: requests sent to the dead primary per
+//     call, with no budget, each budget, the breaker, and all together.
+//   - ratelimit_test.go: 200 clients calling back to back for 3 minutes
+//     against a provider limited to 50 requests per minute that sends the
+//     real rate-limit headers: goodput as a share of the provider's capacity
+//     and 429s per answer, for a naive loop, an SDK-like loop, backstop's
+//     defaults and self-throttling.
+//   - layers_test.go: three stacked retry layers around a failing provider
+//     against backstop as the single layer: requests per action.
+//
+// The retry loops that are not backstop (the naive loop, the official
+// SDKs' loop, the stacked layers) are plain Go in loops_test.go, calling the
+// adapter's Complete directly in the same virtual time.
+//
+// Setting STORM_CSV=path writes the herd's arrivals per 100 ms bucket, one
+// column per jitter mode, to path (a relative path is taken from this
+// package's directory, where go test runs the tests). The plot module beside
+// this package turns that file into docs/herd.svg:
+//
+//	STORM_CSV=herd.csv go test -run StormHerd ./examples/storm
+//	go -C examples/storm/plot run . -in ../herd.csv -out ../../../docs/herd.svg
+//
+// The whole lab takes about 15 seconds of real time on two cores; TestMain
+// prints it. Under the race detector (go test -race), which makes every
+// request several times slower, the two heavy scenarios run a shorter
+// stretch of virtual time (the outage 2 minutes instead of 10, the rate
+// limit 1 minute instead of 3; see race_on_test.go), and their headlines
+// are asserted all the same.
+package storm

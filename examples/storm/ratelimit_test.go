@@ -1,0 +1,272 @@
+package storm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/throttle"
+)
+
+// The rate limit: rlClients clients, each making its next call as soon as
+// the previous one ends, against one target whose provider admits
+// rlPerMinute requests a minute from a token bucket of rlPerMinute (as
+// Anthropic's limits are kept). An admitted request is answered after
+// rlAnswer; a rejected one gets a 429 with retry-after after rlReject.
+const (
+	rlClients   = 200
+	rlPerMinute = 50
+	rlAnswer    = time.Second
+	rlReject    = 500 * time.Millisecond
+	// rlPause is how long a client waits after a call that failed without
+	// any time passing (the chain refused it locally), so that a closed
+	// loop does not spin at one instant of virtual time.
+	rlPause = time.Second
+)
+
+// rlLength is the virtual time each client runs: 3 minutes, 1 under the
+// race detector.
+func rlLength() time.Duration {
+	if raceEnabled {
+		return time.Minute
+	}
+	return 3 * time.Minute
+}
+
+// rlCapacity is what the provider can serve in d: a full bucket at the
+// start plus its refill.
+func rlCapacity(d time.Duration) float64 {
+	return rlPerMinute + rlPerMinute*d.Minutes()
+}
+
+// rateBucket is the provider's request limit, a token bucket kept in exact
+// integer units: one request is a minute of nanoseconds, and it refills
+// rlPerMinute units a nanosecond, so that a client pacing at exactly the
+// limit is never refused by rounding.
+type rateBucket struct {
+	mu       sync.Mutex
+	level    int64 // units
+	at       time.Time
+	end      time.Time // arrivals from end on are not counted
+	admitted int
+	rejected int
+}
+
+const (
+	bucketUnit = int64(time.Minute) // units per request
+	bucketCap  = rlPerMinute * bucketUnit
+)
+
+func newRateBucket(start, end time.Time) *rateBucket {
+	return &rateBucket{level: bucketCap, at: start, end: end}
+}
+
+// serve admits or rejects a request arriving at now, with the
+// anthropic-ratelimit-requests-* headers of the bucket after it.
+func (b *rateBucket) serve(now time.Time) fake.Outcome {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.level = min(bucketCap, b.level+int64(now.Sub(b.at))*rlPerMinute)
+	b.at = now
+	counted := now.Before(b.end)
+	var o fake.Outcome
+	if b.level >= bucketUnit {
+		b.level -= bucketUnit
+		if counted {
+			b.admitted++
+		}
+		o = fake.Answer("ok").After(rlAnswer)
+	} else {
+		if counted {
+			b.rejected++
+		}
+		wait := time.Duration((bucketUnit - b.level + rlPerMinute - 1) / rlPerMinute)
+		o = fake.RateLimited(strconv.Itoa(int((wait + time.Second - 1) / time.Second))).After(rlReject)
+	}
+	full := now.Add(time.Duration((bucketCap - b.level + rlPerMinute - 1) / rlPerMinute))
+	return o.
+		Header("anthropic-ratelimit-requests-limit", strconv.Itoa(rlPerMinute)).
+		Header("anthropic-ratelimit-requests-remaining", strconv.FormatInt(b.level/bucketUnit, 10)).
+		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
+}
+
+// client makes one call, the way a row of the table does.
+type client func(ctx context.Context) error
+
+// rlRun is what one row did.
+type rlRun struct {
+	admitted, rejected int // at the provider, arrivals before the end
+	calls, failed      int // calls made, and failed, before the end
+	refused            int // calls the chain refused without a request (self-throttled)
+}
+
+func rateLimited(t *testing.T, makeClient func(t *testing.T, p llm.Provider, refused func()) client) rlRun {
+	var run rlRun
+	synctest.Test(t, func(t *testing.T) {
+		f := fake.New()
+		start := time.Now()
+		end := start.Add(rlLength())
+		b := newRateBucket(start, end)
+		f.Handle(primaryModel, func(c fake.Call) fake.Outcome { return b.serve(c.Time) })
+		var mu sync.Mutex
+		call := makeClient(t, claude(t, f), func() {
+			mu.Lock()
+			run.refused++
+			mu.Unlock()
+		})
+		// Calls still going at the end may finish: the answer to a
+		// request admitted just before the end arrives rlAnswer later.
+		// The context is cancelled then rather than given a deadline, so
+		// that the chain does not refuse slots past the end of the run.
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		time.AfterFunc(time.Until(end.Add(rlAnswer+time.Millisecond)), cancel)
+		var wg sync.WaitGroup
+		for range rlClients {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					began := time.Now()
+					err := call(ctx)
+					if ctx.Err() != nil {
+						return // cut short by the end of the run
+					}
+					mu.Lock()
+					run.calls++
+					if err != nil {
+						run.failed++
+					}
+					mu.Unlock()
+					if err != nil && time.Since(began) == 0 {
+						if sleep(ctx, rlPause) != nil {
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		run.admitted, run.rejected = b.admitted, b.rejected
+	})
+	return run
+}
+
+// viaChain is a client that calls a chain whose only target is the
+// primary, configured by target.
+func viaChain(target chain.Target) func(*testing.T, llm.Provider, func()) client {
+	return func(t *testing.T, p llm.Provider, refused func()) client {
+		target.Name, target.Provider, target.Model = "primary", p, primaryModel
+		c, err := chain.New("storm").Primary(target).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(ctx context.Context) error {
+			res, err := c.Call(ctx, ask)
+			if err != nil && sent(res, "primary") == 0 && errors.Is(err, throttle.ErrThrottled) {
+				refused()
+			}
+			return err
+		}
+	}
+}
+
+// direct is a client that runs loop around the adapter.
+func direct(loop func(context.Context, llm.Provider, llm.Request) (*llm.Response, error)) func(*testing.T, llm.Provider, func()) client {
+	return func(_ *testing.T, p llm.Provider, _ func()) client {
+		req := ask
+		req.Model = primaryModel
+		return func(ctx context.Context) error {
+			_, err := loop(ctx, p, req)
+			return err
+		}
+	}
+}
+
+// rlMaxWait is the MaxWait the lab gives self-throttling: longer than any
+// queue the clients build here (rlClients slots at 1.2s is 4 minutes; 5.7
+// after one 429 slows the limiter to 0.7), so that calls wait for their
+// slot instead of being refused, and no reservation is cancelled.
+const rlMaxWait = 10 * time.Minute
+
+func TestStormRateLimit(t *testing.T) {
+	length := rlLength()
+	capacity := rlCapacity(length)
+	tb := table{
+		title: fmt.Sprintf("Rate limit: %d clients calling back to back for %v against one target limited to %d requests a minute",
+			rlClients, length, rlPerMinute),
+		shows: fmt.Sprintf("Goodput (answers / capacity; capacity = bucket %d + %d/min refill x %v = %.0f requests) and 429s per answer, by client.",
+			rlPerMinute, rlPerMinute, length, capacity),
+		head: []string{"client", "requests", "answered", "goodput", "429s", "429s per answer", "calls", "failed", "refused locally"},
+	}
+	limit := func(s throttle.Settings) chain.Target { return chain.Target{Throttle: s} }
+	rows := []struct {
+		name   string
+		client func(*testing.T, llm.Provider, func()) client
+		heavy  bool // tens of thousands of requests: run beside the other heavy rows
+	}{
+		{"naive loop (retry at once until answered)", direct(naive), true},
+		{"SDK-like (2 retries, Retry-After honoured)", direct(sdkLike), true},
+		{"backstop defaults", viaChain(chain.Target{}), true},
+		{"throttle 50/min, Burst 50, MaxWait 10m", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute, MaxWait: rlMaxWait})), false},
+		{"throttle 50/min, default Burst, MaxWait 10m", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, MaxWait: rlMaxWait})), false},
+		{"throttle 50/min, Burst 50, default MaxWait", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute})), false},
+		{"throttle Learn only (defaults)", viaChain(limit(throttle.Settings{Learn: true})), false},
+		{"throttle Learn, Burst 50, MaxWait 10m", viaChain(limit(throttle.Settings{Learn: true, Burst: rlPerMinute, MaxWait: rlMaxWait})), false},
+	}
+	const asserted = 3 // the known limit with the lab's Burst and MaxWait
+	runs := make([]rlRun, len(rows))
+	// The heavy rows run in parallel, one bubble each; the throttled rows
+	// run one at a time after them, each with the whole machine, as a
+	// service's limiter would be used from every core.
+	t.Run("heavy", func(t *testing.T) {
+		for i, r := range rows {
+			if r.heavy {
+				t.Run(strconv.Itoa(i), func(t *testing.T) {
+					t.Parallel()
+					runs[i] = rateLimited(t, r.client)
+				})
+			}
+		}
+	})
+	for i, r := range rows {
+		if !r.heavy {
+			runs[i] = rateLimited(t, r.client)
+		}
+	}
+	for i, r := range rows {
+		run := runs[i]
+		tb.row(r.name, run.admitted+run.rejected, run.admitted, float64(run.admitted)/capacity, run.rejected,
+			fmt.Sprintf("%.3f", ratio(run.rejected, run.admitted)), run.calls, run.failed, run.refused)
+	}
+	tb.note("An answer takes %v; a 429 (with retry-after, whole seconds) takes %v. Every response carries the", rlAnswer, rlReject)
+	tb.note("anthropic-ratelimit-requests-limit, -remaining and -reset headers. A client whose call failed without any time passing")
+	tb.note("(refused locally) waits %v before its next call. Goal: goodput within 5%% of capacity, under 0.05 429s per answer.", rlPause)
+	tb.note("Burst 50 matches the provider's bucket (Anthropic keeps an RPM limit as a bucket of that size); the default Burst")
+	tb.note("(one second's worth: 1) leaves the provider's full bucket unused at the start. MaxWait 10m is longer than any queue")
+	tb.note("these clients build (%d slots of 1.2s), so calls wait for their slot instead of being refused. With the default", rlClients)
+	tb.note("MaxWait (5s) most calls find their slot too far away and move on at once (refused locally) without taking it,")
+	tb.note("so the limiter keeps its pace and goodput holds. Learn starts at one request a second until the first headers,")
+	tb.note("then paces at the announced limit; with the default Burst it, too, leaves the provider's initial bucket unused.")
+	tb.note("The budget limits retries, not calls: a client whose retry is refused calls again at once. The defaults send far")
+	tb.note("fewer requests to be refused than the naive loop because each 429's Retry-After closes the target's gate, so the")
+	tb.note("calls in between are refused locally; only self-throttling sends none to be refused.")
+	if raceEnabled {
+		tb.note("Race detector on: %v of traffic instead of 3m.", length)
+	}
+	tb.print(t)
+
+	got := runs[asserted]
+	if share := float64(got.admitted) / capacity; share < 0.95 {
+		t.Errorf("%s: goodput %.3f of capacity, want at least 0.95", rows[asserted].name, share)
+	}
+	if per := ratio(got.rejected, got.admitted); per >= 0.05 {
+		t.Errorf("%s: %.3f 429s per answer, want under 0.05", rows[asserted].name, per)
+	}
+}
