@@ -256,7 +256,7 @@ func TestStormRateLimit(t *testing.T) {
 	tb.note("then paces at the announced limit; with the default Burst it, too, leaves the provider's initial bucket unused.")
 	tb.note("The budget limits retries, not calls: a client whose retry is refused calls again at once. The defaults send far")
 	tb.note("fewer requests to be refused than the naive loop because each 429's Retry-After closes the target's gate, so the")
-	tb.note("calls in between are refused locally; only self-throttling sends none to be refused.")
+	tb.note("calls in between fail at once without a request; only self-throttling sends none to be refused.")
 	if raceEnabled {
 		tb.note("Race detector on: %v of traffic instead of 3m.", length)
 	}
