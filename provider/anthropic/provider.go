@@ -1,9 +1,9 @@
 // Package anthropic is the backstop adapter for Anthropic's Messages API. It
 // owns the Anthropic wire format: the request body, the response and error
-// bodies, the request-id and anthropic-ratelimit-* headers, and the mapping
-// of Anthropic's error types onto llm.Kind. A Provider makes exactly one
-// HTTP request per Complete; retries, waits and fallbacks belong to the
-// chain.
+// bodies, the streamed events, the request-id and anthropic-ratelimit-*
+// headers, and the mapping of Anthropic's error types onto llm.Kind. A
+// Provider makes exactly one HTTP request per Complete or Stream; retries,
+// waits and fallbacks belong to the chain.
 package anthropic
 
 import (
@@ -50,12 +50,15 @@ type Config struct {
 
 	// MaxResponseBytes caps the response body read, success or error; a
 	// longer body fails the attempt with an *llm.Error instead of being
-	// read. Zero means 8 MiB; negative is an error.
+	// read. A stream, whose length has no bound, is capped per line, per
+	// event and in its assembled text instead. Zero means 8 MiB; negative
+	// is an error.
 	MaxResponseBytes int64
 }
 
 // Provider sends requests to the Anthropic Messages API. It implements
-// llm.Provider and is safe for concurrent use. Create one with New.
+// llm.Provider and llm.StreamProvider and is safe for concurrent use.
+// Create one with New.
 type Provider struct {
 	ep wire.Endpoint
 }

@@ -48,11 +48,8 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 	if b.Content == nil {
 		return nil, p.ep.Redact(p.ep.Malformed(r, errors.New(`no "content" array`)))
 	}
-	if b.StopReason == "refusal" {
-		f := p.ep.Failure(r, llm.KindContentFilter)
-		f.Code = b.StopReason
-		f.Message = "the model declined to answer (stop_reason refusal)"
-		return nil, p.ep.Redact(f)
+	if f := p.refused(r, b.StopReason); f != nil {
+		return nil, f
 	}
 	u := b.Usage
 	return &llm.Response{
@@ -67,6 +64,18 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
 	}, nil
+}
+
+// refused returns the error for an answer the model declined to give
+// (stop_reason refusal), the key redacted; nil for any other stop reason.
+func (p *Provider) refused(r *wire.Reply, stopReason string) *llm.Error {
+	if stopReason != "refusal" {
+		return nil
+	}
+	f := p.ep.Failure(r, llm.KindContentFilter)
+	f.Code = stopReason
+	f.Message = "the model declined to answer (stop_reason refusal)"
+	return p.ep.Redact(f)
 }
 
 // text concatenates the text blocks, ignoring the others (tool_use,

@@ -1,9 +1,10 @@
 // Package openai is the backstop adapter for the OpenAI Chat Completions API
 // and the many servers that speak it (Azure OpenAI, vLLM, Ollama, gateways).
 // It owns that wire format: the request body, the response and error bodies,
-// the x-request-id and x-ratelimit-* headers, and the mapping of OpenAI's
-// error codes onto llm.Kind. A Provider makes exactly one HTTP request per
-// Complete; retries, waits and fallbacks belong to the chain.
+// the streamed chunks, the x-request-id and x-ratelimit-* headers, and the
+// mapping of OpenAI's error codes onto llm.Kind. A Provider makes
+// exactly one HTTP request per Complete or Stream; retries, waits and
+// fallbacks belong to the chain.
 package openai
 
 import (
@@ -76,12 +77,15 @@ type Config struct {
 
 	// MaxResponseBytes caps the response body read, success or error; a
 	// longer body fails the attempt with an *llm.Error instead of being
-	// read. Zero means 8 MiB; negative is an error.
+	// read. A stream, whose length has no bound, is capped per line, per
+	// event and in its assembled text instead. Zero means 8 MiB; negative
+	// is an error.
 	MaxResponseBytes int64
 }
 
 // Provider sends requests to a Chat Completions endpoint. It implements
-// llm.Provider and is safe for concurrent use. Create one with New.
+// llm.Provider and llm.StreamProvider and is safe for concurrent use.
+// Create one with New.
 type Provider struct {
 	ep     wire.Endpoint
 	legacy bool

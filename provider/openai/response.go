@@ -48,17 +48,8 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 		return nil, p.ep.Redact(p.ep.Malformed(r, errors.New(`no "choices"`)))
 	}
 	c := &b.Choices[0]
-	switch {
-	case c.FinishReason == "content_filter":
-		f := p.ep.Failure(r, llm.KindContentFilter)
-		f.Code = c.FinishReason
-		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
-		return nil, p.ep.Redact(f)
-	case c.Message.Refusal != "":
-		f := p.ep.Failure(r, llm.KindContentFilter)
-		f.Code = "refusal"
-		f.Message = "the model refused: " + c.Message.Refusal
-		return nil, p.ep.Redact(f)
+	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
+		return nil, f
 	}
 	return &llm.Response{
 		Text:         c.Message.Content,
@@ -72,6 +63,26 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
 	}, nil
+}
+
+// withheld returns the error for an answer withheld by the content filter
+// (finish_reason content_filter) or refused by the model (a refusal text),
+// the key redacted; nil for neither.
+func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Error {
+	var f *llm.Error
+	switch {
+	case finishReason == "content_filter":
+		f = p.ep.Failure(r, llm.KindContentFilter)
+		f.Code = finishReason
+		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
+	case refusal != "":
+		f = p.ep.Failure(r, llm.KindContentFilter)
+		f.Code = "refusal"
+		f.Message = "the model refused: " + refusal
+	default:
+		return nil
+	}
+	return p.ep.Redact(f)
 }
 
 // rateLimit reads the x-ratelimit-* headers.

@@ -1,9 +1,11 @@
 // Package wire is the HTTP plumbing the provider adapters share. It posts one
-// JSON request and reads the reply under a size cap; reads the headers every
-// provider sends (Retry-After, x-should-retry, rate-limit figures); turns
-// transport failures and unreadable bodies into *llm.Error; and redacts the
-// API key from everything an error quotes. It knows no provider's body
-// format: the adapters own their JSON and their error classification.
+// JSON request and reads the reply under a size cap, or opens an event
+// stream and reads its server-sent events incrementally, on the caller's
+// goroutine; reads the headers every provider sends (Retry-After,
+// x-should-retry, rate-limit figures); turns transport failures and
+// unreadable bodies into *llm.Error; and redacts the API key from
+// everything an error quotes. It knows no provider's body format: the
+// adapters own their JSON, their events and their error classification.
 package wire
 
 import (
@@ -68,12 +70,26 @@ var errTooLarge = errors.New("response body too large")
 // deadline), a body over the cap or cut short carries the status and
 // headers. A reply of any status is returned as is for the adapter to parse.
 func (e *Endpoint) Post(ctx context.Context, body []byte) (*Reply, error) {
+	resp, err := e.send(ctx, body, "")
+	if err != nil {
+		return nil, err
+	}
+	return e.read(ctx, resp)
+}
+
+// send posts body with the endpoint's headers (Accept replaced by accept
+// when not empty) and returns the response once its headers have arrived.
+// A transport failure is an *llm.Error carrying the Kind of its cause.
+func (e *Endpoint) send(ctx context.Context, body []byte, accept string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: llm.KindOf(err),
 			Message: "cannot build the HTTP request: " + err.Error(), Err: err})
 	}
 	req.Header = e.Header.Clone()
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	client := e.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -82,8 +98,14 @@ func (e *Endpoint) Post(ctx context.Context, body []byte) (*Reply, error) {
 	if err != nil {
 		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: kindOf(ctx, err), Err: err})
 	}
+	return resp, nil
+}
+
+// read reads resp's body in full under the cap and closes it.
+func (e *Endpoint) read(ctx context.Context, resp *http.Response) (*Reply, error) {
 	defer resp.Body.Close()
 	r := &Reply{Status: resp.StatusCode, Header: resp.Header, Received: time.Now()}
+	var err error
 	r.Body, err = readCapped(resp.Body, resp.ContentLength, e.maxBytes())
 	switch {
 	case err == errTooLarge:
