@@ -98,3 +98,34 @@ func ExampleDecode() {
 	// shipped sonnet false <nil>
 	// shipped last-good true <nil>
 }
+
+// A streamed call: the primary fails before its first chunk, so the chain
+// falls back; the caller sees one clean answer.
+func ExampleChain_Stream() {
+	api := fake.New()
+	api.Script("claude-sonnet-5-5", fake.Overloaded())
+	api.Script("claude-haiku-5", fake.Answer("Your order ships today.").Chunks("Your order ", "ships ", "today."))
+	claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: api.URL(), HTTPClient: api.Client()})
+	c, err := chain.New("support-answer").
+		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5", Retry: retry.Policy{MaxAttempts: 1}}).
+		OrSibling(chain.Target{Name: "haiku", Provider: claude, Model: "claude-haiku-5"}).
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	s := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}}})
+	for chunk, err := range s.Chunks() {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		fmt.Printf("%q\n", chunk.Text)
+	}
+	res, _ := s.Result()
+	fmt.Println("served by", res.Served.Target)
+	// Output:
+	// "Your order "
+	// "ships "
+	// "today."
+	// served by haiku
+}
