@@ -107,6 +107,10 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 	var causes []error
 	begin := time.Duration(-1) // when the first attempt started
 	minWindow := -1            // after a context-length failure: only larger windows
+	if st != nil && st.from > 0 {
+		// A restart: what the walk learned before it still holds.
+		causes, begin, minWindow = st.causes, st.begin, st.minWindow
+	}
 	for i := from; i < len(c.targets); i++ {
 		t := c.targets[i]
 		if minWindow >= 0 && t.ContextWindow <= minWindow {
@@ -141,8 +145,9 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 		}
 		resp, js, kind, err := c.try(ctx, caller, obs, t, ticket, req, res, &begin, st)
 		if err == nil {
-			if st != nil {
+			if st != nil && st.stream != nil {
 				st.target, st.index = t, i
+				st.causes, st.begin, st.minWindow = causes, begin, minWindow
 				return res, t.tel, nil // committed: the stream goes on in Stream
 			}
 			res.serve(t, resp)
@@ -238,13 +243,19 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		}
 		var resp *llm.Response
 		var err error
-		if st == nil {
+		sp, streams := t.Provider.(llm.StreamProvider)
+		if st == nil || !streams {
+			// A provider that does not stream answers whole, through the
+			// ordinary path: validated (and re-asked) before it is shown.
 			resp, err = complete(actx, t, treq, ticket)
 		} else {
-			resp, err = st.open(actx, t, treq)
+			resp, err = st.open(actx, sp, t, treq, ticket)
 		}
 		elapsed := c.clock() - start
-		if st != nil && err == nil {
+		if st != nil && streams && err == nil && resp == nil {
+			st.release()
+		}
+		if st != nil && streams && err == nil && resp != nil {
 			// Committed: the attempt goes on while the caller reads, and
 			// is reported when the stream ends.
 			st.commit(obs, cancel, span, ticket, n, start, elapsed)

@@ -101,19 +101,25 @@ type streamState struct {
 	from        int // the first target to try (after a restart)
 
 	// the committed attempt
-	target  *target
-	index   int
-	stream  llm.Stream
-	sctx    context.Context // the context the provider streams under
-	first   llm.Chunk
-	whole   *llm.Response // a provider that does not stream answered whole
-	cancel  context.CancelFunc
-	idle    context.CancelCauseFunc
-	timer   *time.Timer
-	span    tracing.Attempt
-	ticket  breaker.Ticket
-	n       int
-	started time.Duration
+	target *target
+	index  int
+	stream llm.Stream
+	sctx   context.Context // the context the provider streams under
+	first  llm.Chunk
+	eof    bool // the stream ended with its first read
+	done   bool // finish has reported the attempt
+
+	// what the walk learned, kept across a restart
+	causes    []error
+	begin     time.Duration
+	minWindow int
+	cancel    context.CancelFunc
+	idle      context.CancelCauseFunc
+	timer     *time.Timer
+	span      tracing.Attempt
+	ticket    breaker.Ticket
+	n         int
+	started   time.Duration
 }
 
 var (
@@ -121,15 +127,17 @@ var (
 	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout"}
 )
 
-// open starts the stream of one attempt and reads its first chunk.
-func (st *streamState) open(ctx context.Context, t *target, req llm.Request) (*llm.Response, error) {
-	sp, ok := t.Provider.(llm.StreamProvider)
-	if !ok {
-		resp, err := t.Provider.Complete(ctx, req)
-		if err == nil && resp != nil {
-			st.whole, st.stream = resp, nil
-		}
-		return resp, err
+// open starts the stream of one attempt and reads its first chunk. A
+// provider that panics has the breaker ticket released first, as Call's
+// attempts do.
+func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, t *target, req llm.Request, ticket breaker.Ticket) (resp *llm.Response, err error) {
+	if ticket.Held() {
+		defer func() {
+			if p := recover(); p != nil {
+				ticket.Report(retry.Excluded)
+				panic(p)
+			}
+		}()
 	}
 	ctx, idle := context.WithCancelCause(ctx)
 	var timer *time.Timer
@@ -150,27 +158,37 @@ func (st *streamState) open(ctx context.Context, t *target, req llm.Request) (*l
 	if err != nil {
 		return fail(err)
 	}
+	if s == nil {
+		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "provider returned neither a stream nor an error"})
+	}
 	first, err := s.Next()
-	if err == io.EOF {
+	st.eof = err == io.EOF
+	if st.eof {
 		err = nil // an empty answer, complete
 	}
 	if err != nil {
 		s.Close()
 		return fail(err)
 	}
-	if timer != nil {
-		timer.Stop()
+	if timer != nil && !timer.Stop() && context.Cause(ctx) == errFirstChunk {
+		s.Close()
+		return fail(errFirstChunk)
 	}
-	st.stream, st.sctx, st.first, st.whole, st.idle = s, ctx, first, nil, idle
+	resp = s.Response()
+	if resp == nil {
+		s.Close()
+		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
+	}
+	st.stream, st.sctx, st.first, st.idle = s, ctx, first, idle
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
 	}
-	return s.Response(), nil
+	return resp, nil
 }
 
 // commit keeps what the attempt needs until the stream ends.
 func (st *streamState) commit(obs *tracing.Call, cancel context.CancelFunc, span tracing.Attempt, ticket breaker.Ticket, n int, started, firstChunk time.Duration) {
-	st.cancel, st.span, st.ticket, st.n, st.started = cancel, span, ticket, n, started
+	st.cancel, st.span, st.ticket, st.n, st.started, st.done = cancel, span, ticket, n, started, false
 	obs.FirstChunk(span, firstChunk)
 }
 
@@ -182,7 +200,6 @@ func (st *streamState) release() {
 	}
 	if st.stream != nil {
 		st.stream.Close()
-		st.stream = nil
 	}
 	if st.idle != nil {
 		st.idle(nil)
@@ -236,8 +253,20 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 }
 
 // walk is run without the telemetry's start and end.
-func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (*tracing.Target, error) {
+func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (served *tracing.Target, err error) {
 	c := s.c
+	defer func() {
+		if p := recover(); p != nil {
+			// The provider or the caller's loop panicked mid-stream: release
+			// the breaker's ticket (a half-open probe slot would be held for
+			// good), end the span, close the stream; then panic on.
+			if st.target != nil && st.stream != nil && !st.done {
+				s.finish(st, obs, errPanicked, true)
+				st.release()
+			}
+			panic(p)
+		}
+	}()
 	for {
 		res, served, err := c.call(st.ctx, obs, s.req, st)
 		s.res, st.res = res, res
@@ -245,40 +274,57 @@ func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, erro
 			yield(Chunk{}, err)
 			return nil, err
 		}
-		if st.target == nil || st.stream == nil && st.whole == nil {
-			// A degradation (or a target answering whole) served: one chunk.
+		if st.target == nil || st.stream == nil {
+			// A degradation, or a target that does not stream, answered
+			// whole (validated like any Call): one chunk.
 			yield(Chunk{Text: res.Text}, nil)
 			return served, nil
 		}
 		t := st.target
-		err, stopped := s.relay(st, obs, yield)
+		ferr, stopped := s.relay(st, obs, yield)
 		if stopped {
 			s.abandoned = true
 			return t.tel, nil // the caller broke out of the loop
 		}
-		if err == nil {
+		if ferr == nil {
 			return t.tel, nil
 		}
-		if llm.KindOf(err) == llm.KindCanceled {
-			yield(Chunk{}, err)
-			return nil, err
-		}
-		if !c.restart || st.index+1 >= len(c.targets) {
-			ierr := &IncompleteError{Target: t.Name, Partial: res.Text, Err: err}
+		kind := llm.KindOf(ferr)
+		partial := res.Text
+		incomplete := func() (*tracing.Target, error) {
+			ierr := fmt.Errorf("chain %q: %w", c.name, &IncompleteError{Target: t.Name, Partial: partial, Err: ferr})
 			yield(Chunk{}, ierr)
-			return nil, fmt.Errorf("chain %q: %w", c.name, ierr)
+			return nil, ierr
 		}
-		// Restart: say so, forget the partial answer, go on from the next
+		if kind == llm.KindCanceled || !c.restart || st.index+1 >= len(c.targets) {
+			return incomplete()
+		}
+		// A restart follows the decision table's next-target column, as
+		// the walk does.
+		switch t.table.Rule(kind).Fallback {
+		case retry.Stop:
+			return incomplete()
+		case retry.IfAllowed:
+			if !c.contentFallback {
+				return incomplete()
+			}
+		case retry.LargerContext:
+			st.minWindow = max(st.minWindow, t.ContextWindow)
+		}
+		st.causes = append(st.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
+		// Restart: forget the partial answer, say so, go on from the next
 		// target.
+		res.Response, res.Served, res.JSON = llm.Response{}, Served{}, nil
 		s.restarts++
 		if !yield(Chunk{Restart: true}, nil) {
 			s.abandoned = true
 			return nil, nil
 		}
-		res.Response, res.Served, res.JSON = llm.Response{}, Served{}, nil
-		st.from, st.target = st.index+1, nil
+		st.from, st.target, st.stream = st.index+1, nil, nil
 	}
 }
+
+var errPanicked = errors.New("the stream panicked")
 
 // relay streams the committed attempt to yield. It returns the failure
 // that ended it (nil for a complete, valid answer), or stopped when the
@@ -286,43 +332,37 @@ func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, erro
 func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (err error, stopped bool) {
 	c, t, res := s.c, st.target, st.res
 	defer st.release()
-	var text []byte
-	if st.whole != nil {
-		text = append(text, st.whole.Text...)
-		if !yield(Chunk{Text: st.whole.Text}, nil) {
+	text := []byte(st.first.Text)
+	res.Text = st.first.Text
+	if st.first.Text != "" {
+		st.pause()
+		ok := yield(Chunk{Text: st.first.Text}, nil)
+		st.resume(t)
+		if !ok {
 			s.finish(st, obs, nil, true)
 			return nil, true
 		}
-	} else {
-		text = append(text, st.first.Text...)
-		if st.first.Text != "" && !yield(Chunk{Text: st.first.Text}, nil) {
+	}
+	for !st.eof {
+		ch, nerr := st.stream.Next()
+		if nerr == io.EOF {
+			break
+		}
+		if nerr != nil {
+			err = s.classify(st, nerr)
+			break
+		}
+		text = append(text, ch.Text...)
+		res.Text = string(text)
+		st.pause() // the caller's time is not the provider's silence
+		ok := yield(Chunk{Text: ch.Text}, nil)
+		st.resume(t)
+		if !ok {
 			s.finish(st, obs, nil, true)
 			return nil, true
 		}
-		for {
-			ch, nerr := st.stream.Next()
-			if nerr == io.EOF {
-				break
-			}
-			if nerr != nil {
-				err = s.classify(st, nerr)
-				break
-			}
-			if st.timer != nil {
-				st.timer.Reset(t.IdleTimeout)
-			}
-			text = append(text, ch.Text...)
-			if !yield(Chunk{Text: ch.Text}, nil) {
-				s.finish(st, obs, nil, true)
-				return nil, true
-			}
-		}
 	}
-	resp := st.whole
-	if resp == nil {
-		resp = st.stream.Response()
-	}
-	r := *resp
+	r := *st.stream.Response()
 	r.Text = string(text)
 	res.serve(t, &r)
 	if err == nil && t.schema != nil {
@@ -341,39 +381,75 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 	return err, false
 }
 
+// pause stops the idle timer while the caller handles a chunk.
+func (st *streamState) pause() {
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+}
+
+// resume restarts the idle timer before the next read.
+func (st *streamState) resume(t *target) {
+	if st.timer != nil {
+		st.timer.Reset(t.IdleTimeout)
+	}
+}
+
 // classify turns a failure while reading into the error to report: our
-// idle timer's cancellation is KindTimeout, the caller's KindCanceled.
+// timers' cancellations are KindTimeout, the caller's KindCanceled, and a
+// cancellation the caller did not ask for (the chain's deadline) is not
+// the caller's: Timeout when a deadline passed, else Unknown.
 func (s *Stream) classify(st *streamState, err error) error {
-	if context.Cause(st.sctx) == errIdle {
+	switch context.Cause(st.sctx) {
+	case errIdle:
 		return errIdle
+	case errFirstChunk:
+		return errFirstChunk
 	}
 	if cerr := canceled(st.caller); cerr != nil {
 		return &llm.Error{Provider: "backstop", Kind: llm.KindCanceled, Err: cerr}
 	}
+	if llm.KindOf(err) == llm.KindCanceled {
+		if errors.Is(st.sctx.Err(), context.DeadlineExceeded) {
+			return &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "the deadline passed during the stream", Err: err}
+		}
+		return &llm.Error{Provider: "backstop", Kind: llm.KindUnknown, Message: "the stream was canceled", Err: err}
+	}
 	return err
 }
 
-// finish reports the committed attempt: to its breaker, budget, span and
-// the result's record of it.
+// finish reports the committed attempt, once: to its breaker, budget,
+// throttle, span and the result's record of it.
 func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned bool) {
+	if st.done {
+		return
+	}
+	st.done = true
 	c, t, res := s.c, st.target, st.res
 	elapsed := c.clock() - st.started
 	now := c.epoch.Add(st.started + elapsed)
 	a := &res.Attempts[len(res.Attempts)-1]
 	a.Duration = elapsed
-	var resp *llm.Response
-	if st.whole != nil {
-		resp = st.whole
-	} else if st.stream != nil {
-		resp = st.stream.Response()
+	resp := st.stream.Response()
+	if t.throttle != nil {
+		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
 	switch {
 	case abandoned:
 		st.ticket.ReportAt(retry.Excluded, now)
-		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindCanceled, errAbandoned, elapsed)
+		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, At: now})
+		kind := llm.KindCanceled
+		if err == nil {
+			err = errAbandoned
+		}
+		obs.EndAttempt(st.span, t.tel, resp, 200, kind, err, elapsed)
 	case err != nil:
 		a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
-		st.ticket.ReportAt(t.table.Rule(a.Kind).Breaker, now)
+		verdict := t.table.Rule(a.Kind).Breaker
+		if a.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && st.ctx.Err() != nil {
+			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
+		}
+		st.ticket.ReportAt(verdict, now)
 		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, At: now})
 		obs.EndAttempt(st.span, t.tel, resp, 200, a.Kind, err, elapsed)
 	default:
