@@ -12,7 +12,9 @@ import (
 // Set return an error quickly, not hang, when ctx allows, since a call to the
 // chain waits on them.
 //
-// Memory is the in-process implementation.
+// Memory is the in-process implementation; Redis is shared between
+// processes, and reports a Redis that is down or slow as ErrUnavailable
+// within its Timeout.
 type Store interface {
 	// Get returns the entry stored under key. ok is false, with a nil
 	// error, when there is none or it has expired. An error means the
@@ -41,7 +43,7 @@ type Entry struct {
 
 var (
 	// ErrInvalidConfig is matched by every error a store's constructor
-	// (NewMemory) returns.
+	// (NewMemory, NewRedis) returns.
 	ErrInvalidConfig = errors.New("cache: invalid configuration")
 	// ErrInvalidTTL is matched by the error Set returns for a negative
 	// ttl. Use 0 for the store's default.

@@ -1,0 +1,277 @@
+package cache
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of RedisOptions' zero fields.
+const (
+	// DefaultRedisPrefix is the namespace of a Redis store's keys when
+	// RedisOptions.Prefix is empty.
+	DefaultRedisPrefix = "backstop:lastgood:"
+	// DefaultRedisTimeout bounds each Get and Set of a Redis store when
+	// RedisOptions.Timeout is 0.
+	DefaultRedisTimeout = 50 * time.Millisecond
+)
+
+// Errors of a Redis store, beside ErrInvalidConfig and ErrInvalidTTL.
+var (
+	// ErrUnavailable is matched by the errors Get and Set of a Redis store
+	// return when Redis did not answer within the store's Timeout, could
+	// not be reached, or answered with an error; the cause is wrapped too.
+	// A chain serves without the store then: it reads and writes the
+	// store's answers only as a fallback, and must not fail because of it.
+	ErrUnavailable = errors.New("cache: store unavailable")
+	// ErrMalformed is matched by the error Get returns when the value under
+	// a key is not in the format Set writes (another program wrote it, or
+	// another version of this package in a format it does not know).
+	ErrMalformed = errors.New("cache: malformed stored value")
+)
+
+// RedisOptions configures NewRedis. The zero value means every default.
+type RedisOptions struct {
+	// Prefix is put before every key, so that the store's keys have a
+	// namespace of their own in a Redis shared with other uses. Empty means
+	// DefaultRedisPrefix ("backstop:lastgood:"). Stores that share a Redis
+	// and a Prefix share their answers: replicas of one service should.
+	Prefix string
+	// TTL is how long an answer is kept when Set is given ttl 0. 0 means
+	// DefaultTTL (24h); negative is an error. Every key the store writes
+	// expires: nothing lingers in Redis.
+	TTL time.Duration
+	// Timeout bounds each Get and Set, on top of the caller's context: a
+	// slow or unreachable Redis costs a call at most this long, after which
+	// Get and Set return an error matching ErrUnavailable. 0 means
+	// DefaultRedisTimeout (50ms); negative is an error. Keep it short: the
+	// store is read when every model has failed and written after every
+	// answer.
+	Timeout time.Duration
+}
+
+// Redis is a Store in Redis (or any server speaking its protocol, such as
+// Valkey), through a github.com/redis/go-redis/v9 client, so that the
+// replicas of a service share their last-known-good answers. It is safe for
+// concurrent use. Build one with NewRedis; the zero value is not usable.
+//
+// Each entry is one Redis string under RedisOptions.Prefix followed by the
+// store key, written with SET ... PX, so that Redis expires it, ttl after
+// the Set (rounded up to a whole millisecond), on the server's clock. The
+// value is a 13-byte header followed by Entry.Value:
+//
+//	byte 0      format version, 1
+//	bytes 1-8   Entry.Stored as Unix seconds, int64 big-endian
+//	bytes 9-12  Entry.Stored's nanoseconds within the second, uint32 big-endian
+//	bytes 13-   Entry.Value, as given
+//
+// Get returns Stored as the same instant (time.Time.Equal), in the local
+// time zone and without a monotonic clock reading.
+//
+// A Redis starts no goroutine of its own and holds nothing to close: the
+// client is the caller's, to share and to close. Get and Set never wait for
+// Redis longer than the Timeout: a Redis that is down or slow makes them
+// return an error matching ErrUnavailable, which a chain treats as "no
+// answer remembered" and carries on. The caller's context bounds them
+// too: its deadline exactly; its cancellation when go-redis next looks at
+// it (waiting for a connection, dialing, between retries), which go-redis
+// does not do during a read or write, so a cancellation may take effect
+// only at the Timeout.
+type Redis struct {
+	client  redis.UniversalClient
+	prefix  string
+	ttl     time.Duration
+	timeout time.Duration
+}
+
+var _ Store = (*Redis)(nil)
+
+// Layout of a stored value; see Redis.
+const (
+	redisFormat    = 1
+	redisHeaderLen = 1 + 8 + 4
+)
+
+// NewRedis returns a store that keeps its entries in Redis through client,
+// configured by opts (the zero RedisOptions for every default). Errors match
+// ErrInvalidConfig and name what to change: a nil client, a negative TTL or
+// Timeout, or a client whose options do not bound commands by their context.
+//
+// The client must honour its contexts' deadlines, or the Timeout could not
+// bound a Get or Set: in go-redis that is Options.ContextTimeoutEnabled (and
+// the same field of ClusterOptions, RingOptions, FailoverOptions and
+// UniversalOptions). NewRedis checks it on *redis.Client,
+// *redis.ClusterClient and *redis.Ring; another implementation of
+// redis.UniversalClient must honour them itself. For example:
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	store, err := cache.NewRedis(client, cache.RedisOptions{})
+func NewRedis(client redis.UniversalClient, opts RedisOptions) (*Redis, error) {
+	var errs []error
+	if err := checkClient(client); err != nil {
+		errs = append(errs, err)
+	}
+	if opts.TTL < 0 {
+		errs = append(errs, fmt.Errorf("%w: redis store: TTL is %v; it must not be negative (0 means %v)", ErrInvalidConfig, opts.TTL, DefaultTTL))
+	}
+	if opts.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", ErrInvalidConfig, opts.Timeout, DefaultRedisTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r := &Redis{client: client, prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout}
+	if r.prefix == "" {
+		r.prefix = DefaultRedisPrefix
+	}
+	if r.ttl == 0 {
+		r.ttl = DefaultTTL
+	}
+	if r.timeout == 0 {
+		r.timeout = DefaultRedisTimeout
+	}
+	return r, nil
+}
+
+// checkClient rejects a nil client and a go-redis client that ignores its
+// contexts' deadlines.
+func checkClient(client redis.UniversalClient) error {
+	const fix = "; set ContextTimeoutEnabled: true in its options, or a slow Redis would hold a call for the client's ReadTimeout instead of the store's Timeout"
+	var enabled bool
+	switch c := client.(type) {
+	case nil:
+		return fmt.Errorf("%w: redis store: client is nil; pass a go-redis client such as redis.NewClient(&redis.Options{Addr: ..., ContextTimeoutEnabled: true})", ErrInvalidConfig)
+	case *redis.Client:
+		if c == nil {
+			return fmt.Errorf("%w: redis store: client is a nil *redis.Client", ErrInvalidConfig)
+		}
+		enabled = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		if c == nil {
+			return fmt.Errorf("%w: redis store: client is a nil *redis.ClusterClient", ErrInvalidConfig)
+		}
+		enabled = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		if c == nil {
+			return fmt.Errorf("%w: redis store: client is a nil *redis.Ring", ErrInvalidConfig)
+		}
+		enabled = c.Options().ContextTimeoutEnabled
+	default:
+		return nil // cannot be checked; see NewRedis
+	}
+	if !enabled {
+		return fmt.Errorf("%w: redis store: client: ContextTimeoutEnabled is false%s", ErrInvalidConfig, fix)
+	}
+	return nil
+}
+
+// Get returns the entry stored under key, in the store's own copy of the
+// bytes Redis sent. ok is false, with a nil error, when there is none or it
+// has expired. Errors: ctx.Err() when ctx is already done (Redis is not
+// asked); the caller's ctx error, wrapped, when ctx ends while Redis is
+// asked; an error matching ErrUnavailable, wrapping the cause, when Redis
+// did not answer within the Timeout, could not be reached or answered with
+// an error; an error matching ErrMalformed when the value under the key is
+// not in the store's format, or not a string at all.
+func (r *Redis) Get(ctx context.Context, key string) (Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, false, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	b, err := r.client.Get(tctx, r.prefix+key).Bytes()
+	cancel()
+	if errors.Is(err, redis.Nil) {
+		return Entry{}, false, nil
+	}
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return Entry{}, false, fmt.Errorf("%w: redis store: get of key %q: %w", ErrMalformed, r.prefix+key, err)
+	}
+	if err != nil {
+		return Entry{}, false, r.failed(ctx, "get", err)
+	}
+	e, err := decodeRedis(b)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("%w: redis store: get of key %q: %w", ErrMalformed, r.prefix+key, err)
+	}
+	return e, true, nil
+}
+
+// Set stores e under key for ttl (0 means the store's TTL), replacing any
+// entry already there. A zero e.Stored is set to time.Now(). Errors, and
+// nothing stored: ctx.Err() when ctx is already done; an error matching
+// ErrInvalidTTL when ttl is negative; and, as for Get, the caller's ctx
+// error or an error matching ErrUnavailable when Redis did not confirm the
+// write in time (it may have been made all the same).
+func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ttl < 0 {
+		return fmt.Errorf("%w: redis store: ttl is %v; it must not be negative (0 means the store's default, %v)", ErrInvalidTTL, ttl, r.ttl)
+	}
+	if ttl == 0 {
+		ttl = r.ttl
+	}
+	// Redis counts whole milliseconds: round up, so that an entry never
+	// expires before it was asked to (and a ttl under 1ms is not 0).
+	ttl = (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
+	if e.Stored.IsZero() {
+		e.Stored = time.Now()
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	err := r.client.Set(tctx, r.prefix+key, encodeRedis(e), ttl).Err()
+	cancel()
+	if err != nil {
+		return r.failed(ctx, "set", err)
+	}
+	return nil
+}
+
+// failed wraps an error from the client: the caller's own context error
+// when ctx has ended, ErrUnavailable otherwise.
+func (r *Redis) failed(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("redis store: %s: %w", op, err)
+		}
+		return fmt.Errorf("redis store: %s: %w (%v)", op, cerr, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", ErrUnavailable, op, r.timeout, err)
+	}
+	return fmt.Errorf("%w: redis store: %s: %w", ErrUnavailable, op, err)
+}
+
+// encodeRedis returns e in the stored format; see Redis.
+func encodeRedis(e Entry) []byte {
+	b := make([]byte, redisHeaderLen, redisHeaderLen+len(e.Value))
+	b[0] = redisFormat
+	binary.BigEndian.PutUint64(b[1:9], uint64(e.Stored.Unix()))
+	binary.BigEndian.PutUint32(b[9:13], uint32(e.Stored.Nanosecond()))
+	return append(b, e.Value...)
+}
+
+// decodeRedis parses a value in the stored format; b's bytes become the
+// Entry's Value.
+func decodeRedis(b []byte) (Entry, error) {
+	if len(b) < redisHeaderLen {
+		return Entry{}, fmt.Errorf("%d bytes, shorter than the %d-byte header", len(b), redisHeaderLen)
+	}
+	if b[0] != redisFormat {
+		return Entry{}, fmt.Errorf("format version %d; this version reads %d", b[0], redisFormat)
+	}
+	sec := int64(binary.BigEndian.Uint64(b[1:9]))
+	nsec := binary.BigEndian.Uint32(b[9:13])
+	if nsec >= uint32(time.Second) {
+		return Entry{}, fmt.Errorf("stored time has %d nanoseconds within its second", nsec)
+	}
+	stored := time.Unix(sec, int64(nsec))
+	if stored.Unix() != sec { // beyond time.Time's range
+		return Entry{}, fmt.Errorf("stored time of %d Unix seconds is out of range", sec)
+	}
+	return Entry{Value: b[redisHeaderLen:len(b):len(b)], Stored: stored}, nil
+}

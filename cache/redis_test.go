@@ -1,0 +1,694 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/backstop-llm/backstop/internal/redistest"
+)
+
+// newRedisClient returns a client of addr that honours its contexts'
+// deadlines, closed when the test ends. Its ReadTimeout and WriteTimeout
+// stay at go-redis's defaults (seconds): a store call that ends sooner does
+// so because of the store's Timeout.
+func newRedisClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func newRedis(t testing.TB, c redis.UniversalClient, opts RedisOptions) *Redis {
+	t.Helper()
+	r, err := NewRedis(c, opts)
+	if err != nil {
+		t.Fatalf("NewRedis(%+v): %v", opts, err)
+	}
+	return r
+}
+
+// testTimeout is the store's Timeout in tests that are not about it: long
+// enough for a machine busy with the race detector and other packages.
+const testTimeout = 5 * time.Second
+
+// newMiniRedis returns a store on an in-process miniredis server, closed
+// (with the client) when the test ends. A zero opts.Timeout is testTimeout.
+func newMiniRedis(t testing.TB, opts RedisOptions) (*Redis, *miniredis.Miniredis) {
+	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = testTimeout
+	}
+	m := miniredis.RunT(t)
+	return newRedis(t, newRedisClient(t, m.Addr()), opts), m
+}
+
+func TestNewRedisDefaults(t *testing.T) {
+	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), RedisOptions{})
+	if r.prefix != DefaultRedisPrefix || r.ttl != DefaultTTL || r.timeout != DefaultRedisTimeout {
+		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultRedisPrefix, DefaultTTL, DefaultRedisTimeout)
+	}
+	r, _ = newMiniRedis(t, RedisOptions{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
+	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {
+		t.Fatalf("options not kept: prefix %q ttl %v timeout %v", r.prefix, r.ttl, r.timeout)
+	}
+}
+
+func TestNewRedisInvalid(t *testing.T) {
+	m := miniredis.RunT(t)
+	good := newRedisClient(t, m.Addr())
+	noCtx := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = noCtx.Close() })
+	noCtxCluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
+	t.Cleanup(func() { _ = noCtxCluster.Close() })
+	noCtxRing := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": m.Addr()}})
+	t.Cleanup(func() { _ = noCtxRing.Close() })
+
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		opts   RedisOptions
+		want   []string // in the message
+	}{
+		{"nil client", nil, RedisOptions{}, []string{"client is nil"}},
+		{"typed nil client", (*redis.Client)(nil), RedisOptions{}, []string{"nil *redis.Client"}},
+		{"typed nil cluster", (*redis.ClusterClient)(nil), RedisOptions{}, []string{"nil *redis.ClusterClient"}},
+		{"typed nil ring", (*redis.Ring)(nil), RedisOptions{}, []string{"nil *redis.Ring"}},
+		{"no context timeouts", noCtx, RedisOptions{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
+		{"cluster without context timeouts", noCtxCluster, RedisOptions{}, []string{"ContextTimeoutEnabled is false"}},
+		{"ring without context timeouts", noCtxRing, RedisOptions{}, []string{"ContextTimeoutEnabled is false"}},
+		{"negative TTL", good, RedisOptions{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
+		{"negative Timeout", good, RedisOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
+		{"all at once", nil, RedisOptions{TTL: -1, Timeout: -1}, []string{"client is nil", "TTL is", "Timeout is"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRedis(tc.client, tc.opts)
+			if r != nil || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("NewRedis = %v, %v; want nil and an error matching ErrInvalidConfig", r, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A store on a client NewRedis cannot inspect is accepted.
+func TestNewRedisOtherClient(t *testing.T) {
+	m := miniredis.RunT(t)
+	type wrapped struct{ redis.UniversalClient }
+	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, RedisOptions{Timeout: testTimeout})
+	mustSet(t, r, "q", "a", 0)
+	wantValue(t, r, "q", "a")
+}
+
+func TestRedisGetSet(t *testing.T) {
+	ctx := context.Background()
+	r, m := newMiniRedis(t, RedisOptions{})
+	if e, ok, err := r.Get(ctx, "absent"); ok || err != nil || e.Value != nil || !e.Stored.IsZero() {
+		t.Fatalf("Get of an absent key = %+v, %v, %v; want zero Entry, false, nil", e, ok, err)
+	}
+	stored := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	if err := r.Set(ctx, "q1", Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := r.Get(ctx, "q1")
+	if err != nil || !ok {
+		t.Fatalf("Get = ok %v, err %v", ok, err)
+	}
+	if string(e.Value) != `{"text":"a1"}` || !e.Stored.Equal(stored) {
+		t.Fatalf("Get = %q stored %v; want the entry as Set", e.Value, e.Stored)
+	}
+
+	// Replacing.
+	mustSet(t, r, "q1", "a2", 0)
+	wantValue(t, r, "q1", "a2")
+
+	// A zero Stored is the time of the Set.
+	before := time.Now()
+	mustSet(t, r, "q2", "b", 0)
+	after := time.Now()
+	e, _, _ = r.Get(ctx, "q2")
+	if e.Stored.Before(before.Round(0)) || e.Stored.After(after) {
+		t.Fatalf("Stored = %v; want the time of the Set, in [%v, %v]", e.Stored, before, after)
+	}
+
+	// Stored times far from now survive: before 1970, and past 2262 (the
+	// end of int64 Unix nanoseconds).
+	for _, st := range []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(1960, 5, 5, 5, 5, 5, 999999999, time.UTC),
+		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if err := r.Set(ctx, "old", Entry{Value: []byte("x"), Stored: st}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if e, _, _ := r.Get(ctx, "old"); !e.Stored.Equal(st) {
+			t.Fatalf("Stored %v came back as %v", st, e.Stored)
+		}
+	}
+
+	// Empty and binary values.
+	for _, v := range [][]byte{nil, {}, {0, 1, 0xff, '\r', '\n'}, bytes.Repeat([]byte("z"), 1<<20)} {
+		if err := r.Set(ctx, "bin", Entry{Value: v}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok, err := r.Get(ctx, "bin"); !ok || err != nil || !bytes.Equal(e.Value, v) {
+			t.Fatalf("Get of a %d-byte value = %d bytes, %v, %v", len(v), len(e.Value), ok, err)
+		}
+	}
+
+	// The stored format: version 1, Unix seconds, nanoseconds, the value.
+	if err := r.Set(ctx, "fmt", Entry{Value: []byte("v"), Stored: time.Unix(0x0102030405, 0x0a0b0c0d)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.Get(DefaultRedisPrefix + "fmt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\x01\x00\x00\x00\x01\x02\x03\x04\x05\x0a\x0b\x0c\x0dv"; raw != want {
+		t.Fatalf("stored %q; want %q", raw, want)
+	}
+}
+
+func TestRedisPrefix(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c := newRedisClient(t, m.Addr())
+	def := newRedis(t, c, RedisOptions{Timeout: testTimeout})
+	a := newRedis(t, c, RedisOptions{Prefix: "svc-a:", Timeout: testTimeout})
+	a2 := newRedis(t, c, RedisOptions{Prefix: "svc-a:", Timeout: testTimeout})
+	b := newRedis(t, c, RedisOptions{Prefix: "svc-b:", Timeout: testTimeout})
+
+	mustSet(t, def, "q", "default", 0)
+	mustSet(t, a, "q", "from a", 0)
+	if got, want := strings.Join(m.Keys(), " "), "backstop:lastgood:q svc-a:q"; got != want {
+		t.Fatalf("keys %q; want %q", got, want)
+	}
+	wantValue(t, def, "q", "default")
+	wantValue(t, a2, "q", "from a") // same prefix: shared, as replicas share
+	if _, ok, err := b.Get(ctx, "q"); ok || err != nil {
+		t.Fatalf("another prefix sees the entry: ok %v, err %v", ok, err)
+	}
+	// Keys that only differ in a way a prefix could hide stay apart.
+	mustSet(t, b, "x:q", "bx", 0)
+	if present(t, a, "x:q") {
+		t.Fatal("svc-a:x:q is served though only svc-b:x:q was set")
+	}
+}
+
+func TestRedisTTL(t *testing.T) {
+	ctx := context.Background()
+	r, m := newMiniRedis(t, RedisOptions{Prefix: "p:", TTL: time.Hour})
+	mustSet(t, r, "default", "d", 0)
+	mustSet(t, r, "short", "s", time.Minute)
+	mustSet(t, r, "sub-ms", "u", time.Microsecond)
+	mustSet(t, r, "odd", "o", 1500*time.Microsecond)
+	for key, want := range map[string]time.Duration{
+		"p:default": time.Hour,
+		"p:short":   time.Minute,
+		"p:sub-ms":  time.Millisecond,     // rounded up, never 0
+		"p:odd":     2 * time.Millisecond, // rounded up to a whole millisecond
+	} {
+		if got := m.TTL(key); got != want {
+			t.Errorf("TTL of %s = %v; want %v", key, got, want)
+		}
+	}
+
+	m.FastForward(time.Minute - time.Millisecond)
+	wantValue(t, r, "short", "s")
+	m.FastForward(time.Millisecond)
+	if present(t, r, "short") {
+		t.Fatal("an entry is served at the end of its ttl")
+	}
+	wantValue(t, r, "default", "d")
+	m.FastForward(time.Hour)
+	if present(t, r, "default") {
+		t.Fatal("an entry is served after the store's TTL")
+	}
+
+	// A Set restarts the clock.
+	mustSet(t, r, "again", "1", time.Minute)
+	m.FastForward(50 * time.Second)
+	mustSet(t, r, "again", "2", time.Minute)
+	m.FastForward(50 * time.Second)
+	wantValue(t, r, "again", "2")
+
+	// A negative ttl stores nothing.
+	err := r.Set(ctx, "neg", Entry{Value: []byte("n")}, -time.Second)
+	if !errors.Is(err, ErrInvalidTTL) || !strings.Contains(err.Error(), "0 means the store's default, 1h0m0s") {
+		t.Fatalf("Set with a negative ttl: %v; want ErrInvalidTTL naming the default", err)
+	}
+	if present(t, r, "neg") {
+		t.Fatal("a Set with a negative ttl stored the entry")
+	}
+	// Every key the store wrote expires.
+	for _, k := range m.Keys() {
+		if m.TTL(k) <= 0 {
+			t.Errorf("key %s has no TTL", k)
+		}
+	}
+}
+
+func TestRedisCopies(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newMiniRedis(t, RedisOptions{})
+	v := []byte("original")
+	if err := r.Set(ctx, "q", Entry{Value: v}, 0); err != nil {
+		t.Fatal(err)
+	}
+	copy(v, "CHANGED!")
+	e, _, _ := r.Get(ctx, "q")
+	if string(e.Value) != "original" {
+		t.Fatalf("changing the Set bytes changed the entry: %q", e.Value)
+	}
+	copy(e.Value, "CHANGED!")
+	_ = append(e.Value, "more"...)
+	e2, _, _ := r.Get(ctx, "q")
+	if string(e2.Value) != "original" {
+		t.Fatalf("changing the returned bytes changed the entry: %q", e2.Value)
+	}
+	if &e.Value[0] == &e2.Value[0] {
+		t.Fatal("two Gets returned the same bytes")
+	}
+}
+
+func TestRedisMalformed(t *testing.T) {
+	ctx := context.Background()
+	r, m := newMiniRedis(t, RedisOptions{Prefix: "p:"})
+	for name, raw := range map[string]string{
+		"empty":          "",
+		"short":          "\x01\x00\x00",
+		"header only -1": "\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+		"version 0":      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00value",
+		"version 2":      "\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00value",
+		"plain text":     `{"text":"written by another program"}`,
+		"nanos too big":  "\x01\x00\x00\x00\x00\x00\x00\x00\x00\x3b\x9a\xca\x00value", // 1e9
+	} {
+		if err := m.Set("p:"+name, raw); err != nil {
+			t.Fatal(err)
+		}
+		e, ok, err := r.Get(ctx, name)
+		if ok || e.Value != nil || !errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnavailable) {
+			t.Errorf("Get of %s = %+v, %v, %v; want an error matching ErrMalformed", name, e, ok, err)
+		}
+	}
+	// The shortest well-formed value: the header alone.
+	if err := m.Set("p:header", "\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok, err := r.Get(ctx, "header"); !ok || err != nil || len(e.Value) != 0 || !e.Stored.Equal(time.Unix(0, 0)) {
+		t.Fatalf("Get of a bare header = %+v, %v, %v", e, ok, err)
+	}
+	// A key of another type.
+	if _, err := m.Lpush("p:list", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Get of a list = %v, %v; want an error matching ErrMalformed", ok, err)
+	}
+	// Set replaces it all the same.
+	mustSet(t, r, "list", "fixed", 0)
+	wantValue(t, r, "list", "fixed")
+}
+
+// An error reply from the server makes the store unavailable, not broken.
+func TestRedisErrorReply(t *testing.T) {
+	ctx := context.Background()
+	r, m := newMiniRedis(t, RedisOptions{})
+	mustSet(t, r, "q", "a", 0) // connected
+	m.SetError("ERR injected failure")
+	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("Get = %v, %v; want ErrUnavailable with the server's error", ok, err)
+	}
+	if err := r.Set(ctx, "q", Entry{Value: []byte("a")}, 0); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Set = %v; want ErrUnavailable", err)
+	}
+	m.SetError("")
+	mustSet(t, r, "q", "a", 0)
+	wantValue(t, r, "q", "a")
+}
+
+// checkUnavailable fails the test unless err matches ErrUnavailable and not
+// the caller's context errors, and the call took less than limit: far less
+// than the client's own timeouts (seconds), so it was the store's Timeout
+// (or a refused connection) that ended it.
+func checkUnavailable(t *testing.T, op string, err error, took, limit time.Duration) {
+	t.Helper()
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("%s = %v; want an error matching ErrUnavailable", op, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Errorf("%s = %v; the caller's context was not canceled", op, err)
+	}
+	if took > limit {
+		t.Errorf("%s took %v; want the store's Timeout to end it well within %v", op, took, limit)
+	}
+}
+
+// A Redis that is down (here: closed) costs a call no more than the
+// Timeout, and makes Get and Set report ErrUnavailable.
+func TestRedisDown(t *testing.T) {
+	ctx := context.Background()
+	r, m := newMiniRedis(t, RedisOptions{Timeout: 50 * time.Millisecond})
+	mustSet(t, r, "q", "a", 0) // connected once
+	m.Close()
+	for range 3 {
+		start := time.Now()
+		_, ok, err := r.Get(ctx, "q")
+		checkUnavailable(t, "Get with Redis down", err, time.Since(start), 2*time.Second)
+		if ok {
+			t.Fatal("Get with Redis down reported an entry")
+		}
+		start = time.Now()
+		err = r.Set(ctx, "q", Entry{Value: []byte("b")}, 0)
+		checkUnavailable(t, "Set with Redis down", err, time.Since(start), 2*time.Second)
+	}
+	// Back up: the client reconnects on its own (the store holds no state
+	// of its own; a longer Timeout keeps a busy machine from failing this).
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, newRedis(t, r.client, RedisOptions{Timeout: testTimeout}), "q", "a")
+}
+
+// blackHole accepts connections and never answers: a Redis that hangs. It
+// stops when the test ends.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A Redis that accepts connections and never answers costs a call the
+// Timeout, not the client's ReadTimeout (3s).
+func TestRedisHangs(t *testing.T) {
+	ctx := context.Background()
+	r := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 50 * time.Millisecond})
+	for range 3 {
+		start := time.Now()
+		_, ok, err := r.Get(ctx, "q")
+		checkUnavailable(t, "Get with Redis hanging", err, time.Since(start), 2*time.Second)
+		if ok || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "within the store's Timeout (50ms)") {
+			t.Fatalf("Get with Redis hanging = %v, %v; want a timeout naming the Timeout", ok, err)
+		}
+		start = time.Now()
+		err = r.Set(ctx, "q", Entry{Value: []byte("b")}, 0)
+		checkUnavailable(t, "Set with Redis hanging", err, time.Since(start), 2*time.Second)
+	}
+}
+
+func TestRedisContext(t *testing.T) {
+	r, m := newMiniRedis(t, RedisOptions{})
+	mustSet(t, r, "q", "a", 0)
+
+	// Already done: Redis is not asked.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := m.CommandCount()
+	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get with a canceled ctx = %v, %v; want context.Canceled", ok, err)
+	}
+	if err := r.Set(ctx, "q", Entry{Value: []byte("b")}, 0); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Set with a canceled ctx = %v; want context.Canceled", err)
+	}
+	if err := r.Set(ctx, "q", Entry{Value: []byte("b")}, -1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Set with a canceled ctx and a negative ttl = %v; want context.Canceled first", err)
+	}
+	if m.CommandCount() != n {
+		t.Fatal("a call with a done ctx reached Redis")
+	}
+	wantValue(t, r, "q", "a")
+
+	// The caller's deadline, shorter than the Timeout, ends a call to a
+	// Redis that hangs: the error is the caller's, not ErrUnavailable.
+	slow := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: time.Minute})
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get past the caller's deadline = %v, %v; want the caller's context.DeadlineExceeded", ok, err)
+	}
+	if err := slow.Set(ctx, "q", Entry{Value: []byte("b")}, 0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Set past the caller's deadline = %v; want the caller's context.DeadlineExceeded", err)
+	}
+
+	// Canceled while Redis is asked: go-redis bounds a read by deadlines
+	// only, so the call ends at the Timeout, with the caller's error.
+	hung := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 100 * time.Millisecond})
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get canceled midway = %v; want context.Canceled", err)
+	}
+}
+
+func TestRedisConcurrent(t *testing.T) {
+	ctx := context.Background()
+	r, _ := newMiniRedis(t, RedisOptions{Timeout: testTimeout})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				key := fmt.Sprint("k", i%5)
+				want := fmt.Sprint("g", g, "-", i)
+				if err := r.Set(ctx, key, Entry{Value: []byte(want)}, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				e, ok, err := r.Get(ctx, key)
+				if err != nil || !ok || !strings.HasPrefix(string(e.Value), "g") {
+					t.Errorf("Get(%s) = %q, %v, %v", key, e.Value, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func FuzzDecodeRedis(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(encodeRedis(Entry{Value: []byte("v"), Stored: time.Unix(1, 2)}))
+	f.Add(encodeRedis(Entry{Stored: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	f.Add([]byte("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeRedis(bytes.Clone(b))
+		if err != nil {
+			return
+		}
+		// A value it accepts encodes back to the same bytes.
+		if got := encodeRedis(e); !bytes.Equal(got, b) {
+			t.Fatalf("decode then encode: %x; want %x", got, b)
+		}
+	})
+}
+
+// The core checks against a real Redis server (see internal/redistest).
+func TestRedisIntegration(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	r := newRedis(t, c, RedisOptions{Prefix: prefix, TTL: time.Hour, Timeout: testTimeout})
+
+	// Get, Set, miss, replace.
+	if _, ok, err := r.Get(ctx, "absent"); ok || err != nil {
+		t.Fatalf("Get of an absent key = %v, %v", ok, err)
+	}
+	stored := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	if err := r.Set(ctx, "q", Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := r.Get(ctx, "q")
+	if err != nil || !ok || string(e.Value) != `{"text":"a1"}` || !e.Stored.Equal(stored) {
+		t.Fatalf("Get = %q stored %v, %v, %v; want the entry as Set", e.Value, e.Stored, ok, err)
+	}
+	mustSet(t, r, "q", "a2", 0)
+	wantValue(t, r, "q", "a2")
+
+	// Prefix and TTL, as Redis sees them.
+	if n, err := c.Exists(ctx, prefix+"q").Result(); err != nil || n != 1 {
+		t.Fatalf("EXISTS %sq = %d, %v; want the key under the prefix", prefix, n, err)
+	}
+	if d, err := c.PTTL(ctx, prefix+"q").Result(); err != nil || d <= 59*time.Minute || d > time.Hour {
+		t.Fatalf("PTTL = %v, %v; want about the store's TTL (1h)", d, err)
+	}
+	mustSet(t, r, "short", "s", time.Minute)
+	if d, err := c.PTTL(ctx, prefix+"short").Result(); err != nil || d <= 59*time.Second || d > time.Minute {
+		t.Fatalf("PTTL = %v, %v; want about the Set's ttl (1m)", d, err)
+	}
+	other := newRedis(t, c, RedisOptions{Prefix: prefix + "other:", Timeout: testTimeout})
+	if present(t, other, "q") {
+		t.Fatal("another prefix sees the entry")
+	}
+
+	// Expiry, on the server's clock.
+	mustSet(t, r, "expiring", "x", 20*time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for present(t, r, "expiring") {
+		if time.Now().After(deadline) {
+			t.Fatal("an entry Set with ttl 20ms is still served after 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := r.Set(ctx, "neg", Entry{Value: []byte("n")}, -1); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("Set with a negative ttl = %v; want ErrInvalidTTL", err)
+	}
+
+	// Copies.
+	v := []byte("original")
+	if err := r.Set(ctx, "copy", Entry{Value: v}, 0); err != nil {
+		t.Fatal(err)
+	}
+	copy(v, "CHANGED!")
+	e, _, _ = r.Get(ctx, "copy")
+	copy(e.Value, "CHANGED!")
+	wantValue(t, r, "copy", "original")
+
+	// Malformed values.
+	if err := c.Set(ctx, prefix+"bad", "not ours", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.Get(ctx, "bad"); ok || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Get of a malformed value = %v, %v; want ErrMalformed", ok, err)
+	}
+	if err := c.RPush(ctx, prefix+"list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Get of a list = %v, %v; want ErrMalformed", ok, err)
+	}
+
+	// A canceled context.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := r.Get(cctx, "q"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get with a canceled ctx = %v", err)
+	}
+
+	// Every key the store wrote expires.
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k == prefix+"list" || k == prefix+"bad" {
+			continue
+		}
+		if d, err := c.PTTL(ctx, k).Result(); err != nil || d <= 0 {
+			t.Errorf("key %s: PTTL %v, %v; want a TTL", k, d, err)
+		}
+	}
+}
+
+// A client of a real Redis whose server is gone: Get and Set report
+// ErrUnavailable at once.
+func TestRedisIntegrationDown(t *testing.T) {
+	redistest.Addr(t) // a real Redis setting, like the other integration tests
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := newRedis(t, newRedisClient(t, addr), RedisOptions{})
+	start := time.Now()
+	_, _, err = r.Get(context.Background(), "q")
+	checkUnavailable(t, "Get with nothing listening", err, time.Since(start), 2*time.Second)
+	start = time.Now()
+	err = r.Set(context.Background(), "q", Entry{Value: []byte("a")}, 0)
+	checkUnavailable(t, "Set with nothing listening", err, time.Since(start), 2*time.Second)
+}
+
+func BenchmarkRedisGetSet(b *testing.B) {
+	ctx := context.Background()
+	c := redistest.Client(b)
+	prefix := redistest.Prefix(b)
+	r := newRedis(b, c, RedisOptions{Prefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = Key("bench", fmt.Sprint(i))
+		if err := r.Set(ctx, keys[i], Entry{Value: benchValue}, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("get/serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, ok, err := r.Get(ctx, keys[i%len(keys)]); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			i++
+		}
+	})
+	b.Run("set/serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := r.Set(ctx, keys[i%len(keys)], Entry{Value: benchValue}, 0); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("miss/serial", func(b *testing.B) {
+		b.ReportAllocs()
+		key := Key("absent")
+		for b.Loop() {
+			if _, ok, err := r.Get(ctx, key); ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("get/parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				if _, ok, err := r.Get(ctx, keys[i%len(keys)]); !ok || err != nil {
+					panic(fmt.Sprint(ok, err))
+				}
+				i++
+			}
+		})
+	})
+}
