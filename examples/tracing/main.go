@@ -157,7 +157,11 @@ func run(ctx context.Context, tp trace.TracerProvider, out io.Writer) ([]callRec
 	// Jaeger finds this run's trace and no other.
 	tag, seq := fmt.Sprintf("%06x", rand.Uint32()&0xffffff), 0
 	id := func() string { seq++; return fmt.Sprintf("req_%s_%02d", tag, seq) }
+	// The first 529 asks for 1 s, which the chain waits out; the second asks
+	// for nothing (had it asked, the chain, moving on, would close the
+	// primary's gate for that second and the next call would skip it).
 	overloaded := func() fake.Outcome { return fake.Overloaded().RetryAfter("1").RequestID(id()) }
+	overloadedNow := func() fake.Outcome { return fake.Overloaded().RequestID(id()) }
 
 	tracer := tp.Tracer("github.com/backstop-llm/backstop/examples/tracing")
 	var records []callRecord
@@ -173,13 +177,13 @@ func run(ctx context.Context, tp trace.TracerProvider, out io.Writer) ([]callRec
 	eu1.Script(sonnet, fake.Answer("It left the warehouse this morning.").RequestID(id()))
 	ask("All is well: the primary answers.", "Where is my order?")
 
-	eu1.Script(sonnet, overloaded(), overloaded())
+	eu1.Script(sonnet, overloaded(), overloadedNow())
 	eu2.Script(sonnet, fake.RateLimited("45").RequestID(id()))
 	eu1.Script(haiku, fake.Answer("Yes: reply with the new address.").RequestID(id()))
-	ask("The primary is overloaded: two 529s asking for 1 s each, then the chain moves on. The second deployment is rate limited for 45 s, longer than the chain waits, so it is closed for that long. The sibling model answers.",
+	ask("The primary is overloaded: two 529s, the first asking for 1 s, then the chain moves on. The second deployment is rate limited for 45 s, longer than the chain waits, so it is closed for that long. The sibling model answers.",
 		"Can I change my delivery address?")
 
-	eu1.Script(sonnet, overloaded(), overloaded())
+	eu1.Script(sonnet, overloaded(), overloadedNow())
 	eu1.Script(haiku, fake.Answer("Within 30 days of delivery.").RequestID(id()))
 	ask("Still overloaded: the primary fails twice again, with a wait between; the second deployment is passed over without a request (its Retry-After gate is closed); the sibling answers.",
 		"How long do I have to return an item?")
