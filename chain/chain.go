@@ -232,7 +232,10 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			}
 			wait += paced
 		}
-		actx, span := obs.StartAttempt(ctx, t.tel, n, treq)
+		actx, span := ctx, tracing.Attempt{}
+		if obs != nil {
+			actx, span = obs.StartAttempt(ctx, t.tel, n, treq)
+		}
 		var cancel context.CancelFunc
 		if t.Timeout > 0 {
 			actx, cancel = context.WithTimeout(actx, t.Timeout)
@@ -243,8 +246,12 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		}
 		var resp *llm.Response
 		var err error
-		sp, streams := t.Provider.(llm.StreamProvider)
-		if st == nil || !streams {
+		var sp llm.StreamProvider
+		streams := false
+		if st != nil {
+			sp, streams = t.Provider.(llm.StreamProvider)
+		}
+		if !streams {
 			// A provider that does not stream answers whole, through the
 			// ordinary path: validated (and re-asked) before it is shown.
 			resp, err = complete(actx, t, treq, ticket)
@@ -284,7 +291,9 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 		}
 		if err == nil {
-			obs.EndAttempt(span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
+			if obs != nil {
+				obs.EndAttempt(span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
+			}
 			ticket.ReportAt(retry.NotFailure, now)
 			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true, At: now})
 			a.Status = 200
