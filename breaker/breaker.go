@@ -3,6 +3,7 @@ package breaker
 import (
 	"errors"
 	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync/atomic"
 	"time"
@@ -103,10 +104,8 @@ func (s Settings) WithDefaults() Settings {
 
 // Validate reports every problem with s at once.
 func (s Settings) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSettings}, args...)...))
-	}
+	found := problems.New(ErrInvalidSettings)
+	bad := found.Addf
 	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
 		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
 	}
@@ -121,7 +120,7 @@ func (s Settings) Validate() error {
 	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 && d.BucketPeriod > d.Window {
 		bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // State is a breaker's state.

@@ -2,8 +2,7 @@ package budget
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -70,10 +69,8 @@ func (c RatioConfig) WithDefaults() RatioConfig {
 // ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
 // negative Window or one shorter than MinWindow.
 func (c RatioConfig) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: ratio budget: "+format, append([]any{ErrInvalidConfig}, args...)...))
-	}
+	found := problems.New(ErrInvalidConfig)
+	bad := func(format string, args ...any) { found.Addf("ratio budget: "+format, args...) }
 	switch {
 	case math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio < 0:
 		bad("Ratio is %v; use a fraction in (0, 1], or 0 for the default (%v)", c.Ratio, DefaultRatio)
@@ -86,7 +83,7 @@ func (c RatioConfig) Validate() error {
 	case c.Window > 0 && c.Window < MinWindow:
 		bad("Window is %v; it must be at least %v (%d buckets of 1ms); lengthen it or use 0 for %v", c.Window, MinWindow, Buckets, DefaultWindow)
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // Ratio is a retry budget over a rolling window: the retries granted in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"log/slog"
 	"math"
 	"strconv"
@@ -246,19 +247,15 @@ const (
 // *redis.ClusterClient and *redis.Ring; another implementation of
 // redis.UniversalClient must honour them itself.
 func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*Shared, error) {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: shared budget: "+format, append([]any{ErrInvalidConfig}, args...)...))
-	}
+	found := problems.New(ErrInvalidConfig)
+	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
 	if err := checkSharedClient(client); err != "" {
 		bad("%s", err)
 	}
 	if key == "" {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
-	if err := opts.Ratio.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	found.Add(opts.Ratio.Validate())
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -275,7 +272,7 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 	if opts.FlushAfter < 0 {
 		bad("FlushAfter is %d; it must not be negative (0 means %d)", opts.FlushAfter, DefaultFlushAfter)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := found.Err(); err != nil {
 		return nil, err
 	}
 

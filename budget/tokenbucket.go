@@ -2,8 +2,7 @@ package budget
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync/atomic"
 )
@@ -59,10 +58,8 @@ func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
 // ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
 // MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: token bucket: "+format, append([]any{ErrInvalidConfig}, args...)...))
-	}
+	found := problems.New(ErrInvalidConfig)
+	bad := func(format string, args ...any) { found.Addf("token bucket: "+format, args...) }
 	ok := true
 	check := func(field string, v, def float64) {
 		switch {
@@ -83,7 +80,7 @@ func (c TokenBucketConfig) Validate() error {
 	if d := c.WithDefaults(); ok && d.Cost > d.Capacity {
 		bad("Cost (%v) is above Capacity (%v), so no retry could ever be granted; raise Capacity or lower Cost", d.Cost, d.Capacity)
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // TokenBucket is a retry budget shaped like the AWS SDK's standard retry

@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"math/rand/v2"
 	"time"
 
@@ -107,10 +108,8 @@ func (p Policy) WithDefaults() Policy {
 // Validate reports every problem with p at once: negative counts or
 // durations, a Cap below Base, an unknown Jitter.
 func (p Policy) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidPolicy}, args...)...))
-	}
+	found := problems.New(ErrInvalidPolicy)
+	bad := found.Addf
 	if p.MaxAttempts < 0 {
 		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)
 	}
@@ -141,7 +140,7 @@ func (p Policy) Validate() error {
 			bad("Rules[%v].Fallback is %v; use Next, Stop, LargerContext or IfAllowed", k, r.Fallback)
 		}
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // Backoff returns the wait before retry n (n = 0 before the first retry),

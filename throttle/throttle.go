@@ -17,7 +17,7 @@ package throttle
 
 import (
 	"errors"
-	"fmt"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"time"
@@ -87,10 +87,8 @@ func (s Settings) WithDefaults() Settings {
 
 // Validate reports every problem with s at once.
 func (s Settings) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidSettings}, args...)...))
-	}
+	found := problems.New(ErrInvalidSettings)
+	bad := found.Addf
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -108,7 +106,7 @@ func (s Settings) Validate() error {
 	if math.IsNaN(s.Backoff) || s.Backoff < 0 || s.Backoff >= 1 {
 		bad("Backoff is %v; use a share in (0, 1), or 0 for %v", s.Backoff, DefaultBackoff)
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // Limiter paces one target. It is safe for concurrent use.
