@@ -62,20 +62,45 @@ func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.tel.StartCall(ctx)
 	res, served, err := c.call(ctx, obs, req, nil)
 	if obs != nil {
-		outcome, errType := tracing.OutcomeServed, ""
-		switch {
-		case err == nil && res.Degraded:
-			outcome = tracing.OutcomeDegraded
-		case errors.Is(err, context.Canceled):
-			outcome, errType = tracing.OutcomeCanceled, "canceled"
-		case errors.Is(err, ErrExhausted):
-			outcome, errType = tracing.OutcomeFailed, "exhausted"
-		case err != nil:
-			outcome, errType = tracing.OutcomeFailed, llm.KindOf(err).String()
-		}
+		outcome, errType := callOutcome(res, err)
 		obs.End(served, res.Served.Model, res.Served.RequestID, res.Degraded, res.Age, outcome, errType)
 	}
 	return res, err
+}
+
+// moveOn applies the decision table's next-target column after t failed
+// with kind: it returns why the call stops there, or "" to go on, raising
+// *minWindow after a context-length failure.
+func (c *Chain) moveOn(t *target, kind llm.Kind, minWindow *int) (stop string) {
+	switch t.table.Rule(kind).Fallback {
+	case retry.Stop:
+		return kind.String() + " would fail on every target"
+	case retry.IfAllowed:
+		if !c.contentFallback {
+			return "content-policy fallback is off (Builder.ContentFallback)"
+		}
+	case retry.LargerContext:
+		*minWindow = max(*minWindow, t.ContextWindow)
+	}
+	return ""
+}
+
+// callOutcome is how a call (or a stream) ended, for telemetry: the
+// outcome and, on failure, the call's error.type.
+func callOutcome(res *Result, err error) (outcome, errType string) {
+	switch {
+	case err == nil && res.Degraded:
+		return tracing.OutcomeDegraded, ""
+	case err == nil:
+		return tracing.OutcomeServed, ""
+	case errors.Is(err, context.Canceled):
+		return tracing.OutcomeCanceled, "canceled"
+	case errors.Is(err, ErrIncomplete):
+		return tracing.OutcomeFailed, "incomplete"
+	case errors.Is(err, ErrExhausted):
+		return tracing.OutcomeFailed, "exhausted"
+	}
+	return tracing.OutcomeFailed, llm.KindOf(err).String()
 }
 
 // call is Call without its telemetry's start and end; it returns the
@@ -165,17 +190,9 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 		}
 		terr := &TargetError{Target: t.Name, Tier: t.tier, Err: err}
 		causes = append(causes, terr)
-		switch t.table.Rule(kind).Fallback {
-		case retry.Stop:
-			res.decide(DecisionStop, kind.String()+" would fail on every target")
+		if stop := c.moveOn(t, kind, &minWindow); stop != "" {
+			res.decide(DecisionStop, stop)
 			return res, nil, fmt.Errorf("chain %q: %w", c.name, terr)
-		case retry.IfAllowed:
-			if !c.contentFallback {
-				res.decide(DecisionStop, "content-policy fallback is off (Builder.ContentFallback)")
-				return res, nil, fmt.Errorf("chain %q: %w", c.name, terr)
-			}
-		case retry.LargerContext:
-			minWindow = max(minWindow, t.ContextWindow)
 		}
 	}
 

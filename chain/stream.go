@@ -234,19 +234,7 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 		obs.StreamEnded(tracing.StreamComplete)
 	}
 	if obs != nil {
-		outcome, errType := tracing.OutcomeServed, ""
-		switch {
-		case err == nil && s.res.Degraded:
-			outcome = tracing.OutcomeDegraded
-		case errors.Is(err, context.Canceled):
-			outcome, errType = tracing.OutcomeCanceled, "canceled"
-		case errors.Is(err, ErrIncomplete):
-			outcome, errType = tracing.OutcomeFailed, "incomplete"
-		case errors.Is(err, ErrExhausted):
-			outcome, errType = tracing.OutcomeFailed, "exhausted"
-		case err != nil:
-			outcome, errType = tracing.OutcomeFailed, llm.KindOf(err).String()
-		}
+		outcome, errType := callOutcome(s.res, err)
 		obs.End(served, s.res.Served.Model, s.res.Served.RequestID, s.res.Degraded, s.res.Age, outcome, errType)
 	}
 	return err
@@ -301,15 +289,8 @@ func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, erro
 		}
 		// A restart follows the decision table's next-target column, as
 		// the walk does.
-		switch t.table.Rule(kind).Fallback {
-		case retry.Stop:
+		if c.moveOn(t, kind, &st.minWindow) != "" {
 			return incomplete()
-		case retry.IfAllowed:
-			if !c.contentFallback {
-				return incomplete()
-			}
-		case retry.LargerContext:
-			st.minWindow = max(st.minWindow, t.ContextWindow)
 		}
 		st.causes = append(st.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
 		// Restart: forget the partial answer, say so, go on from the next
