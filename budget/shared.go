@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"log/slog"
 	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -133,18 +134,13 @@ type Shared struct {
 	timeout    time.Duration
 	flushEvery int64 // nanoseconds
 	flushAfter int64
-	probeEvery int64 // nanoseconds
-	onError    func(error)
-	logger     *slog.Logger
+	health     *remote.Health // on the clock of now
 
 	base time.Time // monotonic origin of the times below
 
 	pending   atomic.Int64 // first attempts not yet written
 	lastFlush atomic.Int64 // when pending was last taken, since base
 	flushing  atomic.Bool  // a Record is writing a batch
-	// downUntil is 0 while Redis answers; after a failure, the time since
-	// base until which every decision is local (at least 1).
-	downUntil atomic.Int64
 }
 
 var _ Refunder = (*Shared)(nil)
@@ -249,7 +245,7 @@ const (
 func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*Shared, error) {
 	found := problems.New(ErrInvalidConfig)
 	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
-	if err := checkSharedClient(client); err != "" {
+	if err := remote.CheckClient(client, "the budget's Timeout"); err != "" {
 		bad("%s", err)
 	}
 	if key == "" {
@@ -286,10 +282,9 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 		timeout:    orDefault(opts.Timeout, DefaultSharedTimeout),
 		flushEvery: int64(orDefault(opts.FlushEvery, DefaultFlushEvery)),
 		flushAfter: int64(orDefault(opts.FlushAfter, DefaultFlushAfter)),
-		probeEvery: int64(orDefault(opts.ProbeEvery, DefaultProbeEvery)),
-		onError:    opts.OnError,
-		logger:     opts.Logger,
-		base:       time.Now(),
+		health: remote.NewHealth("shared budget", key, orDefault(opts.ProbeEvery, DefaultProbeEvery),
+			opts.OnError, opts.Logger),
+		base: time.Now(),
 	}
 	if s.local == nil {
 		r, err := NewRatio(c)
@@ -323,36 +318,6 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
-// checkSharedClient describes what is wrong with client, or returns "".
-func checkSharedClient(client redis.UniversalClient) string {
-	var enabled bool
-	switch c := client.(type) {
-	case nil:
-		return "client is nil; pass a go-redis client such as redis.NewClient(&redis.Options{Addr: ..., ContextTimeoutEnabled: true})"
-	case *redis.Client:
-		if c == nil {
-			return "client is a nil *redis.Client"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		if c == nil {
-			return "client is a nil *redis.ClusterClient"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		if c == nil {
-			return "client is a nil *redis.Ring"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	default:
-		return "" // cannot be checked; see NewShared
-	}
-	if !enabled {
-		return "client: ContextTimeoutEnabled is false; set ContextTimeoutEnabled: true in its options, or a slow Redis would hold a call for the client's ReadTimeout instead of the budget's Timeout"
-	}
-	return ""
-}
-
 // Record tells the Local budget of o and, if o is a first attempt, counts
 // it for the shared window. The count is written to Redis with the next
 // Withdraw, or by this Record once FlushAfter first attempts are waiting or
@@ -375,7 +340,7 @@ func (s *Shared) Record(ctx context.Context, o Outcome) {
 	if n < s.flushAfter && now-s.lastFlush.Load() < s.flushEvery {
 		return
 	}
-	if d := s.downUntil.Load(); d != 0 && now < d {
+	if s.health.Down(now) {
 		return // Redis is left alone; the count waits for it
 	}
 	s.flush(ctx, now)
@@ -391,7 +356,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 	if s.pending.Load() < s.flushAfter && now-s.lastFlush.Load() < s.flushEvery {
 		return // another Record wrote the batch meanwhile
 	}
-	use, probe := s.useRedis(now)
+	use, probe := s.health.Use(now)
 	if !use {
 		return
 	}
@@ -415,7 +380,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 func (s *Shared) Withdraw(ctx context.Context) error {
 	if ctx.Err() == nil {
 		now := s.now()
-		if use, _ := s.useRedis(now); use {
+		if use, _ := s.health.Use(now); use {
 			s.lastFlush.Store(now)
 			if v, ok := s.decide(ctx, opWithdraw, s.pending.Swap(0)); ok {
 				if v[0] == 1 {
@@ -437,7 +402,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 // the grant it cancels, and the window's retries never go below zero. If
 // the round trip fails the retry stays counted.
 func (s *Shared) Refund(ctx context.Context) {
-	if use, _ := s.useRedis(s.now()); use {
+	if use, _ := s.health.Use(s.now()); use {
 		s.decide(context.WithoutCancel(ctx), opRefund, 0)
 		return
 	}
@@ -474,7 +439,7 @@ func (s *Shared) Counts(ctx context.Context) (firsts, retries int64, err error) 
 
 // Available reports whether decisions go to Redis: false from a failed
 // round trip until one succeeds again.
-func (s *Shared) Available() bool { return s.downUntil.Load() == 0 }
+func (s *Shared) Available() bool { return s.health.Available() }
 
 // Config returns the ratio configuration s runs with, defaults filled in.
 func (s *Shared) Config() RatioConfig { return s.config }
@@ -482,33 +447,17 @@ func (s *Shared) Config() RatioConfig { return s.config }
 // now returns the time since s.base.
 func (s *Shared) now() int64 { return int64(time.Since(s.base)) }
 
-// useRedis reports whether a round trip may be tried at now: always while
-// Redis answers; after a failure, once ProbeEvery has passed, by one caller
-// only (probe), which moves the next try ProbeEvery further.
-func (s *Shared) useRedis(now int64) (use, probe bool) {
-	d := s.downUntil.Load()
-	if d == 0 {
-		return true, false
-	}
-	if now < d || !s.downUntil.CompareAndSwap(d, now+s.probeEvery) {
-		return false, false
-	}
-	return true, true
-}
-
 // decide makes one round trip and records whether Redis answered. ok is
 // false when it did not, or when ctx ended first (which says nothing about
 // Redis); the caller then decides locally.
 func (s *Shared) decide(ctx context.Context, op, pending int64) (v [3]int64, ok bool) {
 	v, err := s.run(ctx, op, pending)
 	if err == nil {
-		if s.downUntil.Load() != 0 {
-			s.recovered()
-		}
+		s.health.Succeeded()
 		return v, true
 	}
 	if ctx.Err() == nil {
-		s.failed(err)
+		s.health.Failed(s.now(), err)
 	}
 	return v, false
 }
@@ -539,37 +488,4 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	}
 	copy(v[:], res)
 	return v, nil
-}
-
-// failed leaves Redis alone for ProbeEvery and, if it was available until
-// now, says so.
-func (s *Shared) failed(err error) {
-	if s.downUntil.Swap(s.now()+s.probeEvery) != 0 {
-		return // already unavailable: no new transition
-	}
-	s.log().Warn("backstop: shared budget unavailable, using local state",
-		"key", s.keys[0], "error", err, "retry_in", time.Duration(s.probeEvery))
-	if s.onError != nil {
-		s.onError(err)
-	}
-}
-
-// recovered resumes shared decisions and, if it is the first to see Redis
-// answer again, says so.
-func (s *Shared) recovered() {
-	if s.downUntil.Swap(0) == 0 {
-		return
-	}
-	s.log().Info("backstop: shared budget available again, using shared state", "key", s.keys[0])
-	if s.onError != nil {
-		s.onError(nil)
-	}
-}
-
-// log returns the logger to write to.
-func (s *Shared) log() *slog.Logger {
-	if s.logger != nil {
-		return s.logger
-	}
-	return slog.Default()
 }

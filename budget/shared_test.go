@@ -121,9 +121,9 @@ func TestNewSharedOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.timeout != DefaultSharedTimeout || s.flushEvery != int64(DefaultFlushEvery) ||
-		s.flushAfter != DefaultFlushAfter || s.probeEvery != int64(DefaultProbeEvery) {
+		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery {
 		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v", s.timeout,
-			time.Duration(s.flushEvery), s.flushAfter, time.Duration(s.probeEvery))
+			time.Duration(s.flushEvery), s.flushAfter, s.health.ProbeEvery())
 	}
 	if s.Config() != (RatioConfig{}).WithDefaults() {
 		t.Fatalf("Config() = %+v; want the defaults", s.Config())
@@ -138,7 +138,7 @@ func TestNewSharedOptions(t *testing.T) {
 	s = newTestShared(t, good, "k", SharedOptions{Ratio: RatioConfig{Ratio: 0.5}, Local: local,
 		Timeout: time.Second, FlushEvery: time.Minute, FlushAfter: 7, ProbeEvery: time.Hour})
 	if s.local != local || s.timeout != time.Second || s.flushEvery != int64(time.Minute) ||
-		s.flushAfter != 7 || s.probeEvery != int64(time.Hour) || s.Config().Ratio != 0.5 {
+		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.Config().Ratio != 0.5 {
 		t.Fatalf("options not kept: %+v", s)
 	}
 

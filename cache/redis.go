@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -140,31 +141,8 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) (*Redis, error) {
 // checkClient rejects a nil client and a go-redis client that ignores its
 // contexts' deadlines.
 func checkClient(client redis.UniversalClient) error {
-	const fix = "; set ContextTimeoutEnabled: true in its options, or a slow Redis would hold a call for the client's ReadTimeout instead of the store's Timeout"
-	var enabled bool
-	switch c := client.(type) {
-	case nil:
-		return fmt.Errorf("%w: redis store: client is nil; pass a go-redis client such as redis.NewClient(&redis.Options{Addr: ..., ContextTimeoutEnabled: true})", ErrInvalidConfig)
-	case *redis.Client:
-		if c == nil {
-			return fmt.Errorf("%w: redis store: client is a nil *redis.Client", ErrInvalidConfig)
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		if c == nil {
-			return fmt.Errorf("%w: redis store: client is a nil *redis.ClusterClient", ErrInvalidConfig)
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		if c == nil {
-			return fmt.Errorf("%w: redis store: client is a nil *redis.Ring", ErrInvalidConfig)
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	default:
-		return nil // cannot be checked; see NewRedis
-	}
-	if !enabled {
-		return fmt.Errorf("%w: redis store: client: ContextTimeoutEnabled is false%s", ErrInvalidConfig, fix)
+	if problem := remote.CheckClient(client, "the store's Timeout"); problem != "" {
+		return fmt.Errorf("%w: redis store: %s", ErrInvalidConfig, problem)
 	}
 	return nil
 }
