@@ -32,6 +32,11 @@ var (
 	// ErrInvalidSettings is matched by every error Settings.Validate returns.
 	ErrInvalidSettings = errors.New("breaker: invalid settings")
 
+	// ErrOpenElsewhere is the reason a target is skipped while another
+	// replica holds its breaker open (see Breaker.OpenElsewhere and
+	// Shared). It matches ErrOpen too.
+	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
+
 	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
 	errFailure  = errors.New("breaker: failure")
 	errTrip     = errors.New("breaker: trip")
@@ -183,6 +188,13 @@ type Breaker struct {
 	// The healthy path is taken while they are equal.
 	fails, clean atomic.Uint64
 
+	// elsewhere is when another replica's publication that the breaker is
+	// open ends (see OpenElsewhere); nil when none holds it open.
+	elsewhere atomic.Pointer[time.Time]
+	// change is the last state change not yet taken by TakeChange, as
+	// State+1; 0 when there is none.
+	change atomic.Int32
+
 	// tripping is set by isSuccessful and read by readyToTrip: gobreaker
 	// calls both, in that order, under its own lock in one afterRequest,
 	// which is what lets a single failure trip the breaker.
@@ -224,6 +236,7 @@ func New(name string, s Settings) (*Breaker, error) {
 				b.window.Reset() // judge the recovered target on what follows
 			}
 			b.closed.Store(to == gobreaker.StateClosed)
+			b.change.Store(int32(fromGobreaker(to)) + 1)
 			if onChange != nil {
 				onChange(name, fromGobreaker(from), fromGobreaker(to))
 			}
@@ -243,10 +256,13 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 
 // Allow asks to send one attempt. It returns a Ticket on which to report
 // the attempt's outcome, or an error matching ErrOpen when the attempt must
-// not be sent.
+// not be sent (ErrOpenElsewhere when another replica holds it open).
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb == nil {
 		return Ticket{}, nil
+	}
+	if b.elsewhere.Load() != nil && b.closed.Load() && b.heldElsewhere() {
+		return Ticket{}, ErrOpenElsewhere
 	}
 	if b.closed.Load() && b.fails.Load() == b.clean.Load() {
 		// The healthy path: nothing to tell gobreaker.
@@ -263,18 +279,84 @@ func (b *Breaker) Allow() (Ticket, error) {
 	}
 }
 
-// Closed reports, without a lock or a clock read, whether the breaker was
-// closed at its last state change: false while it is open or half-open.
-// A disabled breaker is always closed.
-func (b *Breaker) Closed() bool { return b.cb == nil || b.closed.Load() }
+// Closed reports, without a lock, whether the breaker was closed at its
+// last state change and no other replica holds it open: false while it is
+// open or half-open. It reads the clock only while another replica's
+// publication holds it open. A disabled breaker is always closed.
+func (b *Breaker) Closed() bool {
+	if b.cb == nil {
+		return true
+	}
+	return b.closed.Load() && (b.elsewhere.Load() == nil || !b.heldElsewhere())
+}
 
-// State returns the breaker's state now; Closed when it is disabled.
+// State returns the breaker's state now: Open while another replica holds
+// it open; Closed when it is disabled.
 func (b *Breaker) State() State {
 	if b.cb == nil {
 		return Closed
 	}
-	return fromGobreaker(b.cb.State())
+	s := fromGobreaker(b.cb.State())
+	if s == Closed && b.elsewhere.Load() != nil && b.heldElsewhere() {
+		return Open
+	}
+	return s
 }
+
+// OpenElsewhere records that another replica published this breaker open
+// until until (see Shared): while this breaker is closed, Allow refuses
+// every attempt with an error matching ErrOpen until then, without a
+// request, so the replicas skip a target that one of them found failing.
+// Once this breaker is open or half-open itself, its own state decides,
+// so that its probe is sent. A zero until ends it at once (the replica
+// that opened it found the target healthy again); a later call replaces
+// an earlier one. until should come from time.Now (a monotonic reading).
+// A disabled breaker ignores it.
+func (b *Breaker) OpenElsewhere(until time.Time) {
+	if b.cb == nil {
+		return
+	}
+	if until.IsZero() {
+		if b.elsewhere.Load() != nil {
+			b.elsewhere.Store(nil)
+		}
+		return
+	}
+	b.elsewhere.Store(&until)
+}
+
+// heldElsewhere reports whether another replica's publication holds the
+// breaker open now, and forgets it once it has ended.
+func (b *Breaker) heldElsewhere() bool {
+	u := b.elsewhere.Load()
+	if u == nil {
+		return false
+	}
+	if time.Now().Before(*u) {
+		return true
+	}
+	b.elsewhere.CompareAndSwap(u, nil)
+	return false
+}
+
+// TakeChange returns the breaker's last state change that has not been
+// taken yet, at most once: to publish it to other replicas after the
+// attempt that caused it (OnStateChange runs under gobreaker's lock, where
+// no round trip belongs). It costs one atomic load when there is none.
+func (b *Breaker) TakeChange() (State, bool) {
+	if b.cb == nil || b.change.Load() == 0 {
+		return 0, false
+	}
+	c := b.change.Swap(0)
+	if c == 0 {
+		return 0, false
+	}
+	return State(c - 1), true
+}
+
+// OpenFor is how long the breaker stays open before its probe (0 when it
+// is disabled).
+func (b *Breaker) OpenFor() time.Duration { return b.settings.OpenFor }
 
 // Ticket is the permission to send one attempt. Report its outcome exactly
 // once; a zero Ticket (from a disabled breaker) ignores reports.

@@ -32,6 +32,7 @@ type Builder struct {
 	regions         []string
 	schema          []byte
 	telemetry       tracing.Options
+	shared          *sharedConfig
 	entries         []entry
 }
 
@@ -298,6 +299,11 @@ func (b *Builder) Build() (*Chain, error) {
 			throttle: lim,
 			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 				t.Params.Stop != nil || len(t.Params.Extra) != 0,
+		})
+	}
+	if b.shared != nil {
+		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
+			errs = append(errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
 		})
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -29,6 +29,7 @@ type Chain struct {
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema
 	tel             *tracing.Telemetry
+	shared          *shared   // nil unless Builder.Shared
 	epoch           time.Time // origin of clock
 }
 
@@ -129,6 +130,10 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 		defer cancel()
 	}
 
+	if c.shared != nil && from == 0 {
+		c.sync(ctx, obs)
+	}
+
 	var causes []error
 	begin := time.Duration(-1) // when the first attempt started
 	minWindow := -1            // after a context-length failure: only larger windows
@@ -162,7 +167,7 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 		}
 		ticket, err := t.breaker.Allow()
 		if err != nil {
-			reason := "circuit breaker " + t.breaker.State().String()
+			reason := breakerReason(t, err)
 			res.skip(t, 0, err, reason)
 			obs.Skipped(t.tel, tracing.SkipBreaker, reason)
 			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
@@ -224,7 +229,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 				res.decide(DecisionNext, reason)
 				obs.Skipped(t.tel, tracing.SkipGate, reason)
 			} else if ticket, why = t.breaker.Allow(); why != nil {
-				reason := "circuit breaker " + t.breaker.State().String()
+				reason := breakerReason(t, why)
 				res.decide(DecisionNext, reason)
 				obs.Skipped(t.tel, tracing.SkipBreaker, reason)
 			}
@@ -311,8 +316,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			if obs != nil {
 				obs.EndAttempt(span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 			}
-			ticket.ReportAt(retry.NotFailure, now)
-			t.budget.Record(ctx, budget.Outcome{Retry: n > 1, Success: true, At: now})
+			c.settle(ctx, t, ticket, retry.NotFailure, budget.Outcome{Retry: n > 1, Success: true, At: now})
 			a.Status = 200
 			a.RequestID = resp.RequestID
 			res.Attempts = append(res.Attempts, a)
@@ -346,8 +350,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		if verdict == retry.Failure && ctx.Err() != nil && !c.fair(ctx, start, *begin) {
 			verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 		}
-		ticket.ReportAt(verdict, now)
-		t.budget.Record(ctx, budget.Outcome{Retry: n > 1, At: now})
+		c.settle(ctx, t, ticket, verdict, budget.Outcome{Retry: n > 1, At: now})
 		if a.Kind == llm.KindCanceled {
 			return nil, nil, a.Kind, err
 		}
@@ -357,7 +360,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		// rediscovering the 429.
 		leave := func(reason string, err error) (*llm.Response, json.RawMessage, llm.Kind, error) {
 			if retryAfter > 0 {
-				c.closeGate(obs, t, retryAfter)
+				c.closeGate(ctx, obs, t, retryAfter)
 			}
 			res.decide(DecisionNext, reason)
 			return nil, nil, a.Kind, err
@@ -497,6 +500,14 @@ func (c *Chain) fair(ctx context.Context, start, begin time.Duration) bool {
 	return end-start >= (end-begin)/2
 }
 
+// breakerReason says why t's breaker refused an attempt with err.
+func breakerReason(t *target, err error) string {
+	if errors.Is(err, breaker.ErrOpenElsewhere) {
+		return "circuit breaker open on another replica"
+	}
+	return "circuit breaker " + t.breaker.State().String()
+}
+
 // refund gives back a retry that was granted but not sent, if b can.
 func refund(ctx context.Context, b budget.Budget) {
 	if r, ok := b.(budget.Refunder); ok {
@@ -517,10 +528,15 @@ func (e *refusedError) Unwrap() []error { return []error{e.last, e.why} }
 
 // closeGate closes t for a Retry-After that this call does not wait out, so
 // that concurrent calls skip t instead of each rediscovering the 429.
-func (c *Chain) closeGate(obs *tracing.Call, t *target, retryAfter time.Duration) {
-	until := time.Now().Add(min(retryAfter, t.maxGate))
+// With Builder.Shared, the other replicas are told too.
+func (c *Chain) closeGate(ctx context.Context, obs *tracing.Call, t *target, retryAfter time.Duration) {
+	d := min(retryAfter, t.maxGate)
+	until := time.Now().Add(d)
 	t.gate.CloseUntil(until)
 	obs.GateClosed(t.tel, until)
+	if c.shared != nil {
+		_ = c.shared.state.PublishGate(context.WithoutCancel(ctx), t.Name, d)
+	}
 }
 
 // degrade runs the degradations in order until one gives an answer that

@@ -417,8 +417,7 @@ func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned
 	}
 	switch {
 	case abandoned:
-		st.ticket.ReportAt(retry.Excluded, now)
-		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, At: now})
+		c.settle(st.ctx, t, st.ticket, retry.Excluded, budget.Outcome{Retry: st.n > 1, At: now})
 		kind := llm.KindCanceled
 		if err == nil {
 			err = errAbandoned
@@ -430,12 +429,10 @@ func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned
 		if a.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && st.ctx.Err() != nil {
 			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
 		}
-		st.ticket.ReportAt(verdict, now)
-		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, At: now})
+		c.settle(st.ctx, t, st.ticket, verdict, budget.Outcome{Retry: st.n > 1, At: now})
 		obs.EndAttempt(st.span, t.tel, resp, 200, a.Kind, err, elapsed)
 	default:
-		st.ticket.ReportAt(retry.NotFailure, now)
-		t.budget.Record(st.ctx, budget.Outcome{Retry: st.n > 1, Success: true, At: now})
+		c.settle(st.ctx, t, st.ticket, retry.NotFailure, budget.Outcome{Retry: st.n > 1, Success: true, At: now})
 		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 	}
 }

@@ -69,6 +69,7 @@ const (
 	KeyValidationPath  = attribute.Key("backstop.validation.path")    // string[]
 	KeyValidationKey   = attribute.Key("backstop.validation.keyword") // string[]
 	KeyStreamOutcome   = attribute.Key("backstop.stream.outcome")     // complete, incomplete, restarted, abandoned
+	KeySharedStore     = attribute.Key("backstop.shared.store")       // budget, breaker
 )
 
 // Event names, recorded on the call span.
@@ -79,17 +80,21 @@ const (
 	EventBudgetExhausted  = "backstop.budget.exhausted"
 	EventGateClosed       = "backstop.gate.closed"
 	EventValidationFailed = "backstop.validation.failed"
+	// EventSharedLocal says the call decided with this replica's own
+	// breakers and gates: the shared state (Redis) did not answer.
+	EventSharedLocal = "backstop.shared.local"
 )
 
 // Metric names.
 const (
-	MetricCalls            = "backstop.calls"            // counter: calls by outcome and served tier
-	MetricAttempts         = "backstop.attempts"         // counter: attempts sent, by target and outcome
-	MetricRetries          = "backstop.retries"          // counter: retries sent, by target and reason
-	MetricFallbacks        = "backstop.fallbacks"        // counter: moves to the next target, by reason
-	MetricBudgetExhausted  = "backstop.budget.exhausted" // counter: retries refused by a budget
-	MetricBreakerChanges   = "backstop.breaker.changes"  // counter: breaker state changes, by new state
-	MetricRetriesPerCall   = "backstop.call.retries"     // histogram: retries a successful call took
-	MetricOperationSeconds = "gen_ai.client.operation.duration"
-	MetricTokenUsage       = "gen_ai.client.token.usage"
+	MetricCalls             = "backstop.calls"              // counter: calls by outcome and served tier
+	MetricAttempts          = "backstop.attempts"           // counter: attempts sent, by target and outcome
+	MetricRetries           = "backstop.retries"            // counter: retries sent, by target and reason
+	MetricFallbacks         = "backstop.fallbacks"          // counter: moves to the next target, by reason
+	MetricBudgetExhausted   = "backstop.budget.exhausted"   // counter: retries refused by a budget
+	MetricBreakerChanges    = "backstop.breaker.changes"    // counter: breaker state changes, by new state
+	MetricSharedUnavailable = "backstop.shared.unavailable" // counter: times a shared store (Redis) stopped answering, by store
+	MetricRetriesPerCall    = "backstop.call.retries"       // histogram: retries a successful call took
+	MetricOperationSeconds  = "gen_ai.client.operation.duration"
+	MetricTokenUsage        = "gen_ai.client.token.usage"
 )

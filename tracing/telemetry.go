@@ -58,6 +58,7 @@ type instruments struct {
 
 type meters struct {
 	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
+	shared                                               metric.Int64Counter
 	retriesPerCall                                       metric.Int64Histogram
 	duration                                             metric.Float64Histogram
 	tokens                                               metric.Int64Histogram
@@ -134,6 +135,7 @@ func newMeters(m metric.Meter) (*meters, error) {
 	ms.fallbacks = counter(MetricFallbacks, "Moves to the next target, by the target left and the reason.")
 	ms.budget = counter(MetricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
 	ms.breaker = counter(MetricBreakerChanges, "Circuit breaker state changes, by target and new state.")
+	ms.shared = counter(MetricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +219,29 @@ func (t *Telemetry) BreakerChanged(tg *Target, to string) {
 		return
 	}
 	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(tg.name), KeyBreakerState.String(to)))
+}
+
+// SharedUnavailable counts a shared store (store is "budget" or "breaker")
+// that stopped answering; target is "" for a store of the whole chain.
+func (t *Telemetry) SharedUnavailable(store, target string) {
+	in := t.active()
+	if in == nil || in.m == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{KeyChain.String(t.chain), KeySharedStore.String(store)}
+	if target != "" {
+		attrs = append(attrs, KeyTarget.String(target))
+	}
+	in.m.shared.Add(context.Background(), 1, metric.WithAttributes(attrs...))
+}
+
+// SharedLocal records on the call span that the call decided with local
+// state because the shared state did not answer.
+func (c *Call) SharedLocal() {
+	if c == nil || c.span == nil {
+		return
+	}
+	c.span.AddEvent(EventSharedLocal, trace.WithAttributes(ErrorType.String("shared_unavailable")))
 }
 
 // Call is one call's telemetry. A nil *Call records nothing, so the chain

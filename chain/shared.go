@@ -1,0 +1,234 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/tracing"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultSharedPrefix begins every key of a shared chain when
+// SharedOptions.Prefix is empty.
+const DefaultSharedPrefix = "backstop"
+
+// SharedOptions configures Builder.Shared. The zero value means every
+// default.
+type SharedOptions struct {
+	// Prefix begins every key the chain writes: "<Prefix>:<chain>:breakers"
+	// (one hash: the breakers and Retry-After gates of all its targets)
+	// and "<Prefix>:<chain>:<target>:budget" (one hash per target's
+	// budget). Empty means DefaultSharedPrefix ("backstop"). Replicas share
+	// state when they build chains of the same name on the same Redis with
+	// the same Prefix.
+	Prefix string
+	// Timeout bounds each Redis round trip: a slow or unreachable Redis
+	// costs a call at most this long per round trip, after which it goes on
+	// with this replica's own state. 0 means 50ms; negative is an error.
+	Timeout time.Duration
+	// ProbeEvery is how long Redis is left alone after a failure: calls
+	// make no round trip meanwhile, then one tries again. 0 means 1s;
+	// negative is an error.
+	ProbeEvery time.Duration
+	// Refresh is how long a replica may decide on what it last read of the
+	// other replicas' breakers and gates. 0 means every call reads them
+	// first (one round trip), so a target another replica found failing is
+	// skipped from the next call on; a positive Refresh makes at most one
+	// read per Refresh, at the cost of that much delay. Negative is an
+	// error.
+	Refresh time.Duration
+	// Budget configures the shared retry budget of each target whose
+	// Target.Budget is nil (a Target.Budget that is set is used as it is).
+	// Zero fields mean budget's defaults: retries at most 10% of the first
+	// attempts of all replicas together over 10s, with a floor of 10 per
+	// window for all of them.
+	Budget budget.RatioConfig
+	// Logger receives a Warn record each time a shared store stops
+	// answering and an Info record when it answers again. nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Shared makes the replicas that build this chain (same name, same Redis,
+// same Prefix) share what they learn about its targets through client, a
+// go-redis client whose options set ContextTimeoutEnabled:
+//
+//   - retry budgets: each target whose Budget is nil gets a budget.Shared,
+//     so all replicas together retry a failing target no more than one
+//     budget allows (one round trip per retry decision);
+//   - circuit breakers: when one replica's breaker opens, the others skip
+//     the target from their next call on, until the replica that opened it
+//     has sent its probe and found the target healthy (or twice the
+//     breaker's OpenFor has passed, should that replica be gone);
+//   - Retry-After gates: a Retry-After one replica does not wait out closes
+//     the target on every replica.
+//
+// Each replica keeps its own breakers; no lock is held across a model call.
+// A call reads the breakers and gates first (one round trip, see
+// SharedOptions.Refresh) and writes only when something changed: a breaker
+// opened or closed, a gate closed. When Redis is slow or down, calls go on
+// with local state after SharedOptions.Timeout, a log record and the metric
+// backstop.shared.unavailable say so, and sharing resumes when Redis
+// answers again. No call fails because of Redis.
+//
+// To share last-known-good answers too, give chain.LastGood a
+// cache.NewRedis store on the same client.
+func (b *Builder) Shared(client redis.UniversalClient, opts SharedOptions) *Builder {
+	b.shared = &sharedConfig{client: client, opts: opts}
+	return b
+}
+
+type sharedConfig struct {
+	client redis.UniversalClient
+	opts   SharedOptions
+}
+
+// shared is the chain's side of Builder.Shared.
+type shared struct {
+	state   *breaker.Shared
+	refresh time.Duration
+	last    atomic.Int64 // when the state was last read, on the chain's clock, +1
+}
+
+// buildShared checks the configuration and makes the chain's shared state
+// and the shared budgets of the targets without one. problem reports a
+// problem of the whole chain (target "") or of one target.
+func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(target, what string, err error)) {
+	o := cfg.opts
+	if o.Refresh < 0 {
+		problem("", "Shared: Refresh is "+o.Refresh.String()+"; it must not be negative (0 means every call)", nil)
+	}
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = DefaultSharedPrefix
+	}
+	tel := c.tel
+	state, err := breaker.NewShared(cfg.client, prefix+":"+c.name+":breakers", breaker.SharedOptions{
+		Timeout:    o.Timeout,
+		ProbeEvery: o.ProbeEvery,
+		Logger:     o.Logger,
+		OnError: func(err error) {
+			if err != nil {
+				tel.SharedUnavailable("breaker", "")
+			}
+		},
+	})
+	if err != nil {
+		problem("", "Shared is invalid", err)
+		return
+	}
+	c.shared = &shared{state: state, refresh: o.Refresh}
+	for _, t := range targets {
+		if t.Budget != nil {
+			continue
+		}
+		name := t.Name
+		b, err := budget.NewShared(cfg.client, prefix+":"+c.name+":"+name+":budget", budget.SharedOptions{
+			Ratio:      o.Budget,
+			Timeout:    o.Timeout,
+			ProbeEvery: o.ProbeEvery,
+			Logger:     o.Logger,
+			OnError: func(err error) {
+				if err != nil {
+					tel.SharedUnavailable("budget", name)
+				}
+			},
+		})
+		if err != nil {
+			problem(name, "Shared: the target's shared budget", err)
+			continue
+		}
+		t.budget = b
+	}
+}
+
+// sync reads what the other replicas published about the chain's targets
+// and applies it to this replica's breakers and gates, unless Refresh says
+// the last read is recent enough. When Redis does not answer, the call
+// goes on with what this replica knows.
+func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
+	s := c.shared
+	if s.refresh > 0 {
+		now := int64(c.clock()) + 1
+		last := s.last.Load()
+		if last != 0 && now-last < int64(s.refresh) || !s.last.CompareAndSwap(last, now) {
+			return // read recently, or being read by another call
+		}
+	}
+	remotes, err := s.state.Load(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			obs.SharedLocal()
+		}
+		return
+	}
+	at := time.Now()
+	for _, t := range c.targets {
+		var r breaker.Remote
+		for _, x := range remotes {
+			if x.Name == t.Name {
+				r = x
+				break
+			}
+		}
+		if r.Open > 0 {
+			t.breaker.OpenElsewhere(at.Add(r.Open))
+		} else {
+			t.breaker.OpenElsewhere(time.Time{})
+		}
+		if r.Gate > 0 {
+			t.gate.CloseUntil(at.Add(r.Gate))
+		}
+	}
+}
+
+// settle reports the end of an attempt on t to its breaker (under ticket)
+// and its budget, and publishes a breaker change it caused to the other
+// replicas.
+func (c *Chain) settle(ctx context.Context, t *target, ticket breaker.Ticket, v retry.Verdict, o budget.Outcome) {
+	ticket.ReportAt(v, o.At)
+	t.budget.Record(ctx, o)
+	if c.shared != nil {
+		c.publish(ctx, t)
+	}
+}
+
+// publish tells the other replicas of a change of t's breaker: opened
+// (skip t for twice OpenFor: its OpenFor, then the time this replica's
+// probe takes) or closed (stop skipping it). A half-open breaker publishes
+// nothing: the others keep skipping t while this replica probes it.
+func (c *Chain) publish(ctx context.Context, t *target) {
+	to, ok := t.breaker.TakeChange()
+	if !ok {
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
+	switch to {
+	case breaker.Open:
+		_ = c.shared.state.PublishOpen(ctx, t.Name, 2*t.breaker.OpenFor())
+	case breaker.Closed:
+		_ = c.shared.state.PublishClosed(ctx, t.Name)
+	}
+}
+
+// Flush writes what the chain's shared budgets have counted and not yet
+// written to Redis (first attempts are written in batches): call it before
+// a replica stops. It returns the errors of the budgets whose Redis did not
+// answer, joined; nil for a chain that is not shared.
+func (c *Chain) Flush(ctx context.Context) error {
+	var errs []error
+	for _, t := range c.targets {
+		if s, ok := t.budget.(*budget.Shared); ok {
+			if err := s.Flush(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
