@@ -91,15 +91,16 @@ type Shared struct {
 }
 
 // sharedRead returns {field, milliseconds left, ...} for every field that
-// has not ended.
+// has not ended. ARGV[1] is maxPublish in milliseconds.
 const sharedRead = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = now + tonumber(ARGV[1])
 local fields = redis.call('HGETALL', KEYS[1])
 local out = {}
 for i = 1, #fields, 2 do
   local v = tonumber(fields[i + 1])
-  if v ~= nil and v > now then
+  if v ~= nil and v > now and v <= limit and v == math.floor(v) then
     out[#out + 1] = fields[i]
     out[#out + 1] = v - now
   end
@@ -109,13 +110,15 @@ return out
 
 // sharedWrite applies one publication. ARGV: [1] op: "o" open, "g" gate
 // (both keep the later of the stored end and now + [3]), "c" closed
-// (removes the open field); [2] the name; [3] milliseconds.
+// (removes the open field); [2] the name; [3] milliseconds; [4] maxPublish
+// in milliseconds.
 const sharedWrite = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, name, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local limit = now + tonumber(ARGV[4])
 if op == 'c' then
   redis.call('HDEL', key, 'o:' .. name)
 else
@@ -127,7 +130,7 @@ local last = 0
 local fields = redis.call('HGETALL', key)
 for i = 1, #fields, 2 do
   local v = tonumber(fields[i + 1])
-  if v == nil or v <= now then
+  if v == nil or v <= now or v > limit or v ~= math.floor(v) then
     redis.call('HDEL', key, fields[i])
   elseif v > last then
     last = v
@@ -188,7 +191,7 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 // particular order. While Redis is left alone after a failure it returns an
 // error matching ErrSharedUnavailable at once.
 func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
-	res, err := s.run(ctx, s.read)
+	res, err := s.run(ctx, s.read, maxPublishArg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,9 +203,10 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 	for i := 0; i < len(vals); i += 2 {
 		field, _ := vals[i].(string)
 		ms, _ := vals[i+1].(int64)
-		if len(field) < 3 || field[1] != ':' || ms <= 0 {
+		if len(field) < 3 || field[0] != 'o' && field[0] != 'g' || field[1] != ':' || ms <= 0 {
 			continue // not ours
 		}
+		ms = min(ms, maxPublishMS) // the scripts bound it; a foreign writer may not
 		name := field[2:]
 		j := 0
 		for j < len(out) && out[j].Name != name {
@@ -226,14 +230,14 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 // skip it for d (rounded up to a millisecond); a publication that ends
 // later is kept.
 func (s *Shared) PublishOpen(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, s.write, "o", name, ms(d))
+	_, err := s.run(ctx, s.write, "o", name, ms(d), maxPublishArg)
 	return err
 }
 
 // PublishClosed tells the other replicas that name's breaker closed: they
 // stop skipping it from their next Load.
 func (s *Shared) PublishClosed(ctx context.Context, name string) error {
-	_, err := s.run(ctx, s.write, "c", name, "0")
+	_, err := s.run(ctx, s.write, "c", name, "0", maxPublishArg)
 	return err
 }
 
@@ -241,15 +245,27 @@ func (s *Shared) PublishClosed(ctx context.Context, name string) error {
 // request for d (rounded up to a millisecond); a closure that ends later
 // is kept.
 func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, s.write, "g", name, ms(d))
+	_, err := s.run(ctx, s.write, "g", name, ms(d), maxPublishArg)
 	return err
 }
 
 // Available reports whether Redis answered the last round trip.
 func (s *Shared) Available() bool { return s.health.Available() }
 
-// ms is d in whole milliseconds, rounded up, at least 1.
+// maxPublish bounds every publication: a longer one is kept this long.
+// Both scripts treat a field that ends later, or whose value is not a whole
+// number, as foreign: not read, and deleted by the next write.
+const (
+	maxPublish   = 366 * 24 * time.Hour
+	maxPublishMS = int64(maxPublish / time.Millisecond)
+)
+
+var maxPublishArg = strconv.FormatInt(maxPublishMS, 10)
+
+// ms is d in whole milliseconds, rounded up, at least 1 and at most
+// maxPublish.
 func ms(d time.Duration) string {
+	d = min(d, maxPublish)
 	return strconv.FormatInt(max(int64((d+time.Millisecond-1)/time.Millisecond), 1), 10)
 }
 

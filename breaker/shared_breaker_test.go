@@ -1,0 +1,304 @@
+package breaker_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// heldElsewhere fails the test unless b refuses attempts because another
+// replica holds it open: Allow's error matches ErrOpenElsewhere and ErrOpen,
+// Closed is false and State is Open.
+func heldElsewhere(t *testing.T, b *breaker.Breaker, when string) {
+	t.Helper()
+	tk, err := b.Allow()
+	if !errors.Is(err, breaker.ErrOpenElsewhere) || !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("%s: Allow = %v; want an error matching ErrOpenElsewhere and ErrOpen", when, err)
+	}
+	if tk.Held() {
+		t.Fatalf("%s: a refused Allow returned a held ticket", when)
+	}
+	if b.Closed() {
+		t.Fatalf("%s: Closed() while another replica holds the breaker open", when)
+	}
+	if s := b.State(); s != breaker.Open {
+		t.Fatalf("%s: State() = %v; want open", when, s)
+	}
+}
+
+// notHeld fails the test unless b is closed and lets an attempt through.
+func notHeld(t *testing.T, b *breaker.Breaker, when string) {
+	t.Helper()
+	if !b.Closed() || b.State() != breaker.Closed {
+		t.Fatalf("%s: Closed() %v, State() %v; want closed", when, b.Closed(), b.State())
+	}
+	tk, err := b.Allow()
+	if err != nil {
+		t.Fatalf("%s: Allow = %v; want the attempt through", when, err)
+	}
+	tk.Report(retry.NotFailure)
+}
+
+// take fails the test unless b.TakeChange returns want (ok false for none).
+func take(t *testing.T, b *breaker.Breaker, want breaker.State, wantOK bool, when string) {
+	t.Helper()
+	got, ok := b.TakeChange()
+	if got != want || ok != wantOK {
+		t.Fatalf("%s: TakeChange() = %v, %v; want %v, %v", when, got, ok, want, wantOK)
+	}
+}
+
+func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changes int
+		b := mustNew(t, breaker.Settings{OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
+		notHeld(t, b, "before")
+		const d = 10 * time.Second
+		b.OpenElsewhere(time.Now().Add(d))
+		heldElsewhere(t, b, "right after OpenElsewhere")
+		time.Sleep(d - time.Nanosecond)
+		heldElsewhere(t, b, "just before it ends")
+		time.Sleep(time.Nanosecond)
+		notHeld(t, b, "once it has ended")
+
+		// The refusals counted nothing against the target: no state change
+		// happened, and the breaker is still on the healthy path.
+		if changes != 0 {
+			t.Fatalf("%d state changes; want none", changes)
+		}
+		take(t, b, 0, false, "after refusals")
+		for range 4 {
+			report(t, b, retry.Failure)
+		}
+		if b.State() != breaker.Closed {
+			t.Fatal("opened before the 5th failure: the refusals were counted as failures")
+		}
+
+		// A zero time ends it at once.
+		b.OpenElsewhere(time.Now().Add(time.Hour))
+		heldElsewhere(t, b, "held for an hour")
+		b.OpenElsewhere(time.Time{})
+		if !b.Closed() || b.State() != breaker.Closed {
+			t.Fatalf("after OpenElsewhere(zero): Closed() %v, State() %v; want closed", b.Closed(), b.State())
+		}
+		if _, err := b.Allow(); err != nil {
+			t.Fatalf("after OpenElsewhere(zero): Allow = %v", err)
+		}
+		b.OpenElsewhere(time.Time{}) // ending nothing is harmless
+
+		// A later call replaces an earlier one, sooner or later.
+		b.OpenElsewhere(time.Now().Add(time.Hour))
+		b.OpenElsewhere(time.Now().Add(time.Minute))
+		time.Sleep(time.Minute)
+		if !b.Closed() {
+			t.Fatal("a later, shorter OpenElsewhere did not replace the earlier one")
+		}
+		b.OpenElsewhere(time.Now().Add(time.Minute))
+		b.OpenElsewhere(time.Now().Add(time.Hour))
+		time.Sleep(time.Minute)
+		heldElsewhere(t, b, "a later, longer OpenElsewhere")
+
+		// A time already passed holds nothing.
+		b.OpenElsewhere(time.Now().Add(-time.Second))
+		if !b.Closed() {
+			t.Fatal("an OpenElsewhere in the past holds the breaker open")
+		}
+	})
+}
+
+func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{Disabled: true})
+		b.OpenElsewhere(time.Now().Add(time.Hour))
+		if _, err := b.Allow(); err != nil {
+			t.Fatalf("disabled breaker: Allow = %v", err)
+		}
+		if !b.Closed() || b.State() != breaker.Closed {
+			t.Fatalf("disabled breaker: Closed() %v, State() %v; want closed", b.Closed(), b.State())
+		}
+		b.OpenElsewhere(time.Time{})
+		if _, err := b.Allow(); err != nil {
+			t.Fatalf("disabled breaker: Allow = %v", err)
+		}
+	})
+}
+
+// Once the breaker is open or half-open itself, its own state decides: the
+// replica that opened it (and reads its own publication back) sends its
+// probe.
+func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 5 {
+			report(t, b, retry.Failure)
+		}
+		if b.State() != breaker.Open {
+			t.Fatal("setup: not open after 5 failures")
+		}
+		b.OpenElsewhere(time.Now().Add(time.Hour)) // e.g. its own publication, read back
+		_, err := b.Allow()
+		if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
+			t.Fatalf("open: Allow = %v; want this breaker's own ErrOpen", err)
+		}
+		if b.Closed() || b.State() != breaker.Open {
+			t.Fatalf("open: Closed() %v, State() %v; want open", b.Closed(), b.State())
+		}
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		probe, err := b.Allow()
+		if err != nil {
+			t.Fatalf("the half-open probe was refused while OpenElsewhere is set: %v", err)
+		}
+		if b.State() != breaker.HalfOpen {
+			t.Fatalf("State() = %v during the probe; want half-open", b.State())
+		}
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
+			t.Fatalf("a second attempt during the probe: %v; want this breaker's own ErrOpen", err)
+		}
+		probe.Report(retry.Failure) // reopens
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		probe, err = b.Allow()
+		if err != nil {
+			t.Fatalf("the second probe was refused while OpenElsewhere is set: %v", err)
+		}
+		probe.Report(retry.NotFailure)
+		// Closed again: from now on the publication, still running, holds it
+		// open, until the caller ends it (as the chain does when it reads
+		// the publication removed).
+		heldElsewhere(t, b, "closed, with the publication still running")
+		b.OpenElsewhere(time.Time{})
+		notHeld(t, b, "after OpenElsewhere(zero)")
+	})
+}
+
+func TestTakeChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		take(t, b, 0, false, "new breaker")
+		for range 10 {
+			report(t, b, retry.NotFailure)
+		}
+		take(t, b, 0, false, "after successes")
+		for range 4 {
+			report(t, b, retry.Failure)
+		}
+		take(t, b, 0, false, "after failures that did not open it")
+		report(t, b, retry.Failure)
+		take(t, b, breaker.Open, true, "after it opened")
+		take(t, b, 0, false, "taken already")
+
+		// The probe succeeds: the last change, Closed, is what is taken.
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		report(t, b, retry.NotFailure)
+		take(t, b, breaker.Closed, true, "after the probe succeeded")
+		take(t, b, 0, false, "taken already")
+
+		// The probe fails: HalfOpen, then Open again.
+		report(t, b, retry.Trip)
+		take(t, b, breaker.Open, true, "after a Trip")
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		probe, err := b.Allow()
+		if err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		take(t, b, breaker.HalfOpen, true, "during the probe")
+		probe.Report(retry.Failure)
+		take(t, b, breaker.Open, true, "after the probe failed")
+		take(t, b, 0, false, "taken already")
+
+		// A refusal by OpenElsewhere is no change.
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		report(t, b, retry.NotFailure)
+		take(t, b, breaker.Closed, true, "closed again")
+		b.OpenElsewhere(time.Now().Add(time.Minute))
+		_, _ = b.Allow()
+		take(t, b, 0, false, "held open elsewhere")
+	})
+}
+
+func TestTakeChangeDisabled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{Disabled: true})
+		for range 20 {
+			report(t, b, retry.Trip)
+			report(t, b, retry.Failure)
+		}
+		time.Sleep(time.Hour)
+		report(t, b, retry.NotFailure)
+		take(t, b, 0, false, "disabled breaker")
+	})
+}
+
+// The healthy path, with no publication from another replica, still
+// allocates nothing; nor once a publication has ended.
+func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
+	b := mustNew(t, breaker.Settings{})
+	attempt := func() {
+		tk, err := b.Allow()
+		if err != nil {
+			panic(err)
+		}
+		tk.ReportAt(retry.NotFailure, time.Now())
+	}
+	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
+		t.Errorf("Allow+ReportAt allocates %v times; want 0", a)
+	}
+	b.OpenElsewhere(time.Now().Add(time.Hour))
+	b.OpenElsewhere(time.Time{})
+	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
+		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere ended; want 0", a)
+	}
+	b.OpenElsewhere(time.Now().Add(-time.Second))
+	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
+		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere passed; want 0", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { _, _ = b.TakeChange() }); a != 0 {
+		t.Errorf("TakeChange allocates %v times; want 0", a)
+	}
+}
+
+// OpenElsewhere races with Allow, Closed, State and TakeChange safely (run
+// with -race): every refusal is ErrOpenElsewhere and nothing is counted.
+func TestOpenElsewhereConcurrently(t *testing.T) {
+	b := mustNew(t, breaker.Settings{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 500 {
+				if (i+j)%3 == 0 {
+					b.OpenElsewhere(time.Time{})
+				} else {
+					b.OpenElsewhere(time.Now().Add(time.Duration(j%5) * time.Millisecond))
+				}
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 500 {
+				_ = b.Closed()
+				_ = b.State()
+				if _, ok := b.TakeChange(); ok {
+					t.Error("TakeChange reported a change")
+				}
+				tk, err := b.Allow()
+				if err != nil {
+					if !errors.Is(err, breaker.ErrOpenElsewhere) {
+						t.Errorf("Allow = %v; want nil or ErrOpenElsewhere", err)
+					}
+					continue
+				}
+				tk.Report(retry.NotFailure)
+			}
+		})
+	}
+	wg.Wait()
+	b.OpenElsewhere(time.Time{})
+	if !b.Closed() || b.State() != breaker.Closed {
+		t.Fatalf("Closed() %v, State() %v; want closed", b.Closed(), b.State())
+	}
+}
