@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -211,7 +212,8 @@ func (c *Chain) publish(ctx context.Context, t *target) {
 	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
 	switch to {
 	case breaker.Open:
-		_ = c.shared.state.PublishOpen(ctx, t.Name, 2*t.breaker.OpenFor())
+		d := t.breaker.OpenFor()
+		_ = c.shared.state.PublishOpen(ctx, t.Name, d+min(d, math.MaxInt64-d))
 	case breaker.Closed:
 		_ = c.shared.state.PublishClosed(ctx, t.Name)
 	}

@@ -1,0 +1,386 @@
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// Modes of a flaky provider.
+const (
+	healthy int32 = iota
+	overloaded
+	rateLimited // 429 asking for 120s, longer than any MaxRetryAfter here
+)
+
+// flaky is a provider whose behaviour the test switches, counting the
+// requests it receives: the provider's view of a fleet of replicas.
+type flaky struct {
+	name string
+	mode atomic.Int32
+	n    atomic.Int64
+}
+
+func (f *flaky) Name() string { return f.name }
+func (f *flaky) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	f.n.Add(1)
+	switch f.mode.Load() {
+	case overloaded:
+		return nil, &llm.Error{Provider: f.name, Status: 529, Kind: llm.KindOverloaded, Message: "overloaded"}
+	case rateLimited:
+		return nil, &llm.Error{Provider: f.name, Status: 429, Kind: llm.KindRateLimited, Message: "slow down", RetryAfter: 120 * time.Second}
+	}
+	return &llm.Response{Text: "ok from " + f.name, Model: req.Model}, nil
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fleet is n replicas of one chain, each with a Redis client of its own,
+// sharing a primary and a fallback provider.
+type fleet struct {
+	primary, fallback *flaky
+	replicas          []*chain.Chain
+	clients           []*redis.Client // one per replica, when shared
+	log               *syncBuffer
+}
+
+type fleetOptions struct {
+	n       int
+	name    string
+	shared  *chain.SharedOptions // nil: not shared
+	primary chain.Target         // Name, Provider and Model are set by newFleet
+	tel     *telemetry
+}
+
+// newFleet builds the replicas, each on a client of addr made now (inside
+// the caller's synctest bubble, if any) and closed when the test ends.
+func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
+	t.Helper()
+	f := &fleet{primary: &flaky{name: "anthropic"}, fallback: &flaky{name: "openai"}, log: &syncBuffer{}}
+	if o.name == "" {
+		o.name = "support"
+	}
+	for range o.n {
+		b := chain.New(o.name)
+		if o.shared != nil {
+			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4})
+			t.Cleanup(func() { _ = c.Close() })
+			f.clients = append(f.clients, c)
+			opts := *o.shared
+			opts.Logger = slog.New(slog.NewTextHandler(f.log, nil))
+			b.Shared(c, opts)
+		}
+		if o.tel != nil {
+			b.TracerProvider(o.tel.tp).MeterProvider(o.tel.mp)
+		}
+		p := o.primary
+		p.Name, p.Provider, p.Model = "primary", f.primary, "claude"
+		c, err := b.Primary(p).
+			OrProvider(chain.Target{Name: "fallback", Provider: f.fallback, Model: "gpt"}).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.replicas = append(f.replicas, c)
+	}
+	return f
+}
+
+var ask = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+
+// call makes one call on replica i and fails the test if it is not served.
+func (f *fleet) call(t *testing.T, i int) *chain.Result {
+	t.Helper()
+	res, err := f.replicas[i].Call(context.Background(), ask)
+	if err != nil {
+		t.Fatalf("replica %d: the call failed: %v\n%s", i, err, path(res))
+	}
+	return res
+}
+
+// skipped returns the error of the primary's skip in res, or nil.
+func skipped(res *chain.Result) error {
+	for _, a := range res.Attempts {
+		if a.Target == "primary" && a.Decision == chain.DecisionSkip && a.N == 0 {
+			return a.Err
+		}
+	}
+	return nil
+}
+
+// sharedBackends runs test against an in-process miniredis and, when one
+// is reachable (always under CI), the real Redis server.
+func sharedBackends(t *testing.T, test func(t *testing.T, addr, prefix string)) {
+	t.Run("miniredis", func(t *testing.T) {
+		m := miniredis.RunT(t)
+		test(t, m.Addr(), "")
+	})
+	t.Run("redis", func(t *testing.T) {
+		test(t, redistest.Addr(t), strings.TrimSuffix(redistest.Prefix(t), ":"))
+	})
+}
+
+func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
+	sharedBackends(t, func(t *testing.T, addr, prefix string) {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedOptions{Prefix: prefix},
+				primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+			f.primary.mode.Store(overloaded)
+			for range breaker.DefaultConsecutiveFailures {
+				if res := f.call(t, 0); res.Served.Target != "fallback" {
+					t.Fatalf("served by %q; want the fallback", res.Served.Target)
+				}
+			}
+			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
+				t.Fatalf("the primary got %d requests; want %d", got, breaker.DefaultConsecutiveFailures)
+			}
+			// Replica 0's breaker is open: the others skip the primary from
+			// their next call on, without a request.
+			for i := 1; i < 3; i++ {
+				res := f.call(t, i)
+				if err := skipped(res); !errors.Is(err, breaker.ErrOpenElsewhere) || !errors.Is(err, breaker.ErrOpen) {
+					t.Fatalf("replica %d: primary skip error = %v; want ErrOpenElsewhere\n%s", i, err, path(res))
+				}
+				if !strings.Contains(path(res), "open on another replica") {
+					t.Fatalf("replica %d: the result does not say why:\n%s", i, path(res))
+				}
+			}
+			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
+				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breaker.DefaultConsecutiveFailures)
+			}
+
+			// The primary heals. Replica 0 probes after OpenFor; until its
+			// probe succeeds the others keep skipping the primary.
+			f.primary.mode.Store(healthy)
+			time.Sleep(breaker.DefaultOpenFor / 2)
+			if res := f.call(t, 1); skipped(res) == nil {
+				t.Fatalf("replica 1 used the primary before the probe:\n%s", path(res))
+			}
+			time.Sleep(breaker.DefaultOpenFor/2 + time.Millisecond)
+			if res := f.call(t, 0); res.Served.Target != "primary" {
+				t.Fatalf("the probe: served by %q; want the primary\n%s", res.Served.Target, path(res))
+			}
+			for i := 1; i < 3; i++ {
+				if res := f.call(t, i); res.Served.Target != "primary" {
+					t.Fatalf("replica %d after the probe: served by %q; want the primary\n%s", i, res.Served.Target, path(res))
+				}
+			}
+			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures+3 {
+				t.Fatalf("the primary got %d requests; want %d failures, one probe and two calls", got, breaker.DefaultConsecutiveFailures)
+			}
+		})
+	})
+}
+
+func TestSharedGateClosesOtherReplicas(t *testing.T) {
+	sharedBackends(t, func(t *testing.T, addr, prefix string) {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedOptions{Prefix: prefix}})
+			f.primary.mode.Store(rateLimited)
+			if res := f.call(t, 0); res.Served.Target != "fallback" || f.primary.n.Load() != 1 {
+				t.Fatalf("served by %q after %d requests; want the fallback after 1\n%s", res.Served.Target, f.primary.n.Load(), path(res))
+			}
+			for i := 1; i < 3; i++ {
+				res := f.call(t, i)
+				if err := skipped(res); !errors.Is(err, breaker.ErrGateClosed) {
+					t.Fatalf("replica %d: primary skip error = %v; want ErrGateClosed\n%s", i, err, path(res))
+				}
+			}
+			if got := f.primary.n.Load(); got != 1 {
+				t.Fatalf("the primary got %d requests; want 1: the others respect its Retry-After", got)
+			}
+		})
+	})
+}
+
+// Redis down is run in real time, not in a synctest bubble: miniredis's
+// Restart starts a listener goroutine that would join the bubble and keep
+// it from ever being idle. Nothing waits: one attempt per target, and Redis
+// is tried again on every call (ProbeEvery 1ns).
+func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
+	m := miniredis.RunT(t)
+	{
+		tel := newTelemetry()
+		f := newFleet(t, m.Addr(), fleetOptions{n: 3, tel: tel, shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+		f.call(t, 0)
+		m.Close()
+
+		// Redis is down: every call is served, on local state.
+		f.primary.mode.Store(overloaded)
+		for range breaker.DefaultConsecutiveFailures {
+			if res := f.call(t, 0); res.Served.Target != "fallback" {
+				t.Fatalf("served by %q; want the fallback", res.Served.Target)
+			}
+		}
+		// Replica 0 opened its breaker but could not tell the others:
+		// replica 1 finds out for itself.
+		before := f.primary.n.Load()
+		if res := f.call(t, 1); skipped(res) != nil || f.primary.n.Load() != before+1 {
+			t.Fatalf("replica 1 skipped the primary with Redis down:\n%s", path(res))
+		}
+		logs := f.log.String()
+		if !strings.Contains(logs, "shared breaker state unavailable, using local state") {
+			t.Fatalf("no log line says the shared state is unavailable:\n%s", logs)
+		}
+		if n := tel.counter(t, "backstop.shared.unavailable"); n < 2 {
+			t.Fatalf("backstop.shared.unavailable = %d; want at least one per replica that saw Redis fail", n)
+		}
+		var events int
+		for _, s := range tel.spans.GetSpans() {
+			for _, e := range s.Events {
+				if e.Name == "backstop.shared.local" {
+					events++
+				}
+			}
+		}
+		if events == 0 {
+			t.Fatal("no call span records that it decided on local state")
+		}
+
+		// Redis is back: after ProbeEvery, replica 1's own breaker opening
+		// is shared again, and replica 2 skips the primary without a request.
+		if err := m.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		for range breaker.DefaultConsecutiveFailures {
+			f.call(t, 1)
+		}
+		before = f.primary.n.Load()
+		res := f.call(t, 2)
+		if err := skipped(res); !errors.Is(err, breaker.ErrOpenElsewhere) || f.primary.n.Load() != before {
+			t.Fatalf("after Redis came back, replica 2's primary skip = %v with %d requests; want ErrOpenElsewhere and none\n%s",
+				err, f.primary.n.Load()-before, path(res))
+		}
+		if !strings.Contains(f.log.String(), "available again, using shared state") {
+			t.Fatalf("no log line says the shared state is back:\n%s", f.log.String())
+		}
+	}
+}
+
+func TestSharedBuildErrors(t *testing.T) {
+	m := miniredis.RunT(t)
+	p := &flaky{name: "anthropic"}
+	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer noTimeouts.Close()
+	_, err := chain.New("c").Shared(noTimeouts, chain.SharedOptions{Refresh: -time.Second, Timeout: -1}).
+		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+	if !errors.Is(err, chain.ErrInvalidConfig) {
+		t.Fatalf("err = %v; want ErrInvalidConfig", err)
+	}
+	for _, want := range []string{"Refresh is -1s", "ContextTimeoutEnabled is false", "Timeout is -1ns"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	_, err = chain.New("c").Shared(nil, chain.SharedOptions{}).
+		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+	if err == nil || !strings.Contains(err.Error(), "client is nil") {
+		t.Fatalf("a nil client: err = %v", err)
+	}
+}
+
+func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{Refresh: time.Second},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+		f.call(t, 1) // replica 1 reads the (empty) shared state now
+		f.primary.mode.Store(overloaded)
+		for range breaker.DefaultConsecutiveFailures {
+			f.call(t, 0)
+		}
+		before := f.primary.n.Load()
+		if res := f.call(t, 1); skipped(res) != nil || f.primary.n.Load() != before+1 {
+			t.Fatalf("replica 1 read the shared state again within Refresh:\n%s", path(res))
+		}
+		time.Sleep(time.Second)
+		if res := f.call(t, 1); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
+			t.Fatalf("replica 1 did not read the shared state after Refresh:\n%s", path(res))
+		}
+	})
+}
+
+// telemetry records spans and metrics in memory, synchronously: no
+// goroutine outlives the test.
+type telemetry struct {
+	spans  *tracetest.InMemoryExporter
+	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+}
+
+func newTelemetry() *telemetry {
+	t := &telemetry{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.spans))
+	t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(t.reader))
+	return t
+}
+
+// counter returns the total of the int64 counter named name.
+func (tel *telemetry) counter(t *testing.T, name string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, p := range s.DataPoints {
+					n += p.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// path lists a result's attempts, one per line, for failure messages.
+func path(res *chain.Result) string {
+	if res == nil {
+		return "<nil result>"
+	}
+	var b strings.Builder
+	for _, a := range res.Attempts {
+		fmt.Fprintf(&b, "  %v\n", a)
+	}
+	return b.String()
+}
