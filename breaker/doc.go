@@ -15,4 +15,10 @@
 // when at least half of at least 20 calls in a rolling 30 s window failed;
 // it stays open 30 s, then lets one probe through: a success closes it, a
 // failure opens it again.
+//
+// Shared lets the replicas of a service publish to each other, through
+// Redis, that a breaker opened or closed and that a gate closed; each
+// replica still runs its own breaker, and no lock is held across a model
+// call (see Breaker.OpenElsewhere, and docs/replicas.md for why gobreaker's
+// DistributedCircuitBreaker is not used).
 package breaker

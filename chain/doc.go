@@ -19,4 +19,7 @@
 // Every configuration error surfaces at Build, all of them at once, each
 // naming its target. Call never sleeps past the chain's deadline: a wait that
 // would end after it is skipped and the chain moves on.
+//
+// Builder.Shared makes the replicas of a service that build the same chain
+// share its breakers, Retry-After gates and retry budgets through Redis.
 package chain
