@@ -284,7 +284,7 @@ func (s *Shared) run(ctx context.Context, script *redis.Script, args ...any) (an
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := script.Run(tctx, s.client, s.keys, args...).Result()
-	timedOut := tctx.Err() != nil
+	timedOut := err != nil && remote.TimedOut(tctx, err)
 	cancel()
 	if err == nil {
 		s.health.Succeeded()

@@ -472,7 +472,7 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	args = append(append(args, op, pending), s.statics...)
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := s.script.Run(tctx, s.client, s.keys, args...).Int64Slice()
-	timedOut := tctx.Err() != nil
+	timedOut := err != nil && remote.TimedOut(tctx, err)
 	cancel()
 	if err == nil && len(res) != len(v) {
 		err = fmt.Errorf("the script answered %v; want 3 integers", res)

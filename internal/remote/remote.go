@@ -6,7 +6,10 @@
 package remote
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -131,3 +134,15 @@ func (h *Health) log() *slog.Logger {
 
 // ProbeEvery returns how long Redis is left alone after a failure.
 func (h *Health) ProbeEvery() time.Duration { return time.Duration(h.probeEvery) }
+
+// TimedOut reports whether a round trip bounded by tctx failed for want of
+// an answer in time: tctx has ended, or err is a network timeout (go-redis
+// sets the connection's deadline from tctx's, so the read may time out
+// just before tctx's own timer fires).
+func TimedOut(tctx context.Context, err error) bool {
+	if tctx.Err() != nil {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,80 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestHealthTransitions(t *testing.T) {
+	var logs bytes.Buffer
+	var calls []error
+	h := NewHealth("shared thing", "k", time.Second, func(err error) { calls = append(calls, err) },
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if use, probe := h.Use(0); !use || probe || !h.Available() || h.Down(0) {
+		t.Fatal("a new Health is not available")
+	}
+	boom := errors.New("boom")
+	h.Failed(10, boom)
+	h.Failed(20, boom) // already down: no second record
+	if h.Available() || !h.Down(20) {
+		t.Fatal("not down after a failure")
+	}
+	if use, _ := h.Use(int64(time.Second)); use {
+		t.Fatal("a round trip allowed before ProbeEvery passed")
+	}
+	use, probe := h.Use(int64(time.Second) + 20)
+	if !use || !probe {
+		t.Fatalf("after ProbeEvery: use %v probe %v; want one probe", use, probe)
+	}
+	if use, _ := h.Use(int64(time.Second) + 21); use {
+		t.Fatal("a second caller probed too")
+	}
+	h.Succeeded()
+	h.Succeeded()
+	if !h.Available() || len(calls) != 2 || calls[0] != boom || calls[1] != nil {
+		t.Fatalf("available %v, onError calls %v; want [boom <nil>]", h.Available(), calls)
+	}
+	out := logs.String()
+	if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "backstop: shared thing unavailable, using local state") ||
+		strings.Count(out, "level=INFO") != 1 || !strings.Contains(out, "backstop: shared thing available again") {
+		t.Fatalf("logs:\n%s", out)
+	}
+}
+
+func TestTimedOut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if TimedOut(ctx, errors.New("x")) {
+		t.Fatal("a plain error on a live context is a timeout")
+	}
+	if !TimedOut(ctx, os.ErrDeadlineExceeded) {
+		t.Fatal("a network timeout is not a timeout")
+	}
+	cancel()
+	if !TimedOut(ctx, errors.New("x")) {
+		t.Fatal("an ended context is not a timeout")
+	}
+}
+
+func TestCheckClient(t *testing.T) {
+	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	bad := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer good.Close()
+	defer bad.Close()
+	var nilClient *redis.Client
+	for _, tc := range []struct {
+		c    redis.UniversalClient
+		want string
+	}{{good, ""}, {bad, "ContextTimeoutEnabled is false"}, {nil, "client is nil"}, {nilClient, "nil *redis.Client"}} {
+		if got := CheckClient(tc.c, "the Timeout"); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("CheckClient(%T) = %q; want %q", tc.c, got, tc.want)
+		}
+	}
+}
