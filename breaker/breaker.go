@@ -234,6 +234,10 @@ func New(name string, s Settings) (*Breaker, error) {
 			b.changes.Add(1)
 			if to == gobreaker.StateClosed {
 				b.window.Reset() // judge the recovered target on what follows
+				// This breaker's own probe found the target healthy: that
+				// is fresher than any publication read before it, this
+				// replica's own included (withdrawn from Redis next).
+				b.elsewhere.Store(nil)
 			}
 			b.closed.Store(to == gobreaker.StateClosed)
 			b.change.Store(int32(fromGobreaker(to)) + 1)
@@ -308,7 +312,8 @@ func (b *Breaker) State() State {
 // every attempt with an error matching ErrOpen until then, without a
 // request, so the replicas skip a target that one of them found failing.
 // Once this breaker is open or half-open itself, its own state decides,
-// so that its probe is sent. A zero until ends it at once (the replica
+// so that its probe is sent; when that probe closes it, a publication read
+// before is forgotten (the probe's success is fresher news). A zero until ends it at once (the replica
 // that opened it found the target healthy again); a later call replaces
 // an earlier one. until should come from time.Now (a monotonic reading).
 // A disabled breaker ignores it.

@@ -166,10 +166,12 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 			t.Fatalf("the second probe was refused while OpenElsewhere is set: %v", err)
 		}
 		probe.Report(retry.NotFailure)
-		// Closed again: from now on the publication, still running, holds it
-		// open, until the caller ends it (as the chain does when it reads
-		// the publication removed).
-		heldElsewhere(t, b, "closed, with the publication still running")
+		// Closed by its own probe: that is fresher than any publication read
+		// before, so the breaker forgets it (the replica withdraws its own
+		// publication next); a publication read after holds it again.
+		notHeld(t, b, "closed by its own probe")
+		b.OpenElsewhere(time.Now().Add(time.Hour))
+		heldElsewhere(t, b, "a publication read after the probe")
 		b.OpenElsewhere(time.Time{})
 		notHeld(t, b, "after OpenElsewhere(zero)")
 	})

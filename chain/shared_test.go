@@ -421,3 +421,26 @@ func TestSharedSilentRedisCallsCarryOn(t *testing.T) {
 		t.Fatalf("the log does not say Redis did not answer in time:\n%s", logs)
 	}
 }
+
+// With Refresh, the replica whose probe closes its breaker must not skip
+// the target on its own, stale publication until its next read.
+func TestSharedProberUsesTheTargetAtOnceWithRefresh(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{Refresh: time.Second},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1},
+				Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 2 * time.Second}}})
+		f.primary.mode.Store(overloaded)
+		f.call(t, 0) // opens, publishes
+		time.Sleep(time.Second)
+		f.call(t, 0) // reads its own publication
+		f.primary.mode.Store(healthy)
+		time.Sleep(time.Second + time.Millisecond)
+		if res := f.call(t, 0); res.Served.Target != "primary" {
+			t.Fatalf("the probe: served by %q\n%s", res.Served.Target, path(res))
+		}
+		if res := f.call(t, 0); res.Served.Target != "primary" {
+			t.Fatalf("right after its probe closed the breaker, the replica skipped the primary:\n%s", path(res))
+		}
+	})
+}
