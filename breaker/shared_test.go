@@ -1,7 +1,6 @@
 package breaker_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,84 +10,23 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
-
-// roundTrips is a go-redis hook counting a client's script round trips
-// (every Shared method sends exactly one EVALSHA, and an EVAL after it only
-// when the server did not know the script yet) and its dials.
-type roundTrips struct{ evals, dials atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.dials.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "evalsha" {
-			h.evals.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// onErrors records the calls of SharedOptions.OnError.
-type onErrors struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (o *onErrors) add(err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.errs = append(o.errs, err)
-}
-
-func (o *onErrors) get() []error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]error(nil), o.errs...)
-}
 
 // testClient returns a client of addr that bounds commands by their
 // context, counting its round trips, closed when the test ends (inside a
 // synctest bubble, when t is the bubble's: its cleanups run in the bubble).
-func testClient(t testing.TB, addr string) (*redis.Client, *roundTrips) {
+func testClient(t testing.TB, addr string) (*redis.Client, *redistest.RoundTrips) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1})
-	h := &roundTrips{}
+	h := &redistest.RoundTrips{}
 	c.AddHook(h)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, h
@@ -256,18 +194,18 @@ func TestNewSharedMakesNoRoundTrip(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there now
 	c, rt := testClient(t, addr)
-	var calls onErrors
-	var logs syncBuffer
-	s, err := breaker.NewShared(c, sharedKey, breaker.SharedOptions{OnError: calls.add,
+	var calls redistest.Errors
+	var logs redistest.Log
+	s, err := breaker.NewShared(c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil || s == nil {
 		t.Fatalf("NewShared with Redis down = %v, %v; want a Shared", s, err)
 	}
-	if d, e := rt.dials.Load(), rt.evals.Load(); d != 0 || e != 0 {
+	if d, e := rt.Dials.Load(), rt.Evals.Load(); d != 0 || e != 0 {
 		t.Fatalf("NewShared dialed %d times and sent %d scripts; want none", d, e)
 	}
-	if !s.Available() || len(calls.get()) != 0 || logs.String() != "" {
-		t.Fatalf("a new Shared: Available %v, OnError %v, log %q; want true, none, empty", s.Available(), calls.get(), logs.String())
+	if !s.Available() || len(calls.Get()) != 0 || logs.String() != "" {
+		t.Fatalf("a new Shared: Available %v, OnError %v, log %q; want true, none, empty", s.Available(), calls.Get(), logs.String())
 	}
 }
 
@@ -295,7 +233,7 @@ func TestSharedPublishAndLoad(t *testing.T) {
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v; want %+v", rs, want)
 	}
-	if n := rt.evals.Load(); n != 6 {
+	if n := rt.Evals.Load(); n != 6 {
 		t.Fatalf("2 Loads and 4 publications sent %d scripts; want 6, one round trip each", n)
 	}
 	if got := hkeys(t, m, sharedKey); !slices.Equal(got, []string{"g:a", "g:b", "o:a", "o:c"}) {
@@ -594,17 +532,17 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		ctx := context.Background()
 		const timeout, probeEvery = 5 * time.Second, time.Minute
 		c, rt := testClient(t, addr) // closed by t's cleanup, in the bubble
-		var calls onErrors
-		var logs syncBuffer
+		var calls redistest.Errors
+		var logs redistest.Log
 		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: timeout, ProbeEvery: probeEvery,
-			OnError: calls.add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Hour))
 		if rs := load(t, s); len(rs) != 1 || rs[0].Open != time.Hour {
 			t.Fatalf("Load = %+v; want a open for 1h", rs)
 		}
 
 		redisDo(t, "close")
-		rt.evals.Store(0)
+		rt.Evals.Store(0)
 		start := time.Now()
 		rs, err := s.Load(ctx)
 		if !errors.Is(err, breaker.ErrSharedUnavailable) || rs != nil {
@@ -613,13 +551,13 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		if d := time.Since(start); d > timeout {
 			t.Fatalf("Load with Redis down took %v (virtual time); want at most the Timeout, %v", d, timeout)
 		}
-		if n := rt.evals.Load(); n != 1 {
+		if n := rt.Evals.Load(); n != 1 {
 			t.Fatalf("%d round trips; want 1", n)
 		}
 		if s.Available() {
 			t.Fatal("Available() with Redis down")
 		}
-		errs := calls.get()
+		errs := calls.Get()
 		if len(errs) != 1 || !errors.Is(errs[0], breaker.ErrSharedUnavailable) {
 			t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
 		}
@@ -631,7 +569,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		// Left alone for ProbeEvery: every method fails at once.
 		leftAlone := func(when string) {
 			t.Helper()
-			before := rt.evals.Load()
+			before := rt.Evals.Load()
 			start := time.Now()
 			_, lerr := s.Load(ctx)
 			for i, err := range []error{lerr, s.PublishOpen(ctx, "a", time.Second),
@@ -640,7 +578,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 					t.Fatalf("%s: call %d: %v; want ErrSharedUnavailable naming ProbeEvery", when, i, err)
 				}
 			}
-			if n := rt.evals.Load() - before; n != 0 {
+			if n := rt.Evals.Load() - before; n != 0 {
 				t.Fatalf("%s: %d round trips; want none", when, n)
 			}
 			if d := time.Since(start); d != 0 {
@@ -656,11 +594,11 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		if _, err := s.Load(ctx); !errors.Is(err, breaker.ErrSharedUnavailable) || strings.Contains(err.Error(), "ProbeEvery") {
 			t.Fatalf("the probe: %v; want ErrSharedUnavailable from a round trip", err)
 		}
-		if n := rt.evals.Load(); n != 2 {
+		if n := rt.Evals.Load(); n != 2 {
 			t.Fatalf("%d round trips after ProbeEvery; want 2 (one probe)", n)
 		}
 		leftAlone("after the failed probe")
-		if n := len(calls.get()); n != 1 || strings.Count(logs.String(), "level=") != 1 {
+		if n := len(calls.Get()); n != 1 || strings.Count(logs.String(), "level=") != 1 {
 			t.Fatalf("a failed probe reported again: %d OnError calls, log:\n%s", n, logs.String())
 		}
 
@@ -672,13 +610,13 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		if len(rs) != 1 || rs[0] != (breaker.Remote{Name: "a", Open: time.Hour}) {
 			t.Fatalf("Load after Redis came back = %+v; want a open for 1h (what was published before)", rs)
 		}
-		if n := rt.evals.Load(); n != 3 {
+		if n := rt.Evals.Load(); n != 3 {
 			t.Fatalf("%d round trips; want 3", n)
 		}
 		if !s.Available() {
 			t.Fatal("not Available() after Redis answered again")
 		}
-		if errs := calls.get(); len(errs) != 2 || errs[1] != nil {
+		if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
 			t.Fatalf("OnError calls: %v; want a second one with nil", errs)
 		}
 		wantInfo := `level=INFO msg="backstop: shared breaker state available again, using shared state" key=` + sharedKey
@@ -690,10 +628,10 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 		if rs := load(t, s); len(rs) != 0 {
 			t.Fatalf("Load = %+v; want nothing", rs)
 		}
-		if n := rt.evals.Load(); n != 5 {
+		if n := rt.Evals.Load(); n != 5 {
 			t.Fatalf("%d round trips; want 5", n)
 		}
-		if n := len(calls.get()); n != 2 {
+		if n := len(calls.Get()); n != 2 {
 			t.Fatalf("%d OnError calls; want still 2", n)
 		}
 	})
@@ -705,13 +643,13 @@ func TestSharedRedisError(t *testing.T) {
 	m := miniredis.RunT(t)
 	must(t, "Set", m.Set(sharedKey, "x"))
 	c, _ := testClient(t, m.Addr())
-	var calls onErrors
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.add,
+	var calls redistest.Errors
+	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if _, err := s.Load(context.Background()); !errors.Is(err, breaker.ErrSharedUnavailable) || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Load: %v; want ErrSharedUnavailable with Redis's WRONGTYPE error", err)
 	}
-	if errs := calls.get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") || s.Available() {
+	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") || s.Available() {
 		t.Fatalf("OnError calls %v, Available %v; want one with WRONGTYPE, false", errs, s.Available())
 	}
 }
@@ -722,9 +660,9 @@ func TestSharedCallerCanceled(t *testing.T) {
 	t.Run("before the call", func(t *testing.T) {
 		m := miniredis.RunT(t)
 		c, rt := testClient(t, m.Addr())
-		var calls onErrors
-		var logs syncBuffer
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.add,
+		var calls redistest.Errors
+		var logs redistest.Log
+		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -735,21 +673,21 @@ func TestSharedCallerCanceled(t *testing.T) {
 				t.Fatalf("call %d: %v; want context.Canceled, not ErrSharedUnavailable", i, err)
 			}
 		}
-		if n := rt.evals.Load(); n != 0 || !s.Available() || len(calls.get()) != 0 || logs.String() != "" {
+		if n := rt.Evals.Load(); n != 0 || !s.Available() || len(calls.Get()) != 0 || logs.String() != "" {
 			t.Fatalf("%d round trips, Available %v, OnError %v, log %q; want none, true, none, empty",
-				n, s.Available(), calls.get(), logs.String())
+				n, s.Available(), calls.Get(), logs.String())
 		}
 		// Redis was not marked unavailable: the next call goes through.
-		if rs := load(t, s); len(rs) != 0 || rt.evals.Load() != 1 {
-			t.Fatalf("Load = %+v after %d round trips; want nothing after 1", rs, rt.evals.Load())
+		if rs := load(t, s); len(rs) != 0 || rt.Evals.Load() != 1 {
+			t.Fatalf("Load = %+v after %d round trips; want nothing after 1", rs, rt.Evals.Load())
 		}
 	})
 	t.Run("during the round trip", func(t *testing.T) {
 		addr := silentRedis(t)
 		c, _ := testClient(t, addr)
-		var calls onErrors
-		var logs syncBuffer
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: time.Hour, OnError: calls.add,
+		var calls redistest.Errors
+		var logs redistest.Log
+		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: time.Hour, OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
@@ -757,8 +695,8 @@ func TestSharedCallerCanceled(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, breaker.ErrSharedUnavailable) || rs != nil {
 			t.Fatalf("Load = %+v, %v; want the caller's context.DeadlineExceeded, not ErrSharedUnavailable", rs, err)
 		}
-		if !s.Available() || len(calls.get()) != 0 || logs.String() != "" {
-			t.Fatalf("Available %v, OnError %v, log %q; want true, none, empty", s.Available(), calls.get(), logs.String())
+		if !s.Available() || len(calls.Get()) != 0 || logs.String() != "" {
+			t.Fatalf("Available %v, OnError %v, log %q; want true, none, empty", s.Available(), calls.Get(), logs.String())
 		}
 	})
 }
@@ -769,21 +707,21 @@ func TestSharedSlowRedis(t *testing.T) {
 	addr := silentRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Hour, WriteTimeout: time.Hour, DialTimeout: time.Hour})
-	rt := &roundTrips{}
+	rt := &redistest.RoundTrips{}
 	c.AddHook(rt)
 	t.Cleanup(func() { _ = c.Close() })
-	var calls onErrors
+	var calls redistest.Errors
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
-		OnError: calls.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rs, err := s.Load(context.Background())
 	if !errors.Is(err, breaker.ErrSharedUnavailable) || !strings.Contains(err.Error(), "no answer from Redis within the Timeout (50ms)") || rs != nil {
 		t.Fatalf("Load against a silent Redis = %+v, %v; want ErrSharedUnavailable naming the Timeout", rs, err)
 	}
-	if errs := calls.get(); len(errs) != 1 || !errors.Is(errs[0], breaker.ErrSharedUnavailable) || s.Available() {
+	if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], breaker.ErrSharedUnavailable) || s.Available() {
 		t.Fatalf("OnError calls %v, Available %v; want one, false", errs, s.Available())
 	}
 	// Then it is left alone: no second wait.
-	if err := s.PublishOpen(context.Background(), "a", time.Second); !errors.Is(err, breaker.ErrSharedUnavailable) || rt.evals.Load() != 1 {
-		t.Fatalf("PublishOpen: %v after %d round trips; want ErrSharedUnavailable after 1", err, rt.evals.Load())
+	if err := s.PublishOpen(context.Background(), "a", time.Second); !errors.Is(err, breaker.ErrSharedUnavailable) || rt.Evals.Load() != 1 {
+		t.Fatalf("PublishOpen: %v after %d round trips; want ErrSharedUnavailable after 1", err, rt.Evals.Load())
 	}
 }

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,51 +13,16 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// evalCounter is a go-redis hook counting the script's round trips: every
-// Shared round trip sends exactly one EVALSHA (and an EVAL after it only
-// when the server did not know the script yet).
-type evalCounter struct{ n atomic.Int64 }
-
-func (h *evalCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *evalCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "evalsha" {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *evalCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // testClient returns a client of addr that bounds commands by their
 // context, counting its script round trips, closed when the test ends.
-func testClient(t testing.TB, addr string) (*redis.Client, *evalCounter) {
+func testClient(t testing.TB, addr string) (*redis.Client, *redistest.RoundTrips) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1})
-	h := &evalCounter{}
+	h := &redistest.RoundTrips{}
 	c.AddHook(h)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, h
@@ -364,34 +328,34 @@ func TestSharedFlushBatching(t *testing.T) {
 	c, evals := testClient(t, m.Addr())
 	s := newTestShared(t, c, "batch", SharedOptions{FlushAfter: 10, FlushEvery: time.Hour})
 	recordFirsts(ctx, s, 9)
-	if n := evals.n.Load(); n != 0 {
+	if n := evals.Evals.Load(); n != 0 {
 		t.Fatalf("9 first attempts made %d round trips; want 0", n)
 	}
 	recordFirsts(ctx, s, 1)
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("the 10th first attempt made %d round trips; want 1", n)
 	}
 	s.Record(ctx, Outcome{Retry: true})
 	s.Record(ctx, Outcome{Success: true, Retry: true})
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("recording retries made round trips (%d in all); want none", n)
 	}
 	if f, _ := counts(t, s); f != 10 {
 		t.Fatalf("Counts = %d firsts; want 10", f)
 	}
 	// FlushEvery: an attempt recorded an hour after the last write.
-	evals.n.Store(0)
+	evals.Evals.Store(0)
 	s.Record(ctx, Outcome{At: time.Now().Add(2 * time.Hour)})
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("a first attempt after FlushEvery made %d round trips; want 1", n)
 	}
 	// A Withdraw carries the waiting ones in its own round trip.
 	recordFirsts(ctx, s, 3)
-	evals.n.Store(0)
+	evals.Evals.Store(0)
 	if err := s.Withdraw(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("Withdraw made %d round trips; want 1", n)
 	}
 	// Flush writes whatever waits.
@@ -406,13 +370,13 @@ func TestSharedFlushBatching(t *testing.T) {
 	// Concurrent Records: each batch carries at least FlushAfter.
 	const goroutines, each, after = 8, 1000, 100
 	s = newTestShared(t, c, "batch-concurrent", SharedOptions{FlushAfter: after, FlushEvery: time.Hour})
-	evals.n.Store(0)
+	evals.Evals.Store(0)
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() { recordFirsts(ctx, s, each) })
 	}
 	wg.Wait()
-	if n := evals.n.Load(); n < 1 || n > goroutines*each/after {
+	if n := evals.Evals.Load(); n < 1 || n > goroutines*each/after {
 		t.Fatalf("%d first attempts made %d round trips; want 1 to %d", goroutines*each, n, goroutines*each/after)
 	}
 	if err := s.Flush(ctx); err != nil {
@@ -434,27 +398,9 @@ func TestSharedRecordDoesNotAllocate(t *testing.T) {
 			t.Errorf("Record(%+v) allocates %v times; want 0", o, a)
 		}
 	}
-	if n := evals.n.Load(); n != 0 {
+	if n := evals.Evals.Load(); n != 0 {
 		t.Fatalf("%d round trips; want 0", n)
 	}
-}
-
-// onErrors records the calls of SharedOptions.OnError.
-type onErrors struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (o *onErrors) add(err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.errs = append(o.errs, err)
-}
-
-func (o *onErrors) get() []error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]error(nil), o.errs...)
 }
 
 // When Redis goes away, decisions are local at once, Redis is left alone
@@ -464,14 +410,14 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, evals := testClient(t, m.Addr())
-	var logs syncBuffer
-	var calls onErrors
+	var logs redistest.Log
+	var calls redistest.Errors
 	local, err := NewRatio(RatioConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newTestShared(t, c, "down", SharedOptions{
-		Local: local, ProbeEvery: time.Hour, OnError: calls.add,
+		Local: local, ProbeEvery: time.Hour, OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	recordFirsts(ctx, s, 300) // written in three batches, and known to Local
@@ -483,12 +429,12 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	}
 
 	m.Close()
-	evals.n.Store(0)
+	evals.Evals.Store(0)
 	// Local knows the 300 first attempts and nothing of the shared grants.
 	if n := grantAll(t, ctx, s, 100); n != 30 {
 		t.Fatalf("Redis down: Local granted %d; want 30 (10%% of the replica's own 300)", n)
 	}
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("Redis down: %d round trips tried; want 1, then none for ProbeEvery", n)
 	}
 	recordFirsts(ctx, s, 250) // counted, not written: Redis is left alone
@@ -496,13 +442,13 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	if n := grantAll(t, ctx, s, 100); n != 1+25 {
 		t.Fatalf("Redis down: granted %d after 250 more first attempts and a refund; want 26", n)
 	}
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("Redis down: %d round trips tried; want still 1", n)
 	}
 	if s.Available() {
 		t.Fatal("Available() with Redis down")
 	}
-	errs := calls.get()
+	errs := calls.Get()
 	if len(errs) != 1 || !errors.Is(errs[0], ErrSharedUnavailable) {
 		t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
 	}
@@ -528,7 +474,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	if f, r := counts(t, s); f != 550 || r != 31 {
 		t.Fatalf("Redis back: Counts = %d, %d; want 550, 31", f, r)
 	}
-	if errs := calls.get(); len(errs) != 2 || errs[1] != nil {
+	if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
 		t.Fatalf("OnError calls: %v; want a second one with nil", errs)
 	}
 	if got := logs.String(); strings.Count(got, "level=INFO") != 1 ||
@@ -543,10 +489,10 @@ func TestSharedDownConcurrently(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, evals := testClient(t, m.Addr())
-	var calls onErrors
+	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 1 << 20})
 	s := newTestShared(t, c, "down-concurrent", SharedOptions{Local: local, ProbeEvery: time.Hour,
-		OnError: calls.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	m.Close()
 	var wg sync.WaitGroup
 	for range 16 {
@@ -560,13 +506,13 @@ func TestSharedDownConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if errs := calls.get(); len(errs) != 1 {
+	if errs := calls.Get(); len(errs) != 1 {
 		t.Fatalf("OnError called %d times: %v; want once", len(errs), errs)
 	}
-	if n := evals.n.Load(); n < 1 || n > 16 {
+	if n := evals.Evals.Load(); n < 1 || n > 16 {
 		t.Fatalf("%d round trips tried; want at most one per goroutine in flight when Redis went away", n)
 	}
-	evals.n.Store(0)
+	evals.Evals.Store(0)
 	s.base = s.base.Add(-2 * time.Hour)
 	for range 16 {
 		wg.Go(func() {
@@ -576,7 +522,7 @@ func TestSharedDownConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("after ProbeEvery %d round trips tried; want one probe", n)
 	}
 }
@@ -616,10 +562,10 @@ func TestSharedSlowRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true,
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute, DialTimeout: time.Minute})
 	t.Cleanup(func() { _ = c.Close() })
-	var calls onErrors
+	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 2})
 	s := newTestShared(t, c, "slow", SharedOptions{Local: local, Timeout: 50 * time.Millisecond,
-		OnError: calls.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	start := time.Now()
 	n := grantAll(t, ctx, s, 10)
 	// Not a timing assertion: without the Timeout this would hang for the
@@ -630,7 +576,7 @@ func TestSharedSlowRedis(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("granted %d; want Local's 2", n)
 	}
-	errs := calls.get()
+	errs := calls.Get()
 	if len(errs) != 1 || !errors.Is(errs[0], ErrSharedUnavailable) || !strings.Contains(errs[0].Error(), "within the Timeout (50ms)") {
 		t.Fatalf("OnError calls: %v; want one saying Redis did not answer within the Timeout", errs)
 	}
@@ -645,14 +591,14 @@ func TestSharedRedisError(t *testing.T) {
 	if err := m.Set("wrongtype", "x"); err != nil {
 		t.Fatal(err)
 	}
-	var calls onErrors
+	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 4})
-	s := newTestShared(t, c, "wrongtype", SharedOptions{Local: local, OnError: calls.add,
+	s := newTestShared(t, c, "wrongtype", SharedOptions{Local: local, OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if n := grantAll(t, ctx, s, 10); n != 4 {
 		t.Fatalf("granted %d; want Local's 4", n)
 	}
-	if errs := calls.get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") {
+	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") {
 		t.Fatalf("OnError calls: %v; want one with Redis's WRONGTYPE error", errs)
 	}
 }
@@ -662,9 +608,9 @@ func TestSharedRedisError(t *testing.T) {
 func TestSharedCallerCanceled(t *testing.T) {
 	m := miniredis.RunT(t)
 	c, evals := testClient(t, m.Addr())
-	var calls onErrors
+	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 1})
-	s := newTestShared(t, c, "canceled", SharedOptions{Local: local, OnError: calls.add})
+	s := newTestShared(t, c, "canceled", SharedOptions{Local: local, OnError: calls.Add})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Withdraw(ctx); err != nil {
@@ -673,8 +619,8 @@ func TestSharedCallerCanceled(t *testing.T) {
 	if err := s.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Withdraw: %v; want Local's refusal", err)
 	}
-	if n := evals.n.Load(); n != 0 || !s.Available() || len(calls.get()) != 0 {
-		t.Fatalf("%d round trips, Available %v, OnError %v; want none, true, none", n, s.Available(), calls.get())
+	if n := evals.Evals.Load(); n != 0 || !s.Available() || len(calls.Get()) != 0 {
+		t.Fatalf("%d round trips, Available %v, OnError %v; want none, true, none", n, s.Available(), calls.Get())
 	}
 	// A Record under a canceled context still writes its batch.
 	s2 := newTestShared(t, c, "canceled", SharedOptions{FlushAfter: 2})
@@ -723,20 +669,20 @@ func TestSharedRecoversThroughRecord(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, evals := testClient(t, m.Addr())
-	var calls onErrors
+	var calls redistest.Errors
 	s := newTestShared(t, c, "record-probe", SharedOptions{FlushAfter: 10, ProbeEvery: time.Hour,
-		OnError: calls.add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	m.Close()
 	recordFirsts(ctx, s, 10) // the 10th tries Redis and fails
 	recordFirsts(ctx, s, 25) // left alone
-	if n := evals.n.Load(); n != 1 || s.Available() {
+	if n := evals.Evals.Load(); n != 1 || s.Available() {
 		t.Fatalf("%d round trips, Available %v; want 1, false", n, s.Available())
 	}
 	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	recordFirsts(ctx, s, 5) // ProbeEvery has not passed: still left alone
-	if n := evals.n.Load(); n != 1 {
+	if n := evals.Evals.Load(); n != 1 {
 		t.Fatalf("%d round trips before ProbeEvery; want 1", n)
 	}
 	s.Record(ctx, Outcome{At: time.Now().Add(2 * time.Hour)})
@@ -746,7 +692,7 @@ func TestSharedRecoversThroughRecord(t *testing.T) {
 	if f, _ := counts(t, s); f != 31 {
 		t.Fatalf("Counts = %d firsts; want the 31 counted while Redis was away (the first 10 were lost)", f)
 	}
-	if errs := calls.get(); len(errs) != 2 || errs[1] != nil {
+	if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
 		t.Fatalf("OnError calls %v; want an error, then nil", errs)
 	}
 }

@@ -77,7 +77,7 @@ func TestShared40ReplicasSpendOneBudget(t *testing.T) {
 // ratio budget of cfg of its own.
 func newFleetWithBudgets(t *testing.T, cfg budget.RatioConfig, primary chain.Target) *fleet {
 	t.Helper()
-	f := &fleet{primary: &flaky{name: "anthropic"}, fallback: &flaky{name: "openai"}, log: &syncBuffer{}}
+	f := &fleet{primary: &flaky{name: "anthropic"}, fallback: &flaky{name: "openai"}, log: &redistest.Log{}}
 	for range 40 {
 		b, err := budget.NewRatio(cfg)
 		if err != nil {

@@ -1,7 +1,6 @@
 package chain_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,31 +53,13 @@ func (f *flaky) Complete(_ context.Context, req llm.Request) (*llm.Response, err
 	return &llm.Response{Text: "ok from " + f.name, Model: req.Model}, nil
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fleet is n replicas of one chain, each with a Redis client of its own,
 // sharing a primary and a fallback provider.
 type fleet struct {
 	primary, fallback *flaky
 	replicas          []*chain.Chain
 	clients           []*redis.Client // one per replica, when shared
-	log               *syncBuffer
+	log               *redistest.Log
 }
 
 type fleetOptions struct {
@@ -93,7 +74,7 @@ type fleetOptions struct {
 // the caller's synctest bubble, if any) and closed when the test ends.
 func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 	t.Helper()
-	f := &fleet{primary: &flaky{name: "anthropic"}, fallback: &flaky{name: "openai"}, log: &syncBuffer{}}
+	f := &fleet{primary: &flaky{name: "anthropic"}, fallback: &flaky{name: "openai"}, log: &redistest.Log{}}
 	if o.name == "" {
 		o.name = "support"
 	}

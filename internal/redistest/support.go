@@ -1,0 +1,81 @@
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Log is a log destination safe for the concurrent writes of a logger:
+// slog.New(slog.NewTextHandler(&log, nil)), then String to read it.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// RoundTrips is a go-redis hook (client.AddHook) counting a client's
+// script round trips, EVALSHA commands (a store sends exactly one per
+// round trip, and an EVAL after it only when the server did not know the
+// script yet), and its dials.
+type RoundTrips struct{ Evals, Dials atomic.Int64 }
+
+// DialHook counts dials.
+func (h *RoundTrips) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.Dials.Add(1)
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook counts EVALSHA commands.
+func (h *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" {
+			h.Evals.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook counts nothing.
+func (h *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Errors records the calls of a store's OnError callback: pass its Add.
+type Errors struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+// Add records err.
+func (e *Errors) Add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, err)
+}
+
+// Get returns the errors recorded so far, in order.
+func (e *Errors) Get() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.errs...)
+}
