@@ -188,9 +188,9 @@ type Breaker struct {
 	// The healthy path is taken while they are equal.
 	fails, clean atomic.Uint64
 
-	// elsewhere is when another replica's publication that the breaker is
-	// open ends (see OpenElsewhere); nil when none holds it open.
-	elsewhere atomic.Pointer[time.Time]
+	// elsewhere is another replica's publication that the breaker is open
+	// (see OpenElsewhere); nil when none holds it open.
+	elsewhere atomic.Pointer[publication]
 	// change is the last state change not yet taken by TakeChange, as
 	// State+1; 0 when there is none.
 	change atomic.Int32
@@ -234,10 +234,6 @@ func New(name string, s Settings) (*Breaker, error) {
 			b.changes.Add(1)
 			if to == gobreaker.StateClosed {
 				b.window.Reset() // judge the recovered target on what follows
-				// This breaker's own probe found the target healthy: that
-				// is fresher than any publication read before it, this
-				// replica's own included (withdrawn from Redis next).
-				b.elsewhere.Store(nil)
 			}
 			b.closed.Store(to == gobreaker.StateClosed)
 			b.change.Store(int32(fromGobreaker(to)) + 1)
@@ -307,17 +303,33 @@ func (b *Breaker) State() State {
 	return s
 }
 
+// publication is another replica's word that the breaker is open, as read
+// when the breaker had made asOf state changes.
+type publication struct {
+	until time.Time
+	asOf  uint64
+}
+
+// Changes returns how many state changes the breaker has made: read it
+// before reading other replicas' publications, and pass it to
+// OpenElsewhere.
+func (b *Breaker) Changes() uint64 { return b.changes.Load() }
+
 // OpenElsewhere records that another replica published this breaker open
 // until until (see Shared): while this breaker is closed, Allow refuses
-// every attempt with an error matching ErrOpen until then, without a
-// request, so the replicas skip a target that one of them found failing.
-// Once this breaker is open or half-open itself, its own state decides,
-// so that its probe is sent; when that probe closes it, a publication read
-// before is forgotten (the probe's success is fresher news). A zero until ends it at once (the replica
-// that opened it found the target healthy again); a later call replaces
-// an earlier one. until should come from time.Now (a monotonic reading).
-// A disabled breaker ignores it.
-func (b *Breaker) OpenElsewhere(until time.Time) {
+// every attempt with ErrOpenElsewhere (which matches ErrOpen) until then,
+// without a request, so the replicas skip a target that one of them found
+// failing. Once this breaker is open or half-open itself, its own state
+// decides, so that its probe is sent.
+//
+// asOf is what Changes returned before the publication was read: if the
+// breaker has changed state since (its own probe closed it, say, while the
+// read was on its way), the publication is older news than the breaker's
+// own and is ignored; so is it after any later change. A zero until ends
+// it at once (the replica that opened it found the target healthy again);
+// a later call replaces an earlier one. until should come from time.Now (a
+// monotonic reading). A disabled breaker ignores it.
+func (b *Breaker) OpenElsewhere(until time.Time, asOf uint64) {
 	if b.cb == nil {
 		return
 	}
@@ -327,21 +339,38 @@ func (b *Breaker) OpenElsewhere(until time.Time) {
 		}
 		return
 	}
-	b.elsewhere.Store(&until)
+	b.elsewhere.Store(&publication{until: until, asOf: asOf})
 }
 
 // heldElsewhere reports whether another replica's publication holds the
-// breaker open now, and forgets it once it has ended.
+// breaker open now, and forgets it once it has ended or the breaker has
+// changed state since it was read.
 func (b *Breaker) heldElsewhere() bool {
-	u := b.elsewhere.Load()
-	if u == nil {
+	p := b.elsewhere.Load()
+	if p == nil {
 		return false
 	}
-	if time.Now().Before(*u) {
+	if p.asOf == b.changes.Load() && time.Now().Before(p.until) {
 		return true
 	}
-	b.elsewhere.CompareAndSwap(u, nil)
+	b.elsewhere.CompareAndSwap(p, nil)
 	return false
+}
+
+// Refusal returns why Allow would refuse an attempt now, without taking a
+// probe slot: ErrOpenElsewhere while another replica holds the breaker
+// open, ErrOpen while it is open or half-open itself, nil while it is
+// closed (or disabled). It reads no lock on the healthy path.
+func (b *Breaker) Refusal() error {
+	switch {
+	case b.cb == nil:
+		return nil
+	case !b.closed.Load():
+		return ErrOpen
+	case b.elsewhere.Load() != nil && b.heldElsewhere():
+		return ErrOpenElsewhere
+	}
+	return nil
 }
 
 // TakeChange returns the breaker's last state change that has not been

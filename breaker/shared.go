@@ -284,13 +284,18 @@ func (s *Shared) run(ctx context.Context, script *redis.Script, args ...any) (an
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := script.Run(tctx, s.client, s.keys, args...).Result()
+	byCaller := err != nil && remote.CutByCaller(ctx, tctx, err)
 	timedOut := err != nil && remote.TimedOut(tctx, err)
 	cancel()
 	if err == nil {
 		s.health.Succeeded()
 		return res, nil
 	}
-	if cerr := ctx.Err(); cerr != nil {
+	if byCaller { // says nothing about Redis
+		cerr := ctx.Err()
+		if cerr == nil {
+			cerr = context.DeadlineExceeded
+		}
 		return nil, fmt.Errorf("shared state %q: %w (%v)", s.keys[0], cerr, err)
 	}
 	if timedOut {

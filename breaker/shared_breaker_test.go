@@ -59,7 +59,7 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 		b := mustNew(t, breaker.Settings{OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
 		notHeld(t, b, "before")
 		const d = 10 * time.Second
-		b.OpenElsewhere(time.Now().Add(d))
+		b.OpenElsewhere(time.Now().Add(d), b.Changes())
 		heldElsewhere(t, b, "right after OpenElsewhere")
 		time.Sleep(d - time.Nanosecond)
 		heldElsewhere(t, b, "just before it ends")
@@ -80,31 +80,31 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 		}
 
 		// A zero time ends it at once.
-		b.OpenElsewhere(time.Now().Add(time.Hour))
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
 		heldElsewhere(t, b, "held for an hour")
-		b.OpenElsewhere(time.Time{})
+		b.OpenElsewhere(time.Time{}, b.Changes())
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("after OpenElsewhere(zero): Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("after OpenElsewhere(zero): Allow = %v", err)
 		}
-		b.OpenElsewhere(time.Time{}) // ending nothing is harmless
+		b.OpenElsewhere(time.Time{}, b.Changes()) // ending nothing is harmless
 
 		// A later call replaces an earlier one, sooner or later.
-		b.OpenElsewhere(time.Now().Add(time.Hour))
-		b.OpenElsewhere(time.Now().Add(time.Minute))
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
 		time.Sleep(time.Minute)
 		if !b.Closed() {
 			t.Fatal("a later, shorter OpenElsewhere did not replace the earlier one")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Minute))
-		b.OpenElsewhere(time.Now().Add(time.Hour))
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
 		time.Sleep(time.Minute)
 		heldElsewhere(t, b, "a later, longer OpenElsewhere")
 
 		// A time already passed holds nothing.
-		b.OpenElsewhere(time.Now().Add(-time.Second))
+		b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes())
 		if !b.Closed() {
 			t.Fatal("an OpenElsewhere in the past holds the breaker open")
 		}
@@ -114,14 +114,14 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{Disabled: true})
-		b.OpenElsewhere(time.Now().Add(time.Hour))
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("disabled breaker: Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
-		b.OpenElsewhere(time.Time{})
+		b.OpenElsewhere(time.Time{}, b.Changes())
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
@@ -140,7 +140,7 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		if b.State() != breaker.Open {
 			t.Fatal("setup: not open after 5 failures")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Hour)) // e.g. its own publication, read back
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes()) // e.g. its own publication, read back
 		_, err := b.Allow()
 		if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
 			t.Fatalf("open: Allow = %v; want this breaker's own ErrOpen", err)
@@ -170,9 +170,9 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		// before, so the breaker forgets it (the replica withdraws its own
 		// publication next); a publication read after holds it again.
 		notHeld(t, b, "closed by its own probe")
-		b.OpenElsewhere(time.Now().Add(time.Hour))
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
 		heldElsewhere(t, b, "a publication read after the probe")
-		b.OpenElsewhere(time.Time{})
+		b.OpenElsewhere(time.Time{}, b.Changes())
 		notHeld(t, b, "after OpenElsewhere(zero)")
 	})
 }
@@ -216,7 +216,7 @@ func TestTakeChange(t *testing.T) {
 		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
 		report(t, b, retry.NotFailure)
 		take(t, b, breaker.Closed, true, "closed again")
-		b.OpenElsewhere(time.Now().Add(time.Minute))
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
 		_, _ = b.Allow()
 		take(t, b, 0, false, "held open elsewhere")
 	})
@@ -249,12 +249,12 @@ func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(time.Hour))
-	b.OpenElsewhere(time.Time{})
+	b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+	b.OpenElsewhere(time.Time{}, b.Changes())
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere ended; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(-time.Second))
+	b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes())
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere passed; want 0", a)
 	}
@@ -272,9 +272,9 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		wg.Go(func() {
 			for j := range 500 {
 				if (i+j)%3 == 0 {
-					b.OpenElsewhere(time.Time{})
+					b.OpenElsewhere(time.Time{}, b.Changes())
 				} else {
-					b.OpenElsewhere(time.Now().Add(time.Duration(j%5) * time.Millisecond))
+					b.OpenElsewhere(time.Now().Add(time.Duration(j%5)*time.Millisecond), b.Changes())
 				}
 			}
 		})
@@ -299,7 +299,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	b.OpenElsewhere(time.Time{})
+	b.OpenElsewhere(time.Time{}, b.Changes())
 	if !b.Closed() || b.State() != breaker.Closed {
 		t.Fatalf("Closed() %v, State() %v; want closed", b.Closed(), b.State())
 	}

@@ -81,6 +81,12 @@ type SharedOptions struct {
 	// runs on the goroutine whose call saw the change, so keep it quick.
 	// Failures while Redis is already unavailable do not call it again.
 	OnError func(err error)
+	// Available, when set, is asked before each round trip: while it
+	// reports false, the budget decides locally without trying Redis, and
+	// its own health is left as it is. A shared chain passes its shared
+	// breaker state's Available, so that a Redis that failed one of the
+	// chain's stores costs a call one Timeout, not one per store.
+	Available func() bool
 	// Logger receives a Warn record "backstop: shared budget unavailable,
 	// using local state" each time Redis becomes unavailable and an Info
 	// record "backstop: shared budget available again, using shared state"
@@ -135,6 +141,7 @@ type Shared struct {
 	flushEvery int64 // nanoseconds
 	flushAfter int64
 	health     *remote.Health // on the clock of now
+	available  func() bool    // SharedOptions.Available; nil: always
 
 	base time.Time // monotonic origin of the times below
 
@@ -157,7 +164,8 @@ var _ Refunder = (*Shared)(nil)
 //
 // Buckets are epochs of the server's TIME: fields from a bucket a whole
 // window old, or more than a window ahead (a server whose clock was set
-// back), and fields it did not write are deleted, not counted. A withdraw
+// back), and fields it did not write (another kind, an epoch or a count
+// that is not a whole number, NaN included) are deleted, not counted. A withdraw
 // grants iff retries < max(floor, floor(firsts * ratio / 10^6)), as Ratio
 // does; a refund decrements the newest bucket holding a granted retry, and
 // only when the window holds one. Writes are followed by PEXPIRE; a call
@@ -182,7 +190,10 @@ for i = 1, #fields, 2 do
   local kind = string.sub(name, 1, 1)
   local e = tonumber(string.sub(name, 2))
   local v = tonumber(fields[i + 1])
-  if (kind ~= 'f' and kind ~= 'r') or e == nil or v == nil or e <= now - n or e > now + n then
+  -- e ~= math.floor(e) and v ~= math.floor(v) are true for NaN, an
+  -- infinity and a fraction: never written here, so foreign
+  if (kind ~= 'f' and kind ~= 'r') or e == nil or v == nil or e ~= math.floor(e) or v ~= math.floor(v)
+    or e <= now - n or e > now + n then
     redis.call('HDEL', key, name)
     wrote = true
   elseif kind == 'f' then
@@ -284,7 +295,8 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 		flushAfter: int64(orDefault(opts.FlushAfter, DefaultFlushAfter)),
 		health: remote.NewHealth("shared budget", key, orDefault(opts.ProbeEvery, DefaultProbeEvery),
 			opts.OnError, opts.Logger),
-		base: time.Now(),
+		available: opts.Available,
+		base:      time.Now(),
 	}
 	if s.local == nil {
 		r, err := NewRatio(c)
@@ -356,7 +368,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 	if s.pending.Load() < s.flushAfter && now-s.lastFlush.Load() < s.flushEvery {
 		return // another Record wrote the batch meanwhile
 	}
-	use, probe := s.health.Use(now)
+	use, probe := s.use(now)
 	if !use {
 		return
 	}
@@ -380,7 +392,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 func (s *Shared) Withdraw(ctx context.Context) error {
 	if ctx.Err() == nil {
 		now := s.now()
-		if use, _ := s.health.Use(now); use {
+		if use, _ := s.use(now); use {
 			s.lastFlush.Store(now)
 			if v, ok := s.decide(ctx, opWithdraw, s.pending.Swap(0)); ok {
 				if v[0] == 1 {
@@ -402,7 +414,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 // the grant it cancels, and the window's retries never go below zero. If
 // the round trip fails the retry stays counted.
 func (s *Shared) Refund(ctx context.Context) {
-	if use, _ := s.health.Use(s.now()); use {
+	if use, _ := s.use(s.now()); use {
 		s.decide(context.WithoutCancel(ctx), opRefund, 0)
 		return
 	}
@@ -441,6 +453,14 @@ func (s *Shared) Counts(ctx context.Context) (firsts, retries int64, err error) 
 // round trip until one succeeds again.
 func (s *Shared) Available() bool { return s.health.Available() }
 
+// use is Health.Use, unless Available says Redis is down.
+func (s *Shared) use(now int64) (use, probe bool) {
+	if s.available != nil && !s.available() {
+		return false, false
+	}
+	return s.health.Use(now)
+}
+
 // Config returns the ratio configuration s runs with, defaults filled in.
 func (s *Shared) Config() RatioConfig { return s.config }
 
@@ -456,7 +476,7 @@ func (s *Shared) decide(ctx context.Context, op, pending int64) (v [3]int64, ok 
 		s.health.Succeeded()
 		return v, true
 	}
-	if ctx.Err() == nil {
+	if errors.Is(err, ErrSharedUnavailable) { // not the caller's own end
 		s.health.Failed(s.now(), err)
 	}
 	return v, false
@@ -472,13 +492,18 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	args = append(append(args, op, pending), s.statics...)
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := s.script.Run(tctx, s.client, s.keys, args...).Int64Slice()
+	byCaller := err != nil && remote.CutByCaller(ctx, tctx, err)
 	timedOut := err != nil && remote.TimedOut(tctx, err)
 	cancel()
 	if err == nil && len(res) != len(v) {
 		err = fmt.Errorf("the script answered %v; want 3 integers", res)
 	}
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
+		if byCaller { // says nothing about Redis
+			cerr := ctx.Err()
+			if cerr == nil {
+				cerr = context.DeadlineExceeded
+			}
 			return v, fmt.Errorf("shared budget %q: %w (%v)", s.keys[0], cerr, err)
 		}
 		if timedOut { // go-redis reports it as a context or a network timeout

@@ -385,11 +385,13 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return leave(fmt.Sprintf("a wait of %v would end past the deadline", wait.Round(time.Millisecond)), err)
 		}
-		if !t.breaker.Closed() {
-			// Opened by other calls meanwhile: do not sleep to find out.
-			obs.Skipped(t.tel, tracing.SkipBreaker, "circuit breaker open")
-			res.skip(t, n+1, breaker.ErrOpen, "retry not sent")
-			return leave("circuit breaker open", &refusedError{err, breaker.ErrOpen})
+		if why := t.breaker.Refusal(); why != nil {
+			// Opened by other calls (or replicas) meanwhile: do not sleep
+			// to find out.
+			reason := breakerReason(t, why)
+			obs.Skipped(t.tel, tracing.SkipBreaker, reason)
+			res.skip(t, n+1, why, "retry not sent")
+			return leave(reason, &refusedError{err, why})
 		}
 		if berr := t.budget.Withdraw(ctx); berr != nil {
 			obs.Skipped(t.tel, tracing.SkipBudget, "retry budget exhausted")

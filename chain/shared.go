@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -109,8 +110,11 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 	if prefix == "" {
 		prefix = DefaultSharedPrefix
 	}
+	if err := o.Budget.Validate(); err != nil {
+		problem("", "Shared: Budget is invalid", err)
+	}
 	tel := c.tel
-	state, err := breaker.NewShared(cfg.client, prefix+":"+c.name+":breakers", breaker.SharedOptions{
+	state, err := breaker.NewShared(cfg.client, prefix+":"+keyPart(c.name)+":breakers", breaker.SharedOptions{
 		Timeout:    o.Timeout,
 		ProbeEvery: o.ProbeEvery,
 		Logger:     o.Logger,
@@ -130,10 +134,11 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 			continue
 		}
 		name := t.Name
-		b, err := budget.NewShared(cfg.client, prefix+":"+c.name+":"+name+":budget", budget.SharedOptions{
+		b, err := budget.NewShared(cfg.client, prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget", budget.SharedOptions{
 			Ratio:      o.Budget,
 			Timeout:    o.Timeout,
 			ProbeEvery: o.ProbeEvery,
+			Available:  state.Available, // one Redis failure, one Timeout per call
 			Logger:     o.Logger,
 			OnError: func(err error) {
 				if err != nil {
@@ -149,6 +154,14 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 	}
 }
 
+// keyEscaper escapes the parts of a key that come from names, so that
+// chain "eu:support" with target "primary" and chain "eu" with target
+// "support:primary" get different keys.
+var keyEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
+
+// keyPart is name as one part of a Redis key: its '%' and ':' escaped.
+func keyPart(name string) string { return keyEscaper.Replace(name) }
+
 // sync reads what the other replicas published about the chain's targets
 // and applies it to this replica's breakers and gates, unless Refresh says
 // the last read is recent enough. When Redis does not answer, the call
@@ -162,6 +175,13 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 			return // read recently, or being read by another call
 		}
 	}
+	// Each breaker's state changes before the read: a breaker that changes
+	// while the read is on its way ignores what was read (OpenElsewhere).
+	var buf [8]uint64
+	asOf := buf[:0]
+	for _, t := range c.targets {
+		asOf = append(asOf, t.breaker.Changes())
+	}
 	remotes, err := s.state.Load(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -170,7 +190,7 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 		return
 	}
 	at := time.Now()
-	for _, t := range c.targets {
+	for i, t := range c.targets {
 		var r breaker.Remote
 		for _, x := range remotes {
 			if x.Name == t.Name {
@@ -178,13 +198,23 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 				break
 			}
 		}
+		if u := t.unpublished.Swap(0); u != 0 {
+			// A change this replica could not tell the others: Redis
+			// answers again, so tell them now. A withdrawal that lands
+			// makes the publication just read stale.
+			if to := breaker.State(u - 1); c.tell(ctx, t, to, true) && to == breaker.Closed {
+				r.Open = 0
+			}
+		}
 		if r.Open > 0 {
-			t.breaker.OpenElsewhere(at.Add(r.Open))
+			t.breaker.OpenElsewhere(at.Add(r.Open), asOf[i])
 		} else {
-			t.breaker.OpenElsewhere(time.Time{})
+			t.breaker.OpenElsewhere(time.Time{}, 0)
 		}
 		if r.Gate > 0 {
-			t.gate.CloseUntil(at.Add(r.Gate))
+			// Capped by this replica's own MaxGate, as its own closures
+			// are: replicas should share it.
+			t.gate.CloseUntil(at.Add(min(r.Gate, t.maxGate)))
 		}
 	}
 }
@@ -205,18 +235,39 @@ func (c *Chain) settle(ctx context.Context, t *target, ticket breaker.Ticket, v 
 // probe takes) or closed (stop skipping it). A half-open breaker publishes
 // nothing: the others keep skipping t while this replica probes it.
 func (c *Chain) publish(ctx context.Context, t *target) {
-	to, ok := t.breaker.TakeChange()
-	if !ok {
-		return
+	if to, ok := t.breaker.TakeChange(); ok {
+		c.tell(ctx, t, to, false)
 	}
+}
+
+// tell publishes that t's breaker changed to to, and reports whether Redis
+// took it. A change Redis did not take (down, or left alone after a
+// failure) is kept in t.unpublished, and told again by the next call whose
+// read Redis answers: a lost withdrawal would otherwise have every replica
+// skip a healthy target until the publication ends. again is true when the
+// change is one told before: it is kept only if no newer one was meanwhile.
+func (c *Chain) tell(ctx context.Context, t *target, to breaker.State, again bool) bool {
 	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
+	var err error
 	switch to {
 	case breaker.Open:
 		d := t.breaker.OpenFor()
-		_ = c.shared.state.PublishOpen(ctx, t.Name, d+min(d, math.MaxInt64-d))
+		err = c.shared.state.PublishOpen(ctx, t.Name, d+min(d, math.MaxInt64-d))
 	case breaker.Closed:
-		_ = c.shared.state.PublishClosed(ctx, t.Name)
+		err = c.shared.state.PublishClosed(ctx, t.Name)
+	default:
+		return true // half-open: nothing to tell
 	}
+	switch {
+	case err == nil:
+		t.unpublished.Store(0) // told: an older change still kept is stale
+		return true
+	case again:
+		t.unpublished.CompareAndSwap(0, int32(to)+1)
+	default:
+		t.unpublished.Store(int32(to) + 1)
+	}
+	return false
 }
 
 // Flush writes what the chain's shared budgets have counted and not yet

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -132,6 +133,9 @@ type target struct {
 	schema   *validate.Schema
 	tel      *tracing.Target
 	throttle *throttle.Limiter // nil when off
+	// unpublished is, with Builder.Shared, the breaker change (State+1)
+	// Redis did not take, to tell the other replicas again; 0 when none.
+	unpublished atomic.Int32
 }
 
 // prepare turns the caller's request, copied into req, into the request

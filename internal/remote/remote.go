@@ -146,3 +146,20 @@ func TimedOut(tctx context.Context, err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// CutByCaller reports whether a round trip that failed with err under tctx
+// (ctx with the store's Timeout) was cut short by the caller, not by
+// Redis: ctx has ended, or ctx's own deadline, no later than the Timeout's,
+// was tctx's and the round trip timed out (the network read may fire just
+// before ctx reports its deadline). Such a failure says nothing about Redis.
+func CutByCaller(ctx, tctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	cd, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	td, _ := tctx.Deadline()
+	return !td.Before(cd) && TimedOut(tctx, err)
+}
