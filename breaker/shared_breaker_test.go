@@ -304,3 +304,28 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		t.Fatalf("Closed() %v, State() %v; want closed", b.Closed(), b.State())
 	}
 }
+
+// A gate closed by another replica's Retry-After says so; a later local
+// closure, or a local one that ends later, is the gate's own again.
+func TestGateClosedElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g breaker.Gate
+		g.CloseUntilElsewhere(time.Now().Add(time.Minute))
+		until, err := g.Refusal()
+		if !errors.Is(err, breaker.ErrGateClosedElsewhere) || !errors.Is(err, breaker.ErrGateClosed) || !until.Equal(time.Now().Add(time.Minute)) {
+			t.Fatalf("Refusal = %v, %v; want ErrGateClosedElsewhere until a minute from now", until, err)
+		}
+		g.CloseUntil(time.Now().Add(time.Second)) // ends earlier: changes nothing
+		if _, err := g.Refusal(); !errors.Is(err, breaker.ErrGateClosedElsewhere) {
+			t.Fatalf("after a shorter local closure: %v", err)
+		}
+		g.CloseUntil(time.Now().Add(2 * time.Minute))
+		if _, err := g.Refusal(); err != breaker.ErrGateClosed {
+			t.Fatalf("after a longer local closure: %v; want ErrGateClosed", err)
+		}
+		time.Sleep(2 * time.Minute)
+		if _, err := g.Refusal(); err != nil {
+			t.Fatalf("after the closure: %v; want open", err)
+		}
+	})
+}

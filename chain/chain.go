@@ -158,11 +158,11 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 			causes = append(causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
 			break
 		}
-		if until, closed := t.gate.ClosedUntil(); closed {
-			reason := "closed by a Retry-After for " + time.Until(until).Round(time.Millisecond).String()
-			res.skip(t, 0, breaker.ErrGateClosed, reason)
+		if until, err := t.gate.Refusal(); err != nil {
+			reason := gateReason(until, err)
+			res.skip(t, 0, err, reason)
 			obs.Skipped(t.tel, tracing.SkipGate, reason)
-			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: breaker.ErrGateClosed})
+			causes = append(causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 			continue
 		}
 		ticket, err := t.breaker.Allow()
@@ -223,9 +223,9 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			// The gate and the breaker are asked again: other calls may
 			// have closed or opened them during the wait.
 			var why error
-			if until, closed := t.gate.ClosedUntil(); closed {
-				why = breaker.ErrGateClosed
-				reason := "closed by a Retry-After for " + time.Until(until).Round(time.Millisecond).String()
+			var until time.Time
+			if until, why = t.gate.Refusal(); why != nil {
+				reason := gateReason(until, why)
 				res.decide(DecisionNext, reason)
 				obs.Skipped(t.tel, tracing.SkipGate, reason)
 			} else if ticket, why = t.breaker.Allow(); why != nil {
@@ -500,6 +500,16 @@ func (c *Chain) fair(ctx context.Context, start, begin time.Duration) bool {
 	}
 	end := dl.Sub(c.epoch)
 	return end-start >= (end-begin)/2
+}
+
+// gateReason says why a gate closed until until refused an attempt with
+// err.
+func gateReason(until time.Time, err error) string {
+	who := "a Retry-After"
+	if errors.Is(err, breaker.ErrGateClosedElsewhere) {
+		who = "another replica's Retry-After"
+	}
+	return "closed by " + who + " for " + time.Until(until).Round(time.Millisecond).String()
 }
 
 // breakerReason says why t's breaker refused an attempt with err.

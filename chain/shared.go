@@ -214,7 +214,7 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 		if r.Gate > 0 {
 			// Capped by this replica's own MaxGate, as its own closures
 			// are: replicas should share it.
-			t.gate.CloseUntil(at.Add(min(r.Gate, t.maxGate)))
+			t.gate.CloseUntilElsewhere(at.Add(min(r.Gate, t.maxGate)))
 		}
 	}
 }

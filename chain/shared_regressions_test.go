@@ -247,8 +247,8 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, at := range res.Attempts {
-			if at.Target == "primary" && errors.Is(at.Err, breaker.ErrGateClosed) {
-				d, perr := time.ParseDuration(strings.TrimPrefix(at.Reason, "closed by a Retry-After for "))
+			if at.Target == "primary" && errors.Is(at.Err, breaker.ErrGateClosedElsewhere) {
+				d, perr := time.ParseDuration(strings.TrimPrefix(at.Reason, "closed by another replica's Retry-After for "))
 				if perr != nil || d > maxGate {
 					t.Errorf("replica with MaxGate %v: primary %q; want the gate closed at most %v", maxGate, at.Reason, maxGate)
 				}

@@ -200,8 +200,11 @@ func TestSharedGateClosesOtherReplicas(t *testing.T) {
 			}
 			for i := 1; i < 3; i++ {
 				res := f.call(t, i)
-				if err := skipped(res); !errors.Is(err, breaker.ErrGateClosed) {
-					t.Fatalf("replica %d: primary skip error = %v; want ErrGateClosed\n%s", i, err, path(res))
+				if err := skipped(res); !errors.Is(err, breaker.ErrGateClosedElsewhere) || !errors.Is(err, breaker.ErrGateClosed) {
+					t.Fatalf("replica %d: primary skip error = %v; want ErrGateClosedElsewhere\n%s", i, err, path(res))
+				}
+				if !strings.Contains(path(res), "closed by another replica's Retry-After") {
+					t.Fatalf("replica %d: the result does not say where the Retry-After came from:\n%s", i, path(res))
 				}
 			}
 			if got := f.primary.n.Load(); got != 1 {

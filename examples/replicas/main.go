@@ -532,8 +532,10 @@ func skipReason(err error, reason string) string {
 		return "open on another replica"
 	case errors.Is(err, breaker.ErrOpen):
 		return "own breaker open"
+	case errors.Is(err, breaker.ErrGateClosedElsewhere):
+		return "gate closed by another replica's Retry-After"
 	case errors.Is(err, breaker.ErrGateClosed):
-		return "gate closed by a Retry-After"
+		return "gate closed by its Retry-After"
 	}
 	return reason
 }

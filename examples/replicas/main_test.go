@@ -213,7 +213,7 @@ func TestRunOutput(t *testing.T) {
 			"replica 1     call 3  sonnet 529 529 529: breaker opened -> served by gpt-fallback\n",
 			"replicas 2-3  call 3  sonnet skipped (open on another replica) -> served by gpt-fallback\n",
 			"replica 1     call 5  sonnet skipped (own breaker open), gpt-fallback 429: Retry-After 2m0s, gate closed -> degraded answer\n",
-			"replicas 2-3  call 6  sonnet skipped (open on another replica), gpt-fallback skipped (gate closed by a Retry-After) -> degraded answer\n",
+			"replicas 2-3  call 6  sonnet skipped (open on another replica), gpt-fallback skipped (gate closed by another replica's Retry-After) -> degraded answer\n",
 			"replica 1     call 6  sonnet probe 200: breaker closed -> served by sonnet\n",
 			"replicas 1-3  call 7  served by sonnet\n",
 			//                         calls  sonnet     fallback     degraded
