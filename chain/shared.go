@@ -3,6 +3,7 @@ package chain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -270,12 +271,20 @@ func (c *Chain) tell(ctx context.Context, t *target, to breaker.State, again boo
 	return false
 }
 
-// Flush writes what the chain's shared budgets have counted and not yet
-// written to Redis (first attempts are written in batches): call it before
-// a replica stops. It returns the errors of the budgets whose Redis did not
-// answer, joined; nil for a chain that is not shared.
+// Flush writes what the chain has not yet told Redis: the first attempts
+// its shared budgets counted (they are written in batches) and any breaker
+// change Redis did not take when it happened. Call it before a replica
+// stops. It returns the errors of the round trips Redis did not answer,
+// joined; nil for a chain that is not shared.
 func (c *Chain) Flush(ctx context.Context) error {
 	var errs []error
+	if c.shared != nil {
+		for _, t := range c.targets {
+			if u := t.unpublished.Swap(0); u != 0 && !c.tell(ctx, t, breaker.State(u-1), true) {
+				errs = append(errs, fmt.Errorf("chain %q: target %q: its breaker's change to %v was not published", c.name, t.Name, breaker.State(u-1)))
+			}
+		}
+	}
 	for _, t := range c.targets {
 		if s, ok := t.budget.(*budget.Shared); ok {
 			if err := s.Flush(ctx); err != nil {

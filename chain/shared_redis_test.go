@@ -149,18 +149,7 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	}
 
 	srv.Start()
-	// go-redis's pool, after PoolSize failed dials, fails fast and re-dials
-	// in the background once a second: wait until every replica's client
-	// has its connection back (this waits for a condition, not a time).
-	for i, c := range f.clients {
-		deadline := time.Now().Add(10 * time.Second)
-		for c.Ping(context.Background()).Err() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %d's client did not reconnect to %s within 10s", i, srv)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	f.waitReconnected(t)
 	// Replica 0 gets a 429 asking for 120s: the others, sharing again,
 	// skip the primary without a request.
 	f.primary.mode.Store(rateLimited)

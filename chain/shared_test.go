@@ -106,6 +106,23 @@ func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 
 var ask = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 
+// waitReconnected returns once every replica's client answers a PING
+// again. go-redis's pool, after PoolSize failed dials, fails fast and
+// re-dials in the background once a second: this waits for that condition
+// (at most 10s), not for a time. Real time only: call it outside synctest.
+func (f *fleet) waitReconnected(t *testing.T) {
+	t.Helper()
+	for i, c := range f.clients {
+		deadline := time.Now().Add(10 * time.Second)
+		for c.Ping(context.Background()).Err() != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d's client did not reconnect to Redis within 10s", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
 // call makes one call on replica i and fails the test if it is not served.
 func (f *fleet) call(t *testing.T, i int) *chain.Result {
 	t.Helper()
@@ -264,6 +281,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 		if err := m.Restart(); err != nil {
 			t.Fatal(err)
 		}
+		f.waitReconnected(t)
 		for range breaker.DefaultConsecutiveFailures {
 			f.call(t, 1)
 		}
@@ -427,4 +445,73 @@ func TestSharedProberUsesTheTargetAtOnceWithRefresh(t *testing.T) {
 			t.Fatalf("right after its probe closed the breaker, the replica skipped the primary:\n%s", path(res))
 		}
 	})
+}
+
+// A stream that fails after its first chunk opens its replica's breaker
+// when it ends (the attempt is reported then), and the other replicas'
+// next streams skip the target.
+func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		primary := &streamer{stub: stub{name: "anthropic"}, chunks: []string{"a", "b"}, failAt: 1}
+		fallback := &streamer{stub: stub{name: "openai"}, chunks: []string{"ok"}}
+		var replicas []*chain.Chain
+		for range 2 {
+			client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = client.Close() })
+			c, err := chain.New("streams").Shared(client, chain.SharedOptions{}).RestartStreams(true).
+				Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
+					Breaker: breaker.Settings{ConsecutiveFailures: 1}}).
+				OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).
+				Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			replicas = append(replicas, c)
+		}
+		s := replicas[0].Stream(context.Background(), ask)
+		if _, err := collect(t, s); err != nil {
+			t.Fatalf("replica 0's stream: %v", err)
+		}
+		if primary.opened != 1 {
+			t.Fatalf("the primary opened %d streams; want 1", primary.opened)
+		}
+		s = replicas[1].Stream(context.Background(), ask)
+		if _, err := collect(t, s); err != nil {
+			t.Fatalf("replica 1's stream: %v", err)
+		}
+		res, _ := s.Result()
+		if err := skipped(res); !errors.Is(err, breaker.ErrOpenElsewhere) || primary.opened != 1 {
+			t.Fatalf("replica 1: primary skip = %v after %d streams opened; want ErrOpenElsewhere and none\n%s", err, primary.opened-1, path(res))
+		}
+	})
+}
+
+// A breaker change Redis did not take is told by Flush (a replica about to
+// stop), so the others learn of it. Real time, nothing waits (see
+// TestSharedRedisDownCallsCarryOnThenShareAgain).
+func TestSharedFlushTellsUnpublishedChanges(t *testing.T) {
+	m := miniredis.RunT(t)
+	f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
+		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+	m.Close()
+	f.primary.mode.Store(overloaded)
+	for range breaker.DefaultConsecutiveFailures {
+		f.call(t, 0) // opens replica 0's breaker; Redis does not take it
+	}
+	if err := f.replicas[0].Flush(context.Background()); err == nil {
+		t.Fatal("Flush with Redis down reported nothing")
+	}
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReconnected(t)
+	if err := f.replicas[0].Flush(context.Background()); err != nil {
+		t.Fatalf("Flush with Redis back: %v", err)
+	}
+	before := f.primary.n.Load()
+	res := f.call(t, 1)
+	if err := skipped(res); !errors.Is(err, breaker.ErrOpenElsewhere) || f.primary.n.Load() != before {
+		t.Fatalf("replica 1 after replica 0's Flush: primary skip = %v; want ErrOpenElsewhere and no request\n%s", err, path(res))
+	}
 }
