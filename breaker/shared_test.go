@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -78,42 +77,6 @@ func hkeys(t testing.TB, m *miniredis.Miniredis, key string) []string {
 	}
 	slices.Sort(fields)
 	return fields
-}
-
-// silentRedis returns the address of a loopback listener that accepts
-// connections, reads them and never answers; everything is closed when the
-// test ends.
-func silentRedis(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	conns.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			open = append(open, conn)
-			mu.Unlock()
-			conns.Go(func() { _, _ = io.Copy(io.Discard, conn) }) // read, never answer
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, conn := range open {
-			_ = conn.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // t0 pins miniredis's clock (its TIME, which the scripts read), so that the
@@ -683,7 +646,7 @@ func TestSharedCallerCanceled(t *testing.T) {
 		}
 	})
 	t.Run("during the round trip", func(t *testing.T) {
-		addr := silentRedis(t)
+		addr := redistest.Silent(t)
 		c, _ := testClient(t, addr)
 		var calls redistest.Errors
 		var logs redistest.Log
@@ -704,7 +667,7 @@ func TestSharedCallerCanceled(t *testing.T) {
 // A Redis that accepts connections and never answers costs a call the
 // Timeout, not the client's ReadTimeout, and the error says so.
 func TestSharedSlowRedis(t *testing.T) {
-	addr := silentRedis(t)
+	addr := redistest.Silent(t)
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Hour, WriteTimeout: time.Hour, DialTimeout: time.Hour})
 	rt := &redistest.RoundTrips{}

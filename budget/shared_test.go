@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -531,35 +530,8 @@ func TestSharedDownConcurrently(t *testing.T) {
 // Timeout, not the client's ReadTimeout.
 func TestSharedSlowRedis(t *testing.T) {
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	conns.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			open = append(open, conn)
-			mu.Unlock()
-			conns.Go(func() { _, _ = io.Copy(io.Discard, conn) }) // read, never answer
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, conn := range open {
-			_ = conn.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: true,
+	addr := redistest.Silent(t)
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Minute, WriteTimeout: time.Minute, DialTimeout: time.Minute})
 	t.Cleanup(func() { _ = c.Close() })
 	var calls redistest.Errors

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,27 +125,8 @@ func TestSharedProberIgnoresAReadRacingItsProbe(t *testing.T) {
 // Available first: one round trip tried, one Timeout, one log record.
 // Real time: a silent socket is not durably blocking.
 func TestSharedSilentRedisCostsOneRoundTripPerCall(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		_ = l.Close()
-		conns.Wait()
-	})
-	conns.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Go(func() { <-done; _ = c.Close() })
-		}
-	})
-	client := redis.NewClient(&redis.Options{Addr: l.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	addr := redistest.Silent(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	trips := &redistest.RoundTrips{}
 	client.AddHook(trips)

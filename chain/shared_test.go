@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -393,27 +391,8 @@ func path(res *chain.Result) string {
 // log says why the replica decides alone. Real time (a silent socket cannot
 // be waited on in a synctest bubble): about two Timeouts in all.
 func TestSharedSilentRedisCallsCarryOn(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		_ = l.Close()
-		conns.Wait()
-	})
-	conns.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Go(func() { <-done; _ = c.Close() }) // read nothing, answer nothing
-		}
-	})
-	f := newFleet(t, l.Addr().String(), fleetOptions{n: 1, shared: &chain.SharedOptions{ProbeEvery: time.Hour}})
+	addr := redistest.Silent(t)
+	f := newFleet(t, addr, fleetOptions{n: 1, shared: &chain.SharedOptions{ProbeEvery: time.Hour}})
 	for range 3 {
 		if res := f.call(t, 0); res.Served.Target != "primary" {
 			t.Fatalf("served by %q\n%s", res.Served.Target, path(res))

@@ -3,9 +3,11 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -78,4 +80,40 @@ func (e *Errors) Get() []error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]error(nil), e.errs...)
+}
+
+// Silent returns the address of a loopback listener that accepts
+// connections, reads them and never answers: a Redis that hangs. The
+// listener and its connections are closed when the test ends.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	conns.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, conn)
+			mu.Unlock()
+			conns.Go(func() { _, _ = io.Copy(io.Discard, conn) }) // read, never answer
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, conn := range open {
+			_ = conn.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
+	return ln.Addr().String()
 }
