@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/chain"
@@ -36,7 +37,9 @@ func ExampleBuilder_Shared() {
 		claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: claudeAPI.URL(), HTTPClient: claudeAPI.Client()})
 		gpt, _ := openai.New(openai.Config{APIKey: "key", BaseURL: openaiAPI.URL(), HTTPClient: openaiAPI.Client()})
 		c, err := chain.New("support-answer").
-			Shared(client, chain.SharedOptions{}).
+			// Timeout defaults to 50ms; this example runs among many tests
+			// on a loaded machine, so it waits longer for Redis.
+			Shared(client, chain.SharedOptions{Timeout: time.Second}).
 			Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5",
 				Retry: retry.Policy{MaxAttempts: 1}}).
 			OrProvider(chain.Target{Name: "gpt", Provider: gpt, Model: "gpt-6.1"}).

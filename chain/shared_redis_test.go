@@ -55,6 +55,9 @@ func TestShared40ReplicasSpendOneBudget(t *testing.T) {
 			}
 			wg.Wait()
 			retries = f.primary.n.Load() - replicas*calls
+			if logs := f.log.String(); logs != "" {
+				t.Logf("the replicas logged:\n%s", logs)
+			}
 		})
 		return retries
 	}

@@ -163,7 +163,7 @@ func TestSharedBudgetKeysDoNotCollideAcrossChains(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
-	opts := chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 0.01, MinRetries: 2}}
+	opts := chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 0.01, MinRetries: 2}, Timeout: sharedTestTimeout}
 	build := func(name, target string, p *flaky) *chain.Chain {
 		ch, err := chain.New(name).Shared(c, opts).
 			Primary(chain.Target{Name: target, Provider: p, Model: "m",
@@ -206,7 +206,7 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		p := &flaky{name: "anthropic"}
 		build := func(maxGate time.Duration) *chain.Chain {
-			ch, err := chain.New("support").Shared(c, chain.SharedOptions{}).
+			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude",
 					Breaker: breaker.Settings{MaxGate: maxGate}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).
@@ -266,7 +266,7 @@ func TestSharedLostWithdrawalSingleTargetChain(t *testing.T) {
 		for range 2 {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("solo").Shared(c, chain.SharedOptions{ProbeEvery: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}).
+			ch, err := chain.New("solo").Shared(c, chain.SharedOptions{ProbeEvery: time.Millisecond, Timeout: sharedTestTimeout, Logger: slog.New(slog.DiscardHandler)}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude", Retry: retry.Policy{MaxAttempts: 1},
 					Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).
 				Build()
@@ -317,7 +317,7 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 		build := func(p llm.Provider, br breaker.Settings) *chain.Chain {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("support").Shared(c, chain.SharedOptions{}).
+			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude", Breaker: br,
 					Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).

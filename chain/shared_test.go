@@ -79,11 +79,14 @@ func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 	for range o.n {
 		b := chain.New(o.name)
 		if o.shared != nil {
-			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4})
+			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4, DialerRetries: 1})
 			t.Cleanup(func() { _ = c.Close() })
 			f.clients = append(f.clients, c)
 			opts := *o.shared
 			opts.Logger = slog.New(slog.NewTextHandler(f.log, nil))
+			if opts.Timeout == 0 {
+				opts.Timeout = sharedTestTimeout
+			}
 			b.Shared(c, opts)
 		}
 		if o.tel != nil {
@@ -120,6 +123,13 @@ func (f *fleet) waitReconnected(t *testing.T) {
 		}
 	}
 }
+
+// sharedTestTimeout is the SharedOptions.Timeout of the tests that are not
+// about timeouts. Inside a synctest bubble a socket's deadline is still
+// real time (SetReadDeadline converts it with time.Until), and a machine
+// running the whole suite can miss the default 50ms: a replica would then
+// decide alone and the counts would change.
+const sharedTestTimeout = 10 * time.Second
 
 // call makes one call on replica i and fails the test if it is not served.
 func (f *fleet) call(t *testing.T, i int) *chain.Result {
@@ -392,7 +402,7 @@ func path(res *chain.Result) string {
 // be waited on in a synctest bubble): about two Timeouts in all.
 func TestSharedSilentRedisCallsCarryOn(t *testing.T) {
 	addr := redistest.Silent(t)
-	f := newFleet(t, addr, fleetOptions{n: 1, shared: &chain.SharedOptions{ProbeEvery: time.Hour}})
+	f := newFleet(t, addr, fleetOptions{n: 1, shared: &chain.SharedOptions{ProbeEvery: time.Hour, Timeout: 50 * time.Millisecond}})
 	for range 3 {
 		if res := f.call(t, 0); res.Served.Target != "primary" {
 			t.Fatalf("served by %q\n%s", res.Served.Target, path(res))
@@ -438,7 +448,7 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 		for range 2 {
 			client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = client.Close() })
-			c, err := chain.New("streams").Shared(client, chain.SharedOptions{}).RestartStreams(true).
+			c, err := chain.New("streams").Shared(client, chain.SharedOptions{Timeout: sharedTestTimeout}).RestartStreams(true).
 				Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
 					Breaker: breaker.Settings{ConsecutiveFailures: 1}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).

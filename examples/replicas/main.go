@@ -107,6 +107,11 @@ type options struct {
 	Prefix string
 	// OpenFor is the primary breaker's OpenFor; 0 means 2s.
 	OpenFor time.Duration
+	// RedisTimeout is SharedOptions.Timeout; 0 means its default, 50ms.
+	// The tests make it long: under a test's virtual clock a socket's
+	// deadline is still real time, and a loaded machine can miss 50ms,
+	// which would make a replica decide alone and change the counts.
+	RedisTimeout time.Duration
 }
 
 func main() {
@@ -274,7 +279,7 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 			// bounds each round trip by its context.
 			c := redis.NewClient(&redis.Options{Addr: o.RedisAddr, ContextTimeoutEnabled: true})
 			clients = append(clients, c)
-			b.Shared(c, chain.SharedOptions{Prefix: o.Prefix})
+			b.Shared(c, chain.SharedOptions{Prefix: o.Prefix, Timeout: o.RedisTimeout})
 		}
 		// Each replica has its own adapters and HTTP clients; the fakes
 		// behind them are shared by all.

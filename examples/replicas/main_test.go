@@ -38,7 +38,7 @@ const replicas = 4
 func TestIncident(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		o := options{Replicas: replicas, RedisAddr: m.Addr(), Prefix: "test-incident", OpenFor: 2 * time.Second}
+		o := options{Replicas: replicas, RedisAddr: m.Addr(), Prefix: "test-incident", OpenFor: 2 * time.Second, RedisTimeout: 10 * time.Second}
 		with, err := play(context.Background(), o, true)
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestIncidentOnRedis(t *testing.T) {
 	addr := redistest.Addr(t)
 	prefix := strings.TrimSuffix(redistest.Prefix(t), ":")
 	synctest.Test(t, func(t *testing.T) {
-		o := options{Replicas: replicas, RedisAddr: addr, Prefix: prefix, OpenFor: 2 * time.Second}
+		o := options{Replicas: replicas, RedisAddr: addr, Prefix: prefix, OpenFor: 2 * time.Second, RedisTimeout: 10 * time.Second}
 		with, err := play(context.Background(), o, true)
 		if err != nil {
 			t.Fatal(err)
@@ -204,7 +204,7 @@ func TestRunOutput(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
 		var out bytes.Buffer
-		if err := run(&out, options{Replicas: 3, RedisAddr: m.Addr(), Prefix: "test-run"}); err != nil {
+		if err := run(&out, options{Replicas: 3, RedisAddr: m.Addr(), Prefix: "test-run", RedisTimeout: 10 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{
