@@ -160,8 +160,8 @@ func (r *Redis) Get(ctx context.Context, key string) (Entry, bool, error) {
 		return Entry{}, false, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel() // after failed, which asks tctx why the round trip ended
 	b, err := r.client.Get(tctx, r.prefix+key).Bytes()
-	cancel()
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, false, nil
 	}
@@ -169,7 +169,7 @@ func (r *Redis) Get(ctx context.Context, key string) (Entry, bool, error) {
 		return Entry{}, false, fmt.Errorf("%w: redis store: get of key %q: %w", ErrMalformed, r.prefix+key, err)
 	}
 	if err != nil {
-		return Entry{}, false, r.failed(ctx, "get", err)
+		return Entry{}, false, r.failed(ctx, tctx, "get", err)
 	}
 	e, err := decodeRedis(b)
 	if err != nil {
@@ -201,24 +201,29 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 		e.Stored = time.Now()
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel() // after failed, which asks tctx why the round trip ended
 	err := r.client.Set(tctx, r.prefix+key, encodeRedis(e), ttl).Err()
-	cancel()
 	if err != nil {
-		return r.failed(ctx, "set", err)
+		return r.failed(ctx, tctx, "set", err)
 	}
 	return nil
 }
 
-// failed wraps an error from the client: the caller's own context error
-// when ctx has ended, ErrUnavailable otherwise.
-func (r *Redis) failed(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
+// failed wraps an error from the client of a round trip under tctx: the
+// caller's own context error when ctx ended it (its cancellation, or its
+// deadline when that came before the Timeout's), ErrUnavailable otherwise.
+func (r *Redis) failed(ctx, tctx context.Context, op string, err error) error {
+	if remote.CutByCaller(ctx, tctx, err) {
+		cerr := ctx.Err()
+		if cerr == nil { // the read timed out at the caller's deadline, just before ctx saw it
+			cerr = context.DeadlineExceeded
+		}
 		if errors.Is(err, cerr) {
 			return fmt.Errorf("redis store: %s: %w", op, err)
 		}
 		return fmt.Errorf("redis store: %s: %w (%v)", op, cerr, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if remote.TimedOut(tctx, err) {
 		return fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", ErrUnavailable, op, r.timeout, err)
 	}
 	return fmt.Errorf("%w: redis store: %s: %w", ErrUnavailable, op, err)

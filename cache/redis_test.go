@@ -692,3 +692,24 @@ func BenchmarkRedisGetSet(b *testing.B) {
 		})
 	})
 }
+
+// A round trip cut by the caller's own deadline, shorter than the Timeout,
+// is the caller's: its error is the context's, not ErrUnavailable, however
+// the socket's read deadline and the context's timer race. Real time: a
+// silent socket cannot be waited on in a synctest bubble.
+func TestRedisCallerDeadlineIsTheCallers(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Silent(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	r, err := NewRedis(c, RedisOptions{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_, _, err := r.Get(ctx, "k")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+			t.Fatalf("Get #%d under a 10ms caller deadline (Timeout 1m) = %v; want the caller's DeadlineExceeded, not ErrUnavailable", i, err)
+		}
+	}
+}
