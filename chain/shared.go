@@ -176,8 +176,9 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 			return // read recently, or being read by another call
 		}
 	}
-	// Each breaker's state changes before the read: a breaker that changes
-	// while the read is on its way ignores what was read (OpenElsewhere).
+	// Each breaker's count of state changes, taken before the read: a
+	// breaker that changes while the read is on its way ignores what was
+	// read (see OpenElsewhere).
 	var buf [8]uint64
 	asOf := buf[:0]
 	for _, t := range c.targets {
