@@ -283,12 +283,7 @@ func (b *Breaker) Allow() (Ticket, error) {
 // last state change and no other replica holds it open: false while it is
 // open or half-open. It reads the clock only while another replica's
 // publication holds it open. A disabled breaker is always closed.
-func (b *Breaker) Closed() bool {
-	if b.cb == nil {
-		return true
-	}
-	return b.closed.Load() && (b.elsewhere.Load() == nil || !b.heldElsewhere())
-}
+func (b *Breaker) Closed() bool { return b.Refusal() == nil }
 
 // State returns the breaker's state now: Open while another replica holds
 // it open; Closed when it is disabled.

@@ -284,18 +284,14 @@ func (s *Shared) run(ctx context.Context, script *redis.Script, args ...any) (an
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := script.Run(tctx, s.client, s.keys, args...).Result()
-	byCaller := err != nil && remote.CutByCaller(ctx, tctx, err)
-	timedOut := err != nil && remote.TimedOut(tctx, err)
-	cancel()
 	if err == nil {
+		cancel()
 		s.health.Succeeded()
 		return res, nil
 	}
-	if byCaller { // says nothing about Redis
-		cerr := ctx.Err()
-		if cerr == nil {
-			cerr = context.DeadlineExceeded
-		}
+	cerr, timedOut := remote.Blame(ctx, tctx, err)
+	cancel()
+	if cerr != nil { // says nothing about Redis
 		return nil, fmt.Errorf("shared state %q: %w (%v)", s.keys[0], cerr, err)
 	}
 	if timedOut {

@@ -492,18 +492,17 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	args = append(append(args, op, pending), s.statics...)
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := s.script.Run(tctx, s.client, s.keys, args...).Int64Slice()
-	byCaller := err != nil && remote.CutByCaller(ctx, tctx, err)
-	timedOut := err != nil && remote.TimedOut(tctx, err)
+	var cerr error
+	var timedOut bool
+	if err != nil {
+		cerr, timedOut = remote.Blame(ctx, tctx, err)
+	}
 	cancel()
 	if err == nil && len(res) != len(v) {
 		err = fmt.Errorf("the script answered %v; want 3 integers", res)
 	}
 	if err != nil {
-		if byCaller { // says nothing about Redis
-			cerr := ctx.Err()
-			if cerr == nil {
-				cerr = context.DeadlineExceeded
-			}
+		if cerr != nil { // says nothing about Redis
 			return v, fmt.Errorf("shared budget %q: %w (%v)", s.keys[0], cerr, err)
 		}
 		if timedOut { // go-redis reports it as a context or a network timeout

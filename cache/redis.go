@@ -213,17 +213,13 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 // caller's own context error when ctx ended it (its cancellation, or its
 // deadline when that came before the Timeout's), ErrUnavailable otherwise.
 func (r *Redis) failed(ctx, tctx context.Context, op string, err error) error {
-	if remote.CutByCaller(ctx, tctx, err) {
-		cerr := ctx.Err()
-		if cerr == nil { // the read timed out at the caller's deadline, just before ctx saw it
-			cerr = context.DeadlineExceeded
-		}
-		if errors.Is(err, cerr) {
-			return fmt.Errorf("redis store: %s: %w", op, err)
-		}
+	cerr, timedOut := remote.Blame(ctx, tctx, err)
+	switch {
+	case cerr != nil && errors.Is(err, cerr):
+		return fmt.Errorf("redis store: %s: %w", op, err)
+	case cerr != nil:
 		return fmt.Errorf("redis store: %s: %w (%v)", op, cerr, err)
-	}
-	if remote.TimedOut(tctx, err) {
+	case timedOut:
 		return fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", ErrUnavailable, op, r.timeout, err)
 	}
 	return fmt.Errorf("%w: redis store: %s: %w", ErrUnavailable, op, err)

@@ -147,19 +147,22 @@ func TimedOut(tctx context.Context, err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// CutByCaller reports whether a round trip that failed with err under tctx
-// (ctx with the store's Timeout) was cut short by the caller, not by
-// Redis: ctx has ended, or ctx's own deadline, no later than the Timeout's,
-// was tctx's and the round trip timed out (the network read may fire just
-// before ctx reports its deadline). Such a failure says nothing about Redis.
-func CutByCaller(ctx, tctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return true
+// Blame says who ended a round trip that failed with err under tctx (ctx
+// with the store's Timeout); call it before canceling tctx. callerErr is
+// not nil when the caller did: ctx has ended, or ctx's own deadline, no
+// later than the Timeout's, was tctx's and the round trip timed out (the
+// network read may fire just before ctx reports its deadline); such a
+// failure says nothing about Redis. Otherwise timedOut says whether Redis
+// did not answer within the Timeout.
+func Blame(ctx, tctx context.Context, err error) (callerErr error, timedOut bool) {
+	timedOut = TimedOut(tctx, err)
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr, false
 	}
-	cd, ok := ctx.Deadline()
-	if !ok {
-		return false
+	if cd, ok := ctx.Deadline(); ok && timedOut {
+		if td, _ := tctx.Deadline(); !td.Before(cd) {
+			return context.DeadlineExceeded, false
+		}
 	}
-	td, _ := tctx.Deadline()
-	return !td.Before(cd) && TimedOut(tctx, err)
+	return nil, timedOut
 }

@@ -78,3 +78,32 @@ func TestCheckClient(t *testing.T) {
 		}
 	}
 }
+
+func TestBlame(t *testing.T) {
+	boom := errors.New("boom")
+	// Redis failed, nobody's deadline involved.
+	tctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	if cerr, timedOut := Blame(context.Background(), tctx, boom); cerr != nil || timedOut {
+		t.Fatalf("plain failure: %v, %v", cerr, timedOut)
+	}
+	// A network timeout at the store's Timeout: Redis's.
+	if cerr, timedOut := Blame(context.Background(), tctx, os.ErrDeadlineExceeded); cerr != nil || !timedOut {
+		t.Fatalf("timeout: %v, %v", cerr, timedOut)
+	}
+	cancel()
+	// The caller's deadline, earlier than the Timeout, cut the read just
+	// before the caller's context saw it: the caller's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	tctx, cancel2 := context.WithTimeout(ctx, 2*time.Hour) // keeps ctx's earlier deadline
+	defer cancel2()
+	if cerr, _ := Blame(ctx, tctx, os.ErrDeadlineExceeded); cerr != context.DeadlineExceeded {
+		t.Fatalf("caller's deadline: %v; want DeadlineExceeded", cerr)
+	}
+	// The caller canceled.
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if cerr, _ := Blame(cctx, cctx, boom); cerr != context.Canceled {
+		t.Fatalf("caller canceled: %v", cerr)
+	}
+}
