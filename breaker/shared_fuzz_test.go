@@ -9,6 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/redistest"
 )
 
 // luaNumber reports whether Lua's tonumber may read v as a number, and the
@@ -43,7 +44,7 @@ func FuzzSharedLoad(f *testing.F) {
 	m := miniredis.RunT(f)
 	m.SetTime(t0)
 	now := t0.UnixMilli()
-	c, _ := testClient(f, m.Addr())
+	c, _ := redistest.CountedClient(f, m.Addr())
 	s := newTestShared(f, c, sharedKey, breaker.SharedOptions{Timeout: time.Minute})
 	future := strconv.FormatInt(now+60_000, 10)
 	for _, seed := range [][4]string{

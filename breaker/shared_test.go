@@ -19,18 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// testClient returns a client of addr that bounds commands by their
-// context, counting its round trips, closed when the test ends (inside a
-// synctest bubble, when t is the bubble's: its cleanups run in the bubble).
-func testClient(t testing.TB, addr string) (*redis.Client, *redistest.RoundTrips) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1})
-	h := &redistest.RoundTrips{}
-	c.AddHook(h)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, h
-}
-
 // newTestShared returns a Shared on key through c, failing the test on a
 // configuration error. A zero Timeout is made 10s, so that a loaded machine
 // does not turn a test's round trip into a failure.
@@ -87,7 +75,7 @@ const sharedKey = "backstop:c:breakers"
 
 func TestNewSharedInvalid(t *testing.T) {
 	m := miniredis.RunT(t)
-	good, _ := testClient(t, m.Addr())
+	good, _ := redistest.CountedClient(t, m.Addr())
 	noCtx := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = noCtx.Close() })
 	noCtxCluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
@@ -156,7 +144,7 @@ func TestNewSharedMakesNoRoundTrip(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there now
-	c, rt := testClient(t, addr)
+	c, rt := redistest.CountedClient(t, addr)
 	var calls redistest.Errors
 	var logs redistest.Log
 	s, err := breaker.NewShared(c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
@@ -179,7 +167,7 @@ func TestSharedPublishAndLoad(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, rt := testClient(t, m.Addr())
+	c, rt := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	if rs := load(t, s); len(rs) != 0 {
 		t.Fatalf("Load of an empty key = %+v; want nothing", rs)
@@ -204,7 +192,7 @@ func TestSharedPublishAndLoad(t *testing.T) {
 	}
 
 	// Another replica, with its own client, reads the same.
-	c2, _ := testClient(t, m.Addr())
+	c2, _ := redistest.CountedClient(t, m.Addr())
 	s2 := newTestShared(t, c2, sharedKey, breaker.SharedOptions{})
 	if rs := load(t, s2); !slices.Equal(rs, want) {
 		t.Fatalf("another replica's Load = %+v; want %+v", rs, want)
@@ -231,7 +219,7 @@ func TestSharedKeepsTheLaterPublication(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Minute))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", time.Minute))
@@ -259,7 +247,7 @@ func TestSharedPublishClosed(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Minute))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 20*time.Second))
@@ -285,7 +273,7 @@ func TestSharedKeyLifetime(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	pttl := func() time.Duration {
 		t.Helper()
@@ -352,7 +340,7 @@ func TestSharedEndedFields(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 10*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 5*time.Second))
@@ -403,7 +391,7 @@ func TestSharedLoadIgnoresForeignFields(t *testing.T) {
 		"g:frac", "1800000000000.5", // half a millisecond ahead: nothing left in whole milliseconds
 		"o:good", future,
 	)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
@@ -432,7 +420,7 @@ func TestSharedLoadIgnoresUnknownKinds(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
 	m.HSet(sharedKey, "q:foo", "1800000060000", "x:bar", "1800000060000", "o:good", "1800000060000")
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
@@ -450,7 +438,7 @@ func TestSharedLoadFarFutureValue(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
 	m.HSet(sharedKey, "o:far", "20000000000000", "g:far", "20000000000000")
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	for _, r := range load(t, s) {
 		if r.Open < 0 || r.Gate < 0 || r.Open == 0 && r.Gate == 0 {
@@ -494,7 +482,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		const timeout, probeEvery = 5 * time.Second, time.Minute
-		c, rt := testClient(t, addr) // closed by t's cleanup, in the bubble
+		c, rt := redistest.CountedClient(t, addr) // closed by t's cleanup, in the bubble
 		var calls redistest.Errors
 		var logs redistest.Log
 		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: timeout, ProbeEvery: probeEvery,
@@ -605,7 +593,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 func TestSharedRedisError(t *testing.T) {
 	m := miniredis.RunT(t)
 	must(t, "Set", m.Set(sharedKey, "x"))
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -622,7 +610,7 @@ func TestSharedRedisError(t *testing.T) {
 func TestSharedCallerCanceled(t *testing.T) {
 	t.Run("before the call", func(t *testing.T) {
 		m := miniredis.RunT(t)
-		c, rt := testClient(t, m.Addr())
+		c, rt := redistest.CountedClient(t, m.Addr())
 		var calls redistest.Errors
 		var logs redistest.Log
 		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
@@ -647,7 +635,7 @@ func TestSharedCallerCanceled(t *testing.T) {
 	})
 	t.Run("during the round trip", func(t *testing.T) {
 		addr := redistest.Silent(t)
-		c, _ := testClient(t, addr)
+		c, _ := redistest.CountedClient(t, addr)
 		var calls redistest.Errors
 		var logs redistest.Log
 		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: time.Hour, OnError: calls.Add,

@@ -16,17 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// testClient returns a client of addr that bounds commands by their
-// context, counting its script round trips, closed when the test ends.
-func testClient(t testing.TB, addr string) (*redis.Client, *redistest.RoundTrips) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1})
-	h := &redistest.RoundTrips{}
-	c.AddHook(h)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, h
-}
-
 // newTestShared returns a Shared budget on key through c, failing the test
 // on a configuration error. A zero Timeout is made 10s, so that a loaded
 // machine does not turn the tests' shared decisions into local ones.
@@ -77,7 +66,7 @@ func counts(t testing.TB, s *Shared) (firsts, retries int64) {
 
 func TestNewSharedOptions(t *testing.T) {
 	m := miniredis.RunT(t)
-	good, _ := testClient(t, m.Addr())
+	good, _ := redistest.CountedClient(t, m.Addr())
 
 	s, err := NewShared(good, "k", SharedOptions{})
 	if err != nil {
@@ -105,12 +94,7 @@ func TestNewSharedOptions(t *testing.T) {
 		t.Fatalf("options not kept: %+v", s)
 	}
 
-	noCtx := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = noCtx.Close() })
-	noCtxCluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
-	t.Cleanup(func() { _ = noCtxCluster.Close() })
-	noCtxRing := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": m.Addr()}})
-	t.Cleanup(func() { _ = noCtxRing.Close() })
+	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
@@ -157,8 +141,8 @@ func TestNewSharedOptions(t *testing.T) {
 func TestSharedReplicasShareOneBudget(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	ca, _ := testClient(t, m.Addr())
-	cb, _ := testClient(t, m.Addr())
+	ca, _ := redistest.CountedClient(t, m.Addr())
+	cb, _ := redistest.CountedClient(t, m.Addr())
 	opts := SharedOptions{FlushAfter: 1000, FlushEvery: time.Hour} // firsts go with the Withdraws
 	a := newTestShared(t, ca, "backstop:budget:c:t", opts)
 	b := newTestShared(t, cb, "backstop:budget:c:t", opts)
@@ -186,7 +170,7 @@ func TestSharedReplicasShareOneBudget(t *testing.T) {
 func TestSharedFloor(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	t.Run("default floor, shared", func(t *testing.T) {
 		a := newTestShared(t, c, "floor", SharedOptions{})
 		b := newTestShared(t, c, "floor", SharedOptions{})
@@ -211,7 +195,7 @@ func TestSharedFloor(t *testing.T) {
 func TestSharedWindowRolls(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	t0 := time.Unix(1_800_000_000, 0) // a bucket boundary
 	m.SetTime(t0)
 	const key = "roll"
@@ -257,7 +241,7 @@ func TestSharedWindowRolls(t *testing.T) {
 func TestSharedDropsForeignFields(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	t0 := time.Unix(1_800_000_000, 0)
 	m.SetTime(t0)
 	m.HSet("foreign", "x", "5", "fnope", "7", "r1800000099", "1000", "f1800000000", "12", "rzz", "3", "f1800000001", "x")
@@ -276,7 +260,7 @@ func TestSharedDropsForeignFields(t *testing.T) {
 func TestSharedRefund(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	t0 := time.Unix(1_800_000_000, 0)
 	m.SetTime(t0)
 	s := newTestShared(t, c, "refund", SharedOptions{Ratio: RatioConfig{MinRetries: 3, Window: 10 * time.Second}})
@@ -324,7 +308,7 @@ func TestSharedRefund(t *testing.T) {
 func TestSharedFlushBatching(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, "batch", SharedOptions{FlushAfter: 10, FlushEvery: time.Hour})
 	recordFirsts(ctx, s, 9)
 	if n := evals.Evals.Load(); n != 0 {
@@ -390,7 +374,7 @@ func TestSharedFlushBatching(t *testing.T) {
 func TestSharedRecordDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, "allocs", SharedOptions{FlushAfter: 1 << 30, FlushEvery: time.Hour})
 	for _, o := range []Outcome{{}, {Success: true}, {At: time.Now()}, {Retry: true}} {
 		if a := testing.AllocsPerRun(1000, func() { s.Record(ctx, o) }); a != 0 {
@@ -408,7 +392,7 @@ func TestSharedRecordDoesNotAllocate(t *testing.T) {
 func TestSharedRedisDownAndBack(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	var logs redistest.Log
 	var calls redistest.Errors
 	local, err := NewRatio(RatioConfig{})
@@ -487,7 +471,7 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 func TestSharedDownConcurrently(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 1 << 20})
 	s := newTestShared(t, c, "down-concurrent", SharedOptions{Local: local, ProbeEvery: time.Hour,
@@ -559,7 +543,7 @@ func TestSharedSlowRedis(t *testing.T) {
 func TestSharedRedisError(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	if err := m.Set("wrongtype", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +563,7 @@ func TestSharedRedisError(t *testing.T) {
 // says nothing about Redis's health.
 func TestSharedCallerCanceled(t *testing.T) {
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 1})
 	s := newTestShared(t, c, "canceled", SharedOptions{Local: local, OnError: calls.Add})
@@ -613,7 +597,7 @@ func TestSharedCallerCanceled(t *testing.T) {
 func TestSharedConcurrentWithdraws(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, _ := testClient(t, m.Addr())
+	c, _ := redistest.CountedClient(t, m.Addr())
 	const floor = 37
 	var granted atomic.Int64
 	var wg sync.WaitGroup
@@ -640,7 +624,7 @@ func TestSharedConcurrentWithdraws(t *testing.T) {
 func TestSharedRecoversThroughRecord(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
-	c, evals := testClient(t, m.Addr())
+	c, evals := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
 	s := newTestShared(t, c, "record-probe", SharedOptions{FlushAfter: 10, ProbeEvery: time.Hour,
 		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

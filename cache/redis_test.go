@@ -66,12 +66,7 @@ func TestNewRedisDefaults(t *testing.T) {
 func TestNewRedisInvalid(t *testing.T) {
 	m := miniredis.RunT(t)
 	good := newRedisClient(t, m.Addr())
-	noCtx := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = noCtx.Close() })
-	noCtxCluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
-	t.Cleanup(func() { _ = noCtxCluster.Close() })
-	noCtxRing := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": m.Addr()}})
-	t.Cleanup(func() { _ = noCtxRing.Close() })
+	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
 
 	for _, tc := range []struct {
 		name   string

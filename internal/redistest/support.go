@@ -117,3 +117,33 @@ func Silent(t testing.TB) string {
 	})
 	return ln.Addr().String()
 }
+
+// CountedClient returns a client of addr that bounds commands by their
+// context and dials once per try, with a RoundTrips hook counting its
+// round trips; it is closed when the test ends (inside a synctest bubble
+// when t is the bubble's, whose cleanups run in the bubble).
+func CountedClient(t testing.TB, addr string) (*redis.Client, *RoundTrips) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1})
+	h := &RoundTrips{}
+	c.AddHook(h)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, h
+}
+
+// UnboundedClients returns the three kinds of go-redis client a store must
+// refuse, none bounding its commands by their context (ContextTimeoutEnabled
+// false): a Client, a ClusterClient and a Ring on addr, closed when the
+// test ends. They are never asked anything.
+func UnboundedClients(t testing.TB, addr string) (*redis.Client, *redis.ClusterClient, *redis.Ring) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}})
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = cluster.Close()
+		_ = ring.Close()
+	})
+	return c, cluster, ring
+}
