@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -303,8 +304,7 @@ func (c *Chain) try(ctx, caller context.Context, obs *tracing.Call, t *target, t
 			var verr error
 			if js, verr = t.schema.Validate(resp.Text); verr != nil {
 				invalid = resp
-				err = &llm.Error{Provider: t.Provider.Name(), Status: 200, Kind: llm.KindInvalidOutput,
-					Message: verr.Error(), RequestID: resp.RequestID, Err: verr}
+				err = invalidOutput(t.Provider.Name(), 200, resp.RequestID, verr)
 			}
 		}
 		a := Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Duration: elapsed}
@@ -579,7 +579,7 @@ func (c *Chain) degrade(caller context.Context, obs *tracing.Call, req llm.Reque
 		var js json.RawMessage
 		if err == nil && c.schema != nil {
 			if js, err = c.schema.Validate(resp.Text); err != nil {
-				err = &llm.Error{Provider: "backstop", Kind: llm.KindInvalidOutput, Message: err.Error(), Err: err}
+				err = invalidOutput("backstop", 0, "", err)
 			}
 		}
 		a := Attempt{Target: g.name, Tier: TierDegrade, N: 1, Duration: elapsed}
@@ -601,6 +601,46 @@ func (c *Chain) degrade(caller context.Context, obs *tracing.Call, req llm.Reque
 		return g
 	}
 	return nil
+}
+
+// invalidOutput is the failure of an answer that did not pass its schema
+// (verr, from validate). Its Message names only where and which keyword
+// failed, since a violation's own message may quote the answer ("got
+// \"Jane Doe\", want ..."); the whole description is its Detail, which the
+// error's text leaves out.
+func invalidOutput(provider string, status int, requestID string, verr error) *llm.Error {
+	return &llm.Error{Provider: provider, Status: status, Kind: llm.KindInvalidOutput,
+		Message: schemaSummary(verr), Detail: verr.Error(), RequestID: requestID, Err: verr}
+}
+
+// schemaSummary describes a schema failure without quoting the answer:
+// "the answer does not match the schema: at /price (type); at (root)
+// (required)", at most three places, then how many more.
+func schemaSummary(verr error) string {
+	switch {
+	case errors.Is(verr, validate.ErrNoJSON):
+		return "the answer holds no JSON"
+	case errors.Is(verr, validate.ErrBadJSON):
+		return "the answer's JSON is not valid"
+	}
+	paths, keywords := violations(verr)
+	var b strings.Builder
+	b.WriteString("the answer does not match the schema: ")
+	for i := range paths {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(paths)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		p := paths[i]
+		if p == "" {
+			p = "(root)"
+		}
+		fmt.Fprintf(&b, "at %s (%s)", p, keywords[i])
+	}
+	return b.String()
 }
 
 // violations lists the paths and keywords of a schema failure, for

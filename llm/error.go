@@ -10,8 +10,11 @@ import (
 // but Provider and Kind may be empty: a connection that was refused has no
 // Status, a proxy's HTML error page has no Type.
 //
-// Error never contains the API key: adapters redact it from messages they
-// quote.
+// Error never contains the API key: adapters redact it from everything they
+// quote. Nor does its text contain the prompt or the answer: whatever the
+// provider wrote in its own words, which can quote either (an error message
+// such as "invalid value for content: …", the start of a body that could
+// not be read), is kept apart in Detail, which Error leaves out.
 type Error struct {
 	// Provider is the adapter's Name ("anthropic", "openai", …).
 	Provider string
@@ -20,8 +23,19 @@ type Error struct {
 	// Type and Code are the provider's error type and code as sent
 	// (rate_limit_error, insufficient_quota, context_length_exceeded, …).
 	Type, Code string
-	// Message is the provider's human-readable message.
+	// Message says what went wrong in words that cannot quote the request
+	// or the answer: backstop's own description ("response body is not the
+	// expected JSON (…)", "the stream ended before the answer was
+	// complete"), or empty when the provider's own message (in Detail) is
+	// all there is.
 	Message string
+	// Detail is the provider's own text: its error message, or the start of
+	// a body or an event that could not be read (at most 200 bytes). It can
+	// quote the prompt or the answer, so Error leaves it out and telemetry
+	// records it only when the chain's CaptureContent is on; read it from
+	// here to log it where prompts may go. The API key is redacted from it
+	// too.
+	Detail string
 	// RequestID is the provider's request id, to quote to its support.
 	RequestID string
 	// RetryAfter is the wait the provider asked for (retry-after,
@@ -38,8 +52,10 @@ type Error struct {
 	Err error
 }
 
-// Error describes the failure on one line: provider, status, type or code,
-// message, request id and any Retry-After.
+// Error describes the failure on one line: provider, kind, status, type or
+// code, Message, request id and any Retry-After. It never includes Detail;
+// when there is a Detail but no Message it says that the provider's message
+// was withheld, and how long it is.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Provider)
@@ -68,6 +84,10 @@ func (e *Error) Error() string {
 	case e.Err != nil:
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
+	case e.Detail != "":
+		b.WriteString(": message withheld, may quote the request (")
+		b.WriteString(strconv.Itoa(len(e.Detail)))
+		b.WriteString(" bytes in Detail)")
 	}
 	if e.RequestID != "" || e.RetryAfter > 0 {
 		b.WriteString(" [")

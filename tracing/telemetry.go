@@ -388,7 +388,7 @@ func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int,
 				attrs = append(attrs, KeyRequestID.String(le.RequestID))
 			}
 			attrs = append(attrs, KeyErrorKind.String(outcome), ErrorType.String(errorType(status, kind)))
-			a.span.SetStatus(codes.Error, describe(err, kind))
+			a.span.SetStatus(codes.Error, describe(err, kind, c.t.content))
 		}
 		a.span.SetAttributes(attrs...)
 		a.span.End()
@@ -574,12 +574,18 @@ func errorType(status int, kind llm.Kind) string {
 	return kind.String()
 }
 
-// describe is a failed attempt's span status: the provider's error line,
-// except for answers that broke the schema, whose messages may quote the
-// answer: those say only their kind.
-func describe(err error, kind llm.Kind) string {
+// describe is a failed attempt's span status: the error's line, which
+// never quotes the prompt or the answer (an *llm.Error keeps the provider's
+// own words in Detail), except for answers that broke the schema, whose
+// messages may quote the answer: those say only their kind. With content
+// capture on, the provider's Detail follows the line.
+func describe(err error, kind llm.Kind, content bool) string {
 	if kind == llm.KindInvalidOutput {
 		return "invalid_output: the answer does not match the schema (see backstop.validation.failed)"
+	}
+	var le *llm.Error
+	if content && asLLM(err, &le) && le.Detail != "" {
+		return err.Error() + " | provider detail: " + le.Detail
 	}
 	return err.Error()
 }

@@ -38,7 +38,7 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 	default:
 		e := b.Error
 		f = p.ep.Failure(r, kindOf(e.Type, e.Message, r.Status))
-		f.Type, f.Message = e.Type, e.Message
+		f.Type, f.Detail = e.Type, p.ep.Detail(e.Message)
 		if f.RequestID == "" {
 			f.RequestID = b.RequestID
 		}

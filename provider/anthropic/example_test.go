@@ -68,9 +68,11 @@ func ExampleProvider_Complete_overloaded() {
 	var e *llm.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Kind, e.Status, e.RetryAfter)
+		fmt.Println(e.Detail) // the provider's own words: they may quote the prompt
 	}
 	fmt.Println(err)
 	// Output:
 	// overloaded 529 4s
-	// anthropic: overloaded (HTTP 529) overloaded_error: Overloaded [request-id req_011CS, retry after 4s]
+	// Overloaded
+	// anthropic: overloaded (HTTP 529) overloaded_error: message withheld, may quote the request (10 bytes in Detail) [request-id req_011CS, retry after 4s]
 }

@@ -52,7 +52,7 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 		return nil, f
 	}
 	u := b.Usage
-	return &llm.Response{
+	return p.ep.Clean(&llm.Response{
 		Text:         text(b.Content),
 		Model:        b.Model,
 		ID:           b.ID,
@@ -63,7 +63,7 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 			OutputTokens: u.OutputTokens,
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
-	}, nil
+	}), nil
 }
 
 // refused returns the error for an answer the model declined to give

@@ -257,8 +257,8 @@ func TestStreamErrorEvent(t *testing.T) {
 			if e.Kind != tt.kind || e.Status != 200 || e.RequestID != "req_err" || e.Type != tt.typ {
 				t.Errorf("got %#v; want Kind %v, Status 200, request-id req_err, Type %q", e, tt.kind, tt.typ)
 			}
-			if tt.name == "overloaded" && e.Error() != "anthropic: overloaded (HTTP 200) overloaded_error: Overloaded [request-id req_err]" {
-				t.Errorf("message %q", e.Error())
+			if tt.name == "overloaded" && (e.Detail != "Overloaded" || strings.Contains(e.Error(), "Overloaded [")) {
+				t.Errorf("message %q, detail %q; want the provider's message in Detail only", e.Error(), e.Detail)
 			}
 		})
 	}

@@ -47,14 +47,14 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 	case len(b.Error) > 0 && b.Error[0] == '"':
 		_ = json.Unmarshal(b.Error, &e.Message) // valid JSON string: cannot fail
 		f = p.ep.Failure(r, wire.StatusKind(r.Status))
-		f.Message = e.Message
+		f.Detail = p.ep.Detail(e.Message)
 	case len(b.Error) > 0 && b.Error[0] == '{':
 		if err := json.Unmarshal(b.Error, &e); err != nil {
 			f = p.ep.Malformed(r, err)
 			break
 		}
 		f = p.ep.Failure(r, kindOf(string(e.Type), string(e.Code), r.Status))
-		f.Type, f.Code, f.Message = string(e.Type), string(e.Code), e.Message
+		f.Type, f.Code, f.Detail = string(e.Type), string(e.Code), p.ep.Detail(e.Message)
 	default:
 		f = p.ep.Malformed(r, errors.New(`no "error" object`))
 	}

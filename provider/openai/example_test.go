@@ -77,10 +77,12 @@ func ExampleConfig_compatible() {
 	var e *llm.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Kind, e.Status)
+		fmt.Println(e.Detail) // the provider's own words: they may quote the prompt
 	}
 	fmt.Println(err)
 	// Output:
 	// /openai/v1/chat/completions true
 	// quota 429
-	// azure.ai.openai: quota (HTTP 429) insufficient_quota: You exceeded your current quota.
+	// You exceeded your current quota.
+	// azure.ai.openai: quota (HTTP 429) insufficient_quota: message withheld, may quote the request (32 bytes in Detail)
 }

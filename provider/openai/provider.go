@@ -66,8 +66,13 @@ type Config struct {
 
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Give it
 	// no retrying RoundTripper: the chain owns retries. Per-attempt
-	// timeouts come from the context passed to Complete. Its redirect
-	// policy applies as is (the APIs do not redirect).
+	// timeouts come from the context passed to Complete. Its
+	// CheckRedirect is not used: the adapter sends with a copy that
+	// refuses every redirect, since following one would send the API key
+	// and the request to wherever the server pointed, and make one attempt
+	// two requests. A 3xx fails the attempt with KindNotFound, naming the
+	// Location. (A RoundTripper that follows redirects itself is beyond
+	// the adapter's reach: do not give it one.)
 	HTTPClient *http.Client
 
 	// Header holds extra headers sent with every request
@@ -140,7 +145,7 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{legacy: cfg.LegacyMaxTokens, ep: wire.Endpoint{
 		Provider:  name,
 		URL:       url,
-		Client:    cfg.HTTPClient,
+		Client:    wire.Client(cfg.HTTPClient),
 		Header:    h,
 		MaxBytes:  maxBytes,
 		Secret:    cfg.APIKey,

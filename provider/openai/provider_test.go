@@ -320,8 +320,8 @@ func TestErrorCodes(t *testing.T) {
 			s := newServer(t, respond(tt.status, errBody(tt.typ, tt.code, tt.msg), "x-request-id", "req_hdr"))
 			e := completeErr(t, newProvider(t, s.URL), context.Background())
 			if e.Kind != tt.want || e.Status != tt.status || e.Type != tt.typ || e.Code != tt.code ||
-				e.Message != tt.msg || e.RequestID != "req_hdr" {
-				t.Errorf("got %+v; want Kind %v, Status %d, Type %s, Code %s, Message %q, RequestID req_hdr",
+				e.Detail != tt.msg || e.RequestID != "req_hdr" {
+				t.Errorf("got %+v; want Kind %v, Status %d, Type %s, Code %s, Detail %q, RequestID req_hdr",
 					e, tt.want, tt.status, tt.typ, tt.code, tt.msg)
 			}
 			if llm.KindOf(e) != tt.want {
@@ -347,7 +347,7 @@ func TestCompatibleErrorShapes(t *testing.T) {
 	for _, tt := range tests {
 		s := newServer(t, respond(tt.status, tt.body))
 		e := completeErr(t, newProvider(t, s.URL), context.Background())
-		if e.Kind != tt.kind || e.Type != tt.typ || e.Code != tt.code || e.Message != tt.msg {
+		if e.Kind != tt.kind || e.Type != tt.typ || e.Code != tt.code || e.Detail != tt.msg {
 			t.Errorf("%s: got %#v", tt.body, e)
 		}
 	}
@@ -443,11 +443,11 @@ func TestUnparseableBodies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newServer(t, respond(tt.status, tt.body))
 			e := completeErr(t, newProvider(t, s.URL), context.Background())
-			if e.Kind != tt.want || e.Status != tt.status || !strings.Contains(e.Message, tt.quote) {
-				t.Errorf("got %+v\nmessage %q; want Kind %v, a message containing %q", e, e.Message, tt.want, tt.quote)
+			if e.Kind != tt.want || e.Status != tt.status || !strings.Contains(e.Message+" "+e.Detail, tt.quote) {
+				t.Errorf("got %+v\ndetail %q; want Kind %v, a message containing %q", e, e.Detail, tt.want, tt.quote)
 			}
-			if len(e.Message) > 400 {
-				t.Errorf("message is %d bytes long: %q", len(e.Message), e.Message)
+			if len(e.Detail) > 400 {
+				t.Errorf("message is %d bytes long: %q", len(e.Detail), e.Detail)
 			}
 		})
 	}
@@ -509,7 +509,7 @@ func TestKeyRedaction(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newServer(t, respond(tt.status, tt.body, tt.header...))
 			e := completeErr(t, newProvider(t, s.URL), context.Background())
-			for _, f := range []string{e.Error(), e.Type, e.Code, e.Message, e.RequestID, fmt.Sprintf("%+v %#v", e, e)} {
+			for _, f := range []string{e.Error(), e.Type, e.Code, e.Message, e.Detail, e.RequestID, fmt.Sprintf("%+v %#v", e, e)} {
 				if strings.Contains(f, testKey) || strings.Contains(f, testKey[:16]) {
 					t.Errorf("error quotes the key: %s", f)
 				}

@@ -51,7 +51,7 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
 		return nil, f
 	}
-	return &llm.Response{
+	return p.ep.Clean(&llm.Response{
 		Text:         c.Message.Content,
 		Model:        b.Model,
 		ID:           b.ID,
@@ -62,7 +62,7 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 			OutputTokens: b.Usage.CompletionTokens,
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
-	}, nil
+	}), nil
 }
 
 // withheld returns the error for an answer withheld by the content filter
@@ -78,7 +78,8 @@ func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Er
 	case refusal != "":
 		f = p.ep.Failure(r, llm.KindContentFilter)
 		f.Code = "refusal"
-		f.Message = "the model refused: " + refusal
+		f.Message = "the model refused to answer"
+		f.Detail = p.ep.Detail(refusal)
 	default:
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -31,7 +32,11 @@ type Endpoint struct {
 	Provider string
 	// URL is where Post sends requests.
 	URL string
-	// Client sends the requests; nil means http.DefaultClient.
+	// Client sends the requests; nil means http.DefaultClient, refusing
+	// redirects. Give it one
+	// made by the package's Client function, which refuses redirects: a
+	// client that follows them would send the key and the body to
+	// wherever a server points.
 	Client *http.Client
 	// Header is sent with every request (authentication, API version,
 	// content type). Post sends a copy, so a RoundTripper that edits its
@@ -92,13 +97,60 @@ func (e *Endpoint) send(ctx context.Context, body []byte, accept string) (*http.
 	}
 	client := e.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultClient
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: kindOf(ctx, err), Err: err})
+		return nil, e.Redact(&llm.Error{Provider: e.Provider, Kind: transportKind(ctx, err), Err: err})
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return nil, e.redirected(req, resp)
 	}
 	return resp, nil
+}
+
+// Client returns the client an endpoint sends with: a copy of c
+// (http.DefaultClient when nil) whose CheckRedirect refuses every redirect,
+// so that a 3xx comes back to send as it is. Following one would send the
+// request again, to wherever the server pointed: net/http re-sends the body
+// and every custom header (x-api-key, api-key) even to another host, and one
+// attempt would become two requests.
+func Client(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
+// defaultClient is http.DefaultClient refusing redirects, for an Endpoint
+// whose Client is nil.
+var defaultClient = Client(nil)
+
+// redirectDrain is how much of a redirect's body is read so that its
+// connection can be reused; a longer body closes the connection instead.
+const redirectDrain = 4 << 10
+
+// redirected is the error for a redirect the endpoint refused: KindNotFound
+// (the endpoint is not where the configuration says: not retried, counted
+// against the breaker, the chain moves on), saying where the server pointed.
+func (e *Endpoint) redirected(req *http.Request, resp *http.Response) *llm.Error {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, redirectDrain))
+	resp.Body.Close()
+	r := &Reply{Status: resp.StatusCode, Header: resp.Header, Received: time.Now()}
+	f := e.Failure(r, llm.KindNotFound)
+	f.Code = "redirect"
+	to := "no Location"
+	if loc := resp.Header.Get("Location"); loc != "" {
+		to = strconv.Quote(loc)
+		if u, err := req.URL.Parse(loc); err == nil {
+			to = strconv.Quote(u.Redacted())
+		}
+	}
+	f.Message = fmt.Sprintf("the server answered %d %s, pointing to %s; the adapter does not follow redirects, which would send the API key and the request to another URL: set BaseURL to the endpoint the provider documents",
+		resp.StatusCode, http.StatusText(resp.StatusCode), to)
+	return e.Redact(f)
 }
 
 // read reads resp's body in full under the cap and closes it.
@@ -133,6 +185,18 @@ func (e *Endpoint) maxBytes() int64 {
 		return DefaultMaxBytes
 	}
 	return e.MaxBytes
+}
+
+// transportKind classifies a failure of the client to send a request or to
+// read its response's headers, as kindOf does; what nothing classifies (a
+// header block over net/http's limit, a protocol error, a RoundTripper's
+// own error) is KindConnection: the exchange failed in transit, not at the
+// provider.
+func transportKind(ctx context.Context, err error) llm.Kind {
+	if k := kindOf(ctx, err); k != llm.KindUnknown {
+		return k
+	}
+	return llm.KindConnection
 }
 
 // kindOf classifies a transport error, trusting the context over the error

@@ -58,9 +58,42 @@ func (e *Endpoint) Malformed(r *Reply, cause error) *llm.Error {
 	if len(bytes.TrimSpace(r.Body)) == 0 {
 		f.Message = "empty response body"
 	} else {
-		f.Message = fmt.Sprintf("response body is not the expected JSON (%v): %s", cause, e.quote(r.Body))
+		f.Message = fmt.Sprintf("response body is not the expected JSON (%v)", cause)
+		f.Detail = e.quote(r.Body)
 	}
 	return f
+}
+
+// detailMax is how many bytes of the provider's own message an error keeps
+// in its Detail.
+const detailMax = 512
+
+// Detail returns msg, the provider's own text for an error (its error
+// message), for llm.Error.Detail: cut to at most 512 bytes on a rune
+// boundary, the key redacted before the cut so that no prefix of it
+// survives.
+func (e *Endpoint) Detail(msg string) string {
+	s := e.redact(msg[:min(len(msg), detailMax+len(e.Secret))])
+	if len(s) > detailMax || len(msg) > detailMax+len(e.Secret) {
+		s = cutRunes(s, detailMax) + "…"
+	}
+	return s
+}
+
+// cutRunes returns s cut to at most n bytes, dropping a rune the cut would
+// split.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // quote returns the start of body as a Go string literal (one line, no
@@ -69,16 +102,7 @@ func (e *Endpoint) Malformed(r *Reply, cause error) *llm.Error {
 func (e *Endpoint) quote(body []byte) string {
 	s := e.redact(string(body[:min(len(body), quoteMax+len(e.Secret))]))
 	cut := len(s) > quoteMax || len(body) > quoteMax+len(e.Secret)
-	if len(s) > quoteMax {
-		s = s[:quoteMax]
-		// Drop a rune split by the cut (at most 3 bytes).
-		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
-				break
-			}
-			s = s[:len(s)-1]
-		}
-	}
+	s = cutRunes(s, quoteMax)
 	q := strconv.Quote(s)
 	if cut {
 		q += fmt.Sprintf("… (%d bytes)", len(body))
@@ -86,8 +110,8 @@ func (e *Endpoint) quote(body []byte) string {
 	return q
 }
 
-// Redact removes the API key from every text field of f, including the text
-// of its cause, and returns f. Every error an adapter returns passes through
+// Redact removes the API key from every text field of f (Detail too),
+// including the text of its cause, and returns f. Every error an adapter returns passes through
 // it. The key is matched exactly, so a key that is a common word (a
 // placeholder such as "none" for a local server) is redacted from messages
 // too.
@@ -98,6 +122,7 @@ func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 	f.Type = e.redact(f.Type)
 	f.Code = e.redact(f.Code)
 	f.Message = e.redact(f.Message)
+	f.Detail = e.redact(f.Detail)
 	f.RequestID = e.redact(f.RequestID)
 	if f.Err != nil {
 		if msg := f.Err.Error(); strings.Contains(msg, e.Secret) {
@@ -105,6 +130,22 @@ func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 		}
 	}
 	return f
+}
+
+// Clean removes the API key from the text fields of an answer that come
+// from the provider's headers and body beside the answer itself (ID, Model,
+// RequestID, FinishReason), as Redact does for errors, and returns res: a
+// server that echoes the key in its request-id header must not put it into
+// Result.Served, spans or a last-known-good store.
+func (e *Endpoint) Clean(res *llm.Response) *llm.Response {
+	if e.Secret == "" {
+		return res
+	}
+	res.ID = e.redact(res.ID)
+	res.Model = e.redact(res.Model)
+	res.RequestID = e.redact(res.RequestID)
+	res.FinishReason = e.redact(res.FinishReason)
+	return res
 }
 
 func (e *Endpoint) redact(s string) string {

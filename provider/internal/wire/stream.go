@@ -240,7 +240,8 @@ func (s *Stream) eventFailure(ev Event, err error) *llm.Error {
 	if len(ev.Data) == 0 {
 		f.Message = fmt.Sprintf("event %s has no data", s.ep.quote([]byte(name)))
 	} else {
-		f.Message = fmt.Sprintf("event %s is not the expected JSON (%v): %s", s.ep.quote([]byte(name)), err, s.ep.quote(ev.Data))
+		f.Message = fmt.Sprintf("event %s is not the expected JSON (%v)", s.ep.quote([]byte(name)), err)
+		f.Detail = s.ep.quote(ev.Data)
 	}
 	return s.ep.Redact(f)
 }
