@@ -23,6 +23,13 @@ const (
 	DefaultOpenFor             = 30 * time.Second
 	DefaultProbes              = 1
 	DefaultMaxGate             = 15 * time.Minute
+
+	// MaxBuckets is the most buckets Window / BucketPeriod may make. The
+	// window keeps one bucket each (24 bytes) and sums all of them on every
+	// failure, so the count bounds both the memory of a target's breaker
+	// and the work of each failure: 1,000 is 24 KB and a scan of about a
+	// microsecond, where 30s of 1ns buckets would ask for 720 GB.
+	MaxBuckets = 1000
 )
 
 var (
@@ -122,8 +129,14 @@ func (s Settings) Validate() error {
 			bad("%s is %v; it must not be negative (0 means the default)", d.name, d.v)
 		}
 	}
-	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 && d.BucketPeriod > d.Window {
-		bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)
+	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 {
+		switch {
+		case d.BucketPeriod > d.Window:
+			bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)
+		case d.Window/max(d.BucketPeriod, 1) > MaxBuckets: // a period under 1ns is taken as 1ns
+			bad("Window (%v) / BucketPeriod (%v) makes %d buckets, more than MaxBuckets (%d); use a BucketPeriod of at least %v, or 0 for Window/%d",
+				d.Window, d.BucketPeriod, d.Window/max(d.BucketPeriod, 1), MaxBuckets, (d.Window+MaxBuckets-1)/MaxBuckets, DefaultBuckets)
+		}
 	}
 	return found.Err()
 }
