@@ -1,8 +1,11 @@
 package chain
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -183,7 +186,7 @@ func (b *Builder) Build() (*Chain, error) {
 	for i, e := range b.entries {
 		name := e.target.Name
 		if e.tier == TierDegrade {
-			if e.degr == nil {
+			if isNil(e.degr) {
 				fail("", "OrDegrade #%d was given a nil Degradation", i+1)
 				continue
 			}
@@ -222,8 +225,26 @@ func (b *Builder) Build() (*Chain, error) {
 		}
 
 		t := e.target
-		if t.Provider == nil {
-			fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
+		if isNil(t.Provider) {
+			if t.Provider != nil {
+				fail(label, "Provider is a nil %T; pass the provider its constructor returned (did it fail?)", t.Provider)
+			} else {
+				fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
+			}
+			t.Provider = nil // the checks below take it as missing
+		} else if name, err := nameOf(t.Provider); err != nil || name == "" {
+			if err != nil {
+				fail(label, "Provider.Name panicked (%v); a provider must name itself", err)
+			} else {
+				fail(label, "Provider.Name returned \"\"; a provider must name itself (it is the gen_ai.provider.name of its spans, and tiers compare it)")
+			}
+			t.Provider = nil
+		}
+		for _, p := range checkParams(&t.Params) {
+			fail(label, "%s", p)
+		}
+		if t.Budget != nil && isNil(t.Budget) {
+			fail(label, "Budget is a nil %T; pass a budget its constructor returned, or leave Budget nil for the default", t.Budget)
 		}
 		if t.Model == "" {
 			fail(label, "Model is empty; name the model to request")
@@ -282,7 +303,7 @@ func (b *Builder) Build() (*Chain, error) {
 			}
 		}
 		if e.tier == TierPrimary && i == 0 {
-			primary = &b.entries[0].target
+			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { fail(label, f, a...) })
 		}
@@ -345,7 +366,7 @@ func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err err
 	}
 	switch x := inner.(type) {
 	case *lastGood:
-		if x.store == nil {
+		if isNil(x.store) {
 			fail("LastGood was given a nil cache.Store; pass one such as cache.NewMemory's", nil)
 			break
 		}
@@ -360,6 +381,57 @@ func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err err
 		}
 	}
 	return g
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel: a typed nil, whose methods would panic when
+// a call used it.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// nameOf returns p.Name(), or the panic it raised as an error.
+func nameOf(p llm.Provider) (name string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return p.Name(), nil
+}
+
+// checkParams lists what in a target's Params no call could send: a
+// Temperature or TopP that is NaN or infinite (JSON has no such number),
+// an Extra value that cannot be encoded as JSON. Each would fail every call
+// as a bad request, which stops the chain before the next target is tried.
+func checkParams(p *llm.Params) []string {
+	var found []string
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"Temperature", p.Temperature}, {"TopP", p.TopP}} {
+		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			found = append(found, fmt.Sprintf("Params.%s is %v; JSON cannot carry it: use a finite number, or nil for the provider's default", f.name, *f.v))
+		}
+	}
+	keys := make([]string, 0, len(p.Extra))
+	for k := range p.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, err := json.Marshal(p.Extra[k]); err != nil {
+			found = append(found, fmt.Sprintf("Params.Extra[%q] cannot be encoded as JSON (%v); use a value encoding/json can marshal", k, err))
+		}
+	}
+	return found
 }
 
 // providerName is p's Name, or "" for a nil provider (reported elsewhere).

@@ -3,13 +3,19 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/anthropic"
+	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/openai"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -148,5 +154,95 @@ func TestBuildRejectsInvalidBreakerSettings(t *testing.T) {
 	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, breaker.ErrInvalidSettings) ||
 		!strings.Contains(err.Error(), `target "p": Breaker is invalid`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// panicky is a provider whose Name panics, as a value-receiver method on a
+// struct holding a nil client might.
+type panicky struct{}
+
+func (panicky) Name() string { panic("no client") }
+func (panicky) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, errors.New("unreachable")
+}
+
+// TestBuildRejectsWhatEveryCallWouldFailOn: configuration that passed Build
+// and then failed (or panicked) at call time is a Build error naming the
+// target: NaN and infinite parameters, an Extra JSON cannot encode, typed
+// nils, a provider with no name or a panicking Name, and a bucket count
+// that would exhaust memory.
+func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
+	var nilProvider *anthropic.Provider
+	var nilBudget *budget.Ratio
+	var nilStore *cache.Memory
+	nan, inf := math.NaN(), math.Inf(1)
+	o := &stub{name: "openai"}
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("Build panicked: %v", p)
+			}
+		}()
+		_, err = chain.New("c").
+			Primary(chain.Target{Name: "typed-nil", Provider: nilProvider, Model: "m"}).
+			OrProvider(chain.Target{Name: "nan", Provider: o, Model: "m", Params: llm.Params{Temperature: &nan}}).
+			OrProvider(chain.Target{Name: "inf", Provider: &stub{name: "x"}, Model: "m", Params: llm.Params{TopP: &inf}}).
+			OrProvider(chain.Target{Name: "extra", Provider: &stub{name: "y"}, Model: "m", Params: llm.Params{Extra: map[string]any{"f": func() {}}}}).
+			OrProvider(chain.Target{Name: "nameless", Provider: &stub{}, Model: "m"}).
+			OrProvider(chain.Target{Name: "panics", Provider: panicky{}, Model: "m"}).
+			OrProvider(chain.Target{Name: "nil-budget", Provider: &stub{name: "z"}, Model: "m", Budget: nilBudget}).
+			OrProvider(chain.Target{Name: "buckets", Provider: &stub{name: "w"}, Model: "m", Breaker: breaker.Settings{BucketPeriod: time.Nanosecond}}).
+			OrDegrade(chain.LastGood(nilStore)).
+			Build()
+	}()
+	if !errors.Is(err, chain.ErrInvalidConfig) {
+		t.Fatalf("got %v; want ErrInvalidConfig", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`target "typed-nil": Provider is a nil *anthropic.Provider`,
+		`target "nan": Params.Temperature is NaN`,
+		`target "inf": Params.TopP is +Inf`,
+		`target "extra": Params.Extra["f"] cannot be encoded`,
+		`target "nameless": Provider.Name returned ""`,
+		`target "panics": Provider.Name panicked (no client)`,
+		`target "nil-budget": Budget is a nil *budget.Ratio`,
+		`target "buckets": Breaker is invalid`,
+		`LastGood was given a nil cache.Store`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestCallersNaNIsABadRequestSentNowhere: the caller's own unencodable
+// parameter is its request's fault: a bad request, no target is sent it.
+func TestCallersNaNIsABadRequestSentNowhere(t *testing.T) {
+	f := fake.New()
+	a, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: "http://fake.invalid", HTTPClient: f.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := openai.New(openai.Config{APIKey: "k", BaseURL: "http://fake.invalid", HTTPClient: f.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chain.New("c").
+		Primary(chain.Target{Name: "a", Provider: a, Model: "claude"}).
+		OrProvider(chain.Target{Name: "o", Provider: o, Model: "gpt"}).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := math.NaN()
+	_, err = c.Call(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
+		Params: llm.Params{Temperature: &nan}})
+	if llm.KindOf(err) != llm.KindBadRequest {
+		t.Errorf("got %v (kind %v); want a bad request", err, llm.KindOf(err))
+	}
+	if n := f.Requests("claude") + f.Requests("gpt"); n != 0 {
+		t.Errorf("%d requests sent; want 0", n)
 	}
 }
