@@ -42,11 +42,20 @@ type Schema struct {
 //
 // Any problem (the bytes are not JSON, the document is not a valid schema
 // for its draft, a $ref does not resolve, a pattern does not compile, an
-// unknown $schema) returns a *SchemaError, which matches ErrBadSchema and
-// quotes the library's description of the problem.
+// unknown $schema, a document larger than MaxSchemaBytes or nesting deeper
+// than MaxSchemaDepth) returns a *SchemaError, which matches ErrBadSchema
+// and quotes the library's description of the problem.
 func Compile(schema []byte) (*Schema, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		return nil, &SchemaError{Problem: "the schema is empty", Err: errors.New("no bytes to compile")}
+	}
+	if len(schema) > MaxSchemaBytes {
+		return nil, &SchemaError{Problem: fmt.Sprintf("the schema is %d bytes, more than MaxSchemaBytes (%d)", len(schema), MaxSchemaBytes),
+			Err: errSchemaTooLarge}
+	}
+	if d := depth(schema); d > MaxSchemaDepth {
+		return nil, &SchemaError{Problem: fmt.Sprintf("the schema nests objects and arrays %d deep, more than MaxSchemaDepth (%d); flatten it with $defs and $ref", d, MaxSchemaDepth),
+			Err: errSchemaTooLarge}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
@@ -64,6 +73,49 @@ func Compile(schema []byte) (*Schema, error) {
 		return nil, &SchemaError{Problem: "the schema does not compile", Err: err}
 	}
 	return &Schema{sch: sch, src: bytes.Clone(schema)}, nil
+}
+
+// Limits on the schemas Compile accepts. The JSON Schema library's
+// compile time grows faster than the square of the nesting (400 levels of
+// "properties" take a quarter of a second on one core, 800 nearly two),
+// so a schema that nests deeper, or is larger, than any real answer's
+// would hold Build for minutes: it is refused instead.
+const (
+	// MaxSchemaDepth is how deep a schema document may nest JSON objects
+	// and arrays (each "properties" level is two). 128 compiles in
+	// milliseconds.
+	MaxSchemaDepth = 128
+	// MaxSchemaBytes is the largest schema document, 1 MiB.
+	MaxSchemaBytes = 1 << 20
+)
+
+var errSchemaTooLarge = errors.New("schema over backstop's limits")
+
+// depth returns how deep b nests JSON objects and arrays, counting only
+// brackets outside strings; it stops counting at MaxSchemaDepth+1.
+func depth(b []byte) int {
+	d, deepest := 0, 0
+	in, esc := false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			if d++; d > deepest {
+				if deepest = d; deepest > MaxSchemaDepth {
+					return deepest
+				}
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
 }
 
 // MustCompile is like Compile but panics on a bad schema. Use it for schemas
