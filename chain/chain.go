@@ -202,7 +202,7 @@ func (c *Chain) call(ctx context.Context, obs *tracing.Call, req llm.Request, st
 		}
 	}
 
-	if g := c.degrade(caller, obs, req, res, &causes); g != nil {
+	if g := c.degrade(ctx, obs, req, res, &causes); g != nil {
 		return res, g.tel, nil
 	}
 	return res, nil, &ExhaustedError{Chain: c.name, Causes: causes}
@@ -552,16 +552,28 @@ func (c *Chain) closeGate(ctx context.Context, obs *tracing.Call, t *target, ret
 }
 
 // degrade runs the degradations in order until one gives an answer that
-// passes the chain's Schema, fills res from it and reports true; each
-// failure is recorded in res and added to causes.
-func (c *Chain) degrade(caller context.Context, obs *tracing.Call, req llm.Request, res *Result, causes *[]error) *degrader {
+// passes the chain's Schema, fills res from it and returns it; each failure
+// is recorded in res and added to causes. walk is the context the model
+// targets were tried under: the degradations run on past its deadline
+// (not past the caller's cancellation), each for at most DegradeTimeout,
+// and all of them together end at most one DegradeTimeout after that
+// deadline.
+func (c *Chain) degrade(walk context.Context, obs *tracing.Call, req llm.Request, res *Result, causes *[]error) *degrader {
+	var end time.Time // when every degradation must have answered; zero for no bound in all
+	if dl, ok := walk.Deadline(); ok {
+		end = dl.Add(c.degradeTimeout)
+	}
 	for i := range c.degrades {
 		g := &c.degrades[i]
-		if canceled(caller) != nil {
+		if canceled(walk) != nil {
 			return nil
 		}
-		ctx, span := obs.StartAttempt(context.WithoutCancel(caller), g.tel, 1, req)
-		ctx, cancel := context.WithTimeout(ctx, c.degradeTimeout)
+		timeout := c.degradeTimeout
+		if !end.IsZero() {
+			timeout = min(timeout, time.Until(end))
+		}
+		ctx, span := obs.StartAttempt(context.WithoutCancel(walk), g.tel, 1, req)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		start := c.clock()
 		var resp *llm.Response
 		var age time.Duration
