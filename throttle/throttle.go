@@ -33,6 +33,11 @@ const (
 	DefaultRecovery = time.Minute
 	// MinFactor is the lowest share of the limit a run of 429s leaves.
 	MinFactor = 0.05
+	// MaxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
+	// second's worth of either is a bucket's burst, an integer, which a
+	// larger limit would overflow (leaving a bucket that grants nothing).
+	// No provider's tier comes near it.
+	MaxPerMinute = 1e12
 )
 
 var (
@@ -93,8 +98,8 @@ func (s Settings) Validate() error {
 		name string
 		v    float64
 	}{{"RequestsPerMinute", s.RequestsPerMinute}, {"TokensPerMinute", s.TokensPerMinute}} {
-		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			bad("%s is %v; use your tier's limit, or 0 for unknown", f.name, f.v)
+		if f.v < 0 || math.IsNaN(f.v) || f.v > MaxPerMinute {
+			bad("%s is %v; use your tier's limit (at most %g), or 0 for unknown", f.name, f.v, float64(MaxPerMinute))
 		}
 	}
 	if s.Burst < 0 {

@@ -39,6 +39,21 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestHugeLimitsAreRefused: a limit whose second's worth overflows the
+// bucket's integer burst left a limiter that granted nothing (every call
+// throttled away from a healthy target); it is a Validate error.
+func TestHugeLimitsAreRefused(t *testing.T) {
+	for _, s := range []throttle.Settings{{RequestsPerMinute: 1e300}, {TokensPerMinute: 1e300}} {
+		if _, err := throttle.New(s); !errors.Is(err, throttle.ErrInvalidSettings) || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("%+v: got %v; want ErrInvalidSettings", s, err)
+		}
+	}
+	l := mustNew(t, throttle.Settings{RequestsPerMinute: throttle.MaxPerMinute, TokensPerMinute: throttle.MaxPerMinute})
+	if _, _, ok := l.Reserve(time.Now(), 1000, time.Second); !ok {
+		t.Error("a limiter at MaxPerMinute refused the first request")
+	}
+}
+
 func TestKnownLimitPacesRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
