@@ -111,8 +111,8 @@ func (e *Endpoint) quote(body []byte) string {
 }
 
 // Redact removes the API key from every text field of f (Detail too),
-// including the text of its cause, and returns f. Every error an adapter returns passes through
-// it. The key is matched exactly, so a key that is a common word (a
+// including the text of its cause, and returns f. Every error an adapter
+// returns passes through it. The key is matched exactly, so a key that is a common word (a
 // placeholder such as "none" for a local server) is redacted from messages
 // too.
 func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
