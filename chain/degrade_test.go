@@ -83,7 +83,7 @@ func TestDegradationsBeforeTheDeadlineKeepTheirOwnTimeout(t *testing.T) {
 		bad := &stub{name: "p", fn: func(context.Context, llm.Request) (*llm.Response, error) {
 			return nil, &llm.Error{Provider: "p", Status: 401, Kind: llm.KindAuth}
 		}}
-		c, err := chain.New("c").Deadline(10*time.Second).DegradeTimeout(time.Second).
+		c, err := chain.New("c").Deadline(10 * time.Second).DegradeTimeout(time.Second).
 			Primary(chain.Target{Name: "p", Provider: bad, Model: "m"}).
 			OrDegrade(hang("first")).
 			OrDegrade(hang("second")).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -14,6 +15,12 @@ import (
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/tracing"
 )
+
+// ErrAbandoned is matched by the error Stream.Result returns when the
+// caller stopped reading the stream (broke out of ranging over Chunks)
+// before it ended: the answer is neither complete nor validated, and was
+// not remembered.
+var ErrAbandoned = errors.New("the caller stopped reading the stream before it ended")
 
 // ErrIncomplete is matched by the error of a stream that failed after its
 // first chunk: the caller has part of an answer and no more of it.
@@ -77,12 +84,25 @@ type Stream struct {
 //	res, err := s.Result()
 //
 // Breaking out of the loop closes the stream: nothing is left running.
+// A stream left before it ended (even after its last chunk, if the loop is
+// left before the end is read) is abandoned: Result's error matches
+// ErrAbandoned, its Served names the target whose stream was abandoned and
+// its Text holds what the caller received; that answer is neither
+// validated nor remembered. An answer delivered in one chunk is whole once
+// that chunk is read: leaving the loop then abandons nothing.
 func (c *Chain) Stream(ctx context.Context, req llm.Request) *Stream {
 	return &Stream{c: c, ctx: ctx, req: req}
 }
 
 // Result returns the call's result and error once Chunks has ended. The
 // Result's Text is what the caller received (after the last Restart).
+//
+// When the caller stopped reading before the stream ended, the error
+// matches ErrAbandoned (it is not yielded: the loop had been left). Served
+// then names the target whose stream was abandoned, Text holds the chunks
+// the caller received, and the last Attempt has KindCanceled, DecisionStop
+// and ErrAbandoned. A caller that stopped at a Restart chunk had received
+// nothing of the next answer: Served and Text are empty.
 func (s *Stream) Result() (*Result, error) { return s.res, s.err }
 
 // Chunks returns the stream's chunks. A failure is yielded once, as the
@@ -237,6 +257,10 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 		outcome, errType := callOutcome(s.res, err)
 		obs.End(served, s.res.Served.Model, s.res.Served.RequestID, s.res.Degraded, s.res.Age, outcome, errType)
 	}
+	if s.abandoned {
+		// Not yielded (the caller has left the loop): Result says it.
+		err = fmt.Errorf("chain %q: %w", c.name, ErrAbandoned)
+	}
 	return err
 }
 
@@ -313,14 +337,18 @@ var errPanicked = errors.New("the stream panicked")
 func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (err error, stopped bool) {
 	c, t, res := s.c, st.target, st.res
 	defer st.release()
-	text := []byte(st.first.Text)
-	res.Text = st.first.Text
+	// The text is assembled once, in a builder that grows geometrically: a
+	// stream costs time and memory linear in its size, whatever the size of
+	// its chunks. It becomes the Result's Text (without a copy) at the end,
+	// at a failure or when the caller stops reading.
+	var text strings.Builder
+	text.WriteString(st.first.Text)
 	if st.first.Text != "" {
 		st.pause()
 		ok := yield(Chunk{Text: st.first.Text}, nil)
 		st.resume(t)
 		if !ok {
-			s.finish(st, obs, nil, true)
+			s.abandon(st, obs, text.String())
 			return nil, true
 		}
 	}
@@ -333,23 +361,22 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 			err = s.classify(st, nerr)
 			break
 		}
-		text = append(text, ch.Text...)
-		res.Text = string(text)
+		text.WriteString(ch.Text)
 		st.pause() // the caller's time is not the provider's silence
 		ok := yield(Chunk{Text: ch.Text}, nil)
 		st.resume(t)
 		if !ok {
-			s.finish(st, obs, nil, true)
+			s.abandon(st, obs, text.String())
 			return nil, true
 		}
 	}
 	r := *st.stream.Response()
-	r.Text = string(text)
+	r.Text = text.String()
 	res.serve(t, &r)
 	if err == nil && t.schema != nil {
 		js, verr := t.schema.Validate(r.Text)
 		if verr != nil {
-			err = &llm.Error{Provider: t.Provider.Name(), Status: 200, Kind: llm.KindInvalidOutput, Message: verr.Error(), RequestID: r.RequestID, Err: verr}
+			err = invalidOutput(t.Provider.Name(), 200, r.RequestID, verr)
 		}
 		res.JSON = js
 	}
@@ -360,6 +387,16 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 		}
 	}
 	return err, false
+}
+
+// abandon ends the committed attempt when the caller stopped reading: it
+// is reported as abandoned, and the result names its target as the one
+// that served text, what the caller received.
+func (s *Stream) abandon(st *streamState, obs *tracing.Call, text string) {
+	s.finish(st, obs, nil, true)
+	r := *st.stream.Response()
+	r.Text = text
+	st.res.serve(st.target, &r)
 }
 
 // pause stops the idle timer while the caller handles a chunk.
@@ -420,7 +457,8 @@ func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned
 		c.settle(st.ctx, t, st.ticket, retry.Excluded, budget.Outcome{Retry: st.n > 1, At: now})
 		kind := llm.KindCanceled
 		if err == nil {
-			err = errAbandoned
+			err = ErrAbandoned
+			a.Kind, a.Err, a.Decision, a.Reason = kind, err, DecisionStop, "the caller stopped reading"
 		}
 		obs.EndAttempt(st.span, t.tel, resp, 200, kind, err, elapsed)
 	case err != nil:
@@ -436,5 +474,3 @@ func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned
 		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 	}
 }
-
-var errAbandoned = errors.New("the caller stopped reading the stream")

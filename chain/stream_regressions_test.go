@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -220,6 +221,11 @@ func TestAbandonAtRestartIsNotServed(t *testing.T) {
 		if err == nil && res.Served.Target == "p" {
 			t.Fatalf("abandoned at the restart: err nil, served by the failed target %q with %q", res.Served.Target, res.Text)
 		}
+		// Nothing of the next answer was read: abandoned, served by no one,
+		// with no text (the Restart discarded the partial answer).
+		if !errors.Is(err, chain.ErrAbandoned) || res.Served != (chain.Served{}) || res.Text != "" {
+			t.Fatalf("abandoned at the restart: err %v, served %+v, text %q", err, res.Served, res.Text)
+		}
 	})
 }
 
@@ -346,4 +352,114 @@ func TestDeadlineMidStreamDoesNotChargeTheBreaker(t *testing.T) {
 			t.Fatalf("a target streaming steadily had its breaker opened by our deadline: %v", err)
 		}
 	})
+}
+
+// tinyDeltas is an llm.StreamProvider whose every stream sends n chunks of
+// the same 4 bytes, allocating nothing per chunk, so that what a benchmark
+// of it measures is the chain's own work per chunk.
+type tinyDeltas struct {
+	n      int
+	answer string // the n chunks joined: what Response's Text is cut from
+}
+
+const tinyDelta = "abcd"
+
+func newTinyDeltas(n int) *tinyDeltas {
+	return &tinyDeltas{n: n, answer: strings.Repeat(tinyDelta, n)}
+}
+
+func (p *tinyDeltas) Name() string { return "tiny" }
+func (p *tinyDeltas) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return &llm.Response{Text: p.answer}, nil
+}
+func (p *tinyDeltas) Stream(context.Context, llm.Request) (llm.Stream, error) {
+	return &tinyStream{p: p}, nil
+}
+
+type tinyStream struct {
+	p *tinyDeltas
+	i int
+}
+
+func (s *tinyStream) Next() (llm.Chunk, error) {
+	if s.i == s.p.n {
+		return llm.Chunk{}, io.EOF
+	}
+	s.i++
+	return llm.Chunk{Text: tinyDelta}, nil
+}
+func (s *tinyStream) Response() *llm.Response {
+	return &llm.Response{Text: s.p.answer[:s.i*len(tinyDelta)], Model: "m", RequestID: "req"}
+}
+func (s *tinyStream) Close() error { return nil }
+
+// 12. Assembling a stream is quadratic: the relay rebuilds the whole text
+// on every chunk, so 16,000 deltas of 4 bytes (a 64 KB answer) allocate
+// 527 MiB. A stream must allocate a bounded multiple of its size.
+func TestStreamAllocatesLinearly(t *testing.T) {
+	p := newTinyDeltas(16000)
+	c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s := c.Stream(t.Context(), question)
+	for _, err := range s.Chunks() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	res, err := s.Result()
+	if err != nil || res.Text != p.answer {
+		t.Fatalf("%d bytes of %d, %v", len(res.Text), len(p.answer), err)
+	}
+	if got, bound := after.TotalAlloc-before.TotalAlloc, 64*uint64(len(p.answer)); got > bound {
+		t.Fatalf("a stream of %d chunks (%d bytes) allocated %d bytes, %.0f per answer byte; want under %d (64 per byte)",
+			p.n, len(p.answer), got, float64(got)/float64(len(p.answer)), bound)
+	}
+}
+
+// 13. An abandoned stream's Result has a nil error and an empty Served: the
+// caller cannot tell a stream it broke out of from a complete answer, nor
+// who sent what it read.
+func TestAbandonedStreamSaysSo(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		after int // chunks read before the break
+		want  string
+	}{
+		{"at the first chunk", 1, "One "},
+		{"mid-stream", 2, "One two "},
+		{"at the last chunk", 3, "One two three"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &rprov{name: "a", steps: chunks("One ", "two ", "three")}
+			c, _ := chain.New("support").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+			s := c.Stream(t.Context(), question)
+			n := 0
+			for _, err := range s.Chunks() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n++; n == tt.after {
+					break
+				}
+			}
+			res, err := s.Result()
+			if !errors.Is(err, chain.ErrAbandoned) || !strings.Contains(err.Error(), `"support"`) {
+				t.Errorf("Result error %v, want ErrAbandoned naming the chain", err)
+			}
+			if res == nil {
+				t.Fatal("no Result")
+			}
+			if res.Served.Target != "p" || res.Served.Provider != "a" || res.Served.RequestID != "req_a" || res.Text != tt.want {
+				t.Errorf("Result served by %+v with %q, want target p with %q", res.Served, res.Text, tt.want)
+			}
+			if a := res.Attempts[len(res.Attempts)-1]; a.Kind != llm.KindCanceled || a.Decision != chain.DecisionStop || !errors.Is(a.Err, chain.ErrAbandoned) {
+				t.Errorf("the abandoned attempt is recorded as %v", a)
+			}
+		})
+	}
 }

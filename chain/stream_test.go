@@ -200,8 +200,8 @@ func TestStreamAbandonedHalfReadLeavesNothingRunning(t *testing.T) {
 			}
 		}
 		res, err := s.Result()
-		if err != nil || res.Text != "" && res.Text != "ab" {
-			t.Fatalf("%q %v", res.Text, err)
+		if !errors.Is(err, chain.ErrAbandoned) || res.Text != "ab" || res.Served.Target != "p" {
+			t.Fatalf("%q from %q, %v", res.Text, res.Served.Target, err)
 		}
 		// synctest.Test fails if a timer goroutine or reader is left blocked.
 	})
