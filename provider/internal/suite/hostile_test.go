@@ -44,6 +44,9 @@ type adapter struct {
 	badEvent func(text string) string
 	// requestID is the response header holding the request id.
 	requestID string
+	// events is a whole event stream whose answer's id and model carry
+	// echo.
+	events func(echo string) string
 }
 
 var adapters = []adapter{
@@ -67,6 +70,11 @@ var adapters = []adapter{
 			return "event: content_block_delta\ndata: {\"delta\": " + text + "\n\n"
 		},
 		requestID: "Request-Id",
+		events: func(echo string) string {
+			return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_" + echo + "\",\"model\":\"claude-" + echo + "\",\"usage\":{\"input_tokens\":1}}}\n\n" +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"fine\"}}\n\n" +
+				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		},
 	},
 	{
 		name: "openai",
@@ -88,6 +96,10 @@ var adapters = []adapter{
 			return "data: {\"choices\": " + text + "\n\n"
 		},
 		requestID: "X-Request-Id",
+		events: func(echo string) string {
+			return "data: {\"id\":\"chatcmpl-" + echo + "\",\"model\":\"gpt-" + echo + "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fine\"}}]}\n\n" +
+				"data: [DONE]\n\n"
+		},
 	},
 }
 
@@ -256,10 +268,16 @@ func cutAfter(body, s string) string {
 // into Result.Served, spans and last-known-good stores).
 func TestAnswerMetadataRedactsKey(t *testing.T) {
 	for _, a := range adapters {
-		for _, stream := range []bool{false, true} {
+		for _, how := range []string{"complete", "stream of a whole answer", "stream"} {
+			stream := how != "complete"
 			srv := serve(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set(a.requestID, "req_"+key+"_1")
-				w.Header().Set("Content-Type", "application/json") // a whole answer, even when streaming
+				if how == "stream" {
+					w.Header().Set("Content-Type", "text/event-stream")
+					io.WriteString(w, a.events(key))
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, strings.Replace(a.ok("fine"), `_1"`, "_"+key+`"`, 1))
 			})
 			p := a.new(t, srv.URL, nil)
@@ -284,11 +302,11 @@ func TestAnswerMetadataRedactsKey(t *testing.T) {
 			}
 			for field, v := range map[string]string{"RequestID": res.RequestID, "ID": res.ID, "Model": res.Model} {
 				if strings.Contains(v, key) {
-					t.Errorf("%s (stream %v): Response.%s = %q carries the key", a.name, stream, field, v)
+					t.Errorf("%s (%s): Response.%s = %q carries the key", a.name, how, field, v)
 				}
 			}
 			if !strings.Contains(res.RequestID, "req_") {
-				t.Errorf("%s (stream %v): RequestID %q lost the rest of the id", a.name, stream, res.RequestID)
+				t.Errorf("%s (%s): RequestID %q lost the rest of the id", a.name, how, res.RequestID)
 			}
 		}
 	}

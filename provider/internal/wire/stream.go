@@ -150,11 +150,12 @@ func (s *Stream) Next() (llm.Chunk, error) {
 	}
 }
 
-// Response returns a copy of the answer assembled so far.
+// Response returns a copy of the answer assembled so far, the key redacted
+// from its metadata (see Endpoint.Clean).
 func (s *Stream) Response() *llm.Response {
 	res := s.res
 	res.Text = s.text.String()
-	return &res
+	return s.ep.Clean(&res)
 }
 
 // Close closes the response body, releasing the connection. It is safe to
