@@ -202,8 +202,11 @@ type Breaker struct {
 	fails, clean atomic.Uint64
 
 	// elsewhere is another replica's publication that the breaker is open
-	// (see OpenElsewhere); nil when none holds it open.
-	elsewhere atomic.Pointer[publication]
+	// while it holds the breaker open (see OpenElsewhere); nil when none
+	// does. seen is the last publication applied, kept after it ended, so
+	// that reading it again does not apply it again; nil when the last
+	// read found none.
+	elsewhere, seen atomic.Pointer[publication]
 	// change is the last state change not yet taken by TakeChange, as
 	// State+1; 0 when there is none.
 	change atomic.Int32
@@ -312,10 +315,13 @@ func (b *Breaker) State() State {
 }
 
 // publication is another replica's word that the breaker is open, as read
-// when the breaker had made asOf state changes.
+// when the breaker had made asOf state changes: read is the end the
+// publisher asked for, as first estimated here; until is when this breaker
+// stops holding for it (read, capped by its own 2 x OpenFor from when it
+// first read it).
 type publication struct {
-	until time.Time
-	asOf  uint64
+	read, until time.Time
+	asOf        uint64
 }
 
 // Changes returns how many state changes the breaker has made: read it
@@ -325,29 +331,54 @@ func (b *Breaker) Changes() uint64 { return b.changes.Load() }
 
 // OpenElsewhere records that another replica published this breaker open
 // until until (see Shared): while this breaker is closed, Allow refuses
-// every attempt with ErrOpenElsewhere (which matches ErrOpen) until then,
-// without a request, so the replicas skip a target that one of them found
-// failing. Once this breaker is open or half-open itself, its own state
-// decides, so that its probe is sent.
+// every attempt with ErrOpenElsewhere (which matches ErrOpen), without a
+// request, so the replicas skip a target that one of them found failing.
+// Once this breaker is open or half-open itself, its own state decides, so
+// that its probe is sent. until is this replica's estimate, now + the time
+// Redis says is left; it should come from time.Now (a monotonic reading).
+//
+// What another replica published is capped by this breaker's own limit:
+// it holds the breaker open until the earlier of until and twice its own
+// OpenFor after it first read the publication (a publisher's OpenFor, then
+// the time its probe takes). The same publication read again does not
+// extend it, so re-reading cannot stretch the cap: a reading whose until is
+// within slack of the last publication applied is that publication (an end
+// estimated as now + what is left moves by up to one round trip between
+// reads; pass the longest a round trip may take, plus the millisecond Redis
+// rounds to). A reading whose end differs by more is a new publication
+// (the publisher's probe failed and it opened again, say): it replaces the
+// last, capped afresh.
 //
 // asOf is what Changes returned before the publication was read: if the
 // breaker has changed state since (its own probe closed it, say, while the
 // read was on its way), the publication is older news than the breaker's
-// own and is ignored; so is it after any later change. A zero until ends
-// it at once (the replica that opened it found the target healthy again);
-// a later call replaces an earlier one. until should come from time.Now (a
-// monotonic reading). A disabled breaker ignores it.
-func (b *Breaker) OpenElsewhere(until time.Time, asOf uint64) {
+// own and is ignored; so is it after any later change. A zero until means
+// the read found none: it ends the last at once (the replica that opened it
+// found the target healthy again). A disabled breaker ignores it all.
+func (b *Breaker) OpenElsewhere(until time.Time, asOf uint64, slack time.Duration) {
 	if b.cb == nil {
 		return
 	}
 	if until.IsZero() {
+		if b.seen.Load() != nil {
+			b.seen.Store(nil)
+		}
 		if b.elsewhere.Load() != nil {
 			b.elsewhere.Store(nil)
 		}
 		return
 	}
-	b.elsewhere.Store(&publication{until: until, asOf: asOf})
+	if p := b.seen.Load(); p != nil && within(until, p.read, slack) {
+		return // read before: applied already, and perhaps over
+	}
+	p := &publication{read: until, until: until, asOf: asOf}
+	now := time.Now()
+	d := b.settings.OpenFor
+	if limit := d + min(d, math.MaxInt64-d); until.Sub(now) > limit {
+		p.until = now.Add(limit)
+	}
+	b.seen.Store(p)
+	b.elsewhere.Store(p)
 }
 
 // heldElsewhere reports whether another replica's publication holds the

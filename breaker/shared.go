@@ -78,8 +78,17 @@ type Remote struct {
 // value is when it ends in milliseconds of the Redis server's TIME. Reading
 // the server's clock inside the scripts makes replicas whose clocks
 // disagree agree. Every write drops the fields that have ended and sets the
-// key to expire with its last field, so nothing lingers. Every method is
-// one round trip (a Lua script), bounded by the Timeout.
+// key to expire with its last field, so nothing lingers; a read gives a
+// hash that has no TTL (written by something else) one the same way. The
+// key is the Shared's own: a value of another type under it (a string SET
+// there, say) would fail every round trip, so the script that finds one
+// deletes it and goes on, and a Warn record says so each time. Every method
+// is one round trip (a Lua script), bounded by the Timeout.
+//
+// What is read is applied by each replica within its own limits (see
+// Breaker.OpenElsewhere and Gate.CloseUntilElsewhere, and Slack): no
+// publication holds a replica's target longer than that replica's 2 x
+// OpenFor or MaxGate, however far ahead it ends.
 type Shared struct {
 	client  redis.UniversalClient
 	read    *redis.Script
@@ -94,19 +103,35 @@ type Shared struct {
 }
 
 // sharedRead returns {field, milliseconds left, ...} for every field that
-// has not ended. ARGV[1] is maxPublish in milliseconds.
+// has not ended (nothing when there is no key), or {type} alone when the
+// key held a value of another type, which it deleted. A hash without a TTL
+// is set to expire with its last field (or deleted, when none is left).
+// ARGV[1] is maxPublish in milliseconds.
 const sharedRead = `
+if redis.replicate_commands then redis.replicate_commands() end
+local key = KEYS[1]
+local kind = redis.call('TYPE', key)['ok']
+if kind == 'none' then return {} end
+if kind ~= 'hash' then
+  redis.call('DEL', key)
+  return {kind}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = now + tonumber(ARGV[1])
-local fields = redis.call('HGETALL', KEYS[1])
+local fields = redis.call('HGETALL', key)
 local out = {}
+local last = 0
 for i = 1, #fields, 2 do
   local v = tonumber(fields[i + 1])
   if v ~= nil and v > now and v <= limit and v == math.floor(v) then
     out[#out + 1] = fields[i]
     out[#out + 1] = v - now
+    if v > last then last = v end
   end
+end
+if redis.call('PTTL', key) == -1 then
+  if last > now then redis.call('PEXPIRE', key, last - now) else redis.call('DEL', key) end
 end
 return out
 `
@@ -114,10 +139,17 @@ return out
 // sharedWrite applies one publication. ARGV: [1] op: "o" open, "g" gate
 // (both keep the later of the stored end and now + [3]), "c" closed
 // (removes the open field); [2] the name; [3] milliseconds; [4] maxPublish
-// in milliseconds.
+// in milliseconds. It returns "", or the type of the value of another type
+// it found under the key and deleted before writing.
 const sharedWrite = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
+local kind = redis.call('TYPE', key)['ok']
+local repaired = ''
+if kind ~= 'hash' and kind ~= 'none' then
+  redis.call('DEL', key)
+  repaired = kind
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, name, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -140,7 +172,7 @@ for i = 1, #fields, 2 do
   end
 end
 if last > now then redis.call('PEXPIRE', key, last - now) end
-return 1
+return repaired
 `
 
 // NewShared returns the shared state the replicas calling it with the same
@@ -200,6 +232,11 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 		return nil, err
 	}
 	vals, ok := res.([]any)
+	if ok && len(vals) == 1 { // a value of another type, deleted
+		kind, _ := vals[0].(string)
+		s.health.Repaired(kind)
+		return nil, nil
+	}
 	if !ok || len(vals)%2 != 0 {
 		return nil, fmt.Errorf("%w: key %q: the read script answered %v; want field, milliseconds pairs", ErrSharedUnavailable, s.keys[0], res)
 	}
@@ -232,29 +269,43 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 
 // PublishOpen tells the other replicas that name's breaker is open and to
 // skip it for d (rounded up to a millisecond); a publication that ends
-// later is kept.
+// later is kept. Each replica skips it for at most twice its own OpenFor.
 func (s *Shared) PublishOpen(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, s.write, "o", name, ms(d), maxPublishArg)
-	return err
+	return s.publish(ctx, "o", name, ms(d))
 }
 
 // PublishClosed tells the other replicas that name's breaker closed: they
 // stop skipping it from their next Load.
 func (s *Shared) PublishClosed(ctx context.Context, name string) error {
-	_, err := s.run(ctx, s.write, "c", name, "0", maxPublishArg)
-	return err
+	return s.publish(ctx, "c", name, "0")
 }
 
 // PublishGate tells the other replicas that name's provider asked for no
 // request for d (rounded up to a millisecond); a closure that ends later
-// is kept.
+// is kept. Each replica closes its gate for at most its own MaxGate.
 func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, s.write, "g", name, ms(d), maxPublishArg)
+	return s.publish(ctx, "g", name, ms(d))
+}
+
+// publish runs the write script, and logs the repair of a key that held a
+// value of another type.
+func (s *Shared) publish(ctx context.Context, op, name, ms string) error {
+	res, err := s.run(ctx, s.write, op, name, ms, maxPublishArg)
+	if kind, _ := res.(string); kind != "" {
+		s.health.Repaired(kind)
+	}
 	return err
 }
 
 // Available reports whether Redis answered the last round trip.
 func (s *Shared) Available() bool { return s.health.Available() }
+
+// Slack is how far apart two readings of one publication's end may be,
+// when each is estimated as the time Load returned plus the time it says is
+// left: one round trip (the Timeout bounds it) and the millisecond Redis
+// rounds to. Pass it to Breaker.OpenElsewhere and Gate.CloseUntilElsewhere,
+// which apply a publication once, however often it is read.
+func (s *Shared) Slack() time.Duration { return s.timeout + time.Millisecond }
 
 // maxPublish bounds every publication: a longer one is kept this long.
 // Both scripts treat a field that ends later, or whose value is not a whole

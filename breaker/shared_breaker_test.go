@@ -56,10 +56,11 @@ func take(t *testing.T, b *breaker.Breaker, want breaker.State, wantOK bool, whe
 func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes int
-		b := mustNew(t, breaker.Settings{OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
+		// OpenFor an hour: the publications below stay within its cap.
+		b := mustNew(t, breaker.Settings{OpenFor: time.Hour, OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
 		notHeld(t, b, "before")
 		const d = 10 * time.Second
-		b.OpenElsewhere(time.Now().Add(d), b.Changes())
+		b.OpenElsewhere(time.Now().Add(d), b.Changes(), 0)
 		heldElsewhere(t, b, "right after OpenElsewhere")
 		time.Sleep(d - time.Nanosecond)
 		heldElsewhere(t, b, "just before it ends")
@@ -80,31 +81,31 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 		}
 
 		// A zero time ends it at once.
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
 		heldElsewhere(t, b, "held for an hour")
-		b.OpenElsewhere(time.Time{}, b.Changes())
+		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("after OpenElsewhere(zero): Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("after OpenElsewhere(zero): Allow = %v", err)
 		}
-		b.OpenElsewhere(time.Time{}, b.Changes()) // ending nothing is harmless
+		b.OpenElsewhere(time.Time{}, b.Changes(), 0) // ending nothing is harmless
 
 		// A later call replaces an earlier one, sooner or later.
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
 		time.Sleep(time.Minute)
 		if !b.Closed() {
 			t.Fatal("a later, shorter OpenElsewhere did not replace the earlier one")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
 		time.Sleep(time.Minute)
 		heldElsewhere(t, b, "a later, longer OpenElsewhere")
 
 		// A time already passed holds nothing.
-		b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes())
+		b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes(), 0)
 		if !b.Closed() {
 			t.Fatal("an OpenElsewhere in the past holds the breaker open")
 		}
@@ -114,14 +115,14 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{Disabled: true})
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("disabled breaker: Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
-		b.OpenElsewhere(time.Time{}, b.Changes())
+		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
@@ -140,7 +141,7 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		if b.State() != breaker.Open {
 			t.Fatal("setup: not open after 5 failures")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes()) // e.g. its own publication, read back
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0) // e.g. its own publication, read back
 		_, err := b.Allow()
 		if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
 			t.Fatalf("open: Allow = %v; want this breaker's own ErrOpen", err)
@@ -170,9 +171,9 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		// before, so the breaker forgets it (the replica withdraws its own
 		// publication next); a publication read after holds it again.
 		notHeld(t, b, "closed by its own probe")
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
 		heldElsewhere(t, b, "a publication read after the probe")
-		b.OpenElsewhere(time.Time{}, b.Changes())
+		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 		notHeld(t, b, "after OpenElsewhere(zero)")
 	})
 }
@@ -216,7 +217,7 @@ func TestTakeChange(t *testing.T) {
 		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
 		report(t, b, retry.NotFailure)
 		take(t, b, breaker.Closed, true, "closed again")
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes())
+		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
 		_, _ = b.Allow()
 		take(t, b, 0, false, "held open elsewhere")
 	})
@@ -249,12 +250,12 @@ func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes())
-	b.OpenElsewhere(time.Time{}, b.Changes())
+	b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+	b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere ended; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes())
+	b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes(), 0)
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere passed; want 0", a)
 	}
@@ -272,9 +273,9 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		wg.Go(func() {
 			for j := range 500 {
 				if (i+j)%3 == 0 {
-					b.OpenElsewhere(time.Time{}, b.Changes())
+					b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 				} else {
-					b.OpenElsewhere(time.Now().Add(time.Duration(j%5)*time.Millisecond), b.Changes())
+					b.OpenElsewhere(time.Now().Add(time.Duration(j%5)*time.Millisecond), b.Changes(), 0)
 				}
 			}
 		})
@@ -299,7 +300,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	b.OpenElsewhere(time.Time{}, b.Changes())
+	b.OpenElsewhere(time.Time{}, b.Changes(), 0)
 	if !b.Closed() || b.State() != breaker.Closed {
 		t.Fatalf("Closed() %v, State() %v; want closed", b.Closed(), b.State())
 	}
@@ -310,7 +311,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 func TestGateClosedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var g breaker.Gate
-		g.CloseUntilElsewhere(time.Now().Add(time.Minute))
+		g.CloseUntilElsewhere(time.Now().Add(time.Minute), 0, 0)
 		until, err := g.Refusal()
 		if !errors.Is(err, breaker.ErrGateClosedElsewhere) || !errors.Is(err, breaker.ErrGateClosed) || !until.Equal(time.Now().Add(time.Minute)) {
 			t.Fatalf("Refusal = %v, %v; want ErrGateClosedElsewhere until a minute from now", until, err)
@@ -326,6 +327,107 @@ func TestGateClosedElsewhere(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		if _, err := g.Refusal(); err != nil {
 			t.Fatalf("after the closure: %v; want open", err)
+		}
+	})
+}
+
+// A publication holds the breaker open for at most twice its own OpenFor
+// from when it was first read, however far ahead it ends: reading it again
+// (its end estimated anew, within slack) extends nothing, during the cap or
+// after it; one that ends later by more than slack is a new publication,
+// capped afresh.
+func TestOpenElsewhereCappedByOpenFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const openFor, slack = 10 * time.Second, 50 * time.Millisecond
+		b := mustNew(t, breaker.Settings{OpenFor: openFor})
+		far := time.Now().Add(300 * 24 * time.Hour)
+		b.OpenElsewhere(far, b.Changes(), slack)
+		heldElsewhere(t, b, "right after a 300-day publication")
+		for i := range 2*openFor/time.Second - 1 {
+			time.Sleep(time.Second)
+			jitter := slack
+			if i%2 == 0 {
+				jitter = -slack
+			}
+			b.OpenElsewhere(far.Add(jitter), b.Changes(), slack) // the same, read again
+			heldElsewhere(t, b, "read again within 2 x OpenFor")
+		}
+		time.Sleep(time.Second)
+		notHeld(t, b, "2 x OpenFor after it was first read")
+		b.OpenElsewhere(far, b.Changes(), slack)
+		notHeld(t, b, "the same publication, read after its cap")
+
+		b.OpenElsewhere(far.Add(slack+time.Millisecond), b.Changes(), slack) // a new one
+		heldElsewhere(t, b, "a publication ending later than the last by more than slack")
+		time.Sleep(2*openFor - time.Nanosecond)
+		heldElsewhere(t, b, "the new publication, just before its cap")
+		time.Sleep(time.Nanosecond)
+		notHeld(t, b, "the new publication, at its cap")
+
+		b.OpenElsewhere(time.Now().Add(openFor/2), b.Changes(), slack) // within the cap
+		heldElsewhere(t, b, "a publication shorter than the cap")
+		time.Sleep(openFor / 2)
+		notHeld(t, b, "once the short publication has ended")
+
+		// OpenElsewhere(zero) forgets the publication: the same end read
+		// later is news again (a new publication that ends alike).
+		b.OpenElsewhere(time.Time{}, b.Changes(), slack)
+		b.OpenElsewhere(far, b.Changes(), slack)
+		heldElsewhere(t, b, "a publication after none was read")
+	})
+}
+
+// A publication read after this breaker changed state is older news than
+// its own, now and when read again: the replica whose probe closed the
+// breaker, reading its own publication back before the withdrawal landed,
+// does not skip its healthy target on it.
+func TestOpenElsewhereReadAgainAfterAChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1})
+		until := time.Now().Add(2 * breaker.DefaultOpenFor)
+		asOf := b.Changes()
+		report(t, b, retry.Failure) // opens: a change while the read was on its way
+		b.OpenElsewhere(until, asOf, 0)
+		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
+		report(t, b, retry.NotFailure) // its probe closes it
+		notHeld(t, b, "closed by its own probe")
+		b.OpenElsewhere(until, b.Changes(), 0)
+		notHeld(t, b, "the same publication, read again after the probe")
+	})
+}
+
+// A closure another replica published closes the gate for at most the
+// limit from when it was first read; reading it again closes nothing, and
+// one that ends later by more than slack is applied afresh.
+func TestGateClosedElsewhereCappedByLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, slack = time.Second, 50 * time.Millisecond
+		var g breaker.Gate
+		start := time.Now()
+		end := start.Add(10 * time.Second)
+		g.CloseUntilElsewhere(end, limit, slack)
+		if until, err := g.Refusal(); !errors.Is(err, breaker.ErrGateClosedElsewhere) || !until.Equal(start.Add(limit)) {
+			t.Fatalf("Refusal = %v, %v; want closed elsewhere until the limit, %v", until, err, start.Add(limit))
+		}
+		time.Sleep(limit / 2)
+		g.CloseUntilElsewhere(end.Add(slack), limit, slack)
+		if until, _ := g.Refusal(); !until.Equal(start.Add(limit)) {
+			t.Fatalf("read again: closed until %v; want still %v", until, start.Add(limit))
+		}
+		time.Sleep(limit / 2)
+		g.CloseUntilElsewhere(end.Add(-slack), limit, slack)
+		if _, err := g.Refusal(); err != nil {
+			t.Fatalf("read again at the limit: %v; want open", err)
+		}
+		g.CloseUntilElsewhere(end.Add(slack+time.Millisecond), limit, slack) // a new closure
+		if until, err := g.Refusal(); !errors.Is(err, breaker.ErrGateClosedElsewhere) || !until.Equal(time.Now().Add(limit)) {
+			t.Fatalf("a later closure: Refusal = %v, %v; want closed for the limit again", until, err)
+		}
+		// A limit of 0 is DefaultMaxGate.
+		var d breaker.Gate
+		d.CloseUntilElsewhere(time.Now().Add(time.Hour), 0, 0)
+		if until, _ := d.Refusal(); !until.Equal(time.Now().Add(breaker.DefaultMaxGate)) {
+			t.Fatalf("limit 0: closed until %v; want DefaultMaxGate from now", until)
 		}
 	})
 }

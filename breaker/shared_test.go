@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -588,20 +589,120 @@ func TestSharedRedisDownAndBack(t *testing.T) {
 	})
 }
 
-// A Redis that answers with an error (here, the key holds a string) is
-// unavailable too, and the error says why.
+// A Redis that answers with an error is unavailable too, and the error
+// says why. While the error lasts, each probe that finds it logs it again
+// (at most once per ProbeEvery): a reply that waiting does not mend is
+// never reported only once.
 func TestSharedRedisError(t *testing.T) {
 	m := miniredis.RunT(t)
-	must(t, "Set", m.Set(sharedKey, "x"))
+	synctest.Test(t, func(t *testing.T) {
+		c, rt := redistest.CountedClient(t, m.Addr())
+		var calls redistest.Errors
+		var logs redistest.Log
+		const probeEvery = time.Minute
+		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{ProbeEvery: probeEvery, OnError: calls.Add,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		m.SetError("NOPERM this user has no permissions to run the 'evalsha' command")
+		defer m.SetError("")
+		if _, err := s.Load(context.Background()); !errors.Is(err, breaker.ErrSharedUnavailable) || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("Load: %v; want ErrSharedUnavailable with Redis's NOPERM error", err)
+		}
+		if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "NOPERM") || s.Available() {
+			t.Fatalf("OnError calls %v, Available %v; want one with NOPERM, false", errs, s.Available())
+		}
+		for probe := 1; probe <= 3; probe++ {
+			if _, err := s.Load(context.Background()); !strings.Contains(err.Error(), "ProbeEvery") {
+				t.Fatalf("before probe %d: %v; want Redis left alone", probe, err)
+			}
+			time.Sleep(probeEvery)
+			if _, err := s.Load(context.Background()); !strings.Contains(err.Error(), "NOPERM") {
+				t.Fatalf("probe %d: %v; want NOPERM again", probe, err)
+			}
+			if got := strings.Count(logs.String(), "still unavailable, Redis answers with an error"); got != probe {
+				t.Fatalf("after probe %d: %d records of the lasting error; want %d:\n%s", probe, got, probe, logs.String())
+			}
+		}
+		if n, errs := rt.Evals.Load(), calls.Get(); n != 4 || len(errs) != 1 {
+			t.Fatalf("%d round trips, OnError calls %v; want 4 (the failure, 3 probes) and still one call", n, errs)
+		}
+	})
+}
+
+// Found in review (issue 12, item 6): a value of another type on the key (a
+// string SET there) made every round trip fail WRONGTYPE: one Warn, then
+// the replicas decided alone for good. The key is the Shared's: every
+// script deletes such a value and goes on (a write writes its publication
+// into a new hash), Redis stays available, and each repair is logged.
+func TestSharedWrongTypeKeyIsRepaired(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	m.SetTime(t0)
 	c, _ := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
+	var logs redistest.Log
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if _, err := s.Load(context.Background()); !errors.Is(err, breaker.ErrSharedUnavailable) || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("Load: %v; want ErrSharedUnavailable with Redis's WRONGTYPE error", err)
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for i, tc := range []struct {
+		op   string
+		call func() error
+		want []breaker.Remote
+	}{
+		{"Load", func() error { _, err := s.Load(ctx); return err }, nil},
+		{"PublishOpen", func() error { return s.PublishOpen(ctx, "a", time.Minute) }, []breaker.Remote{{Name: "a", Open: time.Minute}}},
+		{"PublishGate", func() error { return s.PublishGate(ctx, "a", time.Second) }, []breaker.Remote{{Name: "a", Gate: time.Second}}},
+		{"PublishClosed", func() error { return s.PublishClosed(ctx, "a") }, nil},
+	} {
+		m.Del(sharedKey)
+		var err error
+		if i%2 == 0 {
+			err = m.Set(sharedKey, "x")
+		} else {
+			_, err = m.Lpush(sharedKey, "x")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s on a key holding another type: %v; want it repaired", tc.op, err)
+		}
+		if rs := load(t, s); !slices.Equal(rs, tc.want) {
+			t.Fatalf("after %s: Load = %+v; want %+v", tc.op, rs, tc.want)
+		}
+		if m.Exists(sharedKey) && (m.Type(sharedKey) != "hash" || m.TTL(sharedKey) <= 0) {
+			t.Fatalf("after %s: the key is a %s with TTL %v; want a hash that expires", tc.op, m.Type(sharedKey), m.TTL(sharedKey))
+		}
+		if got := strings.Count(logs.String(), "level=WARN"); got != i+1 {
+			t.Fatalf("after %s: %d Warn records; want %d, one per repair:\n%s", tc.op, got, i+1, logs.String())
+		}
 	}
-	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") || s.Available() {
-		t.Fatalf("OnError calls %v, Available %v; want one with WRONGTYPE, false", errs, s.Available())
+	if got := logs.String(); !strings.Contains(got, "the key held a string") || !strings.Contains(got, "the key held a list") {
+		t.Fatalf("the repairs do not name what the key held:\n%s", got)
+	}
+	if errs := calls.Get(); len(errs) != 0 || !s.Available() {
+		t.Fatalf("OnError calls %v, Available %v; want none, true: Redis answered every round trip", errs, s.Available())
+	}
+}
+
+// Found in review (issue 12, item 6): a hash written on the key without a
+// TTL (by hand, by another program) lived for good while replicas only
+// read it. A read sets it to expire with its last field, or deletes it
+// when none is left.
+func TestSharedKeyWithoutTTLGetsOne(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.SetTime(t0)
+	c, _ := redistest.CountedClient(t, m.Addr())
+	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	m.HSet(sharedKey, "o:a", strconv.FormatInt(t0.Add(300*24*time.Hour).UnixMilli(), 10), "g:a", "1")
+	if rs := load(t, s); len(rs) != 1 || rs[0].Open != 300*24*time.Hour {
+		t.Fatalf("Load = %+v; want a open for 300 days (each replica caps it: see OpenElsewhere)", rs)
+	}
+	if ttl := m.TTL(sharedKey); ttl != 300*24*time.Hour {
+		t.Fatalf("TTL after a read = %v; want the last field's 300 days", ttl)
+	}
+	m.Del(sharedKey)
+	m.HSet(sharedKey, "junk", "x", "o:ended", "1")
+	if rs := load(t, s); len(rs) != 0 || m.Exists(sharedKey) {
+		t.Fatalf("Load = %+v, key exists %v; want nothing, and the key without a TTL or a live field deleted", rs, m.Exists(sharedKey))
 	}
 }
 
@@ -674,5 +775,37 @@ func TestSharedSlowRedis(t *testing.T) {
 	// Then it is left alone: no second wait.
 	if err := s.PublishOpen(context.Background(), "a", time.Second); !errors.Is(err, breaker.ErrSharedUnavailable) || rt.Evals.Load() != 1 {
 		t.Fatalf("PublishOpen: %v after %d round trips; want ErrSharedUnavailable after 1", err, rt.Evals.Load())
+	}
+}
+
+// The repairs on a real Redis (its Lua, not miniredis's): a string on the
+// key is deleted by a read and by a write, and a hash without a TTL gets
+// one from a read.
+func TestSharedRepairsOnARealRedis(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	key := redistest.Prefix(t) + "breakers"
+	var logs redistest.Log
+	s := newTestShared(t, c, key, breaker.SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	must(t, "SET", c.Set(ctx, key, "x", 0).Err())
+	if rs := load(t, s); len(rs) != 0 || c.Exists(ctx, key).Val() != 0 {
+		t.Fatalf("Load of a string: %+v, key exists %d; want nothing, the key deleted", rs, c.Exists(ctx, key).Val())
+	}
+	must(t, "SET", c.Set(ctx, key, "x", 0).Err())
+	must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Minute))
+	if rs := load(t, s); len(rs) != 1 || rs[0].Name != "a" || rs[0].Open <= 0 {
+		t.Fatalf("Load after a publication over a string: %+v; want a open", rs)
+	}
+	if n := strings.Count(logs.String(), "the key held a string"); n != 2 {
+		t.Fatalf("%d repair records; want 2:\n%s", n, logs.String())
+	}
+	must(t, "DEL", c.Del(ctx, key).Err())
+	must(t, "HSET", c.HSet(ctx, key, "o:a", strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)).Err())
+	load(t, s)
+	if d := c.PTTL(ctx, key).Val(); d <= 0 || d > time.Hour {
+		t.Fatalf("PTTL after a read of a hash without one = %v; want about an hour", d)
+	}
+	if !s.Available() {
+		t.Fatal("Redis marked unavailable by a repair")
 	}
 }

@@ -117,7 +117,11 @@ type SharedOptions struct {
 // replicas whose clocks disagree still agree on the window, and costs no
 // round trip. Each call that writes drops the buckets that have left the
 // window and sets the key to expire after two Windows, so nothing lingers
-// once the traffic stops.
+// once the traffic stops; so does a call that finds the key without a TTL
+// (written by something else). The key is the budget's: a value of another
+// type under it (a string SET there, say) would fail every round trip, so
+// the script deletes it and goes on with an empty window, and a Warn record
+// says so each time.
 //
 // When Redis fails or does not answer within the Timeout, that call decides
 // with the Local budget, and so does every call for the next ProbeEvery;
@@ -168,11 +172,20 @@ var _ Refunder = (*Shared)(nil)
 // that is not a whole number, NaN included) are deleted, not counted. A withdraw
 // grants iff retries < max(floor, floor(firsts * ratio / 10^6)), as Ratio
 // does; a refund decrements the newest bucket holding a granted retry, and
-// only when the window holds one. Writes are followed by PEXPIRE; a call
-// that changed nothing writes nothing.
+// only when the window holds one. Writes are followed by PEXPIRE, and so
+// is a call that finds the key without a TTL (written by something else);
+// a call that changed nothing otherwise writes nothing. A value of another
+// type under the key is deleted first, and the call goes on with an empty
+// window: the fourth value returned is its type then, "" otherwise.
 const sharedScript = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
+local repaired = ''
+local kind = redis.call('TYPE', key)['ok']
+if kind ~= 'hash' and kind ~= 'none' then
+  redis.call('DEL', key)
+  repaired = kind
+end
 local op = tonumber(ARGV[1])
 local pending = tonumber(ARGV[2])
 local width = tonumber(ARGV[3])
@@ -224,8 +237,8 @@ elseif op == 2 and retries > 0 and newest ~= nil then
   retries = retries - 1
   wrote = true
 end
-if wrote then redis.call('PEXPIRE', key, ARGV[7]) end
-return {granted, firsts, retries}
+if wrote or redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[7]) end
+return {granted, firsts, retries, repaired}
 `
 
 // Ops of sharedScript (ARGV[1]).
@@ -239,7 +252,8 @@ const (
 // same key share through client, configured by opts (the zero SharedOptions
 // for every default). key names the budget, one per chain and target, such
 // as "backstop:budget:" + chain + ":" + target; it is one Redis hash, so it
-// works on a Redis Cluster too.
+// works on a Redis Cluster too. The key is the budget's: a value of another
+// type found under it is deleted (see Shared).
 //
 // Errors match ErrInvalidConfig and name what to change: a nil client, a
 // client whose options do not bound commands by their context, an empty
@@ -482,7 +496,8 @@ func (s *Shared) decide(ctx context.Context, op, pending int64) (v [3]int64, ok 
 	return v, false
 }
 
-// run runs the script once, bounded by the Timeout.
+// run runs the script once, bounded by the Timeout, and logs the repair
+// of a key that held a value of another type.
 func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	var v [3]int64
 	if err := ctx.Err(); err != nil {
@@ -491,15 +506,16 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 	args := make([]any, 0, 2+len(s.statics))
 	args = append(append(args, op, pending), s.statics...)
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	res, err := s.script.Run(tctx, s.client, s.keys, args...).Int64Slice()
+	res, err := s.script.Run(tctx, s.client, s.keys, args...).Slice()
 	var cerr error
 	var timedOut bool
 	if err != nil {
 		cerr, timedOut = remote.Blame(ctx, tctx, err)
 	}
 	cancel()
-	if err == nil && len(res) != len(v) {
-		err = fmt.Errorf("the script answered %v; want 3 integers", res)
+	var repaired string
+	if err == nil {
+		repaired, err = parseAnswer(res, &v)
 	}
 	if err != nil {
 		if cerr != nil { // says nothing about Redis
@@ -510,6 +526,25 @@ func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
 		}
 		return v, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.keys[0], err)
 	}
-	copy(v[:], res)
+	if repaired != "" {
+		s.health.Repaired(repaired)
+	}
 	return v, nil
+}
+
+// parseAnswer reads the script's answer, {granted, firsts, retries,
+// repaired}, into v, and returns repaired.
+func parseAnswer(res []any, v *[3]int64) (string, error) {
+	if len(res) != len(v)+1 {
+		return "", fmt.Errorf("the script answered %v; want 3 integers and a string", res)
+	}
+	for i := range v {
+		n, ok := res[i].(int64)
+		if !ok {
+			return "", fmt.Errorf("the script answered %v; want 3 integers and a string", res)
+		}
+		v[i] = n
+	}
+	repaired, _ := res[3].(string)
+	return repaired, nil
 }

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -538,24 +539,80 @@ func TestSharedSlowRedis(t *testing.T) {
 	}
 }
 
-// A Redis that answers with an error (here, the key holds a string) is
-// unavailable too.
+// A Redis that answers with an error is unavailable too.
 func TestSharedRedisError(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, _ := redistest.CountedClient(t, m.Addr())
-	if err := m.Set("wrongtype", "x"); err != nil {
-		t.Fatal(err)
-	}
+	m.SetError("LOADING Redis is loading the dataset in memory")
 	var calls redistest.Errors
 	local, _ := NewRatio(RatioConfig{MinRetries: 4})
-	s := newTestShared(t, c, "wrongtype", SharedOptions{Local: local, OnError: calls.Add,
+	s := newTestShared(t, c, "loading", SharedOptions{Local: local, OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if n := grantAll(t, ctx, s, 10); n != 4 {
 		t.Fatalf("granted %d; want Local's 4", n)
 	}
-	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "WRONGTYPE") {
-		t.Fatalf("OnError calls: %v; want one with Redis's WRONGTYPE error", errs)
+	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "LOADING") {
+		t.Fatalf("OnError calls: %v; want one with Redis's LOADING error", errs)
+	}
+}
+
+// Found in review (issue 12, item 6): a value of another type on a budget's
+// key (a string SET there) made every round trip fail WRONGTYPE: one Warn,
+// then the budget decided locally for good. The key is the budget's: the
+// script deletes such a value and goes on, and each repair is logged.
+func TestSharedWrongTypeKeyIsRepaired(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c, _ := redistest.CountedClient(t, m.Addr())
+	var calls redistest.Errors
+	var logs redistest.Log
+	local, _ := NewRatio(RatioConfig{MinRetries: 4})
+	s := newTestShared(t, c, "wrongtype", SharedOptions{Local: local, OnError: calls.Add,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for round := 1; round <= 2; round++ {
+		m.Del("wrongtype")
+		if err := m.Set("wrongtype", "x"); err != nil {
+			t.Fatal(err)
+		}
+		if n := grantAll(t, ctx, s, 100); n != 10 {
+			t.Fatalf("round %d: granted %d past a string on the key; want the shared floor, 10", round, n)
+		}
+		if _, r := counts(t, s); r != 10 {
+			t.Fatalf("round %d: the shared window counts %d retries; want 10", round, r)
+		}
+		if typ, ttl := m.Type("wrongtype"), m.TTL("wrongtype"); typ != "hash" || ttl <= 0 {
+			t.Fatalf("round %d: the key is a %s with TTL %v; want a hash that expires", round, typ, ttl)
+		}
+		if got := strings.Count(logs.String(), "level=WARN"); got != round || !strings.Contains(logs.String(), "held a string") {
+			t.Fatalf("round %d: log:\n%s\nwant %d Warn records naming the repair", round, logs.String(), round)
+		}
+	}
+	if errs := calls.Get(); len(errs) != 0 || !s.Available() {
+		t.Fatalf("OnError calls %v, Available %v; want none, true: Redis answered every round trip", errs, s.Available())
+	}
+}
+
+// Found in review (issue 12, item 6): every key backstop writes must
+// expire. The script set the key's TTL only when it changed something, so
+// a key written without one (by hand, by another program) kept none while
+// calls only read it: here every withdrawal is refused, and nothing else
+// is written.
+func TestSharedKeyWithoutTTLGetsOne(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	c, _ := redistest.CountedClient(t, m.Addr())
+	t0 := time.Unix(1_800_000_000, 0)
+	m.SetTime(t0)
+	const window = 10 * time.Second
+	epoch := t0.UnixMicro() / int64(window/Buckets/time.Microsecond)
+	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")
+	s := newTestShared(t, c, "nottl", SharedOptions{Ratio: RatioConfig{Window: window}})
+	if err := s.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("Withdraw = %v; want ErrExhausted (1000 retries in the window)", err)
+	}
+	if ttl := m.TTL("nottl"); ttl <= 0 || ttl > 2*window {
+		t.Fatalf("TTL of the key after a round trip = %v; want at most two windows (%v)", ttl, 2*window)
 	}
 }
 
@@ -650,5 +707,37 @@ func TestSharedRecoversThroughRecord(t *testing.T) {
 	}
 	if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
 		t.Fatalf("OnError calls %v; want an error, then nil", errs)
+	}
+}
+
+// The repairs on a real Redis (its Lua, not miniredis's): a string on the
+// key is replaced by the budget's hash, and a hash without a TTL gets one
+// from a call that writes nothing else.
+func TestSharedRepairsOnARealRedis(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	key := redistest.Prefix(t) + "budget"
+	var logs redistest.Log
+	s := newTestShared(t, c, key, SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := c.Set(ctx, key, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Withdraw(ctx); err != nil {
+		t.Fatalf("Withdraw over a string: %v", err)
+	}
+	if typ := c.Type(ctx, key).Val(); typ != "hash" || !strings.Contains(logs.String(), "the key held a string") {
+		t.Fatalf("the key is a %s; log:\n%s\nwant a hash, and a repair record", typ, logs.String())
+	}
+	if err := c.Persist(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Counts(ctx); err != nil { // writes nothing but the TTL
+		t.Fatal(err)
+	}
+	if d := c.PTTL(ctx, key).Val(); d <= 0 {
+		t.Fatalf("PTTL after a round trip on a key without one = %v; want a TTL", d)
+	}
+	if !s.Available() {
+		t.Fatal("Redis marked unavailable by a repair")
 	}
 }

@@ -67,10 +67,15 @@ type SharedOptions struct {
 //     budget allows (one round trip per retry decision);
 //   - circuit breakers: when one replica's breaker opens, the others skip
 //     the target from their next call on, until the replica that opened it
-//     has sent its probe and found the target healthy (or twice the
-//     breaker's OpenFor has passed, should that replica be gone);
+//     has sent its probe and found the target healthy (or, should that
+//     replica be gone, twice each replica's own OpenFor has passed since it
+//     read the publication);
 //   - Retry-After gates: a Retry-After one replica does not wait out closes
-//     the target on every replica.
+//     the target on every replica, each for at most its own MaxGate.
+//
+// What a replica reads is applied once, within its own limits, however
+// often it reads it again or however far ahead it ends (see
+// breaker.Breaker.OpenElsewhere).
 //
 // Each replica keeps its own breakers; no lock is held across a model call.
 // A call reads the breakers and gates first (one round trip, see
@@ -192,6 +197,7 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 		return
 	}
 	at := time.Now()
+	slack := s.state.Slack()
 	for i, t := range c.targets {
 		var r breaker.Remote
 		for _, x := range remotes {
@@ -208,15 +214,16 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 				r.Open = 0
 			}
 		}
+		// Each publication is applied once, within this replica's own
+		// limits (twice its OpenFor, its MaxGate) from when it was first
+		// read; reading it again extends nothing.
 		if r.Open > 0 {
-			t.breaker.OpenElsewhere(at.Add(r.Open), asOf[i])
+			t.breaker.OpenElsewhere(at.Add(r.Open), asOf[i], slack)
 		} else {
-			t.breaker.OpenElsewhere(time.Time{}, 0)
+			t.breaker.OpenElsewhere(time.Time{}, 0, 0)
 		}
 		if r.Gate > 0 {
-			// Capped by this replica's own MaxGate, as its own closures
-			// are: replicas should share it.
-			t.gate.CloseUntilElsewhere(at.Add(min(r.Gate, t.maxGate)))
+			t.gate.CloseUntilElsewhere(at.Add(r.Gate), t.maxGate, slack)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,5 +352,155 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 			}
 		}
 		t.Fatalf("setup: no refused retry on the primary:\n%s", path(a))
+	})
+}
+
+// keepRedisTime sets miniredis's clock (its TIME, which the scripts read)
+// to the bubble's, so that what Redis holds counts down as the test sleeps.
+func keepRedisTime(m *miniredis.Miniredis) { m.SetTime(time.Now()) }
+
+// Found in review (issue 12, item 6): a publication read from Redis was
+// re-applied from "now" on every read, capped per read only, so the cap was
+// no cap. An open-until 300 days ahead, on a key with no TTL, kept a healthy
+// target skipped far past 2 x the reader's OpenFor.
+func TestSharedRemoteOpenCappedByReadersOpenFor(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		const openFor = 10 * time.Second
+		f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{OpenFor: openFor}}})
+		keepRedisTime(m)
+		m.HSet("backstop:support:breakers", "o:primary", strconv.FormatInt(time.Now().Add(300*24*time.Hour).UnixMilli(), 10))
+		call := func() *chain.Result {
+			t.Helper()
+			keepRedisTime(m)
+			return f.call(t, 0)
+		}
+		start := time.Now()
+		if res := call(); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
+			t.Fatalf("setup: the replica did not skip the primary on the publication:\n%s", path(res))
+		}
+		// Every call reads the same publication again: it holds the target
+		// no longer than 2 x OpenFor from when it was first read.
+		for time.Since(start) < 2*openFor-time.Second {
+			time.Sleep(time.Second)
+			if res := call(); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
+				t.Fatalf("%v after the first read: the primary was not skipped:\n%s", time.Since(start), path(res))
+			}
+		}
+		time.Sleep(start.Add(2 * openFor).Sub(time.Now()))
+		for range 3 {
+			if res := call(); res.Served.Target != "primary" {
+				t.Fatalf("2 x OpenFor (%v) after the replica first read a 300-day publication: served by %q; want the healthy primary\n%s",
+					2*openFor, res.Served.Target, path(res))
+			}
+		}
+		if f.primary.n.Load() != 3 {
+			t.Fatalf("the primary got %d requests; want 3", f.primary.n.Load())
+		}
+	})
+}
+
+// Found in review (issue 12, item 6): another replica's 10s gate closed a
+// target for a replica whose MaxGate is 1s, because each read re-closed it
+// for min(what is left, MaxGate) from now. A later closure (a new 429) is
+// applied afresh, capped again.
+func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := &flaky{name: "anthropic"}
+		build := func(maxGate time.Duration) *chain.Chain {
+			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = c.Close() })
+			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
+				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude",
+					Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{MaxGate: maxGate}}).
+				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).
+				Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ch
+		}
+		const maxGate = time.Second
+		a, b := build(0), build(maxGate)
+		call := func(c *chain.Chain) *chain.Result {
+			t.Helper()
+			keepRedisTime(m)
+			res, err := c.Call(context.Background(), ask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		gated := func(res *chain.Result) bool { return errors.Is(skipped(res), breaker.ErrGateClosedElsewhere) }
+
+		p.mode.Store(rateLimited) // Retry-After 120s: a closes its gate and publishes it
+		call(a)
+		p.mode.Store(healthy)
+		if res := call(b); !gated(res) {
+			t.Fatalf("setup: b did not skip the primary on a's gate:\n%s", path(res))
+		}
+		time.Sleep(maxGate / 2)
+		if res := call(b); !gated(res) {
+			t.Fatalf("b within its MaxGate: the primary was not skipped:\n%s", path(res))
+		}
+		time.Sleep(maxGate / 2)
+		for range 3 {
+			if res := call(b); res.Served.Target != "primary" {
+				t.Fatalf("b, MaxGate %v after it first read a's 120s gate: served by %q; want the primary\n%s",
+					maxGate, res.Served.Target, path(res))
+			}
+		}
+
+		// A new 429, once a's own gate has opened: it ends later than the
+		// first by more than a round trip can blur, so b closes again, for
+		// its MaxGate.
+		time.Sleep(2 * time.Minute)
+		p.mode.Store(rateLimited)
+		call(a)
+		p.mode.Store(healthy)
+		if res := call(b); !gated(res) {
+			t.Fatalf("b after a's second 429: the primary was not skipped:\n%s", path(res))
+		}
+		time.Sleep(maxGate)
+		if res := call(b); res.Served.Target != "primary" {
+			t.Fatalf("b, MaxGate after a's second 429: served by %q; want the primary\n%s", res.Served.Target, path(res))
+		}
+	})
+}
+
+// Found in review (issue 12, item 6): a value of another type on the
+// breakers key (a string SET there) made every round trip fail WRONGTYPE:
+// one Warn, then sharing stayed off for good. The key is backstop's: the
+// scripts delete such a value and go on, and say so each time.
+func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{ConsecutiveFailures: 1}}})
+		const key = "backstop:support:breakers"
+		for round := 1; round <= 2; round++ {
+			m.Del(key)
+			if err := m.Set(key, "not a hash"); err != nil {
+				t.Fatal(err)
+			}
+			f.primary.mode.Store(overloaded)
+			f.call(t, 0) // reads (repairs), opens its breaker, publishes
+			if res := f.call(t, 1); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
+				t.Fatalf("round %d: replica 1 did not learn of replica 0's opening past a string on the key:\n%s\nlog:\n%s",
+					round, path(res), f.log.String())
+			}
+			if got := strings.Count(f.log.String(), "held a string"); got != round {
+				t.Fatalf("round %d: %d Warn records name the repair; want %d:\n%s", round, got, round, f.log.String())
+			}
+			// Heal: replica 0 probes after OpenFor and withdraws.
+			f.primary.mode.Store(healthy)
+			time.Sleep(breaker.DefaultOpenFor + time.Millisecond)
+			f.call(t, 0)
+		}
+		if ttl := m.TTL(key); m.Exists(key) && ttl <= 0 {
+			t.Fatalf("the repaired key has no TTL")
+		}
 	})
 }

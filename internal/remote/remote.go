@@ -57,6 +57,7 @@ func CheckClient(client redis.UniversalClient, what string) string {
 // Build one with NewHealth.
 type Health struct {
 	what, key  string // "shared budget", and the store's key, for the log
+	down, up   string // how the store carries on, for the log
 	probeEvery int64  // nanoseconds
 	onError    func(error)
 	logger     *slog.Logger
@@ -64,6 +65,9 @@ type Health struct {
 	// downUntil is 0 while Redis answers; after a failure, the time (on
 	// the caller's clock) until which no round trip is tried, at least 1.
 	downUntil atomic.Int64
+	// reported is when (on the caller's clock, +1) a failure was last
+	// logged while Redis was already unavailable; 0 for never.
+	reported atomic.Int64
 }
 
 // NewHealth returns a Health for the store named what ("shared budget")
@@ -71,9 +75,22 @@ type Health struct {
 // Redis becomes unavailable and with nil each time it answers again;
 // logger (slog.Default() when nil) gets a Warn record "backstop: <what>
 // unavailable, using local state" and an Info record "backstop: <what>
-// available again, using shared state" at the same moments.
+// available again, using shared state" at the same moments (see Saying for
+// other words). While Redis stays unavailable, a failed round trip that
+// Redis answered with an error (an error reply, such as WRONGTYPE or
+// NOPERM: something waiting does not mend) is logged again, at most once
+// per probeEvery, so that it is never reported only once.
 func NewHealth(what, key string, probeEvery time.Duration, onError func(error), logger *slog.Logger) *Health {
-	return &Health{what: what, key: key, probeEvery: int64(probeEvery), onError: onError, logger: logger}
+	return &Health{what: what, key: key, down: "using local state", up: "using shared state",
+		probeEvery: int64(probeEvery), onError: onError, logger: logger}
+}
+
+// Saying replaces how the log records say the store carries on, after
+// "unavailable, " and "available again, ": "using local state" and "using
+// shared state" by default. Call it before h is used; it returns h.
+func (h *Health) Saying(down, up string) *Health {
+	h.down, h.up = down, up
+	return h
 }
 
 // Use reports whether a round trip may be tried at now (nanoseconds on the
@@ -102,11 +119,19 @@ func (h *Health) Available() bool { return h.downUntil.Load() == 0 }
 
 // Failed records a failed round trip at now: no other is tried for
 // ProbeEvery. If Redis was available until now, it logs and calls onError.
+// If it was not, and Redis answered err (an error reply), it logs again,
+// at most once per ProbeEvery: a probe that finds the same error reply.
 func (h *Health) Failed(now int64, err error) {
 	if h.downUntil.Swap(max(now+h.probeEvery, 1)) != 0 {
+		if last := h.reported.Load(); IsReply(err) && (last == 0 || now+1-last >= h.probeEvery) &&
+			h.reported.CompareAndSwap(last, now+1) {
+			h.log().Warn("backstop: "+h.what+" still unavailable, Redis answers with an error",
+				"key", h.key, "error", err, "retry_in", time.Duration(h.probeEvery))
+		}
 		return // already unavailable: no new transition
 	}
-	h.log().Warn("backstop: "+h.what+" unavailable, using local state",
+	h.reported.Store(now + 1)
+	h.log().Warn("backstop: "+h.what+" unavailable, "+h.down,
 		"key", h.key, "error", err, "retry_in", time.Duration(h.probeEvery))
 	if h.onError != nil {
 		h.onError(err)
@@ -119,10 +144,28 @@ func (h *Health) Succeeded() {
 	if h.downUntil.Load() == 0 || h.downUntil.Swap(0) == 0 {
 		return
 	}
-	h.log().Info("backstop: "+h.what+" available again, using shared state", "key", h.key)
+	h.log().Info("backstop: "+h.what+" available again, "+h.up, "key", h.key)
 	if h.onError != nil {
 		h.onError(nil)
 	}
+}
+
+// Repaired logs, as a Warn record, that the store's script found a value
+// of type found (Redis's TYPE, such as "string") under its key, where it
+// keeps a hash, and deleted it so that the store works again. The key is
+// the store's: whatever else wrote there (a person, another program, a
+// key name shared by mistake) is told on every repair, not once.
+func (h *Health) Repaired(found string) {
+	h.log().Warn("backstop: "+h.what+": the key held a "+found+", not the hash backstop keeps there; deleted it and carried on (give other data another key)",
+		"key", h.key, "type", found)
+}
+
+// IsReply reports whether err is, or wraps, an error reply from Redis
+// (WRONGTYPE, NOPERM, LOADING, an error raised by a script), rather than a
+// timeout, a refused connection or a caller's context.
+func IsReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
 
 func (h *Health) log() *slog.Logger {

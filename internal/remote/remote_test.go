@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -105,5 +106,72 @@ func TestBlame(t *testing.T) {
 	ccancel()
 	if cerr, _ := Blame(cctx, cctx, boom); cerr != context.Canceled {
 		t.Fatalf("caller canceled: %v", cerr)
+	}
+}
+
+// reply is an error reply from Redis, as go-redis reports one.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
+
+func TestIsReply(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{reply("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{fmt.Errorf("x: %w: %w", errors.New("unavailable"), reply("NOPERM")), true},
+		{os.ErrDeadlineExceeded, false},
+		{context.Canceled, false},
+		{nil, false},
+	} {
+		if got := IsReply(tc.err); got != tc.want {
+			t.Errorf("IsReply(%v) = %v; want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// While Redis stays unavailable, an error reply is logged again once per
+// ProbeEvery (a probe finding it), a timeout is not, and onError is called
+// once per transition only.
+func TestHealthReportsLastingErrorReplies(t *testing.T) {
+	var logs bytes.Buffer
+	var calls []error
+	const probe = int64(time.Second)
+	h := NewHealth("shared thing", "k", time.Second, func(err error) { calls = append(calls, err) },
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	nope := reply("NOPERM no permissions")
+	h.Failed(10, nope)                           // the transition
+	h.Failed(20, nope)                           // a round trip that started before it: not again
+	h.Failed(10+probe, nope)                     // the first probe
+	h.Failed(10+probe+1, nope)                   // within ProbeEvery of it: not again
+	h.Failed(10+2*probe, os.ErrDeadlineExceeded) // a probe that timed out
+	h.Failed(10+3*probe, nope)                   // a probe finding the reply again
+	out := logs.String()
+	if got := strings.Count(out, "still unavailable, Redis answers with an error"); got != 2 {
+		t.Fatalf("%d records of the lasting reply; want 2 (one per probe that found it):\n%s", got, out)
+	}
+	if strings.Count(out, "level=WARN") != 3 || len(calls) != 1 {
+		t.Fatalf("%d Warn records, onError calls %v; want 3 and one call:\n%s", strings.Count(out, "level=WARN"), calls, out)
+	}
+}
+
+func TestHealthSayingAndRepaired(t *testing.T) {
+	var logs bytes.Buffer
+	h := NewHealth("store", "p:", time.Second, nil, slog.New(slog.NewTextHandler(&logs, nil))).
+		Saying("serving without it", "using it")
+	h.Failed(1, errors.New("boom"))
+	h.Succeeded()
+	h.Repaired("string")
+	out := logs.String()
+	for _, want := range []string{
+		`level=WARN msg="backstop: store unavailable, serving without it" key=p:`,
+		`level=INFO msg="backstop: store available again, using it" key=p:`,
+		`level=WARN msg="backstop: store: the key held a string, not the hash backstop keeps there; deleted it and carried on (give other data another key)" key=p: type=string`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log:\n%s\nwant %s", out, want)
+		}
 	}
 }
