@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/backstop-llm/backstop/internal/remote"
@@ -19,15 +20,20 @@ const (
 	// DefaultRedisTimeout bounds each Get and Set of a Redis store when
 	// RedisOptions.Timeout is 0.
 	DefaultRedisTimeout = 50 * time.Millisecond
+	// DefaultRedisProbeEvery is how long a Redis store leaves Redis alone
+	// after a failure when RedisOptions.ProbeEvery is 0.
+	DefaultRedisProbeEvery = time.Second
 )
 
 // Errors of a Redis store, beside ErrInvalidConfig and ErrInvalidTTL.
 var (
 	// ErrUnavailable is matched by the errors Get and Set of a Redis store
 	// return when Redis did not answer within the store's Timeout, could
-	// not be reached, or answered with an error; the cause is wrapped too.
-	// A chain serves without the store then: it reads and writes the
-	// store's answers only as a fallback, and must not fail because of it.
+	// not be reached, or answered with an error (the cause is wrapped too),
+	// and, without a round trip, while the store leaves Redis alone after
+	// such a failure (see RedisOptions.ProbeEvery). A chain serves without
+	// the store then: it reads and writes the store's answers only as a
+	// fallback, and must not fail because of it.
 	ErrUnavailable = errors.New("cache: store unavailable")
 	// ErrMalformed is matched by the error Get returns when the value under
 	// a key is not in the format Set writes (another program wrote it, or
@@ -53,6 +59,22 @@ type RedisOptions struct {
 	// store is read when every model has failed and written after every
 	// answer.
 	Timeout time.Duration
+	// ProbeEvery is how long Redis is left alone after a Get or Set failed
+	// for want of it (ErrUnavailable): until then Get and Set return an
+	// error matching ErrUnavailable at once, without a round trip; then one
+	// call tries Redis again. A slow or paused Redis thus costs one call a
+	// Timeout per ProbeEvery, not every call. 0 means
+	// DefaultRedisProbeEvery (1s); negative is an error.
+	ProbeEvery time.Duration
+	// OnError, when set, is called each time Redis becomes unavailable,
+	// with an error matching ErrUnavailable, and each time it answers
+	// again, with nil. It runs on the calling goroutine: keep it quick.
+	OnError func(err error)
+	// Logger receives a Warn record "backstop: last-known-good store
+	// unavailable, serving without it" and an Info record "backstop:
+	// last-known-good store available again, using it" at the same
+	// moments. nil means slog.Default() at the time of the record.
+	Logger *slog.Logger
 }
 
 // Redis is a Store in Redis (or any server speaking its protocol, such as
@@ -77,7 +99,9 @@ type RedisOptions struct {
 // client is the caller's, to share and to close. Get and Set never wait for
 // Redis longer than the Timeout: a Redis that is down or slow makes them
 // return an error matching ErrUnavailable, which a chain treats as "no
-// answer remembered" and carries on. The caller's context bounds them
+// answer remembered" and carries on; for ProbeEvery after such a failure
+// they return it at once, without a round trip or an allocation, as the
+// shared breaker and budget stores do. The caller's context bounds them
 // too: its deadline exactly; its cancellation when go-redis next looks at
 // it (waiting for a connection, dialing, between retries), which go-redis
 // does not do during a read or write, so a cancellation may take effect
@@ -87,6 +111,11 @@ type Redis struct {
 	prefix  string
 	ttl     time.Duration
 	timeout time.Duration
+	health  *remote.Health // on the clock of time.Since(base)
+	base    time.Time
+	// leftAlone is returned, without a round trip or an allocation, while
+	// Redis is left alone after a failure.
+	leftAlone error
 }
 
 var _ Store = (*Redis)(nil)
@@ -99,8 +128,10 @@ const (
 
 // NewRedis returns a store that keeps its entries in Redis through client,
 // configured by opts (the zero RedisOptions for every default). Errors match
-// ErrInvalidConfig and name what to change: a nil client, a negative TTL or
-// Timeout, or a client whose options do not bound commands by their context.
+// ErrInvalidConfig and name what to change: a nil client, a negative TTL,
+// Timeout or ProbeEvery, or a client whose options do not bound commands by
+// their context. NewRedis makes no round trip: Redis may be down when it is
+// called.
 //
 // The client must honour its contexts' deadlines, or the Timeout could not
 // bound a Get or Set: in go-redis that is Options.ContextTimeoutEnabled (and
@@ -122,10 +153,13 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) (*Redis, error) {
 	if opts.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", ErrInvalidConfig, opts.Timeout, DefaultRedisTimeout))
 	}
+	if opts.ProbeEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: redis store: ProbeEvery is %v; it must not be negative (0 means %v)", ErrInvalidConfig, opts.ProbeEvery, DefaultRedisProbeEvery))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	r := &Redis{client: client, prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout}
+	r := &Redis{client: client, prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout, base: time.Now()}
 	if r.prefix == "" {
 		r.prefix = DefaultRedisPrefix
 	}
@@ -135,6 +169,13 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) (*Redis, error) {
 	if r.timeout == 0 {
 		r.timeout = DefaultRedisTimeout
 	}
+	probe := opts.ProbeEvery
+	if probe == 0 {
+		probe = DefaultRedisProbeEvery
+	}
+	r.health = remote.NewHealth("last-known-good store", r.prefix, probe, opts.OnError, opts.Logger).
+		Saying("serving without it", "using it")
+	r.leftAlone = fmt.Errorf("%w: redis store %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrUnavailable, r.prefix, probe)
 	return r, nil
 }
 
@@ -153,24 +194,31 @@ func checkClient(client redis.UniversalClient) error {
 // asked); the caller's ctx error, wrapped, when ctx ends while Redis is
 // asked; an error matching ErrUnavailable, wrapping the cause, when Redis
 // did not answer within the Timeout, could not be reached or answered with
-// an error; an error matching ErrMalformed when the value under the key is
-// not in the store's format, or not a string at all.
+// an error, and, at once, while Redis is left alone after that (see
+// RedisOptions.ProbeEvery); an error matching ErrMalformed when the value
+// under the key is not in the store's format, or not a string at all.
 func (r *Redis) Get(ctx context.Context, key string) (Entry, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, false, err
+	}
+	if use, _ := r.health.Use(r.now()); !use {
+		return Entry{}, false, r.leftAlone
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel() // after failed, which asks tctx why the round trip ended
 	b, err := r.client.Get(tctx, r.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
+		r.health.Succeeded()
 		return Entry{}, false, nil
 	}
 	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		r.health.Succeeded() // Redis answers; the next Set replaces the value
 		return Entry{}, false, fmt.Errorf("%w: redis store: get of key %q: %w", ErrMalformed, r.prefix+key, err)
 	}
 	if err != nil {
 		return Entry{}, false, r.failed(ctx, tctx, "get", err)
 	}
+	r.health.Succeeded()
 	e, err := decodeRedis(b)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("%w: redis store: get of key %q: %w", ErrMalformed, r.prefix+key, err)
@@ -183,7 +231,7 @@ func (r *Redis) Get(ctx context.Context, key string) (Entry, bool, error) {
 // nothing stored: ctx.Err() when ctx is already done; an error matching
 // ErrInvalidTTL when ttl is negative; and, as for Get, the caller's ctx
 // error or an error matching ErrUnavailable when Redis did not confirm the
-// write in time (it may have been made all the same).
+// write in time (it may have been made all the same) or is left alone.
 func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -197,6 +245,9 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 	// Redis counts whole milliseconds: round up, so that an entry never
 	// expires before it was asked to (and a ttl under 1ms is not 0).
 	ttl = (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
+	if use, _ := r.health.Use(r.now()); !use {
+		return r.leftAlone
+	}
 	if e.Stored.IsZero() {
 		e.Stored = time.Now()
 	}
@@ -206,12 +257,21 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 	if err != nil {
 		return r.failed(ctx, tctx, "set", err)
 	}
+	r.health.Succeeded()
 	return nil
 }
 
+// Available reports whether Redis answered the store's last round trip.
+func (r *Redis) Available() bool { return r.health.Available() }
+
+// now is the time on the clock of the store's Health.
+func (r *Redis) now() int64 { return int64(time.Since(r.base)) }
+
 // failed wraps an error from the client of a round trip under tctx: the
 // caller's own context error when ctx ended it (its cancellation, or its
-// deadline when that came before the Timeout's), ErrUnavailable otherwise.
+// deadline when that came before the Timeout's), which says nothing about
+// Redis; ErrUnavailable otherwise, after which Redis is left alone for
+// ProbeEvery.
 func (r *Redis) failed(ctx, tctx context.Context, op string, err error) error {
 	cerr, timedOut := remote.Blame(ctx, tctx, err)
 	switch {
@@ -220,9 +280,12 @@ func (r *Redis) failed(ctx, tctx context.Context, op string, err error) error {
 	case cerr != nil:
 		return fmt.Errorf("redis store: %s: %w (%v)", op, cerr, err)
 	case timedOut:
-		return fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", ErrUnavailable, op, r.timeout, err)
+		err = fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", ErrUnavailable, op, r.timeout, err)
+	default:
+		err = fmt.Errorf("%w: redis store: %s: %w", ErrUnavailable, op, err)
 	}
-	return fmt.Errorf("%w: redis store: %s: %w", ErrUnavailable, op, err)
+	r.health.Failed(r.now(), err)
+	return err
 }
 
 // encodeRedis returns e in the stored format; see Redis.

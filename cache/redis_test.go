@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -28,8 +29,13 @@ func newRedisClient(t testing.TB, addr string) *redis.Client {
 	return c
 }
 
+// newRedis returns a store on c, failing the test on a configuration
+// error. A nil opts.Logger discards the store's records.
 func newRedis(t testing.TB, c redis.UniversalClient, opts RedisOptions) *Redis {
 	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	r, err := NewRedis(c, opts)
 	if err != nil {
 		t.Fatalf("NewRedis(%+v): %v", opts, err)
@@ -83,7 +89,8 @@ func TestNewRedisInvalid(t *testing.T) {
 		{"ring without context timeouts", noCtxRing, RedisOptions{}, []string{"ContextTimeoutEnabled is false"}},
 		{"negative TTL", good, RedisOptions{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
 		{"negative Timeout", good, RedisOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"all at once", nil, RedisOptions{TTL: -1, Timeout: -1}, []string{"client is nil", "TTL is", "Timeout is"}},
+		{"negative ProbeEvery", good, RedisOptions{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
+		{"all at once", nil, RedisOptions{TTL: -1, Timeout: -1, ProbeEvery: -1}, []string{"client is nil", "TTL is", "Timeout is", "ProbeEvery is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewRedis(tc.client, tc.opts)
@@ -319,9 +326,10 @@ func TestRedisMalformed(t *testing.T) {
 }
 
 // An error reply from the server makes the store unavailable, not broken.
+// (ProbeEvery 1ns: every call tries Redis.)
 func TestRedisErrorReply(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{})
+	r, m := newMiniRedis(t, RedisOptions{ProbeEvery: time.Nanosecond})
 	mustSet(t, r, "q", "a", 0) // connected
 	m.SetError("ERR injected failure")
 	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
@@ -415,10 +423,11 @@ func blackHole(t *testing.T) string {
 }
 
 // A Redis that accepts connections and never answers costs a call the
-// Timeout, not the client's ReadTimeout (3s).
+// Timeout, not the client's ReadTimeout (3s). (ProbeEvery 1ns: every call
+// tries Redis; TestRedisLeavesAFailedRedisAlone shows the back-off.)
 func TestRedisHangs(t *testing.T) {
 	ctx := context.Background()
-	r := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 50 * time.Millisecond})
+	r := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
 	for range 3 {
 		start := time.Now()
 		_, ok, err := r.Get(ctx, "q")

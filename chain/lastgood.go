@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/backstop-llm/backstop/cache"
@@ -16,6 +17,10 @@ const (
 	// DefaultLastGoodMaxAge is the oldest answer LastGood serves unless
 	// WithMaxAge says otherwise.
 	DefaultLastGoodMaxAge = 24 * time.Hour
+	// LastGoodQueue is how many answers a LastGood on a store that is not
+	// in-process keeps waiting to be written, per chain; an answer served
+	// while that many wait is not remembered (Chain.Flush counts them).
+	LastGoodQueue = 256
 )
 
 var (
@@ -60,8 +65,17 @@ func WithTTL(d time.Duration) LastGoodOption {
 // (ErrNoLastGood): the chain fails with ErrExhausted rather than invent one.
 // It is named "last-good".
 //
-// Remembering costs a store write on every successful call; with a remote
-// store, mind its latency.
+// Remembering never adds latency to a call. A *cache.Memory is written on
+// the calling goroutine (it costs well under a microsecond). Any other store
+// (cache.Redis, or one of your own) is written behind the call: the answer
+// is queued, and one goroutine per chain writes the queue in order, each
+// write with the call's context values but not its cancellation or
+// deadline, bounded by the store's own Timeout (cache.Redis's) or, for a
+// store of another kind, by DefaultDegradeTimeout. The goroutine exits as
+// soon as the queue is empty. At most LastGoodQueue answers wait; an answer
+// served while the queue is full is not remembered. Call Chain.Flush before
+// a replica stops: it waits for the answers still waiting, so that none is
+// lost, and reports those that were not remembered.
 func LastGood(store cache.Store, opts ...LastGoodOption) Degradation {
 	l := &lastGood{store: store}
 	for _, o := range opts {
@@ -79,14 +93,26 @@ type lastGood struct {
 	maxAge time.Duration
 	ttl    time.Duration
 	chain  string // set on the copy Build binds to a chain
+	// behind writes the answers of the copy bound to a chain, unless its
+	// store is in-process (nil: remember writes on the calling goroutine).
+	behind *writeBehind
 }
 
 func (*lastGood) Name() string { return "last-good" }
 
-// bind returns a copy of l for the chain named name.
+// bind returns a copy of l for the chain named name, with a write-behind
+// of its own unless the store is in-process.
 func (l *lastGood) bind(name string) *lastGood {
 	c := *l
 	c.chain = name
+	c.behind = nil
+	switch s := l.store.(type) {
+	case *cache.Memory:
+	case *cache.Redis:
+		c.behind = &writeBehind{store: s} // each Set bounded by the store's Timeout
+	default:
+		c.behind = &writeBehind{store: s, bound: DefaultDegradeTimeout}
+	}
 	return &c
 }
 
@@ -114,14 +140,154 @@ type remembered struct {
 	Target       string    `json:"target,omitempty"`
 }
 
-// remember stores resp, served by target, as the answer to req.
+// remember stores resp, served by target, as the answer to req: at once
+// for an in-process store, otherwise through the write-behind, without
+// waiting (see LastGood). req and resp are read before it returns.
 func (l *lastGood) remember(ctx context.Context, req llm.Request, target string, resp *llm.Response) error {
 	v, err := json.Marshal(remembered{Text: resp.Text, Model: resp.Model, ID: resp.ID, RequestID: resp.RequestID,
 		FinishReason: resp.FinishReason, Usage: resp.Usage, Target: target})
 	if err != nil {
 		return err
 	}
-	return l.store.Set(ctx, l.keyOf(req), cache.Entry{Value: v, Stored: time.Now()}, l.ttl)
+	e := cache.Entry{Value: v, Stored: time.Now()}
+	if l.behind == nil {
+		return l.store.Set(ctx, l.keyOf(req), e, l.ttl)
+	}
+	return l.behind.add(ctx, l.keyOf(req), e, l.ttl)
+}
+
+// flush waits, until ctx ends, for the answers remembered before it was
+// called to be written, and reports those that were not remembered since
+// the last flush: dropped (the queue was full) or failed (the store's
+// error), and those still waiting when ctx ended.
+func (l *lastGood) flush(ctx context.Context) error {
+	if l.behind == nil {
+		return nil
+	}
+	return l.behind.flush(ctx)
+}
+
+// writeBehind writes a LastGood's answers to its store on a goroutine of
+// its own, in order: at most one, started by the first answer queued and
+// gone as soon as the queue is empty.
+type writeBehind struct {
+	store cache.Store
+	bound time.Duration // bounds each Set; 0 when the store bounds its own
+
+	mu      sync.Mutex
+	queue   []pending // queue[head:] waits, oldest first
+	head    int
+	waiting int  // answers in the queue (not barriers), at most LastGoodQueue
+	running bool // the writer runs: the queue is not empty, or a Set is on its way
+
+	// Since the last flush: answers dropped with the queue full, answers
+	// the store failed to take, and its last error.
+	dropped, failed int
+	lastErr         error
+}
+
+// pending is an answer to write, or a flush's barrier (done set), closed
+// when the writer reaches it.
+type pending struct {
+	ctx   context.Context // the call's values, without its cancellation
+	key   string
+	entry cache.Entry
+	ttl   time.Duration
+	done  chan struct{}
+}
+
+// errQueueFull is remember's error for an answer dropped with the queue
+// full.
+var errQueueFull = fmt.Errorf("last-known-good: %d answers are waiting for the store already; this one is not remembered", LastGoodQueue)
+
+// add queues an answer and starts the writer if none runs.
+func (w *writeBehind) add(ctx context.Context, key string, e cache.Entry, ttl time.Duration) error {
+	w.mu.Lock()
+	if w.waiting >= LastGoodQueue {
+		w.dropped++
+		w.mu.Unlock()
+		return errQueueFull
+	}
+	w.queue = append(w.queue, pending{ctx: context.WithoutCancel(ctx), key: key, entry: e, ttl: ttl})
+	w.waiting++
+	start := !w.running
+	w.running = true
+	w.mu.Unlock()
+	if start {
+		go w.run()
+	}
+	return nil
+}
+
+// run writes the queue until it is empty, then returns.
+func (w *writeBehind) run() {
+	for {
+		w.mu.Lock()
+		if w.head == len(w.queue) {
+			w.queue, w.head = w.queue[:0], 0 // keep the array for the next burst
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		p := w.queue[w.head]
+		w.queue[w.head] = pending{} // let the answer go once written
+		w.head++
+		if p.done == nil {
+			w.waiting--
+		}
+		w.mu.Unlock()
+		if p.done != nil {
+			close(p.done)
+			continue
+		}
+		ctx, cancel := p.ctx, context.CancelFunc(nil)
+		if w.bound > 0 {
+			ctx, cancel = context.WithTimeout(ctx, w.bound)
+		}
+		err := w.store.Set(ctx, p.key, p.entry, p.ttl)
+		if cancel != nil {
+			cancel()
+		}
+		if err != nil {
+			w.mu.Lock()
+			w.failed++
+			w.lastErr = err
+			w.mu.Unlock()
+		}
+	}
+}
+
+// flush is lastGood.flush.
+func (w *writeBehind) flush(ctx context.Context) error {
+	w.mu.Lock()
+	var done chan struct{}
+	if w.running {
+		done = make(chan struct{})
+		w.queue = append(w.queue, pending{done: done})
+	}
+	w.mu.Unlock()
+	var errs []error
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			w.mu.Lock()
+			n := w.waiting
+			w.mu.Unlock()
+			errs = append(errs, fmt.Errorf("last-known-good: %d answers were still waiting for the store: %w", n, ctx.Err()))
+		}
+	}
+	w.mu.Lock()
+	dropped, failed, lastErr := w.dropped, w.failed, w.lastErr
+	w.dropped, w.failed, w.lastErr = 0, 0, nil
+	w.mu.Unlock()
+	if dropped > 0 {
+		errs = append(errs, fmt.Errorf("last-known-good: %d answers were not remembered: %d were waiting for the store already (LastGoodQueue); a faster store, or a Timeout that fails sooner, keeps up", dropped, LastGoodQueue))
+	}
+	if failed > 0 {
+		errs = append(errs, fmt.Errorf("last-known-good: %d answers were not remembered; the store's last error: %w", failed, lastErr))
+	}
+	return errors.Join(errs...)
 }
 
 // Degrade serves the remembered answer to req, if any and young enough.

@@ -281,9 +281,14 @@ func (c *Chain) tell(ctx context.Context, t *target, to breaker.State, again boo
 
 // Flush writes what the chain has not yet told Redis: the first attempts
 // its shared budgets counted (they are written in batches) and any breaker
-// change Redis did not take when it happened. Call it before a replica
-// stops. It returns the errors of the round trips Redis did not answer,
-// joined; nil for a chain that is not shared.
+// change Redis did not take when it happened. It then waits for the answers
+// its LastGood degradations are still writing behind their calls (see
+// LastGood), shared chain or not, so that a replica that stops loses none
+// of them. Call it before a replica stops; ctx bounds it all. It returns
+// the errors of the round trips Redis did not answer, and the answers that
+// were not remembered since the last Flush (dropped with LastGood's queue
+// full, refused by the store, or still waiting when ctx ended), joined; nil
+// when everything was written.
 func (c *Chain) Flush(ctx context.Context) error {
 	var errs []error
 	if c.shared != nil {
@@ -298,6 +303,11 @@ func (c *Chain) Flush(ctx context.Context) error {
 			if err := s.Flush(ctx); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	for _, l := range c.lastGoods {
+		if err := l.flush(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("chain %q: %w", c.name, err))
 		}
 	}
 	return errors.Join(errs...)
