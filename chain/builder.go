@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
@@ -35,6 +36,7 @@ type Builder struct {
 	regions         []string
 	schema          []byte
 	telemetry       tracing.Options
+	observers       []observe.Observer
 	shared          *sharedConfig
 	entries         []entry
 }
@@ -91,6 +93,17 @@ func (b *Builder) MeterProvider(mp metric.MeterProvider) *Builder {
 // keys are never recorded.
 func (b *Builder) CaptureContent(capture bool) *Builder {
 	b.telemetry.CaptureContent = capture
+	return b
+}
+
+// Observe adds observers of every call's events (see package observe):
+// each decision of the walk (attempts, retries with their waits, skips,
+// fallbacks, gates, breaker changes, schema failures) is delivered to each,
+// in the order given, after the OpenTelemetry observer that every chain has
+// (see TracerProvider). observe.Log writes them to a log/slog Logger;
+// observe.Funcs calls your functions. Calling it again adds more.
+func (b *Builder) Observe(obs ...observe.Observer) *Builder {
+	b.observers = append(b.observers, obs...)
 	return b
 }
 
@@ -167,11 +180,24 @@ func (b *Builder) Build() (*Chain, error) {
 	if len(b.entries) == 0 {
 		fail("", "the chain is empty; add a target with Primary")
 	}
-	tel, err := tracing.New(b.name, b.telemetry)
+	tel, err := tracing.New(b.telemetry)
 	if err != nil {
 		errs = append(errs, &ConfigError{Chain: b.name, Problem: "the telemetry providers failed", Err: err})
+	} else {
+		c.observers = append(c.observers, tel)
 	}
-	c.tel = tel
+	for i, o := range b.observers {
+		if isNil(o) {
+			fail("", "Observe was given a nil Observer (#%d)", i+1)
+			continue
+		}
+		c.observers = append(c.observers, o)
+	}
+	for _, o := range c.observers {
+		if so, ok := o.(observe.StateObserver); ok {
+			c.state = append(c.state, so)
+		}
+	}
 	if b.schema != nil {
 		s, err := validate.Compile(b.schema)
 		if err != nil {
@@ -271,11 +297,11 @@ func (b *Builder) Build() (*Chain, error) {
 				fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, b.regions)
 			}
 		}
-		tg := tel.Target(t.Name, e.tier.String(), providerName(t.Provider), t.Model)
+		ob := observe.Target{Name: t.Name, Tier: e.tier.String(), Provider: providerName(t.Provider), Model: t.Model, Index: len(c.targets)}
 		bs := t.Breaker
-		if user := bs.OnStateChange; tel != nil {
+		if user := bs.OnStateChange; len(c.state) > 0 {
 			bs.OnStateChange = func(name string, from, to breaker.State) {
-				tel.BreakerChanged(tg, to.String())
+				c.breakerChanged(ob, from, to)
 				if user != nil {
 					user(name, from, to)
 				}
@@ -316,12 +342,15 @@ func (b *Builder) Build() (*Chain, error) {
 			breaker:  br,
 			maxGate:  t.Breaker.WithDefaults().MaxGate,
 			schema:   sch,
-			tel:      tg,
+			ob:       ob,
 			throttle: lim,
 			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 				t.Params.Stop != nil || len(t.Params.Extra) != 0,
 		})
 	}
+	c.bind(func(o observe.Observer, err error) {
+		errs = append(errs, &ConfigError{Chain: b.name, Problem: fmt.Sprintf("the observer %T refused the chain", o), Err: err})
+	})
 	if b.shared != nil {
 		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
 			errs = append(errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
@@ -359,7 +388,7 @@ func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) 
 // name (one LastGood may serve several chains) and registered to remember
 // c's answers; a Static answer is checked against c's Schema.
 func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err error)) degrader {
-	g := degrader{name: d.Name(), d: d, tel: c.tel.Target(d.Name(), TierDegrade.String(), "", "")}
+	g := degrader{name: d.Name(), d: d, ob: observe.Target{Name: d.Name(), Tier: TierDegrade.String()}}
 	inner := d
 	if n, ok := d.(namedDegradation); ok {
 		inner = n.Degradation
@@ -432,6 +461,44 @@ func checkParams(p *llm.Params) []string {
 		}
 	}
 	return found
+}
+
+// bind numbers the degradations after the model targets and tells every
+// observer that wants it (observe.Binder) the chain's targets; fail gets
+// an observer's refusal.
+func (c *Chain) bind(fail func(observe.Observer, error)) {
+	all := make([]observe.Target, 0, len(c.targets)+len(c.degrades))
+	for _, t := range c.targets {
+		all = append(all, t.ob)
+	}
+	for i := range c.degrades {
+		c.degrades[i].ob.Index = len(all)
+		all = append(all, c.degrades[i].ob)
+	}
+	for _, o := range c.observers {
+		if b, ok := o.(observe.Binder); ok {
+			if err := b.Bind(c.name, all); err != nil {
+				fail(o, err)
+			}
+		}
+	}
+}
+
+// breakerChanged tells the state observers that t's breaker changed.
+func (c *Chain) breakerChanged(t observe.Target, from, to breaker.State) {
+	e := observe.BreakerChange{Chain: c.name, Target: t, From: from.String(), To: to.String()}
+	for _, o := range c.state {
+		o.BreakerChanged(e)
+	}
+}
+
+// sharedUnavailable tells the state observers that a shared store
+// stopped answering.
+func (c *Chain) sharedUnavailable(store, target string) {
+	e := observe.SharedUnavailable{Chain: c.name, Store: store, Target: target}
+	for _, o := range c.state {
+		o.SharedUnavailable(e)
+	}
 }
 
 // providerName is p's Name, or "" for a nil provider (reported elsewhere).

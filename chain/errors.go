@@ -3,6 +3,8 @@ package chain
 import (
 	"errors"
 	"strings"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 var (
@@ -68,6 +70,37 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 
 // Unwrap returns the causes.
 func (e *ExhaustedError) Unwrap() []error { return e.Causes }
+
+// As makes errors.As(err, &le) with le an *llm.Error (and so llm.KindOf)
+// see the failure the call ended on, not the first: the last model
+// target's *llm.Error, or, when no model target failed with one, the last
+// degradation's. Other targets of errors.As see every cause, in order.
+func (e *ExhaustedError) As(target any) bool {
+	p, ok := target.(**llm.Error)
+	if !ok {
+		return false
+	}
+	for _, models := range []bool{true, false} {
+		for i := len(e.Causes) - 1; i >= 0; i-- {
+			var te *TargetError
+			isModel := !errors.As(e.Causes[i], &te) || te.Tier != TierDegrade
+			if isModel == models && errors.As(e.Causes[i], p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Kind is the kind of the failure the call ended on (see As), or
+// llm.KindUnknown when no target failed with an *llm.Error.
+func (e *ExhaustedError) Kind() llm.Kind {
+	var le *llm.Error
+	if e.As(&le) {
+		return llm.KindOf(le)
+	}
+	return llm.KindUnknown
+}
 
 // ConfigError is one configuration problem found by Build. Build joins all
 // of them; each matches ErrInvalidConfig.

@@ -36,11 +36,23 @@ var (
 type LastGoodOption func(*lastGood)
 
 // WithKey replaces the key a question is remembered under. The default is a
-// hash of the chain's name and the caller's messages (roles and contents),
-// not the per-target prompts, so that the same question asked of any target
-// shares one entry. Use it to key on fewer fields (a normalised question) or
-// more (a tenant).
+// hash of the chain's name and everything the caller sends that shapes the
+// answer: its System prompt and its messages (roles and contents), not the
+// per-target prompts, so that the same question asked of any target shares
+// one entry, and the same words under another System prompt (another
+// tenant's, another product's) do not. Use it to key on fewer fields (a
+// normalised question) or more; WithContextKey also gives the function the
+// call's context (to read a tenant from it).
 func WithKey(fn func(chain string, req llm.Request) string) LastGoodOption {
+	return func(l *lastGood) {
+		l.key = func(_ context.Context, chain string, req llm.Request) string { return fn(chain, req) }
+	}
+}
+
+// WithContextKey is WithKey with the call's context, so that the key can
+// hold what the context carries (a tenant, a user's locale). The context
+// given is the call's, when remembering and when recalling alike.
+func WithContextKey(fn func(ctx context.Context, chain string, req llm.Request) string) LastGoodOption {
 	return func(l *lastGood) { l.key = fn }
 }
 
@@ -89,7 +101,7 @@ func LastGood(store cache.Store, opts ...LastGoodOption) Degradation {
 
 type lastGood struct {
 	store  cache.Store
-	key    func(chain string, req llm.Request) string
+	key    func(ctx context.Context, chain string, req llm.Request) string
 	maxAge time.Duration
 	ttl    time.Duration
 	chain  string // set on the copy Build binds to a chain
@@ -116,12 +128,15 @@ func (l *lastGood) bind(name string) *lastGood {
 	return &c
 }
 
-func (l *lastGood) keyOf(req llm.Request) string {
+// keyOf is the key req is remembered under; see WithKey.
+func (l *lastGood) keyOf(ctx context.Context, req llm.Request) string {
 	if l.key != nil {
-		return l.key(l.chain, req)
+		return l.key(ctx, l.chain, req)
 	}
-	parts := make([]string, 0, 1+2*len(req.Messages))
-	parts = append(parts, l.chain)
+	parts := make([]string, 0, 3+2*len(req.Messages))
+	// "v2": the System prompt is part of the key since this version; an
+	// entry stored without it is not served for a question with one.
+	parts = append(parts, l.chain, "v2", req.System)
 	for _, m := range req.Messages {
 		parts = append(parts, string(m.Role), m.Content)
 	}
@@ -151,9 +166,9 @@ func (l *lastGood) remember(ctx context.Context, req llm.Request, target string,
 	}
 	e := cache.Entry{Value: v, Stored: time.Now()}
 	if l.behind == nil {
-		return l.store.Set(ctx, l.keyOf(req), e, l.ttl)
+		return l.store.Set(ctx, l.keyOf(ctx, req), e, l.ttl)
 	}
-	return l.behind.add(ctx, l.keyOf(req), e, l.ttl)
+	return l.behind.add(ctx, l.keyOf(ctx, req), e, l.ttl)
 }
 
 // flush waits, until ctx ends, for the answers remembered before it was
@@ -298,7 +313,7 @@ func (l *lastGood) Degrade(ctx context.Context, req llm.Request) (*llm.Response,
 
 // recall returns the remembered answer to req and its age.
 func (l *lastGood) recall(ctx context.Context, req llm.Request) (*llm.Response, time.Duration, error) {
-	e, ok, err := l.store.Get(ctx, l.keyOf(req))
+	e, ok, err := l.store.Get(ctx, l.keyOf(ctx, req))
 	switch {
 	case err != nil:
 		return nil, 0, fmt.Errorf("reading the last-known-good store: %w", err)

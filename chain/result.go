@@ -52,11 +52,16 @@ type Decision uint8
 
 // The decisions.
 const (
+	// DecisionNone is the zero value: no decision was recorded. The chain
+	// records every attempt with its decision, so a record that says none
+	// was not made by it.
+	DecisionNone Decision = iota
 	// DecisionServed: the attempt answered the call.
-	DecisionServed Decision = iota
+	DecisionServed
 	// DecisionRetry: the chain tried the same target again.
 	DecisionRetry
-	// DecisionNext: the chain moved on to the next target.
+	// DecisionNext: the chain moved on to the next target (after the last,
+	// the call failed with ErrExhausted).
 	DecisionNext
 	// DecisionStop: the chain gave up on the call (a request wrong everywhere,
 	// a caller that canceled).
@@ -68,6 +73,8 @@ const (
 // String returns the decision's name.
 func (d Decision) String() string {
 	switch d {
+	case DecisionNone:
+		return "none"
 	case DecisionServed:
 		return "served"
 	case DecisionRetry:
@@ -122,6 +129,8 @@ func (a Attempt) String() string {
 		b.WriteString(a.Wait.Round(time.Millisecond).String())
 	}
 	switch {
+	case a.Decision == DecisionSkip && a.N > 1:
+		b.WriteString(": retry not sent")
 	case a.Decision == DecisionSkip:
 		b.WriteString(": not sent")
 	case a.Err == nil:

@@ -13,7 +13,6 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/tracing"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -119,14 +118,13 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 	if err := o.Budget.Validate(); err != nil {
 		problem("", "Shared: Budget is invalid", err)
 	}
-	tel := c.tel
 	state, err := breaker.NewShared(cfg.client, prefix+":"+keyPart(c.name)+":breakers", breaker.SharedOptions{
 		Timeout:    o.Timeout,
 		ProbeEvery: o.ProbeEvery,
 		Logger:     o.Logger,
 		OnError: func(err error) {
 			if err != nil {
-				tel.SharedUnavailable("breaker", "")
+				c.sharedUnavailable("breaker", "")
 			}
 		},
 	})
@@ -148,7 +146,7 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 			Logger:     o.Logger,
 			OnError: func(err error) {
 				if err != nil {
-					tel.SharedUnavailable("budget", name)
+					c.sharedUnavailable("budget", name)
 				}
 			},
 		})
@@ -172,7 +170,7 @@ func keyPart(name string) string { return keyEscaper.Replace(name) }
 // and applies it to this replica's breakers and gates, unless Refresh says
 // the last read is recent enough. When Redis does not answer, the call
 // goes on with what this replica knows.
-func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
+func (c *Chain) sync(ctx context.Context, obs *callObs) {
 	s := c.shared
 	if s.refresh > 0 {
 		now := int64(c.clock()) + 1
@@ -192,7 +190,7 @@ func (c *Chain) sync(ctx context.Context, obs *tracing.Call) {
 	remotes, err := s.state.Load(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			obs.SharedLocal()
+			obs.sharedLocal()
 		}
 		return
 	}

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/tracing"
 )
 
 // ErrAbandoned is matched by the error Stream.Result returns when the
@@ -54,16 +53,24 @@ type Chunk struct {
 	Restart bool
 }
 
+// ErrStreamConsumed is yielded when a Stream's Chunks are ranged over a
+// second time: a Stream is one call, and its chunks are gone. Call
+// Chain.Stream again for another call.
+var ErrStreamConsumed = errors.New("the stream was read already: a Stream is one call; call Chain.Stream again")
+
 // Stream is one streamed call. Range over Chunks once, then read Result.
 // It is not safe for concurrent use.
 type Stream struct {
 	c         *Chain
 	ctx       context.Context
 	req       llm.Request
+	w         *walk
 	res       *Result
 	err       error
+	read      bool // Chunks has been ranged over
 	restarts  int
 	abandoned bool
+	st        streamState // the committed attempt
 }
 
 // Stream calls the chain and streams the answer. Before the first chunk,
@@ -71,10 +78,13 @@ type Stream struct {
 // first chunk a failure ends the stream with an error matching
 // ErrIncomplete that carries the partial text, never a second answer glued
 // onto the first; with Builder.RestartStreams the chain moves on instead
-// and says so with a Chunk whose Restart is set. A target whose provider
-// does not implement llm.StreamProvider, and a degradation, answer in one
-// chunk. The answer is validated against the Schema at the end and
-// remembered by LastGood like any other.
+// (to the next targets, then the degradations) and says so with a Chunk
+// whose Restart is set. A target whose provider does not implement
+// llm.StreamProvider, and a degradation, answer in one chunk. The answer is
+// validated against the Schema at the end and remembered by LastGood like
+// any other; a complete answer that fails the schema is restarted on the
+// next target with RestartStreams, and otherwise ends the stream with the
+// schema failure (matching validate.ErrInvalid, not ErrIncomplete).
 //
 //	s := c.Stream(ctx, req)
 //	for chunk, err := range s.Chunks() {
@@ -96,6 +106,8 @@ func (c *Chain) Stream(ctx context.Context, req llm.Request) *Stream {
 
 // Result returns the call's result and error once Chunks has ended. The
 // Result's Text is what the caller received (after the last Restart).
+// Called before Chunks was ranged over, it reads the whole stream itself
+// (as Call would answer), and the chunks are gone.
 //
 // When the caller stopped reading before the stream ended, the error
 // matches ErrAbandoned (it is not yielded: the loop had been left). Served
@@ -103,43 +115,38 @@ func (c *Chain) Stream(ctx context.Context, req llm.Request) *Stream {
 // the caller received, and the last Attempt has KindCanceled, DecisionStop
 // and ErrAbandoned. A caller that stopped at a Restart chunk had received
 // nothing of the next answer: Served and Text are empty.
-func (s *Stream) Result() (*Result, error) { return s.res, s.err }
+func (s *Stream) Result() (*Result, error) {
+	if !s.read {
+		for range s.Chunks() {
+		}
+	}
+	return s.res, s.err
+}
 
 // Chunks returns the stream's chunks. A failure is yielded once, as the
-// last value, and is also Result's error.
+// last value, and is also Result's error. Ranging over it a second time
+// sends nothing and yields ErrStreamConsumed.
 func (s *Stream) Chunks() iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
+		if s.read {
+			yield(Chunk{}, fmt.Errorf("chain %q: %w", s.c.name, ErrStreamConsumed))
+			return
+		}
+		s.read = true
 		s.err = s.run(yield)
 	}
 }
 
-// streamState carries a streamed call through the walk (call and try) and
-// holds the committed attempt while the caller reads.
+// streamState is the committed attempt while the caller reads it.
 type streamState struct {
-	caller, ctx context.Context
-	res         *Result
-	from        int // the first target to try (after a restart)
-
-	// the committed attempt
-	target *target
-	index  int
+	a      *attempt
 	stream llm.Stream
 	sctx   context.Context // the context the provider streams under
 	first  llm.Chunk
 	eof    bool // the stream ended with its first read
 	done   bool // finish has reported the attempt
-
-	// what the walk learned, kept across a restart
-	causes    []error
-	begin     time.Duration
-	minWindow int
-	cancel    context.CancelFunc
-	idle      context.CancelCauseFunc
-	timer     *time.Timer
-	span      tracing.Attempt
-	ticket    breaker.Ticket
-	n         int
-	started   time.Duration
+	idle   context.CancelCauseFunc
+	timer  *time.Timer
 }
 
 var (
@@ -147,18 +154,37 @@ var (
 	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout"}
 )
 
-// open starts the stream of one attempt and reads its first chunk. A
+// streamSender is Stream's sender: a provider that streams has its stream
+// opened and its first chunk read, then commits; one that does not answers
+// whole, through Complete.
+type streamSender struct{ s *Stream }
+
+func (ss streamSender) commits(t *target) bool {
+	_, ok := t.Provider.(llm.StreamProvider)
+	return ok
+}
+
+func (ss streamSender) send(ctx context.Context, a *attempt) (*llm.Response, error) {
+	sp, ok := a.t.Provider.(llm.StreamProvider)
+	if !ok {
+		return complete(ctx, a.t, a.req, a.ticket)
+	}
+	return ss.s.st.open(ctx, sp, a)
+}
+
+// open starts the stream of attempt a and reads its first chunk. A
 // provider that panics has the breaker ticket released first, as Call's
 // attempts do.
-func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, t *target, req llm.Request, ticket breaker.Ticket) (resp *llm.Response, err error) {
-	if ticket.Held() {
+func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt) (resp *llm.Response, err error) {
+	if a.ticket.Held() {
 		defer func() {
 			if p := recover(); p != nil {
-				ticket.Report(retry.Excluded)
+				a.ticket.Report(retry.Excluded)
 				panic(p)
 			}
 		}()
 	}
+	t := a.t
 	ctx, idle := context.WithCancelCause(ctx)
 	var timer *time.Timer
 	if t.FirstChunkTimeout > 0 {
@@ -174,7 +200,7 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, t *targe
 		idle(nil)
 		return nil, err
 	}
-	s, err := sp.Stream(ctx, req)
+	s, err := sp.Stream(ctx, a.req)
 	if err != nil {
 		return fail(err)
 	}
@@ -182,8 +208,8 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, t *targe
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "provider returned neither a stream nor an error"})
 	}
 	first, err := s.Next()
-	st.eof = err == io.EOF
-	if st.eof {
+	eof := err == io.EOF
+	if eof {
 		err = nil // an empty answer, complete
 	}
 	if err != nil {
@@ -199,17 +225,11 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, t *targe
 		s.Close()
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
-	st.stream, st.sctx, st.first, st.idle = s, ctx, first, idle
+	*st = streamState{a: a, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
 	}
 	return resp, nil
-}
-
-// commit keeps what the attempt needs until the stream ends.
-func (st *streamState) commit(obs *tracing.Call, cancel context.CancelFunc, span tracing.Attempt, ticket breaker.Ticket, n int, started, firstChunk time.Duration) {
-	st.cancel, st.span, st.ticket, st.n, st.started, st.done = cancel, span, ticket, n, started, false
-	obs.FirstChunk(span, firstChunk)
 }
 
 // release ends the committed attempt's resources.
@@ -225,9 +245,9 @@ func (st *streamState) release() {
 		st.idle(nil)
 		st.idle = nil
 	}
-	if st.cancel != nil {
-		st.cancel()
-		st.cancel = nil
+	if st.a != nil && st.a.cancel != nil {
+		st.a.cancel()
+		st.a.cancel = nil
 	}
 }
 
@@ -235,28 +255,12 @@ func (st *streamState) release() {
 // the call's error.
 func (s *Stream) run(yield func(Chunk, error) bool) error {
 	c := s.c
-	ctx, obs := c.tel.StartCall(s.ctx)
-	st := &streamState{caller: ctx, ctx: ctx}
-	if c.deadline > 0 {
-		var cancel context.CancelFunc
-		st.ctx, cancel = context.WithTimeout(ctx, c.deadline)
-		defer cancel()
-	}
-	served, err := s.walk(st, obs, yield)
-	switch {
-	case s.abandoned:
-		obs.StreamEnded(tracing.StreamAbandoned)
-	case errors.Is(err, ErrIncomplete):
-		obs.StreamEnded(tracing.StreamIncomplete)
-	case err == nil && s.restarts > 0:
-		obs.StreamEnded(tracing.StreamRestarted)
-	case err == nil:
-		obs.StreamEnded(tracing.StreamComplete)
-	}
-	if obs != nil {
-		outcome, errType := callOutcome(s.res, err)
-		obs.End(served, s.res.Served.Model, s.res.Served.RequestID, s.res.Degraded, s.res.Age, outcome, errType)
-	}
+	ctx, obs := c.startCall(s.ctx, true)
+	w, done := c.newWalk(ctx, obs, s.req, streamSender{s})
+	defer done()
+	s.w, s.res = w, w.res
+	sv, err := s.walk(yield)
+	w.end(sv, err, s.outcome(err))
 	if s.abandoned {
 		// Not yielded (the caller has left the loop): Result says it.
 		err = fmt.Errorf("chain %q: %w", c.name, ErrAbandoned)
@@ -264,78 +268,116 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 	return err
 }
 
-// walk is run without the telemetry's start and end.
-func (s *Stream) walk(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (served *tracing.Target, err error) {
-	c := s.c
+// outcome is how the stream ended, for telemetry; "" when it failed
+// before its first chunk.
+func (s *Stream) outcome(err error) string {
+	switch {
+	case s.abandoned:
+		return observe.StreamAbandoned
+	case errors.Is(err, ErrIncomplete):
+		return observe.StreamIncomplete
+	case err == nil && s.restarts > 0:
+		return observe.StreamRestarted
+	case err == nil:
+		return observe.StreamComplete
+	}
+	return ""
+}
+
+// walk runs the walk, relays the answer it commits, and restarts it after
+// a failure when Builder.RestartStreams allows.
+func (s *Stream) walk(yield func(Chunk, error) bool) (sv *served, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			// The provider or the caller's loop panicked mid-stream: release
 			// the breaker's ticket (a half-open probe slot would be held for
 			// good), end the span, close the stream; then panic on.
-			if st.target != nil && st.stream != nil && !st.done {
-				s.finish(st, obs, errPanicked, true)
-				st.release()
+			if s.st.a != nil && s.st.stream != nil && !s.st.done {
+				s.finish(errPanicked, DecisionStop, "the stream panicked", true)
+				s.st.release()
 			}
 			panic(p)
 		}
 	}()
 	for {
-		res, served, err := c.call(st.ctx, obs, s.req, st)
-		s.res, st.res = res, res
+		sv, err := s.w.run()
 		if err != nil {
 			yield(Chunk{}, err)
 			return nil, err
 		}
-		if st.target == nil || st.stream == nil {
+		if sv.stream == nil {
 			// A degradation, or a target that does not stream, answered
 			// whole (validated like any Call): one chunk.
-			yield(Chunk{Text: res.Text}, nil)
-			return served, nil
+			yield(Chunk{Text: s.res.Text}, nil)
+			return sv, nil
 		}
-		t := st.target
-		ferr, stopped := s.relay(st, obs, yield)
-		if stopped {
+		t := sv.stream.t
+		ferr, d, stopped := s.relay(yield)
+		switch {
+		case stopped:
 			s.abandoned = true
-			return t.tel, nil // the caller broke out of the loop
+			return sv, nil // the caller broke out of the loop
+		case ferr == nil:
+			return sv, nil
+		case d != DecisionNext:
+			return nil, s.failed(t, ferr, yield)
 		}
-		if ferr == nil {
-			return t.tel, nil
-		}
-		kind := llm.KindOf(ferr)
-		partial := res.Text
-		incomplete := func() (*tracing.Target, error) {
-			ierr := fmt.Errorf("chain %q: %w", c.name, &IncompleteError{Target: t.Name, Partial: partial, Err: ferr})
-			yield(Chunk{}, ierr)
-			return nil, ierr
-		}
-		if kind == llm.KindCanceled || !c.restart || st.index+1 >= len(c.targets) {
-			return incomplete()
-		}
-		// A restart follows the decision table's next-target column, as
-		// the walk does.
-		if c.moveOn(t, kind, &st.minWindow) != "" {
-			return incomplete()
-		}
-		st.causes = append(st.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
-		// Restart: forget the partial answer, say so, go on from the next
-		// target.
-		res.Response, res.Served, res.JSON = llm.Response{}, Served{}, nil
+		// Restart: forget the answer, say so, go on from the next target.
+		s.w.causes = append(s.w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
+		s.res.Response, s.res.Served, s.res.JSON = llm.Response{}, Served{}, nil
 		s.restarts++
 		if !yield(Chunk{Restart: true}, nil) {
 			s.abandoned = true
 			return nil, nil
 		}
-		st.from, st.target, st.stream = st.index+1, nil, nil
+		s.st = streamState{}
 	}
+}
+
+// failed is the error of a committed stream on t that failed with ferr and
+// is not restarted: a complete answer that failed its schema, or a stream
+// cut short (matching ErrIncomplete, with the text the caller received).
+// It is yielded, as the stream's last value.
+func (s *Stream) failed(t *target, ferr error, yield func(Chunk, error) bool) error {
+	var err error
+	if llm.KindOf(ferr) == llm.KindInvalidOutput {
+		err = fmt.Errorf("chain %q: %w", s.c.name, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
+	} else {
+		err = fmt.Errorf("chain %q: %w", s.c.name, &IncompleteError{Target: t.Name, Partial: s.res.Text, Err: ferr})
+	}
+	yield(Chunk{}, err)
+	return err
+}
+
+// restarts reports whether, after the committed stream on t failed with
+// kind, the walk may go on: RestartStreams is on, the caller did not
+// cancel, the decision table's next-target column allows it, and there is
+// something left to try.
+func (s *Stream) restartable(t *target, kind llm.Kind) bool {
+	c := s.c
+	if kind == llm.KindCanceled || !c.restart || s.w.from >= len(c.targets) && len(c.degrades) == 0 {
+		return false
+	}
+	st := leave(failure{kind: kind}, limits{table: t.table, contentFallback: c.contentFallback}, "")
+	if st.decision == DecisionStop {
+		return false
+	}
+	if t.table.Rule(kind).Fallback == retry.LargerContext {
+		s.w.minWindow = max(s.w.minWindow, t.ContextWindow)
+	}
+	return true
 }
 
 var errPanicked = errors.New("the stream panicked")
 
 // relay streams the committed attempt to yield. It returns the failure
-// that ended it (nil for a complete, valid answer), or stopped when the
-// caller broke out of the loop.
-func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, error) bool) (err error, stopped bool) {
-	c, t, res := s.c, st.target, st.res
+// that ended it (nil for a complete, valid answer) and the decision
+// recorded for it (DecisionNext when the walk restarts), or stopped when
+// the caller broke out of the loop.
+func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, stopped bool) {
+	st, res := &s.st, s.res
+	a := st.a
+	t := a.t
 	defer st.release()
 	// The text is assembled once, in a builder that grows geometrically: a
 	// stream costs time and memory linear in its size, whatever the size of
@@ -343,14 +385,10 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 	// at a failure or when the caller stops reading.
 	var text strings.Builder
 	text.WriteString(st.first.Text)
-	if st.first.Text != "" {
-		st.pause()
-		ok := yield(Chunk{Text: st.first.Text}, nil)
-		st.resume(t)
-		if !ok {
-			s.abandon(st, obs, text.String())
-			return nil, true
-		}
+	s.w.obs.firstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
+	if st.first.Text != "" && !s.deliver(yield, st.first.Text) {
+		s.abandon(text.String())
+		return nil, DecisionStop, true
 	}
 	for !st.eof {
 		ch, nerr := st.stream.Next()
@@ -358,16 +396,13 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 			break
 		}
 		if nerr != nil {
-			err = s.classify(st, nerr)
+			err = s.classify(nerr)
 			break
 		}
 		text.WriteString(ch.Text)
-		st.pause() // the caller's time is not the provider's silence
-		ok := yield(Chunk{Text: ch.Text}, nil)
-		st.resume(t)
-		if !ok {
-			s.abandon(st, obs, text.String())
-			return nil, true
+		if !s.deliver(yield, ch.Text) {
+			s.abandon(text.String())
+			return nil, DecisionStop, true
 		}
 	}
 	r := *st.stream.Response()
@@ -377,54 +412,63 @@ func (s *Stream) relay(st *streamState, obs *tracing.Call, yield func(Chunk, err
 		js, verr := t.schema.Validate(r.Text)
 		if verr != nil {
 			err = invalidOutput(t.Provider.Name(), 200, r.RequestID, verr)
+			s.w.obs.validationFailed(&t.ob, err)
 		}
 		res.JSON = js
 	}
-	s.finish(st, obs, err, false)
-	if err == nil {
-		for _, l := range c.lastGoods {
-			_ = l.remember(st.ctx, s.req, t.Name, &r)
+	d, reason := DecisionServed, ""
+	if err != nil {
+		d, reason = DecisionStop, "the stream failed after it started"
+		if s.restartable(t, llm.KindOf(err)) {
+			d, reason = DecisionNext, "restarted on the next target"
 		}
 	}
-	return err, false
+	s.finish(err, d, reason, false)
+	if err == nil {
+		for _, l := range s.c.lastGoods {
+			_ = l.remember(s.w.ctx, s.req, t.Name, &r)
+		}
+	}
+	return err, d, false
+}
+
+// deliver yields one chunk to the caller, the idle timer stopped while the
+// caller has it (the caller's time is not the provider's silence).
+func (s *Stream) deliver(yield func(Chunk, error) bool, text string) bool {
+	st := &s.st
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	ok := yield(Chunk{Text: text}, nil)
+	if st.timer != nil {
+		st.timer.Reset(st.a.t.IdleTimeout)
+	}
+	return ok
 }
 
 // abandon ends the committed attempt when the caller stopped reading: it
 // is reported as abandoned, and the result names its target as the one
 // that served text, what the caller received.
-func (s *Stream) abandon(st *streamState, obs *tracing.Call, text string) {
-	s.finish(st, obs, nil, true)
-	r := *st.stream.Response()
+func (s *Stream) abandon(text string) {
+	s.finish(ErrAbandoned, DecisionStop, "the caller stopped reading", true)
+	r := *s.st.stream.Response()
 	r.Text = text
-	st.res.serve(st.target, &r)
-}
-
-// pause stops the idle timer while the caller handles a chunk.
-func (st *streamState) pause() {
-	if st.timer != nil {
-		st.timer.Stop()
-	}
-}
-
-// resume restarts the idle timer before the next read.
-func (st *streamState) resume(t *target) {
-	if st.timer != nil {
-		st.timer.Reset(t.IdleTimeout)
-	}
+	s.res.serve(s.st.a.t, &r)
 }
 
 // classify turns a failure while reading into the error to report: our
 // timers' cancellations are KindTimeout, the caller's KindCanceled, and a
 // cancellation the caller did not ask for (the chain's deadline) is not
 // the caller's: Timeout when a deadline passed, else Unknown.
-func (s *Stream) classify(st *streamState, err error) error {
+func (s *Stream) classify(err error) error {
+	st := &s.st
 	switch context.Cause(st.sctx) {
 	case errIdle:
 		return errIdle
 	case errFirstChunk:
 		return errFirstChunk
 	}
-	if cerr := canceled(st.caller); cerr != nil {
+	if cerr := canceled(s.w.caller); cerr != nil {
 		return &llm.Error{Provider: "backstop", Kind: llm.KindCanceled, Err: cerr}
 	}
 	if llm.KindOf(err) == llm.KindCanceled {
@@ -436,41 +480,41 @@ func (s *Stream) classify(st *streamState, err error) error {
 	return err
 }
 
-// finish reports the committed attempt, once: to its breaker, budget,
-// throttle, span and the result's record of it.
-func (s *Stream) finish(st *streamState, obs *tracing.Call, err error, abandoned bool) {
+// finish reports the committed attempt, once: to its throttle, breaker,
+// budget and observers, and records it with decision d. excluded (the
+// caller stopped reading, or the stream panicked) counts it as neither a
+// success nor a failure.
+func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
+	st := &s.st
 	if st.done {
 		return
 	}
 	st.done = true
-	c, t, res := s.c, st.target, st.res
-	elapsed := c.clock() - st.started
-	now := c.epoch.Add(st.started + elapsed)
-	a := &res.Attempts[len(res.Attempts)-1]
-	a.Duration = elapsed
+	c, w, a := s.c, s.w, st.a
+	t := a.t
+	elapsed := c.clock() - a.start
+	now := c.epoch.Add(a.start + elapsed)
 	resp := st.stream.Response()
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
+	rec := a.record(sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
+	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: elapsed}
+	verdict, o := retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now}
 	switch {
-	case abandoned:
-		c.settle(st.ctx, t, st.ticket, retry.Excluded, budget.Outcome{Retry: st.n > 1, At: now})
-		kind := llm.KindCanceled
-		if err == nil {
-			err = ErrAbandoned
-			a.Kind, a.Err, a.Decision, a.Reason = kind, err, DecisionStop, "the caller stopped reading"
-		}
-		obs.EndAttempt(st.span, t.tel, resp, 200, kind, err, elapsed)
+	case excluded:
+		verdict, o.Success = retry.Excluded, false
+		rec.Kind, rec.Err = llm.KindCanceled, err
+		end.Kind, end.Err = llm.KindCanceled, err
 	case err != nil:
-		a.Kind, a.Err, a.Decision = llm.KindOf(err), err, DecisionNext
-		verdict := t.table.Rule(a.Kind).Breaker
-		if a.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && st.ctx.Err() != nil {
+		rec.Kind, rec.Err = llm.KindOf(err), err
+		end.Kind, end.Err = rec.Kind, err
+		verdict, o.Success = t.table.Rule(rec.Kind).Breaker, false
+		if rec.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && w.ctx.Err() != nil {
 			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
 		}
-		c.settle(st.ctx, t, st.ticket, verdict, budget.Outcome{Retry: st.n > 1, At: now})
-		obs.EndAttempt(st.span, t.tel, resp, 200, a.Kind, err, elapsed)
-	default:
-		c.settle(st.ctx, t, st.ticket, retry.NotFailure, budget.Outcome{Retry: st.n > 1, Success: true, At: now})
-		obs.EndAttempt(st.span, t.tel, resp, 200, llm.KindUnknown, nil, elapsed)
 	}
+	c.settle(w.ctx, t, a.ticket, verdict, o)
+	w.obs.endAttempt(a.obs, &t.ob, end)
+	w.record(rec)
 }

@@ -7,9 +7,9 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/throttle"
-	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -131,7 +131,7 @@ type target struct {
 	// schema validates this target's answers; nil when neither the chain
 	// nor the target has one.
 	schema   *validate.Schema
-	tel      *tracing.Target
+	ob       observe.Target    // how events name it
 	throttle *throttle.Limiter // nil when off
 	// unpublished is, with Builder.Shared, the breaker change (State+1)
 	// Redis did not take, to tell the other replicas again; 0 when none.

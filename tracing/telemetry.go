@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -39,14 +40,26 @@ type Options struct {
 	CaptureContent bool
 }
 
-// Telemetry is one chain's instrumentation. It is safe for concurrent use.
-type Telemetry struct {
+// Observer is one chain's OpenTelemetry instrumentation: an
+// observe.Observer (also an observe.Binder and observe.StateObserver) that
+// turns the walk's events into spans, span events and metrics. Build one
+// per chain with New; package chain does it for every chain, configured by
+// Builder.TracerProvider, MeterProvider and CaptureContent. It is safe for
+// concurrent use.
+type Observer struct {
 	chain   string
 	opts    Options
 	content bool
 	fixed   *instruments // with explicit providers; nil when both are off
 	cached  atomic.Pointer[instruments]
+	targets []*target // by observe.Target.Index, set by Bind
 }
+
+var (
+	_ observe.Observer      = (*Observer)(nil)
+	_ observe.Binder        = (*Observer)(nil)
+	_ observe.StateObserver = (*Observer)(nil)
+)
 
 // instruments are what one pair of providers gives.
 type instruments struct {
@@ -64,9 +77,10 @@ type meters struct {
 	tokens                                               metric.Int64Histogram
 }
 
-// New returns the telemetry of the chain named chain.
-func New(chain string, opts Options) (*Telemetry, error) {
-	t := &Telemetry{chain: chain, opts: opts, content: opts.CaptureContent}
+// New returns the instrumentation of one chain, configured by opts. It
+// fails when a provider given in opts cannot make the instruments.
+func New(opts Options) (*Observer, error) {
+	t := &Observer{opts: opts, content: opts.CaptureContent}
 	if opts.TracerProvider != nil || opts.MeterProvider != nil {
 		tp, mp := opts.TracerProvider, opts.MeterProvider
 		if tp == nil {
@@ -159,10 +173,7 @@ func newMeters(m metric.Meter) (*meters, error) {
 
 // active returns the instruments to use now, or nil when nothing would be
 // recorded.
-func (t *Telemetry) active() *instruments {
-	if t == nil {
-		return nil
-	}
+func (t *Observer) active() *instruments {
 	if t.opts.TracerProvider != nil {
 		return t.fixed
 	}
@@ -182,88 +193,94 @@ func (t *Telemetry) active() *instruments {
 	return in
 }
 
-// Target is one target's telemetry, prepared at Build so that calls build
+// target is one target's telemetry, prepared at Bind so that calls build
 // no attributes of their own for it.
-type Target struct {
+type target struct {
 	name, tier, provider, model string
 	spanName                    string
 	spanAttrs                   []attribute.KeyValue
 	set                         attribute.Set // chain, target, tier
 }
 
-// Target prepares the telemetry of one target or degradation (provider
-// and model empty).
-func (t *Telemetry) Target(name, tier, provider, model string) *Target {
-	tg := &Target{name: name, tier: tier, provider: provider, model: model}
-	if provider != "" {
-		tg.spanName = AttemptSpanPrefix + model
+// Bind implements observe.Binder: it prepares the spans' and metrics'
+// attributes of every target and degradation of the chain named chain.
+func (t *Observer) Bind(chain string, targets []observe.Target) error {
+	t.chain = chain
+	t.targets = make([]*target, len(targets))
+	for i, o := range targets {
+		t.targets[i] = t.prepare(o)
+	}
+	return nil
+}
+
+// of returns the prepared telemetry of o.
+func (t *Observer) of(o observe.Target) *target {
+	if o.Index >= 0 && o.Index < len(t.targets) {
+		return t.targets[o.Index]
+	}
+	return t.prepare(o) // a target Bind was not told of: built on the spot
+}
+
+func (t *Observer) prepare(o observe.Target) *target {
+	tg := &target{name: o.Name, tier: o.Tier, provider: o.Provider, model: o.Model}
+	if o.Provider != "" {
+		tg.spanName = AttemptSpanPrefix + o.Model
 		tg.spanAttrs = []attribute.KeyValue{
 			GenAIOperationName.String("chat"),
-			GenAIProviderName.String(provider),
-			GenAIRequestModel.String(model),
-			KeyTarget.String(name),
-			KeyTier.String(tier),
+			GenAIProviderName.String(o.Provider),
+			GenAIRequestModel.String(o.Model),
+			KeyTarget.String(o.Name),
+			KeyTier.String(o.Tier),
 		}
 	} else {
-		tg.spanName = DegradeSpanPrefix + name
-		tg.spanAttrs = []attribute.KeyValue{KeyTarget.String(name), KeyTier.String(tier)}
+		tg.spanName = DegradeSpanPrefix + o.Name
+		tg.spanAttrs = []attribute.KeyValue{KeyTarget.String(o.Name), KeyTier.String(o.Tier)}
 	}
-	tg.set = attribute.NewSet(KeyChain.String(t.chain), KeyTarget.String(name), KeyTier.String(tier))
+	tg.set = attribute.NewSet(KeyChain.String(t.chain), KeyTarget.String(o.Name), KeyTier.String(o.Tier))
 	return tg
 }
 
-// BreakerChanged counts a state change of tg's breaker.
-func (t *Telemetry) BreakerChanged(tg *Target, to string) {
+// BreakerChanged implements observe.StateObserver: it counts a state
+// change of a target's breaker.
+func (t *Observer) BreakerChanged(e observe.BreakerChange) {
 	in := t.active()
 	if in == nil || in.m == nil {
 		return
 	}
-	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(tg.name), KeyBreakerState.String(to)))
+	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(e.Target.Name), KeyBreakerState.String(e.To)))
 }
 
-// SharedUnavailable counts a shared store (store is "budget" or "breaker")
-// that stopped answering; target is "" for a store of the whole chain.
-func (t *Telemetry) SharedUnavailable(store, target string) {
+// SharedUnavailable implements observe.StateObserver: it counts a shared
+// store that stopped answering.
+func (t *Observer) SharedUnavailable(e observe.SharedUnavailable) {
 	in := t.active()
 	if in == nil || in.m == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{KeyChain.String(t.chain), KeySharedStore.String(store)}
-	if target != "" {
-		attrs = append(attrs, KeyTarget.String(target))
+	attrs := []attribute.KeyValue{KeyChain.String(t.chain), KeySharedStore.String(e.Store)}
+	if e.Target != "" {
+		attrs = append(attrs, KeyTarget.String(e.Target))
 	}
 	in.m.shared.Add(context.Background(), 1, metric.WithAttributes(attrs...))
 }
 
-// SharedLocal records on the call span that the call decided with local
-// state because the shared state did not answer.
-func (c *Call) SharedLocal() {
-	if c == nil || c.span == nil {
-		return
-	}
-	c.span.AddEvent(EventSharedLocal, trace.WithAttributes(ErrorType.String("shared_unavailable")))
-}
-
-// Call is one call's telemetry. A nil *Call records nothing, so the chain
-// calls its methods unconditionally.
-type Call struct {
-	t        *Telemetry
+// call is one call's telemetry.
+type call struct {
+	t        *Observer
 	in       *instruments
 	span     trace.Span // nil without traces
 	sent     int        // attempts sent
 	fallback int
-	last     *Target // the last target that failed, for the fallback event
-	reason   string
 }
 
-// StartCall starts the call span. It returns ctx unchanged and a nil *Call
-// when nothing would be recorded.
-func (t *Telemetry) StartCall(ctx context.Context) (context.Context, *Call) {
+// StartCall implements observe.Observer: it starts the call span, or
+// observes nothing (a nil Call) when nothing would be recorded.
+func (t *Observer) StartCall(ctx context.Context, _ observe.CallStart) (context.Context, observe.Call) {
 	in := t.active()
 	if in == nil {
 		return ctx, nil
 	}
-	c := &Call{t: t, in: in}
+	c := &call{t: t, in: in}
 	if in.tracer != nil {
 		ctx, c.span = in.tracer.Start(ctx, CallSpanPrefix+t.chain, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(KeyChain.String(t.chain)))
@@ -271,24 +288,23 @@ func (t *Telemetry) StartCall(ctx context.Context) (context.Context, *Call) {
 	return ctx, c
 }
 
-// Attempt is one attempt's telemetry.
-type Attempt struct {
+// attempt is one attempt's telemetry.
+type attempt struct {
+	c    *call
+	tg   *target
 	span trace.Span
-	n    int
 }
 
-// StartAttempt starts the span of attempt n (from 1) on tg, sending req,
-// and returns the context to pass to the provider.
-func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Request) (context.Context, Attempt) {
-	if c == nil {
-		return ctx, Attempt{}
-	}
-	c.enter(tg)
-	a := Attempt{n: n}
+// StartAttempt starts the span of an attempt and returns the context to
+// pass to the provider.
+func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (context.Context, observe.Attempt) {
+	tg := c.t.of(e.Target)
+	a := &attempt{c: c, tg: tg}
 	if c.span == nil {
 		return ctx, a
 	}
-	p := &req.Params
+	n := e.N
+	p := &e.Request.Params
 	n2 := len(tg.spanAttrs) + 1
 	if n > 1 {
 		n2++
@@ -324,7 +340,7 @@ func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Requ
 		attrs = append(attrs, GenAIRequestTopP.Float64(*p.TopP))
 	}
 	if c.t.content {
-		attrs = append(attrs, contentAttrs(req)...)
+		attrs = append(attrs, contentAttrs(e.Request)...)
 	}
 	kind := trace.SpanKindClient
 	if tg.provider == "" {
@@ -334,33 +350,25 @@ func (c *Call) StartAttempt(ctx context.Context, tg *Target, n int, req llm.Requ
 	return ctx, a
 }
 
-// enter records a fallback when tg follows a target that failed.
-func (c *Call) enter(tg *Target) {
-	if c.last == nil || c.last == tg {
-		return
-	}
+// Fallback records a move to the next target.
+func (c *call) Fallback(e observe.Fallback) {
 	c.fallback++
-	from, reason := c.last, c.reason
-	c.last = nil
 	if c.span != nil {
-		c.span.AddEvent(EventFallback, trace.WithAttributes(KeyFrom.String(from.name), KeyTo.String(tg.name), KeyReason.String(reason)))
+		c.span.AddEvent(EventFallback, trace.WithAttributes(KeyFrom.String(e.From.Name), KeyTo.String(e.To.Name), KeyReason.String(e.Reason)))
 	}
 	if c.in.m != nil {
-		c.in.m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyFrom.String(from.name), KeyReason.String(reason)))
+		c.in.m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyFrom.String(e.From.Name), KeyReason.String(e.Reason)))
 	}
 }
 
-// EndAttempt ends attempt a on tg: resp on success, else the failure with
-// its status and kind. d is the attempt's duration.
-func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int, kind llm.Kind, err error, d time.Duration) {
-	if c == nil {
-		return
-	}
+// End ends the attempt: its answer, or its failure with status and kind.
+func (a *attempt) End(e observe.AttemptEnd) {
+	c, tg := a.c, a.tg
+	resp, status, kind, err, d := e.Response, e.Status, e.Kind, e.Err, e.Duration
 	c.sent++
 	outcome := "ok"
 	if err != nil {
 		outcome = kind.String()
-		c.last, c.reason = tg, outcome
 	}
 	if a.span != nil {
 		attrs := make([]attribute.KeyValue, 0, 10)
@@ -414,140 +422,109 @@ func (c *Call) EndAttempt(a Attempt, tg *Target, resp *llm.Response, status int,
 	}
 }
 
-// Retry records that the chain waits wait before retrying tg after a
-// failure of kind; retryAfter is what the provider asked for (0: none).
-func (c *Call) Retry(tg *Target, kind llm.Kind, wait, retryAfter time.Duration, reason string) {
-	if c == nil {
-		return
+// FirstChunk records on the attempt how long its first chunk took
+// (gen_ai.response.time_to_first_chunk, seconds).
+func (a *attempt) FirstChunk(e observe.FirstChunk) {
+	if a.span != nil {
+		a.span.SetAttributes(GenAITimeToFirstChunk.Float64(e.After.Seconds()))
 	}
-	c.last = nil // a retry is not a fallback
+}
+
+// Retry records that the chain waits before retrying a target.
+func (c *call) Retry(e observe.Retry) {
+	tg := c.t.of(e.Target)
 	if c.span != nil {
-		attrs := []attribute.KeyValue{KeyTarget.String(tg.name), KeyWait.Float64(wait.Seconds()), KeyReason.String(kind.String())}
-		if retryAfter > 0 {
-			attrs = append(attrs, KeyRetryAfter.Float64(retryAfter.Seconds()))
+		attrs := []attribute.KeyValue{KeyTarget.String(tg.name), KeyWait.Float64(e.Wait.Seconds()), KeyReason.String(e.Kind.String())}
+		if e.RetryAfter > 0 {
+			attrs = append(attrs, KeyRetryAfter.Float64(e.RetryAfter.Seconds()))
 		}
-		if reason != "" {
-			attrs = append(attrs, KeyDecision.String(reason))
+		if e.Reason != "" {
+			attrs = append(attrs, KeyDecision.String(e.Reason))
 		}
 		c.span.AddEvent(EventRetry, trace.WithAttributes(attrs...))
 	}
 	if c.in.m != nil {
-		c.in.m.retries.Add(context.Background(), 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyReason.String(kind.String())))
+		c.in.m.retries.Add(context.Background(), 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyReason.String(e.Kind.String())))
 	}
 }
 
-// Skip kinds, for Skipped.
-const (
-	SkipBreaker = iota
-	SkipBudget
-	SkipGate
-	SkipOther
-)
-
-// Skipped records that tg (or a retry on it) was passed over without a
-// request, for one of the Skip kinds; detail says why.
-func (c *Call) Skipped(tg *Target, why int, detail string) {
-	if c == nil {
-		return
-	}
-	c.enter(tg)
-	c.last, c.reason = tg, "skipped"
-	if why == SkipBudget && c.in.m != nil {
-		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(tg.set))
+// Skip records a target, or a retry of it, passed over without a request:
+// an event for a breaker, a budget or a gate, and the budget's metric.
+func (c *call) Skip(e observe.Skip) {
+	if e.Cause == observe.SkipBudget && c.in.m != nil {
+		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(c.t.of(e.Target).set))
 	}
 	if c.span == nil {
 		return
 	}
 	name := ""
-	switch why {
-	case SkipBreaker:
+	switch e.Cause {
+	case observe.SkipBreaker:
 		name = EventBreakerRejected
-	case SkipBudget:
+	case observe.SkipBudget:
 		name = EventBudgetExhausted
-	case SkipGate:
+	case observe.SkipGate:
 		name = EventGateClosed
 	default:
 		return
 	}
-	c.span.AddEvent(name, trace.WithAttributes(KeyTarget.String(tg.name), KeyReason.String(detail)))
+	c.span.AddEvent(name, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyReason.String(e.Reason)))
 }
 
-// GateClosed records that tg's gate was closed until until.
-func (c *Call) GateClosed(tg *Target, until time.Time) {
-	if c == nil || c.span == nil {
+// GateClosed records that a target's gate was closed.
+func (c *call) GateClosed(e observe.GateClosed) {
+	if c.span == nil {
 		return
 	}
-	c.span.AddEvent(EventGateClosed, trace.WithAttributes(KeyTarget.String(tg.name), KeyGateUntil.String(until.UTC().Format(time.RFC3339Nano))))
+	c.span.AddEvent(EventGateClosed, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyGateUntil.String(e.Until.UTC().Format(time.RFC3339Nano))))
 }
 
-// ValidationFailed records that tg's answer broke the schema at paths,
-// with keywords (one per violation). No answer text is recorded.
-func (c *Call) ValidationFailed(tg *Target, paths, keywords []string) {
-	if c == nil || c.span == nil {
+// ValidationFailed records where an answer broke its schema. No answer
+// text is recorded.
+func (c *call) ValidationFailed(e observe.ValidationFailed) {
+	if c.span == nil {
 		return
 	}
-	c.span.AddEvent(EventValidationFailed, trace.WithAttributes(KeyTarget.String(tg.name),
-		KeyValidationPath.StringSlice(paths), KeyValidationKey.StringSlice(keywords)))
+	c.span.AddEvent(EventValidationFailed, trace.WithAttributes(KeyTarget.String(e.Target.Name),
+		KeyValidationPath.StringSlice(e.Paths), KeyValidationKey.StringSlice(e.Keywords)))
 }
 
-// FirstChunk records on attempt a how long its first chunk took
-// (gen_ai.response.time_to_first_chunk, seconds).
-func (c *Call) FirstChunk(a Attempt, d time.Duration) {
-	if c == nil || a.span == nil {
+// SharedLocal records on the call span that the call decided with local
+// state because the shared state did not answer.
+func (c *call) SharedLocal() {
+	if c.span == nil {
 		return
 	}
-	a.span.SetAttributes(GenAITimeToFirstChunk.Float64(d.Seconds()))
+	c.span.AddEvent(EventSharedLocal, trace.WithAttributes(ErrorType.String("shared_unavailable")))
 }
 
-// Stream outcomes, for StreamEnded.
-const (
-	StreamComplete   = "complete"
-	StreamIncomplete = "incomplete"
-	StreamRestarted  = "restarted"
-	StreamAbandoned  = "abandoned"
-)
-
-// StreamEnded records how a streamed call ended, on the call span.
-func (c *Call) StreamEnded(outcome string) {
-	if c == nil || c.span == nil {
-		return
-	}
-	c.span.SetAttributes(KeyStreamOutcome.String(outcome))
-}
-
-// Outcomes of a call, for End.
-const (
-	OutcomeServed   = "served"
-	OutcomeDegraded = "degraded"
-	OutcomeFailed   = "failed"
-	OutcomeCanceled = "canceled"
-)
-
-// End ends the call: served is the target that answered (nil on failure),
-// with the model and request-id of its answer; outcome is one of the
-// Outcome constants, and errType (on failure) the call's error.type.
-func (c *Call) End(served *Target, model, requestID string, degraded bool, age time.Duration, outcome, errType string) {
-	if c == nil {
-		return
+// End ends the call span and counts the call.
+func (c *call) End(e observe.CallEnd) {
+	var served *target
+	if e.Served != nil {
+		served = c.t.of(*e.Served)
 	}
 	if c.span != nil {
-		attrs := make([]attribute.KeyValue, 0, 11)
-		attrs = append(attrs, KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(degraded))
+		attrs := make([]attribute.KeyValue, 0, 12)
+		attrs = append(attrs, KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(e.Degraded))
+		if e.Stream != "" {
+			attrs = append(attrs, KeyStreamOutcome.String(e.Stream))
+		}
 		if served != nil {
 			attrs = append(attrs, KeyServedTarget.String(served.name), KeyServedTier.String(served.tier))
-			if model != "" {
-				attrs = append(attrs, GenAIResponseModel.String(model))
+			if e.Model != "" {
+				attrs = append(attrs, GenAIResponseModel.String(e.Model))
 			}
-			if requestID != "" {
-				attrs = append(attrs, KeyServedRequestID.String(requestID), KeyRequestID.String(requestID))
+			if e.RequestID != "" {
+				attrs = append(attrs, KeyServedRequestID.String(e.RequestID), KeyRequestID.String(e.RequestID))
 			}
-			if degraded && age > 0 {
-				attrs = append(attrs, KeyAge.Float64(age.Seconds()))
+			if e.Degraded && e.Age > 0 {
+				attrs = append(attrs, KeyAge.Float64(e.Age.Seconds()))
 			}
 		}
-		if errType != "" {
-			attrs = append(attrs, ErrorType.String(errType))
-			c.span.SetStatus(codes.Error, outcome+": "+errType)
+		if e.ErrorType != "" {
+			attrs = append(attrs, ErrorType.String(e.ErrorType))
+			c.span.SetStatus(codes.Error, e.Outcome+": "+e.ErrorType)
 		}
 		c.span.SetAttributes(attrs...)
 		c.span.End()
@@ -558,8 +535,8 @@ func (c *Call) End(served *Target, model, requestID string, degraded bool, age t
 		if served != nil {
 			tier = served.tier
 		}
-		m.calls.Add(ctx, 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyOutcome.String(outcome), KeyServedTier.String(tier)))
-		if errType == "" {
+		m.calls.Add(ctx, 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyOutcome.String(e.Outcome), KeyServedTier.String(tier)))
+		if e.ErrorType == "" {
 			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(KeyChain.String(c.t.chain)))
 		}
 	}

@@ -140,7 +140,9 @@ func call(ctx context.Context, c *chain.Chain, question string) {
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
-			fmt.Printf("   => failed after %v: %s (kind %s, request-id %s)\n", elapsed, le.Message, llm.KindOf(err), le.RequestID)
+			// Detail is the provider's own words: fine on your terminal, but
+			// they may quote the prompt, so err.Error() leaves them out.
+			fmt.Printf("   => failed after %v: %s (kind %s, request-id %s)\n", elapsed, le.Detail, llm.KindOf(err), le.RequestID)
 		} else {
 			fmt.Printf("   => failed after %v: %v\n", elapsed, err)
 		}

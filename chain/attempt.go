@@ -1,0 +1,348 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/throttle"
+)
+
+// attempt is one attempt in flight on a target.
+type attempt struct {
+	t      *target
+	n      int         // from 1
+	req    llm.Request // as sent to t
+	ticket breaker.Ticket
+	wait   time.Duration // waited before it (backoff and pacing)
+	start  time.Duration // on the chain's clock
+	obs    attemptObs
+	cancel context.CancelFunc // the per-attempt Timeout's; nil when none
+}
+
+// sent is how an attempt ended, as the walk classified it.
+type sent struct {
+	resp    *llm.Response // the answer; nil on failure
+	js      json.RawMessage
+	invalid *llm.Response // an answer that failed its schema
+	err     error
+	kind    llm.Kind
+	status  int
+	// requestID, retryAfter and shouldRetry are the provider's, from its
+	// answer or its *llm.Error.
+	requestID   string
+	retryAfter  time.Duration
+	shouldRetry *bool
+	elapsed     time.Duration
+	committed   bool // a stream still arriving: its sender ends it
+}
+
+// record is the attempt's record, with the decision taken after it.
+func (a *attempt) record(s sent, d Decision, reason string) Attempt {
+	return Attempt{Target: a.t.Name, Tier: a.t.tier, Model: a.t.Model, N: a.n, Wait: a.wait, Duration: s.elapsed,
+		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason}
+}
+
+// skipped is the record of attempt n on t, not sent, after waiting wait.
+func skipped(t *target, n int, wait time.Duration, err error, d Decision, reason string) Attempt {
+	return Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Err: err, Decision: d, Reason: reason}
+}
+
+// tried is how a target's attempts ended.
+type tried struct {
+	resp      *llm.Response
+	js        json.RawMessage
+	committed *attempt // the attempt of a stream still arriving
+	err       error
+	kind      llm.Kind
+	stop      bool // the call stops here (the next-target column said so)
+}
+
+// try makes the attempts on t, the first under ticket: attempt, plan,
+// record, then wait and try again as long as plan, the breaker and the
+// budget allow.
+func (w *walk) try(t *target, ticket breaker.Ticket) tried {
+	req := w.req
+	t.prepare(&req)
+	var wait, prev time.Duration
+	var last sent // the last failure
+	for n := 1; ; n++ {
+		if n > 1 {
+			var why error
+			if ticket, why = w.readmit(t, n, wait); why != nil {
+				refund(w.ctx, t.budget)
+				return tried{err: &refusedError{last.err, why}, kind: last.kind}
+			}
+		}
+		a := &attempt{t: t, n: n, req: req, ticket: ticket, wait: wait}
+		if t.throttle != nil {
+			if out, refused := w.pace(a, last); refused {
+				return out
+			}
+		}
+		s := w.attempt(a)
+		switch {
+		case s.committed:
+			return tried{resp: s.resp, committed: a}
+		case s.err == nil:
+			w.record(a.record(s, DecisionServed, ""))
+			return tried{resp: s.resp, js: s.js}
+		case s.kind == llm.KindCanceled:
+			w.record(a.record(s, DecisionStop, "the caller canceled"))
+			return tried{err: s.err, kind: s.kind}
+		}
+		last = s
+		st := w.plan(a, s, prev)
+		if st.decision != DecisionRetry {
+			return w.leave(a, s, st)
+		}
+		if out, refused := w.retryRefused(a, s); refused {
+			return out
+		}
+		w.record(a.record(s, DecisionRetry, st.reason))
+		w.obs.retry(&t.ob, n, s.kind, st.wait, s.retryAfter, st.reason)
+		if s.invalid != nil {
+			// Re-ask at once, with the problems added to the conversation.
+			req.Messages = reask(req.Messages, s.invalid.Text, s.err)
+		} else {
+			prev = st.wait
+		}
+		before := w.c.clock()
+		if err := sleep(w.ctx, st.wait); err != nil {
+			return w.waitCut(a, s, w.c.clock()-before)
+		}
+		wait = st.wait
+	}
+}
+
+// plan asks plan what follows the failed attempt a, drawing the policy's
+// backoff (prev is the wait before a, for decorrelated jitter).
+func (w *walk) plan(a *attempt, s sent, prev time.Duration) step {
+	t := a.t
+	f := failure{kind: s.kind, n: a.n, retryAfter: s.retryAfter, shouldRetry: s.shouldRetry, invalid: s.invalid != nil}
+	l := limits{table: t.table, policy: t.policy, contentFallback: w.c.contentFallback}
+	if !f.invalid && f.n < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
+		l.backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
+	}
+	if dl, ok := w.ctx.Deadline(); ok {
+		l.left, l.hasDeadline = time.Until(dl), true
+	}
+	return plan(f, l)
+}
+
+// leave leaves t after attempt a as step says: a Retry-After not waited
+// out closes its gate, a context-length failure raises the window the
+// next targets need.
+func (w *walk) leave(a *attempt, s sent, st step) tried {
+	t := a.t
+	if st.closeGate {
+		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
+	}
+	if t.table.Rule(s.kind).Fallback == retry.LargerContext {
+		w.minWindow = max(w.minWindow, t.ContextWindow)
+	}
+	w.record(a.record(s, st.decision, st.reason))
+	return tried{err: s.err, kind: s.kind, stop: st.decision == DecisionStop}
+}
+
+// retryRefused asks, before sleeping, whether the retry plan granted can be
+// sent: not when other calls (or replicas) opened the breaker meanwhile,
+// nor when the budget is exhausted. A refused retry leaves the target.
+func (w *walk) retryRefused(a *attempt, s sent) (tried, bool) {
+	t := a.t
+	var why error
+	var reason string
+	var cause observe.SkipCause
+	if why = t.breaker.Refusal(); why != nil {
+		reason, cause = breakerReason(t, why), observe.SkipBreaker
+	} else if why = t.budget.Withdraw(w.ctx); why != nil {
+		reason, cause = "retry budget exhausted", observe.SkipBudget
+	} else {
+		return tried{}, false
+	}
+	if s.retryAfter > 0 {
+		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
+	}
+	w.record(a.record(s, DecisionNext, reason))
+	w.record(skipped(t, a.n+1, 0, why, DecisionSkip, reason))
+	w.obs.skip(&t.ob, a.n+1, cause, reason, why)
+	return tried{err: &refusedError{s.err, why}, kind: s.kind}, true
+}
+
+// readmit asks the gate and the breaker again after the wait before retry
+// n: other calls may have closed or opened them meanwhile. A refusal is
+// recorded with the wait that was slept for nothing.
+func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, error) {
+	var why error
+	var reason string
+	var cause observe.SkipCause
+	if until, err := t.gate.Refusal(); err != nil {
+		why, reason, cause = err, gateReason(until, err), observe.SkipGate
+	} else if ticket, err := t.breaker.Allow(); err != nil {
+		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker
+	} else {
+		return ticket, nil
+	}
+	w.record(skipped(t, n, wait, why, DecisionSkip, reason))
+	w.obs.skip(&t.ob, n, cause, reason, why)
+	return breaker.Ticket{}, why
+}
+
+// waitCut ends the walk on t when the deadline or the caller ended the
+// wait before attempt a+1, after slept: the retry granted is not sent.
+func (w *walk) waitCut(a *attempt, s sent, slept time.Duration) tried {
+	refund(w.ctx, a.t.budget)
+	if cerr := canceled(w.caller); cerr != nil {
+		w.record(skipped(a.t, a.n+1, slept, cerr, DecisionStop, "the caller canceled during the wait"))
+		return tried{err: cerr, kind: llm.KindCanceled}
+	}
+	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, DecisionSkip, "the deadline passed during the wait"))
+	return tried{err: s.err, kind: s.kind}
+}
+
+// pace waits for t's self-throttling slot for attempt a, adding the wait
+// to a's. A slot further away than MaxWait or the deadline refuses the
+// attempt (recorded as a skip); so does the caller's cancellation. last
+// is the target's last failure, if a is a retry.
+func (w *walk) pace(a *attempt, last sent) (tried, bool) {
+	paced, err := w.reserve(a)
+	if err == nil {
+		a.wait += paced
+		return tried{}, false
+	}
+	a.ticket.Report(retry.Excluded) // not sent: count nothing
+	switch {
+	case errors.Is(err, context.Canceled):
+		return tried{err: err, kind: llm.KindCanceled}, true
+	case last.err != nil:
+		refund(w.ctx, a.t.budget)
+		return tried{err: &refusedError{last.err, err}, kind: last.kind}, true
+	}
+	return tried{err: err, kind: llm.KindRateLimited}, true
+}
+
+// reserve takes a's slot from t's limiter and sleeps until it comes.
+func (w *walk) reserve(a *attempt) (time.Duration, error) {
+	t := a.t
+	now := time.Now()
+	limit := t.throttle.MaxWait()
+	if dl, ok := w.ctx.Deadline(); ok {
+		limit = min(limit, dl.Sub(now))
+	}
+	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(a.req), limit)
+	if ok && wait <= 0 {
+		return 0, nil
+	}
+	if !ok {
+		reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
+		n := a.n
+		if n == 1 {
+			n = 0 // the target is passed over
+		}
+		w.record(skipped(t, n, a.wait, throttle.ErrThrottled, DecisionSkip, reason))
+		w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
+		return 0, throttle.ErrThrottled
+	}
+	if err := sleep(w.ctx, wait); err != nil {
+		r.Cancel(time.Now())
+		if cerr := canceled(w.caller); cerr != nil {
+			return 0, cerr
+		}
+		return 0, throttle.ErrThrottled
+	}
+	return wait, nil
+}
+
+// attempt makes attempt a: observed, under the target's Timeout, sent by
+// the walk's sender, its answer validated, its end reported to the
+// throttle, the breaker, the budget and the observers. A stream that
+// commits is left running, for its sender to end.
+func (w *walk) attempt(a *attempt) sent {
+	c, t := w.c, a.t
+	ctx, obs := w.obs.startAttempt(w.ctx, &t.ob, a.n, a.req)
+	a.obs = obs
+	if t.Timeout > 0 {
+		ctx, a.cancel = context.WithTimeout(ctx, t.Timeout)
+	}
+	a.start = c.clock()
+	if w.begin < 0 {
+		w.begin = a.start
+	}
+	resp, err := w.send.send(ctx, a)
+	if err == nil && resp != nil && w.send.commits(t) {
+		return sent{resp: resp, committed: true}
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	return w.conclude(a, resp, err)
+}
+
+// conclude classifies the end of attempt a and reports it.
+func (w *walk) conclude(a *attempt, resp *llm.Response, err error) sent {
+	c, t := w.c, a.t
+	s := sent{elapsed: c.clock() - a.start}
+	if err == nil && resp == nil {
+		err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
+	}
+	if err == nil && t.schema != nil {
+		var verr error
+		if s.js, verr = t.schema.Validate(resp.Text); verr != nil {
+			s.invalid = resp
+			err = invalidOutput(t.Provider.Name(), 200, resp.RequestID, verr)
+		}
+	}
+	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading
+	if t.throttle != nil {
+		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
+	}
+	if err == nil {
+		s.resp, s.status, s.requestID = resp, 200, resp.RequestID
+		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
+		c.settle(w.ctx, t, a.ticket, retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now})
+		return s
+	}
+	w.classify(&s, err)
+	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, Kind: s.kind, Err: err, Duration: s.elapsed})
+	if s.invalid != nil {
+		w.obs.validationFailed(&t.ob, err)
+	}
+	verdict := t.table.Rule(s.kind).Breaker
+	if verdict == retry.Failure && w.ctx.Err() != nil && !c.fair(w.ctx, a.start, w.begin) {
+		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
+	}
+	c.settle(w.ctx, t, a.ticket, verdict, budget.Outcome{Retry: a.n > 1, At: now})
+	return s
+}
+
+// classify fills s from the failure err: what the provider said, and the
+// kind, trusting the caller's context over the provider (a provider
+// reporting a cancellation the caller did not ask for is a failed attempt,
+// not a reason to stop the call).
+func (w *walk) classify(s *sent, err error) {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		s.status, s.requestID, s.retryAfter, s.shouldRetry = le.Status, le.RequestID, le.RetryAfter, le.ShouldRetry
+	}
+	s.kind, s.err = llm.KindOf(err), err
+	if canceled(w.caller) != nil {
+		s.kind = llm.KindCanceled
+	} else if s.kind == llm.KindCanceled {
+		s.kind = llm.KindUnknown
+	}
+}
+
+// completeSender is Call's sender: one Complete, the whole answer.
+type completeSender struct{}
+
+func (completeSender) send(ctx context.Context, a *attempt) (*llm.Response, error) {
+	return complete(ctx, a.t, a.req, a.ticket)
+}
+
+func (completeSender) commits(*target) bool { return false }

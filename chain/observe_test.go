@@ -1,0 +1,120 @@
+package chain_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// incident builds a chain whose primary is overloaded three times (the
+// first attempt and both retries) and whose backup serves, observed by obs.
+func incident(t *testing.T, obs ...observe.Observer) *chain.Chain {
+	t.Helper()
+	var n atomic.Int32
+	primary := &stub{name: "anthropic", fn: func(context.Context, llm.Request) (*llm.Response, error) {
+		n.Add(1)
+		return nil, &llm.Error{Provider: "anthropic", Status: 529, Kind: llm.KindOverloaded, Type: "overloaded_error",
+			RequestID: fmt.Sprintf("req_%d", n.Load())}
+	}}
+	backup := &stub{name: "openai", fn: func(context.Context, llm.Request) (*llm.Response, error) {
+		return &llm.Response{Text: "ok", Model: "gpt-test", RequestID: "req_b1"}, nil
+	}}
+	c, err := chain.New("support").
+		Primary(chain.Target{Name: "sonnet", Provider: primary, Model: "claude-test",
+			Retry: retry.Policy{Base: 500 * time.Millisecond, Jitter: retry.NoJitter}}).
+		OrProvider(chain.Target{Name: "gpt", Provider: backup, Model: "gpt-test"}).
+		Observe(obs...).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestObserverSeesEveryDecisionInOrder: a call retried twice, fallen back
+// and served produces exactly this sequence of events.
+func TestObserverSeesEveryDecisionInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		add := func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) }
+		c := incident(t, &observe.Funcs{
+			OnCallStart: func(e observe.CallStart) { add("call start %s", e.Chain) },
+			OnAttemptStart: func(e observe.AttemptStart) {
+				add("attempt start %s #%d model %s", e.Target.Name, e.N, e.Request.Model)
+			},
+			OnAttemptEnd: func(e observe.AttemptEnd) {
+				add("attempt end %s #%d status %d kind %v", e.Target.Name, e.N, e.Status, e.Kind)
+			},
+			OnRetry:    func(e observe.Retry) { add("retry %s after #%d: %v, wait %v", e.Target.Name, e.N, e.Kind, e.Wait) },
+			OnSkip:     func(e observe.Skip) { add("skip %s: %v", e.Target.Name, e.Cause) },
+			OnFallback: func(e observe.Fallback) { add("fallback %s -> %s: %s", e.From.Name, e.To.Name, e.Reason) },
+			OnCallEnd: func(e observe.CallEnd) {
+				add("call end %s by %s (%s), %d attempts", e.Outcome, e.Served.Name, e.Served.Tier, e.Attempts)
+			},
+		})
+		res, err := c.Call(t.Context(), hi)
+		if err != nil || res.Served.Target != "gpt" {
+			t.Fatalf("%v, %+v", err, res.Served)
+		}
+		want := []string{
+			"call start support",
+			"attempt start sonnet #1 model claude-test",
+			"attempt end sonnet #1 status 529 kind overloaded",
+			"retry sonnet after #1: overloaded, wait 500ms",
+			"attempt start sonnet #2 model claude-test",
+			"attempt end sonnet #2 status 529 kind overloaded",
+			"retry sonnet after #2: overloaded, wait 1s",
+			"attempt start sonnet #3 model claude-test",
+			"attempt end sonnet #3 status 529 kind overloaded",
+			"fallback sonnet -> gpt: overloaded",
+			"attempt start gpt #1 model gpt-test",
+			"attempt end gpt #1 status 200 kind unknown",
+			"call end served by gpt (provider), 4 attempts",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}
+
+// TestLogObserver: observe.Log's records for the same call, as
+// docs/operations.md shows them.
+func TestLogObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug,
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}}))
+		c := incident(t, observe.Log(logger))
+		if _, err := c.Call(t.Context(), hi); err != nil {
+			t.Fatal(err)
+		}
+		want := `level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_1]"
+level=INFO msg="backstop: retry" chain=support target=sonnet n=1 kind=overloaded wait=500ms
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=2 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_2]"
+level=INFO msg="backstop: retry" chain=support target=sonnet n=2 kind=overloaded wait=1s
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=3 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_3]"
+level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
+level=DEBUG msg="backstop: attempt" chain=support target=gpt tier=provider n=1 status=200 request_id=req_b1 duration=0s
+level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=gpt tier=provider model=gpt-test request_id=req_b1
+`
+		if got := buf.String(); got != want {
+			t.Errorf("log:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}

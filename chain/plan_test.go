@@ -1,0 +1,127 @@
+package chain
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// decisionTable is DESIGN.md's decision table, written out independently
+// of retry.DefaultTable: for each kind, how many attempts it gets on one
+// target under the default policy (3) and what follows leaving it.
+var decisionTable = map[llm.Kind]struct {
+	attempts int
+	next     string // "next", "stop", "larger" (context window), "if allowed"
+}{
+	llm.KindUnknown:       {1, "next"},
+	llm.KindRateLimited:   {3, "next"},
+	llm.KindQuota:         {1, "next"},
+	llm.KindOverloaded:    {3, "next"},
+	llm.KindServer:        {3, "next"},
+	llm.KindTimeout:       {3, "next"},
+	llm.KindConnection:    {3, "next"},
+	llm.KindConflict:      {3, "next"},
+	llm.KindContextLength: {1, "larger"},
+	llm.KindContentFilter: {1, "if allowed"},
+	llm.KindAuth:          {1, "next"},
+	llm.KindNotFound:      {1, "next"},
+	llm.KindBadRequest:    {1, "stop"},
+	llm.KindInvalidOutput: {2, "next"},
+	llm.KindCanceled:      {1, "stop"},
+}
+
+// TestPlan covers every Kind x (attempts left, Retry-After, deadline,
+// x-should-retry, content fallback) against the decision table: whether
+// plan retries, how long it waits, whether it moves on or stops, and
+// whether a Retry-After not waited out closes the gate.
+func TestPlan(t *testing.T) {
+	if len(decisionTable) != llm.NumKinds {
+		t.Fatalf("the test's table has %d kinds; llm has %d", len(decisionTable), llm.NumKinds)
+	}
+	policy := retry.Policy{}.WithDefaults()
+	const backoff = 700 * time.Millisecond
+	yes, no := true, false
+	cases := 0
+	for kind := llm.Kind(0); int(kind) < llm.NumKinds; kind++ {
+		row := decisionTable[kind]
+		for _, n := range []int{1, 2, 3} {
+			for _, ra := range []time.Duration{0, 5 * time.Second, time.Minute} {
+				for _, dl := range []string{"none", "ample", "short"} {
+					for _, sr := range []*bool{nil, &yes, &no} {
+						for _, cf := range []bool{false, true} {
+							cases++
+							f := failure{kind: kind, n: n, retryAfter: ra, shouldRetry: sr, invalid: kind == llm.KindInvalidOutput}
+							l := limits{table: retry.DefaultTable(), policy: policy, backoff: max(backoff, ra), contentFallback: cf}
+							switch dl {
+							case "ample":
+								l.left, l.hasDeadline = time.Hour, true
+							case "short":
+								l.left, l.hasDeadline = 100*time.Millisecond, true
+							}
+							got := plan(f, l)
+							name := fmt.Sprintf("%v n=%d retry-after=%v deadline=%s should-retry=%v content-fallback=%v",
+								kind, n, ra, dl, boolOf(sr), cf)
+
+							allowed := row.attempts
+							if sr != nil && *sr {
+								allowed = policy.MaxAttempts
+								if kind == llm.KindInvalidOutput {
+									allowed = 2
+								}
+							} else if sr != nil && !*sr {
+								allowed = 1
+							}
+							wait := max(backoff, ra)
+							if f.invalid {
+								wait = 0
+							}
+							retries := n < allowed && ra <= policy.MaxRetryAfter && !(dl == "short" && wait > l.left)
+							if retries {
+								if got.decision != DecisionRetry || got.wait != wait || got.closeGate {
+									t.Errorf("%s: got %+v; want a retry after %v", name, got, wait)
+								}
+								continue
+							}
+							want := DecisionNext
+							switch {
+							case row.next == "stop", row.next == "if allowed" && !cf:
+								want = DecisionStop
+							}
+							if got.decision != want || got.wait != 0 || got.closeGate != (ra > 0) || got.reason == "" {
+								t.Errorf("%s: got %+v; want %v, closing the gate %v, with a reason", name, got, want, ra > 0)
+							}
+							if want == DecisionNext && !strings.Contains(got.reason, reasonFor(n, allowed, ra, policy)) {
+								t.Errorf("%s: reason %q", name, got.reason)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d cases", cases)
+}
+
+// reasonFor is the start of the reason plan gives for leaving.
+func reasonFor(n, allowed int, ra time.Duration, p retry.Policy) string {
+	switch {
+	case n >= allowed && allowed <= 1:
+		return "is not retried"
+	case n >= allowed:
+		return fmt.Sprintf("%d of %d attempts used", n, allowed)
+	case ra > p.MaxRetryAfter:
+		return "exceeds MaxRetryAfter"
+	}
+	return "would end past the deadline"
+}
+
+func boolOf(b *bool) string {
+	if b == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*b)
+}

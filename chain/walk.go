@@ -1,0 +1,212 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+)
+
+// walk is one call's way through the chain: the model targets in order,
+// each admitted (context window, deadline, gate, breaker), tried (attempt,
+// plan, record, wait, as often as plan says), then left; then the
+// degradations. Call and Stream each make one; Stream keeps it across a
+// restart, so that what the walk learned (the causes, the context window
+// that overflowed) still holds. The walk does not know whether it streams:
+// its sender makes each attempt.
+type walk struct {
+	c      *Chain
+	caller context.Context // the caller's context, as the observers returned it
+	ctx    context.Context // caller bounded by the chain's Deadline
+	req    llm.Request
+	res    *Result
+	obs    *callObs // nil when nobody observes the call
+	send   sender
+
+	from      int           // the first model target to try
+	causes    []error       // one per target that failed, in order
+	begin     time.Duration // when the first attempt started, on the chain's clock; -1 before
+	minWindow int           // after a context-length failure: only larger windows; -1 before
+}
+
+// sender makes one attempt. Call's sends the request and returns the whole
+// answer; Stream's opens a stream and returns once its first chunk is read,
+// and commits: the attempt goes on after the walk, and the sender ends it.
+type sender interface {
+	send(ctx context.Context, a *attempt) (*llm.Response, error)
+	// commits reports whether an answer send returned for t is still
+	// arriving, to be validated, recorded and settled by the sender.
+	commits(t *target) bool
+}
+
+// newWalk starts the walk of req, bounded by c's deadline; done releases
+// the deadline's timer.
+func (c *Chain) newWalk(ctx context.Context, obs *callObs, req llm.Request, send sender) (w *walk, done context.CancelFunc) {
+	w = &walk{c: c, caller: ctx, ctx: ctx, req: req, obs: obs, send: send, begin: -1, minWindow: -1}
+	w.res = &Result{}
+	w.res.Attempts = w.res.buf[:0]
+	done = func() {}
+	if c.deadline > 0 {
+		w.ctx, done = context.WithTimeout(ctx, c.deadline)
+	}
+	return w, done
+}
+
+// served is what answered a call.
+type served struct {
+	ob       *observe.Target
+	degraded bool
+	// stream is the committed attempt of a streamed answer still arriving
+	// (nil otherwise).
+	stream *attempt
+}
+
+// run walks the model targets from w.from, then the degradations. It
+// returns what answered (nil when nothing did) and the call's error.
+func (w *walk) run() (*served, error) {
+	c := w.c
+	if len(w.req.Messages) == 0 {
+		return nil, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
+	}
+	if c.shared != nil && w.from == 0 {
+		c.sync(w.ctx, w.obs)
+	}
+	for i := w.from; i < len(c.targets); i++ {
+		t := c.targets[i]
+		ticket, ok, err := w.admit(t, i)
+		if err != nil {
+			return nil, err // the caller canceled
+		}
+		if !ok {
+			if w.ctx.Err() != nil {
+				break // the deadline passed: on to the degradations
+			}
+			continue
+		}
+		out := w.try(t, ticket)
+		switch {
+		case out.err == nil && out.committed != nil:
+			w.from = i + 1 // a restart goes on from the next target
+			return &served{ob: &t.ob, stream: out.committed}, nil
+		case out.err == nil:
+			w.serve(t, out.resp, out.js)
+			return &served{ob: &t.ob}, nil
+		case out.kind == llm.KindCanceled:
+			if cerr := canceled(w.caller); cerr != nil {
+				return nil, c.stopped(cerr)
+			}
+			return nil, c.stopped(out.err)
+		}
+		terr := &TargetError{Target: t.Name, Tier: t.tier, Err: out.err}
+		w.causes = append(w.causes, terr)
+		if out.stop {
+			return nil, fmt.Errorf("chain %q: %w", c.name, terr)
+		}
+	}
+	w.from = len(c.targets)
+	if g := w.degrade(); g != nil {
+		return &served{ob: &g.ob, degraded: true}, nil
+	}
+	return nil, &ExhaustedError{Chain: c.name, Causes: w.causes}
+}
+
+// admit decides whether target i (t) gets a first attempt: its context
+// window, the deadline, its Retry-After gate and its breaker. It records a
+// target passed over. ok is false for one; err is the caller's
+// cancellation.
+func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err error) {
+	c := w.c
+	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
+		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,
+			fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow))
+		return ticket, false, nil
+	}
+	if w.ctx.Err() != nil {
+		if err := canceled(w.caller); err != nil {
+			return ticket, false, c.stopped(err)
+		}
+		for _, rest := range c.targets[i:] {
+			w.passOver(rest, observe.SkipDeadline, ErrDeadline, "the deadline passed")
+		}
+		w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
+		return ticket, false, nil
+	}
+	if until, err := t.gate.Refusal(); err != nil {
+		w.passOver(t, observe.SkipGate, err, gateReason(until, err))
+		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
+		return ticket, false, nil
+	}
+	ticket, err = t.breaker.Allow()
+	if err != nil {
+		w.passOver(t, observe.SkipBreaker, err, breakerReason(t, err))
+		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
+		return ticket, false, nil
+	}
+	return ticket, true, nil
+}
+
+// passOver records t passed over without a request, for cause.
+func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string) {
+	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Err: err, Decision: DecisionSkip, Reason: reason})
+	if cause != observe.SkipDeadline {
+		w.obs.skip(&t.ob, 0, cause, reason, err)
+	}
+}
+
+// record adds a to the result: the only place Result.Attempts grows, once
+// per attempt or skip, with its decision, wait and reason already set.
+func (w *walk) record(a Attempt) { w.res.Attempts = append(w.res.Attempts, a) }
+
+// serve fills the result from t's answer and remembers it.
+func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage) {
+	w.res.serve(t, resp)
+	w.res.JSON = js
+	for _, l := range w.c.lastGoods {
+		// A store that fails costs this call nothing: the answer is
+		// served anyway, only not remembered.
+		_ = l.remember(w.ctx, w.req, t.Name, resp)
+	}
+}
+
+// outcome is how a call (or a stream) ended, for telemetry: the outcome
+// and, on failure, the call's error.type.
+func outcome(res *Result, err error) (string, string) {
+	switch {
+	case err == nil && res.Degraded:
+		return observe.OutcomeDegraded, ""
+	case err == nil:
+		return observe.OutcomeServed, ""
+	case errors.Is(err, context.Canceled):
+		return observe.OutcomeCanceled, "canceled"
+	case errors.Is(err, ErrIncomplete):
+		return observe.OutcomeFailed, "incomplete"
+	case errors.Is(err, ErrExhausted):
+		return observe.OutcomeFailed, "exhausted"
+	}
+	return observe.OutcomeFailed, llm.KindOf(err).String()
+}
+
+// end reports the end of the call to its observers.
+func (w *walk) end(s *served, err error, stream string) {
+	if w.obs == nil {
+		return
+	}
+	res := w.res
+	out, errType := outcome(res, err)
+	e := observe.CallEnd{Model: res.Served.Model, RequestID: res.Served.RequestID, Degraded: res.Degraded, Age: res.Age,
+		Outcome: out, ErrorType: errType, Err: err, Stream: stream}
+	if s != nil {
+		e.Served = s.ob
+	}
+	for _, a := range res.Attempts {
+		if a.Decision != DecisionSkip {
+			e.Attempts++
+		}
+	}
+	w.obs.end(e)
+}

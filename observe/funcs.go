@@ -1,0 +1,118 @@
+package observe
+
+import "context"
+
+// Funcs is an Observer made of functions, in the style of failsafe-go's
+// OnRetry and OnFallback: set the ones you need, leave the others nil.
+// Each is called on the goroutine of the call it belongs to (the breaker's
+// and the shared store's on whichever goroutine saw the change). Use a
+// pointer: chain.New(...).Observe(&observe.Funcs{OnRetry: ...}).
+type Funcs struct {
+	OnCallStart         func(CallStart)
+	OnAttemptStart      func(AttemptStart)
+	OnFirstChunk        func(FirstChunk)
+	OnAttemptEnd        func(AttemptEnd)
+	OnRetry             func(Retry)
+	OnSkip              func(Skip)
+	OnFallback          func(Fallback)
+	OnGateClosed        func(GateClosed)
+	OnValidationFailed  func(ValidationFailed)
+	OnSharedLocal       func()
+	OnCallEnd           func(CallEnd)
+	OnBreakerChange     func(BreakerChange)
+	OnSharedUnavailable func(SharedUnavailable)
+}
+
+var (
+	_ Observer      = (*Funcs)(nil)
+	_ StateObserver = (*Funcs)(nil)
+)
+
+// StartCall implements Observer.
+func (f *Funcs) StartCall(ctx context.Context, e CallStart) (context.Context, Call) {
+	if f.OnCallStart != nil {
+		f.OnCallStart(e)
+	}
+	return ctx, funcsCall{f}
+}
+
+// BreakerChanged implements StateObserver.
+func (f *Funcs) BreakerChanged(e BreakerChange) {
+	if f.OnBreakerChange != nil {
+		f.OnBreakerChange(e)
+	}
+}
+
+// SharedUnavailable implements StateObserver.
+func (f *Funcs) SharedUnavailable(e SharedUnavailable) {
+	if f.OnSharedUnavailable != nil {
+		f.OnSharedUnavailable(e)
+	}
+}
+
+// funcsCall is a Funcs observing one call; it holds nothing of its own.
+type funcsCall struct{ f *Funcs }
+
+func (c funcsCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt) {
+	if c.f.OnAttemptStart != nil {
+		c.f.OnAttemptStart(e)
+	}
+	return ctx, funcsAttempt(c)
+}
+
+func (c funcsCall) Retry(e Retry) {
+	if c.f.OnRetry != nil {
+		c.f.OnRetry(e)
+	}
+}
+
+func (c funcsCall) Skip(e Skip) {
+	if c.f.OnSkip != nil {
+		c.f.OnSkip(e)
+	}
+}
+
+func (c funcsCall) Fallback(e Fallback) {
+	if c.f.OnFallback != nil {
+		c.f.OnFallback(e)
+	}
+}
+
+func (c funcsCall) GateClosed(e GateClosed) {
+	if c.f.OnGateClosed != nil {
+		c.f.OnGateClosed(e)
+	}
+}
+
+func (c funcsCall) ValidationFailed(e ValidationFailed) {
+	if c.f.OnValidationFailed != nil {
+		c.f.OnValidationFailed(e)
+	}
+}
+
+func (c funcsCall) SharedLocal() {
+	if c.f.OnSharedLocal != nil {
+		c.f.OnSharedLocal()
+	}
+}
+
+func (c funcsCall) End(e CallEnd) {
+	if c.f.OnCallEnd != nil {
+		c.f.OnCallEnd(e)
+	}
+}
+
+// funcsAttempt is a Funcs observing one attempt.
+type funcsAttempt struct{ f *Funcs }
+
+func (a funcsAttempt) FirstChunk(e FirstChunk) {
+	if a.f.OnFirstChunk != nil {
+		a.f.OnFirstChunk(e)
+	}
+}
+
+func (a funcsAttempt) End(e AttemptEnd) {
+	if a.f.OnAttemptEnd != nil {
+		a.f.OnAttemptEnd(e)
+	}
+}

@@ -1,0 +1,187 @@
+package observe
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Log returns an Observer that writes a chain's events to logger (nil:
+// slog.Default() at the time of each record), one record per event, all
+// with the attribute chain:
+//
+//   - "backstop: call" when a call ends: Info when a target answered,
+//     Warn when a degradation did or nothing did (outcome, served target,
+//     tier, model, request_id, attempts, error);
+//   - "backstop: attempt" when an attempt ends: Debug on success, Info on
+//     a failure (target, tier, n, status, kind, request_id, duration,
+//     error);
+//   - "backstop: retry" (Info: target, n, kind, wait, retry_after,
+//     reason), "backstop: skip" (Info: target, n, cause, reason),
+//     "backstop: fallback" (Warn: from, to, reason), "backstop: gate
+//     closed" (Warn: target, until), "backstop: answer failed its schema"
+//     (Warn: target, paths, keywords);
+//   - "backstop: breaker" (Warn when it opens, Info otherwise: target,
+//     from, to) and "backstop: shared store unavailable" (Warn).
+//
+// It logs no prompt and no answer: an error's text never quotes them (an
+// llm.Error keeps the provider's own words in Detail, which it does not
+// log). Records are built only when logger is enabled at their level.
+func Log(logger *slog.Logger) Observer { return &logObserver{logger: logger} }
+
+type logObserver struct {
+	logger *slog.Logger
+	chain  string
+}
+
+var (
+	_ Binder        = (*logObserver)(nil)
+	_ StateObserver = (*logObserver)(nil)
+)
+
+func (o *logObserver) log() *slog.Logger {
+	if o.logger != nil {
+		return o.logger
+	}
+	return slog.Default()
+}
+
+// Bind implements Binder: it keeps the chain's name for BreakerChanged.
+func (o *logObserver) Bind(chain string, _ []Target) error {
+	o.chain = chain
+	return nil
+}
+
+func (o *logObserver) StartCall(ctx context.Context, e CallStart) (context.Context, Call) {
+	l := o.log()
+	if !l.Enabled(ctx, slog.LevelDebug) && !l.Enabled(ctx, slog.LevelInfo) && !l.Enabled(ctx, slog.LevelWarn) {
+		return ctx, nil
+	}
+	return ctx, &logCall{ctx: ctx, l: l, chain: slog.String("chain", e.Chain)}
+}
+
+func (o *logObserver) BreakerChanged(e BreakerChange) {
+	level := slog.LevelInfo
+	if e.To == "open" {
+		level = slog.LevelWarn
+	}
+	o.log().LogAttrs(context.Background(), level, "backstop: breaker", slog.String("chain", e.Chain),
+		slog.String("target", e.Target.Name), slog.String("from", e.From), slog.String("to", e.To))
+}
+
+func (o *logObserver) SharedUnavailable(e SharedUnavailable) {
+	attrs := []slog.Attr{slog.String("chain", e.Chain), slog.String("store", e.Store)}
+	if e.Target != "" {
+		attrs = append(attrs, slog.String("target", e.Target))
+	}
+	o.log().LogAttrs(context.Background(), slog.LevelWarn, "backstop: shared store unavailable", attrs...)
+}
+
+// logCall logs one call's events.
+type logCall struct {
+	ctx   context.Context
+	l     *slog.Logger
+	chain slog.Attr
+}
+
+func (c *logCall) emit(level slog.Level, msg string, attrs ...slog.Attr) {
+	if !c.l.Enabled(c.ctx, level) {
+		return
+	}
+	c.l.LogAttrs(c.ctx, level, msg, append([]slog.Attr{c.chain}, attrs...)...)
+}
+
+func (c *logCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt) {
+	return ctx, &logAttempt{c: c, target: e.Target, n: e.N}
+}
+
+func (c *logCall) Retry(e Retry) {
+	attrs := []slog.Attr{slog.String("target", e.Target.Name), slog.Int("n", e.N), slog.String("kind", e.Kind.String()),
+		slog.Duration("wait", e.Wait.Round(time.Millisecond))}
+	if e.RetryAfter > 0 {
+		attrs = append(attrs, slog.Duration("retry_after", e.RetryAfter))
+	}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	c.emit(slog.LevelInfo, "backstop: retry", attrs...)
+}
+
+func (c *logCall) Skip(e Skip) {
+	c.emit(slog.LevelInfo, "backstop: skip", slog.String("target", e.Target.Name), slog.Int("n", e.N),
+		slog.String("cause", e.Cause.String()), slog.String("reason", e.Reason))
+}
+
+func (c *logCall) Fallback(e Fallback) {
+	c.emit(slog.LevelWarn, "backstop: fallback", slog.String("from", e.From.Name), slog.String("to", e.To.Name),
+		slog.String("reason", e.Reason))
+}
+
+func (c *logCall) GateClosed(e GateClosed) {
+	c.emit(slog.LevelWarn, "backstop: gate closed", slog.String("target", e.Target.Name),
+		slog.Time("until", e.Until.UTC().Round(time.Millisecond)))
+}
+
+func (c *logCall) ValidationFailed(e ValidationFailed) {
+	c.emit(slog.LevelWarn, "backstop: answer failed its schema", slog.String("target", e.Target.Name),
+		slog.Any("paths", e.Paths), slog.Any("keywords", e.Keywords))
+}
+
+func (c *logCall) SharedLocal() {
+	c.emit(slog.LevelDebug, "backstop: shared state unavailable, deciding locally")
+}
+
+func (c *logCall) End(e CallEnd) {
+	level := slog.LevelInfo
+	if e.Outcome != OutcomeServed {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("outcome", e.Outcome), slog.Int("attempts", e.Attempts)}
+	if e.Served != nil {
+		attrs = append(attrs, slog.String("served", e.Served.Name), slog.String("tier", e.Served.Tier))
+		if e.Model != "" {
+			attrs = append(attrs, slog.String("model", e.Model))
+		}
+		if e.RequestID != "" {
+			attrs = append(attrs, slog.String("request_id", e.RequestID))
+		}
+	}
+	if e.Stream != "" {
+		attrs = append(attrs, slog.String("stream", e.Stream))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error_type", e.ErrorType), slog.String("error", e.Err.Error()))
+	}
+	c.emit(level, "backstop: call", attrs...)
+}
+
+// logAttempt logs one attempt's end.
+type logAttempt struct {
+	c      *logCall
+	target Target
+	n      int
+}
+
+func (a *logAttempt) FirstChunk(FirstChunk) {}
+
+func (a *logAttempt) End(e AttemptEnd) {
+	level := slog.LevelDebug
+	if e.Err != nil {
+		level = slog.LevelInfo
+	}
+	attrs := []slog.Attr{slog.String("target", e.Target.Name), slog.String("tier", e.Target.Tier), slog.Int("n", e.N)}
+	if e.Status != 0 {
+		attrs = append(attrs, slog.Int("status", e.Status))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("kind", e.Kind.String()))
+	}
+	if e.Response != nil && e.Response.RequestID != "" {
+		attrs = append(attrs, slog.String("request_id", e.Response.RequestID))
+	}
+	attrs = append(attrs, slog.Duration("duration", e.Duration.Round(time.Microsecond)))
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	a.c.emit(level, "backstop: attempt", attrs...)
+}

@@ -1,0 +1,289 @@
+// Package observe owns the events of a chain's walk: one typed event per
+// decision the executor takes (a call starting and ending, each attempt
+// starting and ending, a retry with its wait, a target skipped and why, a
+// fallback, a Retry-After gate closing, a schema failure, a breaker
+// changing state), and the Observer interfaces that receive them.
+//
+// A chain delivers its events to the observers its Builder was given
+// (chain.Builder.Observe). OpenTelemetry (package tracing) is one observer,
+// on by default; Log, in this package, writes them to a log/slog Logger;
+// Funcs turns plain functions into an observer. An observer that has
+// nothing to record for a call returns a nil Call from StartCall, and the
+// chain then builds no event for it: a call nobody observes costs nothing
+// extra.
+//
+// Events never carry an API key. They carry the request and the answer
+// (AttemptStart.Request, AttemptEnd.Response) because an observer may be
+// told to record them (tracing's CaptureContent); an observer that records
+// content must say so and be off by default.
+package observe
+
+import (
+	"context"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// Observer receives the events of every call of a chain. Its methods may
+// be called from many goroutines at once.
+type Observer interface {
+	// StartCall is called as a call starts. It returns the context the
+	// call goes on under (ctx, or one carrying a span), and the Call that
+	// receives the call's further events; a nil Call observes nothing more
+	// of it.
+	StartCall(ctx context.Context, e CallStart) (context.Context, Call)
+}
+
+// Call receives the events of one call, in the order they happen, from
+// the goroutine that made the call.
+type Call interface {
+	// StartAttempt is called before a request is sent to a target (or a
+	// degradation is asked). It returns the context to send it under, and
+	// the Attempt that receives the attempt's end; nil for none.
+	StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt)
+	// Retry: the chain will send the same target another request after
+	// Wait.
+	Retry(e Retry)
+	// Skip: a target, or a retry of it, was passed over without a request.
+	Skip(e Skip)
+	// Fallback: the chain moves on from a target that failed (or was
+	// skipped) to the next one.
+	Fallback(e Fallback)
+	// GateClosed: a Retry-After the call does not wait out closed a
+	// target for other calls.
+	GateClosed(e GateClosed)
+	// ValidationFailed: an answer did not pass its schema.
+	ValidationFailed(e ValidationFailed)
+	// SharedLocal: the shared state (Redis) did not answer; the call
+	// decides with this replica's own.
+	SharedLocal()
+	// End: the call ended. No event follows.
+	End(e CallEnd)
+}
+
+// Attempt receives the end of one attempt.
+type Attempt interface {
+	// FirstChunk: a streamed attempt sent its first chunk.
+	FirstChunk(e FirstChunk)
+	// End: the attempt ended (for a stream, when the stream did).
+	End(e AttemptEnd)
+}
+
+// Binder is implemented by an observer that prepares for a chain once, at
+// Build: it is given the chain's name and every target and degradation,
+// in order (Target.Index is the position in that list). An error fails
+// Build.
+type Binder interface {
+	Bind(chain string, targets []Target) error
+}
+
+// StateObserver is implemented by an observer that also wants the changes
+// of state that belong to no call: a breaker changing state (reported
+// from inside the breaker, keep it quick), a shared store (Redis)
+// becoming unavailable.
+type StateObserver interface {
+	BreakerChanged(e BreakerChange)
+	SharedUnavailable(e SharedUnavailable)
+}
+
+// Target identifies a model target or a degradation of a chain.
+type Target struct {
+	// Name is the target's name, unique in its chain.
+	Name string
+	// Tier is "primary", "deployment", "sibling", "provider" or
+	// "degrade".
+	Tier string
+	// Provider is the provider's Name; "" for a degradation.
+	Provider string
+	// Model is the model requested; "" for a degradation.
+	Model string
+	// Index is the target's place in the chain, from 0: the model targets
+	// in order, then the degradations.
+	Index int
+}
+
+// CallStart starts a call.
+type CallStart struct {
+	// Chain is the chain's name.
+	Chain string
+	// Stream is true for Chain.Stream.
+	Stream bool
+}
+
+// AttemptStart starts an attempt.
+type AttemptStart struct {
+	Target Target
+	// N counts the attempts on this target, from 1.
+	N int
+	// Request is the request as sent to this target: its Model, System and
+	// Params applied. It holds the prompt: record it only when told to.
+	Request llm.Request
+}
+
+// AttemptEnd ends an attempt.
+type AttemptEnd struct {
+	Target Target
+	N      int
+	// Response is the answer, also one that failed its schema; nil when
+	// none arrived. It holds the answer: record it only when told to.
+	Response *llm.Response
+	// Status is the HTTP status (200 for an answer, 0 when none arrived).
+	Status int
+	// Kind classifies the failure; KindUnknown on success.
+	Kind llm.Kind
+	// Err is the failure; nil on success.
+	Err error
+	// Duration is how long the attempt took.
+	Duration time.Duration
+}
+
+// Retry says the chain will retry a target.
+type Retry struct {
+	Target Target
+	// N is the attempt that failed; the retry is N+1.
+	N int
+	// Kind is the failure retried.
+	Kind llm.Kind
+	// Wait is how long the chain waits first; RetryAfter what the provider
+	// asked for (0: nothing).
+	Wait, RetryAfter time.Duration
+	// Reason says why, when more than the kind does ("retry-after 4s",
+	// "re-asked with the schema's problems"); often empty.
+	Reason string
+}
+
+// SkipCause is why a target was passed over.
+type SkipCause uint8
+
+// The causes of a Skip.
+const (
+	// SkipBreaker: its circuit breaker is open (here or on another
+	// replica), or half-open with its probe in flight.
+	SkipBreaker SkipCause = iota
+	// SkipBudget: its retry budget is exhausted (a retry only).
+	SkipBudget
+	// SkipGate: a Retry-After closed it.
+	SkipGate
+	// SkipThrottle: its self-throttling slot is too far away.
+	SkipThrottle
+	// SkipContextWindow: its context window is not larger than the one a
+	// prompt overflowed.
+	SkipContextWindow
+	// SkipDeadline: the deadline passed before it was tried.
+	SkipDeadline
+)
+
+// String returns the cause's name.
+func (c SkipCause) String() string {
+	switch c {
+	case SkipBreaker:
+		return "breaker"
+	case SkipBudget:
+		return "budget"
+	case SkipGate:
+		return "gate"
+	case SkipThrottle:
+		return "throttle"
+	case SkipContextWindow:
+		return "context_window"
+	case SkipDeadline:
+		return "deadline"
+	}
+	return "unknown"
+}
+
+// Skip says a target, or a retry of it, was passed over without a request.
+type Skip struct {
+	Target Target
+	// N is the attempt that was not sent: 0 for a target passed over,
+	// the retry's number for a retry refused.
+	N     int
+	Cause SkipCause
+	// Reason says why in words; Err is the error recorded for it.
+	Reason string
+	Err    error
+}
+
+// Fallback says the chain moves on from a target to the next one.
+type Fallback struct {
+	From, To Target
+	// Reason is the kind the From target last failed with, or "skipped".
+	Reason string
+}
+
+// GateClosed says a target was closed until Until by a Retry-After.
+type GateClosed struct {
+	Target Target
+	Until  time.Time
+}
+
+// ValidationFailed says an answer did not pass its schema, at Paths (JSON
+// Pointers, one per violation) with Keywords. No answer text is carried.
+type ValidationFailed struct {
+	Target          Target
+	Paths, Keywords []string
+}
+
+// FirstChunk says a streamed attempt sent its first chunk After this long.
+type FirstChunk struct {
+	Target Target
+	N      int
+	After  time.Duration
+}
+
+// Outcomes of a call, in CallEnd.Outcome.
+const (
+	OutcomeServed   = "served"
+	OutcomeDegraded = "degraded"
+	OutcomeFailed   = "failed"
+	OutcomeCanceled = "canceled"
+)
+
+// Outcomes of a stream, in CallEnd.Stream.
+const (
+	StreamComplete   = "complete"
+	StreamIncomplete = "incomplete"
+	StreamRestarted  = "restarted"
+	StreamAbandoned  = "abandoned"
+)
+
+// CallEnd ends a call.
+type CallEnd struct {
+	// Served is what answered; nil when nothing did.
+	Served *Target
+	// Model and RequestID are the answer's, as the provider sent them.
+	Model, RequestID string
+	// Degraded is true when a degradation answered; Age is a remembered
+	// answer's age.
+	Degraded bool
+	Age      time.Duration
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// ErrorType is, on failure, "exhausted", "canceled", "incomplete",
+	// "abandoned" or the kind that stopped the call; "" on success.
+	ErrorType string
+	// Err is the call's error; nil on success.
+	Err error
+	// Stream is, for a streamed call, one of the Stream constants; "" for
+	// Call.
+	Stream string
+	// Attempts is how many requests were sent (degradations included).
+	Attempts int
+}
+
+// BreakerChange says a target's breaker changed state.
+type BreakerChange struct {
+	Chain    string
+	Target   Target
+	From, To string // "closed", "half-open", "open"
+}
+
+// SharedUnavailable says a shared store stopped answering.
+type SharedUnavailable struct {
+	Chain string
+	// Store is "breaker", "budget" or "cache".
+	Store string
+	// Target is the target whose store it is; "" for the chain's.
+	Target string
+}
