@@ -49,16 +49,17 @@ func (a *attempt) record(s sent, d Decision, reason string) Attempt {
 		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason}
 }
 
-// skipped is the record of attempt n on t, not sent, after waiting wait.
-func skipped(t *target, n int, wait time.Duration, err error, d Decision, reason string) Attempt {
-	return Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Err: err, Decision: d, Reason: reason}
+// skipped is the record of attempt n on t, not sent (after waiting wait),
+// for err.
+func skipped(t *target, n int, wait time.Duration, err error, reason string) Attempt {
+	return Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, N: n, Wait: wait, Err: err, Decision: DecisionSkip, Reason: reason}
 }
 
 // tried is how a target's attempts ended.
 type tried struct {
 	resp      *llm.Response
 	js        json.RawMessage
-	committed *attempt // the attempt of a stream still arriving
+	committed bool // a stream still arriving (its sender has the attempt)
 	err       error
 	kind      llm.Kind
 	stop      bool // the call stops here (the next-target column said so)
@@ -80,7 +81,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 				return tried{err: &refusedError{last.err, why}, kind: last.kind}
 			}
 		}
-		a := &attempt{t: t, n: n, req: req, ticket: ticket, wait: wait}
+		a := &attempt{t: t, n: n, req: req, ticket: ticket, wait: wait} // on the stack: senders get a copy
 		if t.throttle != nil {
 			if out, refused := w.pace(a, last); refused {
 				return out
@@ -89,7 +90,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 		s := w.attempt(a)
 		switch {
 		case s.committed:
-			return tried{resp: s.resp, committed: a}
+			return tried{resp: s.resp, committed: true}
 		case s.err == nil:
 			w.record(a.record(s, DecisionServed, ""))
 			return tried{resp: s.resp, js: s.js}
@@ -170,7 +171,7 @@ func (w *walk) retryRefused(a *attempt, s sent) (tried, bool) {
 		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
 	}
 	w.record(a.record(s, DecisionNext, reason))
-	w.record(skipped(t, a.n+1, 0, why, DecisionSkip, reason))
+	w.record(skipped(t, a.n+1, 0, why, reason))
 	w.obs.skip(&t.ob, a.n+1, cause, reason, why)
 	return tried{err: &refusedError{s.err, why}, kind: s.kind}, true
 }
@@ -189,7 +190,7 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 	} else {
 		return ticket, nil
 	}
-	w.record(skipped(t, n, wait, why, DecisionSkip, reason))
+	w.record(skipped(t, n, wait, why, reason))
 	w.obs.skip(&t.ob, n, cause, reason, why)
 	return breaker.Ticket{}, why
 }
@@ -199,10 +200,12 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 func (w *walk) waitCut(a *attempt, s sent, slept time.Duration) tried {
 	refund(w.ctx, a.t.budget)
 	if cerr := canceled(w.caller); cerr != nil {
-		w.record(skipped(a.t, a.n+1, slept, cerr, DecisionStop, "the caller canceled during the wait"))
+		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
+		rec.Decision = DecisionStop
+		w.record(rec)
 		return tried{err: cerr, kind: llm.KindCanceled}
 	}
-	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, DecisionSkip, "the deadline passed during the wait"))
+	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, "the deadline passed during the wait"))
 	return tried{err: s.err, kind: s.kind}
 }
 
@@ -245,7 +248,7 @@ func (w *walk) reserve(a *attempt) (time.Duration, error) {
 		if n == 1 {
 			n = 0 // the target is passed over
 		}
-		w.record(skipped(t, n, a.wait, throttle.ErrThrottled, DecisionSkip, reason))
+		w.record(skipped(t, n, a.wait, throttle.ErrThrottled, reason))
 		w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
 		return 0, throttle.ErrThrottled
 	}
@@ -274,7 +277,7 @@ func (w *walk) attempt(a *attempt) sent {
 	if w.begin < 0 {
 		w.begin = a.start
 	}
-	resp, err := w.send.send(ctx, a)
+	resp, err := w.send.send(ctx, *a)
 	if err == nil && resp != nil && w.send.commits(t) {
 		return sent{resp: resp, committed: true}
 	}
@@ -341,7 +344,7 @@ func (w *walk) classify(s *sent, err error) {
 // completeSender is Call's sender: one Complete, the whole answer.
 type completeSender struct{}
 
-func (completeSender) send(ctx context.Context, a *attempt) (*llm.Response, error) {
+func (completeSender) send(ctx context.Context, a attempt) (*llm.Response, error) {
 	return complete(ctx, a.t, a.req, a.ticket)
 }
 

@@ -151,44 +151,95 @@ func (b *Builder) add(tier Tier, t Target) *Builder {
 }
 
 // Build checks the configuration and returns the chain, or every problem
-// found, joined; each matches ErrInvalidConfig and names its target.
+// found, joined; each matches ErrInvalidConfig and names its target. It
+// validates (checkChain, checkEntry, checkTarget) and compiles
+// (compileObservers, compileTarget, bind) in one pass, so that a problem
+// found compiling (a schema that does not compile) is reported with the
+// others.
 func (b *Builder) Build() (*Chain, error) {
-	c := &Chain{
+	p := &build{b: b, c: &Chain{
 		name:            b.name,
 		deadline:        b.deadline,
 		degradeTimeout:  b.degradeTimeout,
 		contentFallback: b.contentFallback,
 		restart:         b.restart,
 		epoch:           time.Now(),
-	}
+	}}
+	c := p.c
 	if c.degradeTimeout == 0 {
 		c.degradeTimeout = DefaultDegradeTimeout
 	}
-	var errs []error
-	fail := func(target, format string, args ...any) {
-		errs = append(errs, &ConfigError{Chain: b.name, Target: target, Problem: fmt.Sprintf(format, args...)})
+	p.checkChain()
+	p.compileObservers()
+	if b.schema != nil {
+		s, err := validate.Compile(b.schema)
+		p.wrap("", "Schema is invalid", err)
+		c.schema = s
 	}
+	p.entries()
+	c.bind(func(o observe.Observer, err error) {
+		p.wrap("", fmt.Sprintf("the observer %T refused the chain", o), err)
+	})
+	if b.shared != nil {
+		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
+			p.errs = append(p.errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
+		})
+	}
+	if err := errors.Join(p.errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// build is one run of Build: the chain being compiled and the problems
+// found so far.
+type build struct {
+	b    *Builder
+	c    *Chain
+	errs []error
+}
+
+// fail records a problem of target ("" for the chain as a whole).
+func (p *build) fail(target, format string, args ...any) {
+	p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: target, Problem: fmt.Sprintf(format, args...)})
+}
+
+// wrap records err, when not nil, as a problem of target.
+func (p *build) wrap(target, problem string, err error) {
+	if err != nil {
+		p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: target, Problem: problem, Err: err})
+	}
+}
+
+// checkChain checks the settings of the chain as a whole.
+func (p *build) checkChain() {
+	b := p.b
 	if b.name == "" {
-		fail("", "the chain has no name; pass one to chain.New")
+		p.fail("", "the chain has no name; pass one to chain.New")
 	}
 	if b.deadline < 0 {
-		fail("", "Deadline is %v; it must not be negative (0 means none)", b.deadline)
+		p.fail("", "Deadline is %v; it must not be negative (0 means none)", b.deadline)
 	}
 	if b.degradeTimeout < 0 {
-		fail("", "DegradeTimeout is %v; it must not be negative (0 means %v)", b.degradeTimeout, DefaultDegradeTimeout)
+		p.fail("", "DegradeTimeout is %v; it must not be negative (0 means %v)", b.degradeTimeout, DefaultDegradeTimeout)
 	}
 	if len(b.entries) == 0 {
-		fail("", "the chain is empty; add a target with Primary")
+		p.fail("", "the chain is empty; add a target with Primary")
 	}
-	tel, err := tracing.New(b.telemetry)
+}
+
+// compileObservers puts the OpenTelemetry observer first, then Observe's.
+func (p *build) compileObservers() {
+	c := p.c
+	tel, err := tracing.New(p.b.telemetry)
 	if err != nil {
-		errs = append(errs, &ConfigError{Chain: b.name, Problem: "the telemetry providers failed", Err: err})
+		p.wrap("", "the telemetry providers failed", err)
 	} else {
 		c.observers = append(c.observers, tel)
 	}
-	for i, o := range b.observers {
+	for i, o := range p.b.observers {
 		if isNil(o) {
-			fail("", "Observe was given a nil Observer (#%d)", i+1)
+			p.fail("", "Observe was given a nil Observer (#%d)", i+1)
 			continue
 		}
 		c.observers = append(c.observers, o)
@@ -198,168 +249,163 @@ func (b *Builder) Build() (*Chain, error) {
 			c.state = append(c.state, so)
 		}
 	}
-	if b.schema != nil {
-		s, err := validate.Compile(b.schema)
-		if err != nil {
-			errs = append(errs, &ConfigError{Chain: b.name, Problem: "Schema is invalid", Err: err})
-		}
-		c.schema = s
-	}
+}
 
+// entries checks and compiles the targets and degradations in order.
+func (p *build) entries() {
 	names := map[string]bool{}
 	var primary *Target
 	last := TierPrimary
-	for i, e := range b.entries {
-		name := e.target.Name
+	for i, e := range p.b.entries {
+		label, ok := p.checkEntry(i, e, names, &last)
+		if !ok {
+			continue
+		}
 		if e.tier == TierDegrade {
-			if isNil(e.degr) {
-				fail("", "OrDegrade #%d was given a nil Degradation", i+1)
-				continue
-			}
-			name = e.degr.Name()
-		}
-		label := name
-		if label == "" {
-			label = fmt.Sprintf("#%d", i+1)
-		}
-		switch {
-		case name == "":
-			fail(label, "%s target has no Name; give every target a unique name", e.tier.method())
-		case names[name]:
-			if e.tier == TierDegrade {
-				fail(label, "the name is used twice; wrap one degradation in chain.Named to tell them apart")
-			} else {
-				fail(label, "the name is used twice; target names must be unique in a chain")
-			}
-		}
-		names[name] = true
-
-		switch {
-		case e.tier == TierPrimary && i != 0:
-			fail(label, "Primary must be the first target and come once; use OrDeployment, OrSibling or OrProvider for the others")
-		case e.tier != TierPrimary && i == 0:
-			fail(label, "the chain starts with %s; start it with Primary", e.tier.method())
-		case e.tier < last:
-			fail(label, "%s comes after %s; tiers go Primary, OrDeployment, OrSibling, OrProvider, OrDegrade", e.tier.method(), last.method())
-		}
-		last = max(last, e.tier)
-		if e.tier == TierDegrade {
-			c.degrades = append(c.degrades, c.bindDegradation(e.degr, func(problem string, err error) {
-				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: problem, Err: err})
+			p.c.degrades = append(p.c.degrades, p.c.bindDegradation(e.degr, func(problem string, err error) {
+				p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Problem: problem, Err: err})
 			}))
 			continue
 		}
-
 		t := e.target
-		if isNil(t.Provider) {
-			if t.Provider != nil {
-				fail(label, "Provider is a nil %T; pass the provider its constructor returned (did it fail?)", t.Provider)
-			} else {
-				fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
-			}
-			t.Provider = nil // the checks below take it as missing
-		} else if name, err := nameOf(t.Provider); err != nil || name == "" {
-			if err != nil {
-				fail(label, "Provider.Name panicked (%v); a provider must name itself", err)
-			} else {
-				fail(label, "Provider.Name returned \"\"; a provider must name itself (it is the gen_ai.provider.name of its spans, and tiers compare it)")
-			}
-			t.Provider = nil
-		}
-		for _, p := range checkParams(&t.Params) {
-			fail(label, "%s", p)
-		}
-		if t.Budget != nil && isNil(t.Budget) {
-			fail(label, "Budget is a nil %T; pass a budget its constructor returned, or leave Budget nil for the default", t.Budget)
-		}
-		if t.Model == "" {
-			fail(label, "Model is empty; name the model to request")
-		}
-		if t.FirstChunkTimeout < 0 || t.IdleTimeout < 0 {
-			fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means none)", t.FirstChunkTimeout, t.IdleTimeout)
-		}
-		if t.Timeout < 0 {
-			fail(label, "Timeout is %v; it must not be negative (0 means none per attempt)", t.Timeout)
-		}
-		if t.ContextWindow < 0 {
-			fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)
-		}
-		if t.Params.MaxTokens < 0 {
-			fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
-		}
-		if err := t.Retry.Validate(); err != nil {
-			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Retry is invalid", Err: err})
-		}
-		if len(b.regions) > 0 && !slices.Contains(b.regions, t.Region) {
-			if t.Region == "" {
-				fail(label, "Region is empty, but the chain allows only regions %q; set the target's Region", b.regions)
-			} else {
-				fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, b.regions)
-			}
-		}
-		ob := observe.Target{Name: t.Name, Tier: e.tier.String(), Provider: providerName(t.Provider), Model: t.Model, Index: len(c.targets)}
-		bs := t.Breaker
-		if user := bs.OnStateChange; len(c.state) > 0 {
-			bs.OnStateChange = func(name string, from, to breaker.State) {
-				c.breakerChanged(ob, from, to)
-				if user != nil {
-					user(name, from, to)
-				}
-			}
-		}
-		br, err := breaker.New(t.Name, bs)
-		if err != nil {
-			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Breaker is invalid", Err: err})
-		}
-		lim, err := throttle.New(t.Throttle)
-		if err != nil {
-			errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Throttle is invalid", Err: err})
-		}
-		sch := c.schema
-		if t.Schema != nil {
-			if sch, err = validate.Compile(t.Schema); err != nil {
-				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "Schema is invalid", Err: err})
-			}
-		}
-		bud := t.Budget
-		if bud == nil {
-			bud, err = budget.NewRatio(budget.RatioConfig{})
-			if err != nil {
-				errs = append(errs, &ConfigError{Chain: b.name, Target: label, Problem: "the default budget", Err: err})
-			}
-		}
+		p.checkTarget(label, &t)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
-			checkTier(e.tier, t, primary, func(f string, a ...any) { fail(label, f, a...) })
+			checkTier(e.tier, t, primary, func(f string, a ...any) { p.fail(label, f, a...) })
 		}
-		c.targets = append(c.targets, &target{
-			Target:   t,
-			tier:     e.tier,
-			policy:   t.Retry.WithDefaults(),
-			table:    t.Retry.Table(),
-			budget:   bud,
-			breaker:  br,
-			maxGate:  t.Breaker.WithDefaults().MaxGate,
-			schema:   sch,
-			ob:       ob,
-			throttle: lim,
-			hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
-				t.Params.Stop != nil || len(t.Params.Extra) != 0,
-		})
+		p.c.targets = append(p.c.targets, p.compileTarget(label, e.tier, t))
 	}
-	c.bind(func(o observe.Observer, err error) {
-		errs = append(errs, &ConfigError{Chain: b.name, Problem: fmt.Sprintf("the observer %T refused the chain", o), Err: err})
-	})
-	if b.shared != nil {
-		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
-			errs = append(errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
-		})
+}
+
+// checkEntry checks entry i's name (present, unique) and its place in the
+// order of tiers, raising *last, and returns the label its problems are
+// reported under; ok is false for a nil degradation.
+func (p *build) checkEntry(i int, e entry, names map[string]bool, last *Tier) (label string, ok bool) {
+	name := e.target.Name
+	if e.tier == TierDegrade {
+		if isNil(e.degr) {
+			p.fail("", "OrDegrade #%d was given a nil Degradation", i+1)
+			return "", false
+		}
+		name = e.degr.Name()
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	label = name
+	if label == "" {
+		label = fmt.Sprintf("#%d", i+1)
 	}
-	return c, nil
+	switch {
+	case name == "":
+		p.fail(label, "%s target has no Name; give every target a unique name", e.tier.method())
+	case names[name] && e.tier == TierDegrade:
+		p.fail(label, "the name is used twice; wrap one degradation in chain.Named to tell them apart")
+	case names[name]:
+		p.fail(label, "the name is used twice; target names must be unique in a chain")
+	}
+	names[name] = true
+	switch {
+	case e.tier == TierPrimary && i != 0:
+		p.fail(label, "Primary must be the first target and come once; use OrDeployment, OrSibling or OrProvider for the others")
+	case e.tier != TierPrimary && i == 0:
+		p.fail(label, "the chain starts with %s; start it with Primary", e.tier.method())
+	case e.tier < *last:
+		p.fail(label, "%s comes after %s; tiers go Primary, OrDeployment, OrSibling, OrProvider, OrDegrade", e.tier.method(), last.method())
+	}
+	*last = max(*last, e.tier)
+	return label, true
+}
+
+// checkTarget checks a model target's fields; a provider found unusable
+// (nil, a typed nil, no name) is set to nil, for the checks that follow.
+func (p *build) checkTarget(label string, t *Target) {
+	if isNil(t.Provider) {
+		if t.Provider != nil {
+			p.fail(label, "Provider is a nil %T; pass the provider its constructor returned (did it fail?)", t.Provider)
+		} else {
+			p.fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
+		}
+		t.Provider = nil
+	} else if name, err := nameOf(t.Provider); err != nil || name == "" {
+		if err != nil {
+			p.fail(label, "Provider.Name panicked (%v); a provider must name itself", err)
+		} else {
+			p.fail(label, "Provider.Name returned \"\"; a provider must name itself (it is the gen_ai.provider.name of its spans, and tiers compare it)")
+		}
+		t.Provider = nil
+	}
+	for _, problem := range checkParams(&t.Params) {
+		p.fail(label, "%s", problem)
+	}
+	if t.Budget != nil && isNil(t.Budget) {
+		p.fail(label, "Budget is a nil %T; pass a budget its constructor returned, or leave Budget nil for the default", t.Budget)
+	}
+	if t.Model == "" {
+		p.fail(label, "Model is empty; name the model to request")
+	}
+	if t.FirstChunkTimeout < 0 || t.IdleTimeout < 0 {
+		p.fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means none)", t.FirstChunkTimeout, t.IdleTimeout)
+	}
+	if t.Timeout < 0 {
+		p.fail(label, "Timeout is %v; it must not be negative (0 means none per attempt)", t.Timeout)
+	}
+	if t.ContextWindow < 0 {
+		p.fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)
+	}
+	if t.Params.MaxTokens < 0 {
+		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
+	}
+	p.wrap(label, "Retry is invalid", t.Retry.Validate())
+	if regions := p.b.regions; len(regions) > 0 && !slices.Contains(regions, t.Region) {
+		if t.Region == "" {
+			p.fail(label, "Region is empty, but the chain allows only regions %q; set the target's Region", regions)
+		} else {
+			p.fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, regions)
+		}
+	}
+}
+
+// compileTarget makes what a call needs of target t: its breaker
+// (reporting state changes to the observers), throttle, schema and budget.
+func (p *build) compileTarget(label string, tier Tier, t Target) *target {
+	c := p.c
+	ob := observe.Target{Name: t.Name, Tier: tier.String(), Provider: providerName(t.Provider), Model: t.Model, Index: len(c.targets)}
+	bs := t.Breaker
+	if user := bs.OnStateChange; len(c.state) > 0 {
+		bs.OnStateChange = func(name string, from, to breaker.State) {
+			c.breakerChanged(ob, from, to)
+			if user != nil {
+				user(name, from, to)
+			}
+		}
+	}
+	br, err := breaker.New(t.Name, bs)
+	p.wrap(label, "Breaker is invalid", err)
+	lim, err := throttle.New(t.Throttle)
+	p.wrap(label, "Throttle is invalid", err)
+	sch := c.schema
+	if t.Schema != nil {
+		sch, err = validate.Compile(t.Schema)
+		p.wrap(label, "Schema is invalid", err)
+	}
+	bud := t.Budget
+	if bud == nil {
+		bud, err = budget.NewRatio(budget.RatioConfig{})
+		p.wrap(label, "the default budget", err)
+	}
+	return &target{
+		Target:   t,
+		tier:     tier,
+		policy:   t.Retry.WithDefaults(),
+		table:    t.Retry.Table(),
+		budget:   bud,
+		breaker:  br,
+		maxGate:  t.Breaker.WithDefaults().MaxGate,
+		schema:   sch,
+		ob:       ob,
+		throttle: lim,
+		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
+			t.Params.Stop != nil || len(t.Params.Extra) != 0,
+	}
 }
 
 // checkTier reports a target that contradicts its tier's name.

@@ -61,9 +61,10 @@ func (c *Chain) Name() string { return c.name }
 // attempts made.
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.startCall(ctx, false)
-	w, done := c.newWalk(ctx, obs, req, completeSender{})
+	var w walk
+	w.start(c, ctx, obs, req, completeSender{})
 	s, err := w.run()
-	done()
+	w.done()
 	w.end(s, err, "")
 	return w.res, err
 }

@@ -164,7 +164,7 @@ func (ss streamSender) commits(t *target) bool {
 	return ok
 }
 
-func (ss streamSender) send(ctx context.Context, a *attempt) (*llm.Response, error) {
+func (ss streamSender) send(ctx context.Context, a attempt) (*llm.Response, error) {
 	sp, ok := a.t.Provider.(llm.StreamProvider)
 	if !ok {
 		return complete(ctx, a.t, a.req, a.ticket)
@@ -172,10 +172,10 @@ func (ss streamSender) send(ctx context.Context, a *attempt) (*llm.Response, err
 	return ss.s.st.open(ctx, sp, a)
 }
 
-// open starts the stream of attempt a and reads its first chunk. A
-// provider that panics has the breaker ticket released first, as Call's
-// attempts do.
-func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt) (resp *llm.Response, err error) {
+// open starts the stream of attempt a and reads its first chunk, keeping
+// the attempt for when the stream ends. A provider that panics has the
+// breaker ticket released first, as Call's attempts do.
+func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a attempt) (resp *llm.Response, err error) {
 	if a.ticket.Held() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -225,7 +225,7 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 		s.Close()
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
-	*st = streamState{a: a, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
+	*st = streamState{a: &a, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
 	}
@@ -256,8 +256,9 @@ func (st *streamState) release() {
 func (s *Stream) run(yield func(Chunk, error) bool) error {
 	c := s.c
 	ctx, obs := c.startCall(s.ctx, true)
-	w, done := c.newWalk(ctx, obs, s.req, streamSender{s})
-	defer done()
+	w := &walk{}
+	w.start(c, ctx, obs, s.req, streamSender{s})
+	defer w.done()
 	s.w, s.res = w, w.res
 	sv, err := s.walk(yield)
 	w.end(sv, err, s.outcome(err))
@@ -286,7 +287,7 @@ func (s *Stream) outcome(err error) string {
 
 // walk runs the walk, relays the answer it commits, and restarts it after
 // a failure when Builder.RestartStreams allows.
-func (s *Stream) walk(yield func(Chunk, error) bool) (sv *served, err error) {
+func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			// The provider or the caller's loop panicked mid-stream: release
@@ -303,15 +304,15 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv *served, err error) {
 		sv, err := s.w.run()
 		if err != nil {
 			yield(Chunk{}, err)
-			return nil, err
+			return served{}, err
 		}
-		if sv.stream == nil {
+		if !sv.streaming {
 			// A degradation, or a target that does not stream, answered
 			// whole (validated like any Call): one chunk.
 			yield(Chunk{Text: s.res.Text}, nil)
 			return sv, nil
 		}
-		t := sv.stream.t
+		t := s.st.a.t
 		ferr, d, stopped := s.relay(yield)
 		switch {
 		case stopped:
@@ -320,7 +321,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv *served, err error) {
 		case ferr == nil:
 			return sv, nil
 		case d != DecisionNext:
-			return nil, s.failed(t, ferr, yield)
+			return served{}, s.failed(t, ferr, yield)
 		}
 		// Restart: forget the answer, say so, go on from the next target.
 		s.w.causes = append(s.w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
@@ -328,7 +329,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv *served, err error) {
 		s.restarts++
 		if !yield(Chunk{Restart: true}, nil) {
 			s.abandoned = true
-			return nil, nil
+			return served{}, nil
 		}
 		s.st = streamState{}
 	}

@@ -32,46 +32,52 @@ type walk struct {
 	causes    []error       // one per target that failed, in order
 	begin     time.Duration // when the first attempt started, on the chain's clock; -1 before
 	minWindow int           // after a context-length failure: only larger windows; -1 before
+	cancel    context.CancelFunc // the deadline's
 }
 
 // sender makes one attempt. Call's sends the request and returns the whole
 // answer; Stream's opens a stream and returns once its first chunk is read,
-// and commits: the attempt goes on after the walk, and the sender ends it.
+// and commits: it keeps its copy of the attempt, which goes on after the
+// walk, and ends it itself.
 type sender interface {
-	send(ctx context.Context, a *attempt) (*llm.Response, error)
+	send(ctx context.Context, a attempt) (*llm.Response, error)
 	// commits reports whether an answer send returned for t is still
 	// arriving, to be validated, recorded and settled by the sender.
 	commits(t *target) bool
 }
 
-// newWalk starts the walk of req, bounded by c's deadline; done releases
-// the deadline's timer.
-func (c *Chain) newWalk(ctx context.Context, obs *callObs, req llm.Request, send sender) (w *walk, done context.CancelFunc) {
-	w = &walk{c: c, caller: ctx, ctx: ctx, req: req, obs: obs, send: send, begin: -1, minWindow: -1}
-	w.res = &Result{}
+// start starts the walk of req, bounded by c's deadline; the walk's done
+// releases the deadline's timer. The walk lives on its caller's stack.
+func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, req llm.Request, send sender) {
+	*w = walk{c: c, caller: ctx, ctx: ctx, req: req, obs: obs, send: send, begin: -1, minWindow: -1, res: &Result{}}
 	w.res.Attempts = w.res.buf[:0]
-	done = func() {}
 	if c.deadline > 0 {
-		w.ctx, done = context.WithTimeout(ctx, c.deadline)
+		w.ctx, w.cancel = context.WithTimeout(ctx, c.deadline)
 	}
-	return w, done
 }
 
-// served is what answered a call.
+// done releases the walk's deadline.
+func (w *walk) done() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// served is what answered a call; ob is nil when nothing did.
 type served struct {
 	ob       *observe.Target
 	degraded bool
-	// stream is the committed attempt of a streamed answer still arriving
-	// (nil otherwise).
-	stream *attempt
+	// streaming is true when the answer is a committed stream, still
+	// arriving.
+	streaming bool
 }
 
 // run walks the model targets from w.from, then the degradations. It
 // returns what answered (nil when nothing did) and the call's error.
-func (w *walk) run() (*served, error) {
+func (w *walk) run() (served, error) {
 	c := w.c
 	if len(w.req.Messages) == 0 {
-		return nil, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
+		return served{}, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
@@ -80,7 +86,7 @@ func (w *walk) run() (*served, error) {
 		t := c.targets[i]
 		ticket, ok, err := w.admit(t, i)
 		if err != nil {
-			return nil, err // the caller canceled
+			return served{}, err // the caller canceled
 		}
 		if !ok {
 			if w.ctx.Err() != nil {
@@ -90,29 +96,29 @@ func (w *walk) run() (*served, error) {
 		}
 		out := w.try(t, ticket)
 		switch {
-		case out.err == nil && out.committed != nil:
+		case out.err == nil && out.committed:
 			w.from = i + 1 // a restart goes on from the next target
-			return &served{ob: &t.ob, stream: out.committed}, nil
+			return served{ob: &t.ob, streaming: true}, nil
 		case out.err == nil:
 			w.serve(t, out.resp, out.js)
-			return &served{ob: &t.ob}, nil
+			return served{ob: &t.ob}, nil
 		case out.kind == llm.KindCanceled:
 			if cerr := canceled(w.caller); cerr != nil {
-				return nil, c.stopped(cerr)
+				return served{}, c.stopped(cerr)
 			}
-			return nil, c.stopped(out.err)
+			return served{}, c.stopped(out.err)
 		}
 		terr := &TargetError{Target: t.Name, Tier: t.tier, Err: out.err}
 		w.causes = append(w.causes, terr)
 		if out.stop {
-			return nil, fmt.Errorf("chain %q: %w", c.name, terr)
+			return served{}, fmt.Errorf("chain %q: %w", c.name, terr)
 		}
 	}
 	w.from = len(c.targets)
 	if g := w.degrade(); g != nil {
-		return &served{ob: &g.ob, degraded: true}, nil
+		return served{ob: &g.ob, degraded: true}, nil
 	}
-	return nil, &ExhaustedError{Chain: c.name, Causes: w.causes}
+	return served{}, &ExhaustedError{Chain: c.name, Causes: w.causes}
 }
 
 // admit decides whether target i (t) gets a first attempt: its context
@@ -192,7 +198,7 @@ func outcome(res *Result, err error) (string, string) {
 }
 
 // end reports the end of the call to its observers.
-func (w *walk) end(s *served, err error, stream string) {
+func (w *walk) end(s served, err error, stream string) {
 	if w.obs == nil {
 		return
 	}
@@ -200,9 +206,7 @@ func (w *walk) end(s *served, err error, stream string) {
 	out, errType := outcome(res, err)
 	e := observe.CallEnd{Model: res.Served.Model, RequestID: res.Served.RequestID, Degraded: res.Degraded, Age: res.Age,
 		Outcome: out, ErrorType: errType, Err: err, Stream: stream}
-	if s != nil {
-		e.Served = s.ob
-	}
+	e.Served = s.ob
 	for _, a := range res.Attempts {
 		if a.Decision != DecisionSkip {
 			e.Attempts++

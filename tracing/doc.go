@@ -1,6 +1,10 @@
 // Package tracing owns backstop's OpenTelemetry instrumentation: the spans,
 // events and metrics a chain records, and every attribute name they use
-// (names.go). Package chain calls it; nothing else names telemetry.
+// (names.go); nothing else names telemetry. It is an observer of the
+// walk's events (package observe): every chain has one, made with New from
+// the Builder's TracerProvider, MeterProvider and CaptureContent, before
+// the observers given to Builder.Observe. Its exported surface is what a
+// user configures (Options), the Observer itself, and the names.
 //
 // A call is one span, "backstop.call {chain}" (INTERNAL), with one child per
 // attempt, "chat {model}" (CLIENT), following the GenAI semantic
