@@ -28,10 +28,10 @@ type walk struct {
 	obs    *callObs // nil when nobody observes the call
 	send   sender
 
-	from      int           // the first model target to try
-	causes    []error       // one per target that failed, in order
-	begin     time.Duration // when the first attempt started, on the chain's clock; -1 before
-	minWindow int           // after a context-length failure: only larger windows; -1 before
+	from      int                // the first model target to try
+	causes    []error            // one per target that failed, in order
+	begin     time.Duration      // when the first attempt started, on the chain's clock; -1 before
+	minWindow int                // after a context-length failure: only larger windows; -1 before
 	cancel    context.CancelFunc // the deadline's
 }
 
