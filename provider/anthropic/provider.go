@@ -29,7 +29,14 @@ const (
 // is a working default.
 type Config struct {
 	// APIKey is sent as the x-api-key header. Required. It never appears in
-	// an error: the adapter redacts it from everything it quotes.
+	// an error or an answer's metadata: the adapter redacts it from
+	// everything it quotes. A key of 16 bytes or more (every key Anthropic
+	// issues) is redacted wherever it appears; a shorter one (a placeholder
+	// for a gateway or a local server) cannot be told apart from ordinary
+	// text, so it is redacted only where it stands as a whole token, not
+	// touching a letter, a digit, '_' or '-' ("key=k;", a header holding
+	// just the key): a request id such as "req_fake_19" stays intact with
+	// the key "k".
 	APIKey string
 
 	// BaseURL is the scheme, host and optional path prefix of the API, to

@@ -32,8 +32,14 @@ const (
 type Config struct {
 	// APIKey authenticates every request, as "Authorization: Bearer <key>"
 	// unless KeyHeader says otherwise. Required: for a local server that
-	// checks no key, any placeholder will do. It never appears in an error:
-	// adapters redact it from everything they quote.
+	// checks no key, any placeholder will do. It never appears in an error
+	// or an answer's metadata: the adapter redacts it from everything it
+	// quotes. A key of 16 bytes or more (every key OpenAI or Azure issues)
+	// is redacted wherever it appears; a shorter one (a placeholder such as
+	// "none") cannot be told apart from ordinary text, so it is redacted
+	// only where it stands as a whole token, not touching a letter, a digit,
+	// '_' or '-' ("key=none;", a header holding just the key): a request id
+	// or a model name that merely contains its letters stays intact.
 	APIKey string
 
 	// BaseURL is the scheme, host and optional path prefix of the server,

@@ -44,7 +44,9 @@ type Endpoint struct {
 	Header http.Header
 	// MaxBytes caps the response body Post reads; 0 means DefaultMaxBytes.
 	MaxBytes int64
-	// Secret is the API key, redacted from every error Redact sees.
+	// Secret is the API key, redacted from every error Redact sees and
+	// every answer Clean sees: wherever it appears when it is MinSecretLen
+	// bytes or longer, only as a whole token when shorter.
 	Secret string
 	// RequestID names the response header holding the request id.
 	RequestID string

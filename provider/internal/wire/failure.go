@@ -73,8 +73,9 @@ const detailMax = 512
 // boundary, the key redacted before the cut so that no prefix of it
 // survives.
 func (e *Endpoint) Detail(msg string) string {
-	s := e.redact(msg[:min(len(msg), detailMax+len(e.Secret))])
-	if len(s) > detailMax || len(msg) > detailMax+len(e.Secret) {
+	n := min(len(msg), detailMax+len(e.Secret))
+	s := redactKey(msg, n, e.Secret)
+	if len(s) > detailMax || len(msg) > n {
 		s = cutRunes(s, detailMax) + "…"
 	}
 	return s
@@ -100,8 +101,9 @@ func cutRunes(s string, n int) string {
 // control characters), the key redacted before the cut so that no prefix of
 // it survives, and the full size when the body was cut.
 func (e *Endpoint) quote(body []byte) string {
-	s := e.redact(string(body[:min(len(body), quoteMax+len(e.Secret))]))
-	cut := len(s) > quoteMax || len(body) > quoteMax+len(e.Secret)
+	n := min(len(body), quoteMax+len(e.Secret))
+	s := redactKey(body, n, e.Secret)
+	cut := len(s) > quoteMax || len(body) > n
 	s = cutRunes(s, quoteMax)
 	q := strconv.Quote(s)
 	if cut {
@@ -112,9 +114,9 @@ func (e *Endpoint) quote(body []byte) string {
 
 // Redact removes the API key from every text field of f (Detail too),
 // including the text of its cause, and returns f. Every error an adapter
-// returns passes through it. The key is matched exactly, so a key that is a common word (a
-// placeholder such as "none" for a local server) is redacted from messages
-// too.
+// returns passes through it. What counts as the key is as redactKey says:
+// a key of MinSecretLen bytes or more wherever it appears, a shorter one
+// only where it stands as a whole token.
 func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 	if e.Secret == "" {
 		return f
@@ -126,7 +128,9 @@ func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 	f.RequestID = e.redact(f.RequestID)
 	if f.Err != nil {
 		if msg := f.Err.Error(); strings.Contains(msg, e.Secret) {
-			f.Err = &redactedError{msg: e.redact(msg), err: f.Err}
+			if r := e.redact(msg); r != msg {
+				f.Err = &redactedError{msg: r, err: f.Err}
+			}
 		}
 	}
 	return f
@@ -149,10 +153,88 @@ func (e *Endpoint) Clean(res *llm.Response) *llm.Response {
 }
 
 func (e *Endpoint) redact(s string) string {
-	if e.Secret == "" || !strings.Contains(s, e.Secret) {
-		return s
+	return redactKey(s, len(s), e.Secret)
+}
+
+// MinSecretLen is the length from which a key is redacted wherever it
+// appears. A shorter key (a placeholder such as "k" or "none" for a local
+// server, a hand-made password) cannot be told apart from ordinary text:
+// redacting every occurrence would corrupt request ids, model names and
+// messages that merely contain its letters ("req_fake_19" with the key
+// "k"), so it is redacted only where it stands as a whole token. Every
+// provider's issued keys are far longer.
+const MinSecretLen = 16
+
+// redactKey returns s[:n] with every occurrence of key that lies wholly in
+// it replaced by "[redacted]". A key of MinSecretLen bytes or more is
+// replaced wherever it appears, glued to other text or not: nothing but
+// the key itself holds such a string. A shorter key is replaced only where
+// it is a whole token, judged on s whole (not on the cut at n): neither
+// neighbour is a byte a key is made of (a letter, a digit, '_' or '-'),
+// except that an escape just before it (a JSON escape such as \n or
+// \u003d, a percent-encoding such as %3D) counts as a boundary, since a
+// body quoting the key in a string or a URL writes it so. It allocates
+// only when it replaces something.
+func redactKey[T string | []byte](s T, n int, key string) string {
+	w := string(s[:n]) // no copy for a string; the caller's copy for bytes
+	if key == "" {
+		return w
 	}
-	return strings.ReplaceAll(s, e.Secret, redactedMark)
+	var b strings.Builder
+	done := 0 // w[:done] is written to b, or is w's unchanged prefix
+	for from := 0; ; {
+		i := strings.Index(w[from:], key)
+		if i < 0 {
+			break
+		}
+		i += from
+		j := i + len(key)
+		if len(key) < MinSecretLen && !wholeToken(s, i, j) {
+			from = i + 1
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(w) + len(redactedMark))
+		}
+		b.WriteString(w[done:i])
+		b.WriteString(redactedMark)
+		done, from = j, j
+	}
+	if done == 0 {
+		return w
+	}
+	b.WriteString(w[done:])
+	return b.String()
+}
+
+// wholeToken reports whether s[i:j] stands as a token of its own: see
+// redactKey.
+func wholeToken[T string | []byte](s T, i, j int) bool {
+	return (i == 0 || !keyByte(s[i-1]) || escapeEndsAt(s, i)) && (j == len(s) || !keyByte(s[j]))
+}
+
+// keyByte reports whether c is a byte API keys are made of.
+func keyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
+
+// escapeEndsAt reports whether s[:i] ends with an escape whose last byte
+// is a letter or digit: a JSON \n, \r, \t, \b or \f, a JSON \uXXXX,
+// or a percent-encoded %XX.
+func escapeEndsAt[T string | []byte](s T, i int) bool {
+	switch {
+	case i >= 2 && s[i-2] == '\\' && strings.IndexByte("nrtbf", s[i-1]) >= 0:
+		return true
+	case i >= 3 && s[i-3] == '%' && isHex(s[i-2]) && isHex(s[i-1]):
+		return true
+	case i >= 6 && s[i-6] == '\\' && s[i-5] == 'u' && isHex(s[i-4]) && isHex(s[i-3]) && isHex(s[i-2]) && isHex(s[i-1]):
+		return true
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // redactedError is a cause whose text quoted the key (a URL error for a

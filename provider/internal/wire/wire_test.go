@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -75,6 +76,12 @@ func TestRedact(t *testing.T) {
 	}
 	if f := (&Endpoint{}).Redact(&llm.Error{Message: "x"}); f.Message != "x" {
 		t.Errorf("no secret: %#v", f)
+	}
+	if res := (&Endpoint{}).Clean(&llm.Response{RequestID: "x"}); res.RequestID != "x" {
+		t.Errorf("no secret: %+v", res)
+	}
+	if d, q := (&Endpoint{}).Detail("x y"), (&Endpoint{}).quote([]byte("x y")); d != "x y" || q != `"x y"` {
+		t.Errorf("no secret: Detail %q, quote %s", d, q)
 	}
 }
 
@@ -212,6 +219,86 @@ func TestPostClosesBody(t *testing.T) {
 			t.Errorf("%s: Post = %+v, %v", tt.name, r, err)
 		case tt.kind != llm.KindUnknown && (!errors.As(err, &f) || f.Kind != tt.kind || f.Status != tt.s.status || f.RequestID != "req_1"):
 			t.Errorf("%s: Post error = %#v; want Kind %v with status and request id", tt.name, err, tt.kind)
+		}
+	}
+}
+
+// TestRedactShortKey: a key too short to be told apart from ordinary text
+// (a placeholder such as "k" or "none" for a local server) is redacted only
+// where it stands as a whole token, so that it never corrupts a request id,
+// a model name or a message that merely contains its letters, yet is still
+// redacted wherever a server echoes it as a value.
+func TestRedactShortKey(t *testing.T) {
+	e := &Endpoint{Secret: "k"}
+	intact := []string{"req_fake_19", "msg_k1", "k-1", "_k", "kk", "claude-k", "ok", "sk-ant-k0"}
+	for _, s := range intact {
+		f := e.Redact(&llm.Error{RequestID: s, Message: s, Detail: e.Detail(s), Type: s, Code: s})
+		if f.RequestID != s || f.Message != s || f.Detail != s || f.Type != s || f.Code != s {
+			t.Errorf("%q was corrupted: %#v", s, f)
+		}
+		if q := e.quote([]byte(s)); q != strconv.Quote(s) {
+			t.Errorf("quote(%q) = %s", s, q)
+		}
+		res := e.Clean(&llm.Response{ID: s, Model: s, RequestID: s, FinishReason: s})
+		if res.ID != s || res.Model != s || res.RequestID != s || res.FinishReason != s {
+			t.Errorf("Clean corrupted %q: %+v", s, res)
+		}
+	}
+	for in, want := range map[string]string{
+		"k":                      "[redacted]",
+		"key=k;":                 "key=[redacted];",
+		"invalid x-api-key: k":   "invalid x-api-key: [redacted]",
+		`{"key":"k"}`:            `{"key":"[redacted]"}`,
+		"Bearer k":               "Bearer [redacted]",
+		"k k.k,k":                "[redacted] [redacted].[redacted],[redacted]",
+		"https://h/?key=k&x=1":   "https://h/?key=[redacted]&x=1",
+		"q=%3Dk%26":              "q=%3D[redacted]%26", // percent-encoded: %3D is "="
+		`"line\nk"`:              `"line\n[redacted]"`, // a JSON escape before it
+		`"\u003ak"`:              `"\u003a[redacted]"`,
+		"キーkは無効":                 "キー[redacted]は無効",
+		"req_fake_19 with key k": "req_fake_19 with key [redacted]",
+	} {
+		if f := e.Redact(&llm.Error{Message: in, RequestID: in}); f.Message != want || f.RequestID != want {
+			t.Errorf("Redact(%q) = %q, %q; want %q", in, f.Message, f.RequestID, want)
+		}
+		if got := e.Detail(in); got != want {
+			t.Errorf("Detail(%q) = %q; want %q", in, got, want)
+		}
+		if res := e.Clean(&llm.Response{RequestID: in}); res.RequestID != want {
+			t.Errorf("Clean(%q) = %q; want %q", in, res.RequestID, want)
+		}
+	}
+	cause := fmt.Errorf("dial https://h/k: %w", io.ErrUnexpectedEOF)
+	if f := e.Redact(&llm.Error{Err: cause}); f.Err.Error() != "dial https://h/[redacted]: unexpected EOF" || !errors.Is(f, io.ErrUnexpectedEOF) {
+		t.Errorf("cause = %v", f.Err)
+	}
+	plain := errors.New("kept for the keeper")
+	if f := e.Redact(&llm.Error{Err: plain}); f.Err != plain {
+		t.Errorf("a cause holding the key's letters but not the key was wrapped: %v", f.Err)
+	}
+	// At the cut: a key whose next byte lies past the window is judged on
+	// that byte, not on the window's end.
+	long := strings.Repeat("a", detailMax-1) + " kx"
+	if got := e.Detail(long); strings.Contains(got, redactedMark) {
+		t.Errorf("Detail redacted a k followed by x past the cut: %q", got)
+	}
+	q := e.quote([]byte(strings.Repeat("a", quoteMax-1) + " kx"))
+	if strings.Contains(q, redactedMark) {
+		t.Errorf("quote redacted a k followed by x past the cut: %s", q)
+	}
+}
+
+// TestRedactLongKey: a key long enough to be a secret is redacted wherever
+// it appears, even glued to other text, so no run of it survives.
+func TestRedactLongKey(t *testing.T) {
+	e := &Endpoint{Secret: key}
+	for in, want := range map[string]string{
+		"req_" + key + "_1": "req_[redacted]_1",
+		"x" + key + key:     "x[redacted][redacted]",
+		"base64:" + key:     "base64:[redacted]",
+	} {
+		if f := e.Redact(&llm.Error{RequestID: in}); f.RequestID != want {
+			t.Errorf("Redact(%q) = %q; want %q", in, f.RequestID, want)
 		}
 	}
 }
