@@ -21,9 +21,41 @@ type errorBody struct {
 	RequestID string `json:"request_id"`
 }
 
-// spendLimit marks a spend cap wherever it appears in an error body (seen as
-// error.details.error_code): a 429 that waiting does not lift.
-const spendLimit = "enforced_spend_limit_reached"
+// spendLimits are the spend caps: a 429 (or 402) that waiting does not
+// lift. Each is recognised wherever it appears in an error body (it is sent
+// as error.details.error_code), so that a gateway's rewrapping or a proxy's
+// page quoting it is still never retried.
+var spendLimits = [...]string{
+	"enforced_spend_limit_reached",            // the monthly threshold of the API tier
+	"contract_spend_limit_reached",            // the spend limit of the organization's contract
+	"linked_organization_spend_limit_reached", // the organization billed for a user profile
+}
+
+// codeKinds classifies the error codes (error.details.error_code) that say
+// more than their type and status: the cause decides what helps. The spend
+// caps are spendLimits, found anywhere in the body; codes in neither are
+// classified by type, then status (kindOf). TestErrorCodes covers every
+// code anthropic-sdk-go v2.15.0 documents.
+var codeKinds = map[string]llm.Kind{
+	// Billing the API cannot do: never retried, the breaker opens at once.
+	"linked_organization_billing_unavailable": llm.KindQuota,
+	// An acceleration limit: waiting (Retry-After) lifts it.
+	"ramp_limit_exceeded": llm.KindRateLimited,
+	// 400s that say the target (its organization, workspace or key), not
+	// the request, is wrong: not retried, counted by the breaker, and the
+	// next target tried, where a bad request would stop the chain.
+	"organization_on_hold":               llm.KindAuth, // disabled for trust and safety
+	"organization_not_enrolled_in_beta":  llm.KindAuth,
+	"organization_not_eligible":          llm.KindAuth,
+	"claude_code_key_creator_not_member": llm.KindAuth, // the key no longer works
+	"cmek_key_disabled":                  llm.KindAuth, // the workspace's encryption key
+	"cmek_key_network_blocked":           llm.KindAuth,
+	"cmek_not_approved":                  llm.KindAuth,
+	"user_profile_not_found":             llm.KindNotFound, // an anthropic-user-profile-id header
+	// 400s that a second try can get past.
+	"request_body_timeout":              llm.KindTimeout, // the body arrived too slowly
+	"external_key_validation_timed_out": llm.KindTimeout,
+}
 
 // parseError turns an error reply into an *llm.Error, the key redacted. It
 // never fails: a body it cannot read is classified by status and quoted.
@@ -51,13 +83,25 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 			}
 		}
 	}
-	if bytes.Contains(r.Body, []byte(spendLimit)) {
+	if code := spendLimit(r.Body); code != "" {
 		f.Kind = llm.KindQuota
 		if f.Code == "" {
-			f.Code = spendLimit
+			f.Code = code
 		}
+	} else if k, ok := codeKinds[f.Code]; ok {
+		f.Kind = k
 	}
 	return p.ep.Redact(f)
+}
+
+// spendLimit returns the spend cap that body names, or "".
+func spendLimit(body []byte) string {
+	for _, code := range spendLimits {
+		if bytes.Contains(body, []byte(code)) {
+			return code
+		}
+	}
+	return ""
 }
 
 // kindOf maps an Anthropic error type onto a Kind; types it does not know
@@ -75,8 +119,10 @@ func kindOf(typ, msg string, status int) llm.Kind {
 		return llm.KindQuota
 	case "not_found_error":
 		return llm.KindNotFound
-	case "conflict_error":
+	case "conflict_error", "memory_path_conflict_error":
 		return llm.KindConflict
+	case "memory_precondition_failed_error":
+		return llm.KindBadRequest
 	case "request_too_large":
 		return llm.KindBadRequest
 	case "rate_limit_error":

@@ -70,8 +70,10 @@ func FuzzParseError(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
 		body = withKey(body, keyAt)
 		e := checkError(t, p.parseError(fuzzReply(status, body)), status)
-		if bytes.Contains(body, []byte(spendLimit)) && e.Kind != llm.KindQuota {
-			t.Fatalf("spend limit in the body but Kind %v", e.Kind)
+		for _, code := range []string{"enforced_spend_limit_reached", "contract_spend_limit_reached", "linked_organization_spend_limit_reached"} {
+			if bytes.Contains(body, []byte(code)) && e.Kind != llm.KindQuota {
+				t.Fatalf("spend limit %s in the body but Kind %v", code, e.Kind)
+			}
 		}
 		if e.RequestID == "" || e.RetryAfter != 3*time.Second || e.ShouldRetry == nil || *e.ShouldRetry {
 			t.Fatalf("headers lost: %#v", e)

@@ -1,23 +1,22 @@
 package openai
 
+// What is specific to the Chat Completions chunks. How every adapter's
+// stream ends, fails and stops is tested once for all in
+// provider/internal/suite.
+
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 // data is one server-sent event as OpenAI writes it.
@@ -56,65 +55,16 @@ var (
 
 var happyStream = []string{evAzure, evRole, evHello, evOther, evWorld, evEnd}
 
-// sse answers 200 with an event stream, flushing after each piece, then
-// ends the body.
-func sse(pieces []string, header ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(200)
-		for _, p := range pieces {
-			io.WriteString(w, p)
-			w.(http.Flusher).Flush()
-		}
-	}
-}
-
-func readStream(s llm.Stream) ([]string, error) {
-	var got []string
-	for {
-		c, err := s.Next()
-		if err != nil {
-			return got, err
-		}
-		got = append(got, c.Text)
-	}
-}
-
 // streamFails reads s, which must fail with an *llm.Error after the chunks
 // want, and returns the error.
 func streamFails(t *testing.T, s llm.Stream, want ...string) *llm.Error {
 	t.Helper()
-	got, err := readStream(s)
-	if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-		t.Errorf("chunks %q; want %q", got, want)
-	}
-	if !strings.HasSuffix(s.Response().Text, strings.Join(want, "")) {
-		t.Errorf("Response().Text = %q; want the chunks delivered", s.Response().Text)
-	}
-	var e *llm.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("stream ended with %T %v; want an *llm.Error", err, err)
-	}
-	if e.Provider != "openai" || strings.Contains(e.Error(), testKey) || e.Err != nil && strings.Contains(e.Err.Error(), testKey) {
-		t.Errorf("error without provider or quoting the key: %#v", e)
-	}
-	if _, again := s.Next(); again != err {
-		t.Errorf("Next after the failure: %v; want the same error", again)
-	}
-	return e
+	return suite.StreamFails(t, s, "openai", testKey, want...)
 }
 
 func openStream(t *testing.T, p *Provider, ctx context.Context) llm.Stream {
 	t.Helper()
-	s, err := p.Stream(ctx, userReq)
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return suite.OpenStream(t, p, ctx, userReq)
 }
 
 func TestStream(t *testing.T) {
@@ -127,7 +77,7 @@ func TestStream(t *testing.T) {
 					pieces[i] = strings.ReplaceAll(p, "\n", "\r\n")
 				}
 			}
-			s := newServer(t, sse(pieces, "x-request-id", "req_stream", "x-ratelimit-remaining-requests", "4999",
+			s := suite.NewServer(t, suite.SSE(pieces, "x-request-id", "req_stream", "x-ratelimit-remaining-requests", "4999",
 				"x-ratelimit-reset-requests", "6m0s"))
 			st := openStream(t, newProvider(t, s.URL), context.Background())
 			start := time.Now()
@@ -142,7 +92,7 @@ func TestStream(t *testing.T) {
 				res.Usage != (llm.Usage{}) || res.FinishReason != "" {
 				t.Errorf("Response after one chunk: %+v", res)
 			}
-			rest, err := readStream(st)
+			rest, err := suite.ReadStream(st)
 			if err != io.EOF || !reflect.DeepEqual(rest, []string{", world"}) {
 				t.Fatalf("rest %q, %v; want [\", world\"], io.EOF", rest, err)
 			}
@@ -170,12 +120,12 @@ func TestStream(t *testing.T) {
 // TestStreamRequest checks the body is Complete's plus "stream" and
 // "stream_options", and the Accept header.
 func TestStreamRequest(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+	s := suite.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
-			sse(happyStream)(w, r)
+			suite.SSE(happyStream)(w, r)
 			return
 		}
-		respond(200, okBody)(w, r)
+		suite.Respond(200, okBody)(w, r)
 	})
 	p := newProvider(t, s.URL)
 	req := llm.Request{Model: "gpt-test", System: "Be brief.", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}},
@@ -184,16 +134,16 @@ func TestStreamRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var complete, stream map[string]any
-	json.Unmarshal(s.body, &complete)
+	json.Unmarshal(s.Last().Body, &complete)
 	st, err := p.Stream(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := readStream(st); err != io.EOF {
+	if _, err := suite.ReadStream(st); err != io.EOF {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(s.body, &stream); err != nil {
+	if err := json.Unmarshal(s.Last().Body, &stream); err != nil {
 		t.Fatal(err)
 	}
 	if stream["stream"] != true || !reflect.DeepEqual(stream["stream_options"], map[string]any{"include_usage": true}) {
@@ -204,9 +154,9 @@ func TestStreamRequest(t *testing.T) {
 	if !reflect.DeepEqual(stream, complete) || len(complete) != 6 {
 		t.Errorf("stream body %v\nwant Complete's %v", stream, complete)
 	}
-	if s.header.Get("Accept") != "text/event-stream" || s.header.Get("Authorization") != "Bearer "+testKey ||
-		s.method != http.MethodPost || s.path != "/v1/chat/completions" {
-		t.Errorf("request %s %s with headers %v", s.method, s.path, s.header)
+	if s.Last().Header.Get("Accept") != "text/event-stream" || s.Last().Header.Get("Authorization") != "Bearer "+testKey ||
+		s.Last().Method != http.MethodPost || s.Last().Path != "/v1/chat/completions" {
+		t.Errorf("request %s %s with headers %v", s.Last().Method, s.Last().Path, s.Last().Header)
 	}
 	// Extra can switch stream_options off for a server that rejects it.
 	req.Params.Extra = map[string]any{"stream_options": nil}
@@ -214,15 +164,15 @@ func TestStreamRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	if !strings.Contains(string(s.body), `"stream_options":null`) {
-		t.Errorf("body %s", s.body)
+	if !strings.Contains(string(s.Last().Body), `"stream_options":null`) {
+		t.Errorf("body %s", s.Last().Body)
 	}
 }
 
 func TestStreamMultiLineData(t *testing.T) {
 	split := "data: {\"id\":\"chatcmpl-01\",\ndata: \"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"two\\nlines\"}}]}\n\n"
-	s := newServer(t, sse([]string{evRole, split, evEnd}))
-	got, err := readStream(openStream(t, newProvider(t, s.URL), context.Background()))
+	s := suite.NewServer(t, suite.SSE([]string{evRole, split, evEnd}))
+	got, err := suite.ReadStream(openStream(t, newProvider(t, s.URL), context.Background()))
 	if err != io.EOF || !reflect.DeepEqual(got, []string{"two\nlines"}) {
 		t.Errorf("got %q, %v", got, err)
 	}
@@ -244,7 +194,7 @@ func TestStreamErrorEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newServer(t, sse([]string{evRole, evHello, evWorld, tt.ev, evEnd}, "x-request-id", "req_err"))
+			s := suite.NewServer(t, suite.SSE([]string{evRole, evHello, evWorld, tt.ev, evEnd}, "x-request-id", "req_err"))
 			e := streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()), "Hello", ", world")
 			if e.Kind != tt.kind || e.Status != 200 || e.RequestID != "req_err" || e.Type != tt.typ || e.Code != tt.code {
 				t.Errorf("got %#v; want Kind %v, Status 200, request-id req_err, %s/%s", e, tt.kind, tt.typ, tt.code)
@@ -254,269 +204,16 @@ func TestStreamErrorEvent(t *testing.T) {
 }
 
 func TestStreamContentFilter(t *testing.T) {
-	s := newServer(t, sse([]string{evRole, evHello, chunkEvent(0, "", "content_filter"), data("[DONE]")}))
+	s := suite.NewServer(t, suite.SSE([]string{evRole, evHello, chunkEvent(0, "", "content_filter"), data("[DONE]")}))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
 	e := streamFails(t, st, "Hello")
 	if e.Kind != llm.KindContentFilter || e.Code != "content_filter" || e.Status != 200 || st.Response().FinishReason != "content_filter" {
 		t.Errorf("got %#v; want KindContentFilter", e)
 	}
 	refusal := data(`{"choices":[{"index":0,"delta":{"refusal":"I can't "}}]}`) + data(`{"choices":[{"index":0,"delta":{"refusal":"help with that."},"finish_reason":"stop"}]}`)
-	s = newServer(t, sse([]string{evRole, refusal, data("[DONE]")}))
+	s = suite.NewServer(t, suite.SSE([]string{evRole, refusal, data("[DONE]")}))
 	e = streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()))
 	if e.Kind != llm.KindContentFilter || e.Code != "refusal" || e.Detail != "I can't help with that." || strings.Contains(e.Error(), "help with") {
 		t.Errorf("refusal: got %#v", e)
-	}
-}
-
-func TestStreamMalformedEvent(t *testing.T) {
-	for name, ev := range map[string]string{
-		"syntax":      data(`{"choices":[{"index":0,"delta":{"content":"x"`),
-		"wrong type":  data(`{"choices":[{"index":0,"delta":{"content":5}}]}`),
-		"not object":  data(`[1,2]`),
-		"done typo":   data(`[DONE`),
-		"html":        data(`<html>`),
-		"key in data": data(`{"choices":"` + testKey + `"}`),
-	} {
-		t.Run(name, func(t *testing.T) {
-			s := newServer(t, sse([]string{evRole, evHello, ev, evEnd}))
-			e := streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()), "Hello")
-			if e.Kind != llm.KindServer || e.Status != 200 || !strings.Contains(e.Message, `event "message" is not the expected JSON`) {
-				t.Errorf("got %v; want KindServer naming the bad event", e)
-			}
-		})
-	}
-}
-
-func TestStreamCut(t *testing.T) {
-	for name, h := range map[string]http.HandlerFunc{
-		"clean end":  sse([]string{evRole, evHello, evWorld}),
-		"mid-event":  sse([]string{evRole, evHello, evWorld, evEnd[:40]}),
-		"no [DONE]":  sse([]string{evRole, evHello, evWorld, chunkEvent(0, "", "stop")}),
-		"[DONE] cut": sse([]string{evRole, evHello, evWorld, "data: [DONE]\n"}),
-		"reset": func(w http.ResponseWriter, r *http.Request) {
-			sse([]string{evRole, evHello, evWorld})(w, r)
-			hangUp(w, r)
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			s := newServer(t, h)
-			e := streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()), "Hello", ", world")
-			if e.Kind != llm.KindConnection || e.Status != 200 || llm.KindOf(e) != llm.KindConnection {
-				t.Errorf("got %#v; want KindConnection", e)
-			}
-			if name == "clean end" && e.Message != "the stream ended before the answer was complete" {
-				t.Errorf("message %q", e.Message)
-			}
-		})
-	}
-}
-
-// TestStreamErrorStatus: an error before the stream starts is the error
-// Complete returns for the same reply.
-func TestStreamErrorStatus(t *testing.T) {
-	tests := []struct {
-		status int
-		body   string
-		header []string
-	}{
-		{429, errBody("tokens", "rate_limit_exceeded", "Please try again in 1.574s."), []string{"retry-after-ms", "1574", "x-request-id", "req_1"}},
-		{429, errBody("insufficient_quota", "insufficient_quota", "quota"), []string{"x-should-retry", "false"}},
-		{401, errBody("invalid_request_error", "invalid_api_key", "Incorrect API key provided: "+testKey), nil},
-		{400, errBody("invalid_request_error", "context_length_exceeded", "too long"), nil},
-		{502, "<html>Bad Gateway</html>", nil},
-		{503, "", nil},
-		{200, errBody("server_error", "", "boom"), []string{"content-type", "application/json"}},
-	}
-	for _, tt := range tests {
-		s := newServer(t, respond(tt.status, tt.body, tt.header...))
-		p := newProvider(t, s.URL)
-		want := completeErr(t, p, context.Background())
-		before := s.count.Load()
-		st, err := p.Stream(context.Background(), userReq)
-		if st != nil {
-			t.Errorf("%d: a stream with the error", tt.status)
-		}
-		var got *llm.Error
-		if !errors.As(err, &got) || !reflect.DeepEqual(got, want) {
-			t.Errorf("%d: Stream error\n %#v\nwant Complete's\n %#v", tt.status, err, want)
-		}
-		if n := s.count.Load() - before; n != 1 {
-			t.Errorf("%d: %d requests; want 1", tt.status, n)
-		}
-	}
-}
-
-// TestStreamJSONReply: a server that ignores "stream": true and answers
-// with the whole completion still gives a stream, of one chunk.
-func TestStreamJSONReply(t *testing.T) {
-	s := newServer(t, respond(200, okBody, "content-type", "application/json", "x-request-id", "req_json"))
-	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readStream(st)
-	res := st.Response()
-	if err != io.EOF || !reflect.DeepEqual(got, []string{"Hello, world"}) || res.Text != "Hello, world" || res.ID != "chatcmpl-01" ||
-		res.RequestID != "req_json" || res.Usage.InputTokens != 20 || res.FinishReason != "stop" {
-		t.Errorf("got %q, %v, %+v", got, err, res)
-	}
-}
-
-func TestStreamOneRequest(t *testing.T) {
-	var mode atomic.Value
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		switch mode.Load() {
-		case "ok":
-			sse(happyStream)(w, r)
-		case "error event":
-			sse([]string{evRole, data(errBody("tokens", "rate_limit_exceeded", "slow"))})(w, r)
-		case "429":
-			respond(429, errBody("tokens", "rate_limit_exceeded", "slow"), "retry-after-ms", "10", "x-should-retry", "true")(w, r)
-		case "cut":
-			sse([]string{evRole, evHello})(w, r)
-		case "reset":
-			hangUp(w, r)
-		}
-	})
-	p := newProvider(t, s.URL)
-	want := map[string]llm.Kind{"ok": llm.KindUnknown, "error event": llm.KindRateLimited, "429": llm.KindRateLimited,
-		"cut": llm.KindConnection, "reset": llm.KindConnection}
-	for _, m := range []string{"ok", "429", "ok", "reset", "error event", "cut", "reset", "ok"} {
-		mode.Store(m)
-		before := s.count.Load()
-		st, err := p.Stream(context.Background(), userReq)
-		if err == nil {
-			_, err = readStream(st)
-			st.Close()
-		}
-		if n := s.count.Load() - before; n != 1 {
-			t.Errorf("%s: %d requests; want exactly 1", m, n)
-		}
-		if err == io.EOF {
-			err = nil
-		}
-		if k := llm.KindOf(err); k != want[m] || m != "ok" && err == nil {
-			t.Errorf("%s: got %v; want %v", m, err, want[m])
-		}
-	}
-}
-
-// TestStreamCloseEarly closes the stream after one chunk: the server sees
-// the connection go, and no goroutine is left behind.
-func TestStreamCloseEarly(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	closed := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sse([]string{evRole, evHello})(w, r)
-		select {
-		case <-r.Context().Done():
-			close(closed)
-		case <-time.After(10 * time.Second):
-		}
-	}))
-	tr := &http.Transport{}
-	p, err := New(Config{APIKey: testKey, BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := p.Stream(context.Background(), userReq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err := st.Next(); err != nil || c.Text != "Hello" {
-		t.Fatalf("first chunk %q, %v", c.Text, err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server did not see the connection closed")
-	}
-	e := streamFails(t, st)
-	if e.Kind != llm.KindCanceled || !strings.Contains(e.Message, "closed") {
-		t.Errorf("Next after Close: %v", e)
-	}
-	if st.Response().Text != "Hello" {
-		t.Errorf("Response after Close: %+v", st.Response())
-	}
-	st.Close()
-	srv.Close()
-	tr.CloseIdleConnections()
-	goleak.VerifyNone(t, ignore)
-}
-
-func TestStreamCanceled(t *testing.T) {
-	release := make(chan struct{})
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		sse([]string{evRole, evHello})(w, r)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
-	defer close(release)
-	ctx, cancel := context.WithCancel(context.Background())
-	st := openStream(t, newProvider(t, s.URL), ctx)
-	if c, err := st.Next(); err != nil || c.Text != "Hello" {
-		t.Fatalf("first chunk %q, %v", c.Text, err)
-	}
-	time.AfterFunc(20*time.Millisecond, cancel) // while Next waits
-	e := streamFails(t, st)
-	if e.Kind != llm.KindCanceled || !errors.Is(e, context.Canceled) || e.Status != 200 {
-		t.Errorf("got %#v; want KindCanceled wrapping context.Canceled", e)
-	}
-	// A deadline mid-stream is a timeout.
-	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	st = openStream(t, newProvider(t, s.URL), ctx)
-	e = streamFails(t, st, "Hello")
-	if e.Kind != llm.KindTimeout || !errors.Is(e, context.DeadlineExceeded) {
-		t.Errorf("deadline: got %#v; want KindTimeout", e)
-	}
-}
-
-// TestStreamLineTooLong: a server sending a line without end fails the
-// stream soon after MaxResponseBytes, in bounded memory, and is cut off.
-func TestStreamLineTooLong(t *testing.T) {
-	var written atomic.Int64
-	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, evRole+"data: ")
-		buf := []byte(strings.Repeat("a", 32<<10))
-		for written.Load() < 1<<30 {
-			n, err := w.Write(buf)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	})
-	p, err := New(Config{APIKey: testKey, BaseURL: s.URL, MaxResponseBytes: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	st := openStream(t, p, context.Background())
-	e := streamFails(t, st)
-	runtime.ReadMemStats(&after)
-	if e.Kind != llm.KindServer || !strings.Contains(e.Message, "a line longer than 262144 bytes") {
-		t.Errorf("got %v; want KindServer about the line", e)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
-		t.Errorf("allocated %d bytes reading a stream capped at 256 KiB", alloc)
-	}
-	s.Close() // waits for the handler, which the closed connection ends
-	if n := written.Load(); n > 64<<20 {
-		t.Errorf("the server wrote %d bytes before the client hung up", n)
-	}
-}
-
-func TestStreamEncodeError(t *testing.T) {
-	s := newServer(t, sse(happyStream))
-	req := userReq
-	req.Params.Extra = map[string]any{"bad": func() {}}
-	_, err := newProvider(t, s.URL).Stream(context.Background(), req)
-	if llm.KindOf(err) != llm.KindBadRequest || s.count.Load() != 0 {
-		t.Errorf("got %v after %d requests; want a bad request and none sent", err, s.count.Load())
 	}
 }

@@ -8,7 +8,6 @@ package suite
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -18,92 +17,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/provider/anthropic"
-	"github.com/backstop-llm/backstop/provider/openai"
 )
-
-const key = "sk-suite-KEY-0123456789abcdef"
-
-// prompt and answer stand for content that must not reach an error's text.
-const (
-	prompt = "PROMPT-my-card-is-4111-1111-1111-1111"
-	answer = "ANSWER-the-diagnosis-is-confidential"
-)
-
-// adapter is one HTTP adapter as the suite drives it.
-type adapter struct {
-	name string
-	// new returns the adapter sending to base with client (nil for none).
-	new func(t *testing.T, base string, client *http.Client) llm.StreamProvider
-	// ok is a whole success body answering text.
-	ok func(text string) string
-	// failure is an error body whose message is msg.
-	failure func(msg string) string
-	// badEvent is an event stream whose first event carries text in data
-	// that is not the expected JSON.
-	badEvent func(text string) string
-	// requestID is the response header holding the request id.
-	requestID string
-	// events is a whole event stream whose answer's id and model carry
-	// echo.
-	events func(echo string) string
-}
-
-var adapters = []adapter{
-	{
-		name: "anthropic",
-		new: func(t *testing.T, base string, client *http.Client) llm.StreamProvider {
-			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, HTTPClient: client})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		ok: func(text string) string {
-			return `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"` +
-				text + `"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`
-		},
-		failure: func(msg string) string {
-			return `{"type":"error","error":{"type":"invalid_request_error","message":"` + msg + `"}}`
-		},
-		badEvent: func(text string) string {
-			return "event: content_block_delta\ndata: {\"delta\": " + text + "\n\n"
-		},
-		requestID: "Request-Id",
-		events: func(echo string) string {
-			return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_" + echo + "\",\"model\":\"claude-" + echo + "\",\"usage\":{\"input_tokens\":1}}}\n\n" +
-				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"fine\"}}\n\n" +
-				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-		},
-	},
-	{
-		name: "openai",
-		new: func(t *testing.T, base string, client *http.Client) llm.StreamProvider {
-			p, err := openai.New(openai.Config{APIKey: key, BaseURL: base, HTTPClient: client})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-		ok: func(text string) string {
-			return `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"` +
-				text + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
-		},
-		failure: func(msg string) string {
-			return `{"error":{"message":"` + msg + `","type":"invalid_request_error","param":"messages","code":null}}`
-		},
-		badEvent: func(text string) string {
-			return "data: {\"choices\": " + text + "\n\n"
-		},
-		requestID: "X-Request-Id",
-		events: func(echo string) string {
-			return "data: {\"id\":\"chatcmpl-" + echo + "\",\"model\":\"gpt-" + echo + "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"fine\"}}]}\n\n" +
-				"data: [DONE]\n\n"
-		},
-	},
-}
-
-var request = llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}}
 
 // counted is a loopback server that counts the requests it receives.
 type counted struct {
@@ -129,38 +43,6 @@ func serve(t *testing.T, addr string, h http.HandlerFunc) *counted {
 	c.Start()
 	t.Cleanup(c.Close)
 	return c
-}
-
-// attempt runs one Complete, or one Stream read to its end, and returns its
-// error.
-func attempt(p llm.StreamProvider, stream bool) error {
-	ctx := context.Background()
-	if !stream {
-		_, err := p.Complete(ctx, request)
-		return err
-	}
-	s, err := p.Stream(ctx, request)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	for {
-		if _, err := s.Next(); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-func llmError(t *testing.T, err error) *llm.Error {
-	t.Helper()
-	var le *llm.Error
-	if !errors.As(err, &le) {
-		t.Fatalf("error %v (%T) is not an *llm.Error", err, err)
-	}
-	return le
 }
 
 // TestRedirectIsRefused: a provider URL that redirects to another host must
@@ -202,7 +84,7 @@ func TestRedirectIsRefused(t *testing.T) {
 					if le.Kind != llm.KindNotFound || le.Status != status || le.Code != "redirect" {
 						t.Errorf("%s: kind %v, status %d, code %q; want not_found, %d, redirect", name, le.Kind, le.Status, le.Code, status)
 					}
-					if msg := err.Error(); !strings.Contains(msg, elsewhere.URL) || strings.Contains(msg, key) {
+					if msg := err.Error(); !strings.Contains(msg, elsewhere.URL) || strings.Contains(msg, a.key) {
 						t.Errorf("%s: error %q should name %s and never the key", name, msg, elsewhere.URL)
 					}
 				}
@@ -227,8 +109,8 @@ func TestErrorsQuoteNoContent(t *testing.T) {
 			stream  bool
 			content string
 		}{
-			{"error message quoting the prompt", 400, a.failure("messages.0.content: invalid value " + prompt), false, prompt},
-			{"error message quoting the prompt, stream", 400, a.failure("messages.0.content: invalid value " + prompt), true, prompt},
+			{"error message quoting the prompt", 400, a.fail(llm.KindBadRequest, "messages.0.content: invalid value "+prompt), false, prompt},
+			{"error message quoting the prompt, stream", 400, a.fail(llm.KindBadRequest, "messages.0.content: invalid value "+prompt), true, prompt},
 			{"answer cut short", 200, cutAfter(a.ok(answer), answer), false, answer},
 			{"garbled event", 200, a.badEvent(answer), true, answer},
 		}
@@ -271,14 +153,14 @@ func TestAnswerMetadataRedactsKey(t *testing.T) {
 		for _, how := range []string{"complete", "stream of a whole answer", "stream"} {
 			stream := how != "complete"
 			srv := serve(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set(a.requestID, "req_"+key+"_1")
+				w.Header().Set(a.requestID, "req_"+a.key+"_1")
 				if how == "stream" {
 					w.Header().Set("Content-Type", "text/event-stream")
-					io.WriteString(w, a.events(key))
+					io.WriteString(w, a.events(a.key))
 					return
 				}
 				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, strings.Replace(a.ok("fine"), `_1"`, "_"+key+`"`, 1))
+				io.WriteString(w, strings.Replace(a.ok("fine"), `_1"`, "_"+a.key+`"`, 1))
 			})
 			p := a.new(t, srv.URL, nil)
 			var res *llm.Response
@@ -301,7 +183,7 @@ func TestAnswerMetadataRedactsKey(t *testing.T) {
 				}
 			}
 			for field, v := range map[string]string{"RequestID": res.RequestID, "ID": res.ID, "Model": res.Model} {
-				if strings.Contains(v, key) {
+				if strings.Contains(v, a.key) {
 					t.Errorf("%s (%s): Response.%s = %q carries the key", a.name, how, field, v)
 				}
 			}
