@@ -11,7 +11,9 @@ import (
 // Status, a proxy's HTML error page has no Type.
 //
 // Error never contains the API key: adapters redact it from everything they
-// quote. Nor does its text contain the prompt or the answer: whatever the
+// quote (a key shorter than 16 bytes, a placeholder such as "none", where
+// it stands as a whole token, so that text merely containing its letters
+// is not corrupted). Nor does its text contain the prompt or the answer: whatever the
 // provider wrote in its own words, which can quote either (an error message
 // such as "invalid value for content: …", the start of a body that could
 // not be read), is kept apart in Detail, which Error leaves out.

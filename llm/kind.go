@@ -23,9 +23,10 @@ const (
 	KindUnknown Kind = iota
 	// KindRateLimited is a 429 that is not a spend cap.
 	KindRateLimited
-	// KindQuota is a spend cap or exhausted credit (Anthropic
-	// enforced_spend_limit_reached or billing_error, OpenAI
-	// insufficient_quota). Waiting does not help; it is never retried.
+	// KindQuota is a spend cap or exhausted credit (Anthropic's
+	// enforced, contract and linked-organization spend limits or
+	// billing_error, OpenAI insufficient_quota and its billing and spend
+	// limit codes). Waiting does not help; it is never retried.
 	KindQuota
 	// KindOverloaded is a 529 or 503: the provider is shedding load.
 	KindOverloaded
