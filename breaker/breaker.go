@@ -40,13 +40,12 @@ var (
 	ErrInvalidSettings = errors.New("breaker: invalid settings")
 
 	// ErrOpenElsewhere is the reason a target is skipped while another
-	// replica holds its breaker open (see Breaker.OpenElsewhere and
-	// Shared). It matches ErrOpen too.
+	// replica holds its breaker open (see Shared.OpenElsewhere). It
+	// matches ErrOpen too.
 	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
 
 	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
 	errFailure  = errors.New("breaker: failure")
-	errTrip     = errors.New("breaker: trip")
 	errExcluded = errors.New("breaker: excluded")
 )
 
@@ -202,24 +201,28 @@ type Breaker struct {
 	fails, clean atomic.Uint64
 
 	// elsewhere is another replica's publication that the breaker is open
-	// while it holds the breaker open (see OpenElsewhere); nil when none
-	// does. seen is the last publication applied, kept after it ended, so
-	// that reading it again does not apply it again; nil when the last
-	// read found none.
+	// while it holds the breaker open (see Shared.OpenElsewhere); nil when
+	// none does. seen is the last publication applied, kept after it
+	// ended, so that reading it again does not apply it again; nil when
+	// the last read found none.
 	elsewhere, seen atomic.Pointer[publication]
-	// change is the last state change not yet taken by TakeChange, as
-	// State+1; 0 when there is none.
+	// change is the last state change not yet taken by Shared.TakeChange,
+	// as State+1; 0 when there is none.
 	change atomic.Int32
 
-	// tripping is set by isSuccessful and read by readyToTrip: gobreaker
-	// calls both, in that order, under its own lock in one afterRequest,
-	// which is what lets a single failure trip the breaker.
-	tripping bool
+	// trips counts the Trip reports under way. readyToTrip answers true
+	// while it is positive: see trip.
+	trips atomic.Int32
 }
 
 // New returns a breaker named name (the target's name, passed to
 // OnStateChange) with settings s, or s's problems.
-func New(name string, s Settings) (*Breaker, error) {
+func New(name string, s Settings) (*Breaker, error) { return newBreaker(name, s, nil) }
+
+// newBreaker is New, with adjust (when not nil) given the settings of the
+// gobreaker before it is made: tests use it to call the callbacks as
+// gobreaker's documentation allows but its code does not today.
+func newBreaker(name string, s Settings, adjust func(*gobreaker.Settings)) (*Breaker, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -237,15 +240,12 @@ func New(name string, s Settings) (*Breaker, error) {
 	// failures decay with time. Consecutive failures reset only on a
 	// success; the ratio is counted in b.window.
 	st := gobreaker.Settings{
-		Name:        name,
-		MaxRequests: s.Probes,
-		Timeout:     s.OpenFor,
-		IsExcluded:  func(err error) bool { return err == errExcluded },
-		IsSuccessful: func(err error) bool {
-			b.tripping = err == errTrip
-			return err == nil
-		},
-		ReadyToTrip: b.readyToTrip,
+		Name:         name,
+		MaxRequests:  s.Probes,
+		Timeout:      s.OpenFor,
+		IsExcluded:   func(err error) bool { return err == errExcluded },
+		IsSuccessful: func(err error) bool { return err == nil },
+		ReadyToTrip:  b.readyToTrip,
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			b.changes.Add(1)
 			if to == gobreaker.StateClosed {
@@ -258,12 +258,18 @@ func New(name string, s Settings) (*Breaker, error) {
 			}
 		},
 	}
+	if adjust != nil {
+		adjust(&st)
+	}
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
 	return b, nil
 }
 
+// readyToTrip is gobreaker's ReadyToTrip, which it calls whenever a
+// request fails while the breaker is closed: true while a Trip is being
+// reported, or when the consecutive failures or the window's ratio say so.
 func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
-	if b.tripping || c.ConsecutiveFailures >= b.settings.ConsecutiveFailures {
+	if b.trips.Load() > 0 || c.ConsecutiveFailures >= b.settings.ConsecutiveFailures {
 		return true
 	}
 	attempts, failures := b.window.Sums()
@@ -287,7 +293,9 @@ func (b *Breaker) Allow() (Ticket, error) {
 	done, err := b.cb.Allow()
 	switch err {
 	case nil:
-		return Ticket{b: b, done: done}, nil
+		// changes is read after Allow, which may itself have moved an open
+		// breaker to half-open: it is the state this ticket counts in.
+		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
 	case gobreaker.ErrTooManyRequests:
 		return Ticket{}, errProbing
 	default:
@@ -324,38 +332,8 @@ type publication struct {
 	asOf        uint64
 }
 
-// Changes returns how many state changes the breaker has made: read it
-// before reading other replicas' publications, and pass it to
-// OpenElsewhere.
-func (b *Breaker) Changes() uint64 { return b.changes.Load() }
-
-// OpenElsewhere records that another replica published this breaker open
-// until until (see Shared): while this breaker is closed, Allow refuses
-// every attempt with ErrOpenElsewhere (which matches ErrOpen), without a
-// request, so the replicas skip a target that one of them found failing.
-// Once this breaker is open or half-open itself, its own state decides, so
-// that its probe is sent. until is this replica's estimate, now + the time
-// Redis says is left; it should come from time.Now (a monotonic reading).
-//
-// What another replica published is capped by this breaker's own limit:
-// it holds the breaker open until the earlier of until and twice its own
-// OpenFor after it first read the publication (a publisher's OpenFor, then
-// the time its probe takes). The same publication read again does not
-// extend it, so re-reading cannot stretch the cap: a reading whose until is
-// within slack of the last publication applied is that publication (an end
-// estimated as now + what is left moves by up to one round trip between
-// reads; pass the longest a round trip may take, plus the millisecond Redis
-// rounds to). A reading whose end differs by more is a new publication
-// (the publisher's probe failed and it opened again, say): it replaces the
-// last, capped afresh.
-//
-// asOf is what Changes returned before the publication was read: if the
-// breaker has changed state since (its own probe closed it, say, while the
-// read was on its way), the publication is older news than the breaker's
-// own and is ignored; so is it after any later change. A zero until means
-// the read found none: it ends the last at once (the replica that opened it
-// found the target healthy again). A disabled breaker ignores it all.
-func (b *Breaker) OpenElsewhere(until time.Time, asOf uint64, slack time.Duration) {
+// openElsewhere is Shared.OpenElsewhere, with its slack.
+func (b *Breaker) openElsewhere(until time.Time, asOf uint64, slack time.Duration) {
 	if b.cb == nil {
 		return
 	}
@@ -412,11 +390,8 @@ func (b *Breaker) Refusal() error {
 	return nil
 }
 
-// TakeChange returns the breaker's last state change that has not been
-// taken yet, at most once: to publish it to other replicas after the
-// attempt that caused it (OnStateChange runs under gobreaker's lock, where
-// no round trip belongs). It costs one atomic load when there is none.
-func (b *Breaker) TakeChange() (State, bool) {
+// takeChange is Shared.TakeChange.
+func (b *Breaker) takeChange() (State, bool) {
 	if b.cb == nil || b.change.Load() == 0 {
 		return 0, false
 	}
@@ -436,7 +411,7 @@ func (b *Breaker) OpenFor() time.Duration { return b.settings.OpenFor }
 type Ticket struct {
 	b       *Breaker
 	done    func(error) // nil on the healthy path
-	changes uint64      // on the healthy path: b.changes when it was issued
+	changes uint64      // b.changes when it was issued
 }
 
 // Held reports whether the ticket holds a place in gobreaker (a counted
@@ -469,11 +444,7 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 	case retry.Failure, retry.Trip:
 		b.window.AddAt(0, now)
 		b.window.AddAt(1, now)
-		err := errFailure
-		if v == retry.Trip {
-			err = errTrip
-		}
-		done := t.done
+		done, changes := t.done, t.changes
 		if done == nil {
 			// The attempt started on the healthy path: report it now,
 			// unless the state changed since it started (gobreaker would
@@ -487,9 +458,13 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 			if aerr != nil {
 				return
 			}
-			done = d
+			done, changes = d, b.changes.Load()
 		}
-		done(err)
+		if v == retry.Trip {
+			b.trip(done, changes)
+		} else {
+			done(errFailure)
+		}
 		b.fails.Add(1) // after done: see clear
 	default:
 		b.window.AddAt(0, now)
@@ -497,6 +472,35 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 			seq := b.fails.Load()
 			t.done(nil)
 			b.clear(seq)
+		}
+	}
+}
+
+// trip reports a failure through done (a ticket issued when the breaker
+// had made changes state changes) that opens the breaker at once: a spend
+// cap. It leans only on what gobreaker documents: done registers the
+// request's outcome; ReadyToTrip is called whenever a request fails while
+// the breaker is closed, and a true answer opens it; Counts ignores the
+// results of requests sent before a state change. trips is raised before
+// done is called and lowered after it returns, so the ReadyToTrip call for
+// this failure answers true whatever gobreaker calls before or after it,
+// IsSuccessful included (which has no side effect). A concurrent failure
+// whose ReadyToTrip runs meanwhile opens the breaker a moment earlier, for
+// the spend cap all the same; a ticket from before a state change (its
+// outcome ignored) opens nothing.
+//
+// If the breaker is still closed after done returned and has not changed
+// state since the ticket was issued, gobreaker did not consult ReadyToTrip
+// on this failure (which its documentation does not allow): trip then
+// registers one more failure, while trips is still raised, so that the
+// spend cap opens the breaker all the same.
+func (b *Breaker) trip(done func(error), changes uint64) {
+	b.trips.Add(1)
+	defer b.trips.Add(-1)
+	done(errFailure)
+	if b.closed.Load() && b.changes.Load() == changes {
+		if d, err := b.cb.Allow(); err == nil {
+			d(errFailure)
 		}
 	}
 }

@@ -16,9 +16,19 @@
 // it stays open 30 s, then lets one probe through: a success closes it, a
 // failure opens it again.
 //
-// Shared lets the replicas of a service publish to each other, through
-// Redis, that a breaker opened or closed and that a gate closed; each
-// replica still runs its own breaker, and no lock is held across a model
-// call (see Breaker.OpenElsewhere, and docs/replicas.md for why gobreaker's
-// DistributedCircuitBreaker is not used).
+// A spend cap (retry.Trip) opens the breaker with its first failure. That
+// leans only on gobreaker's documented contract, not on the order in which
+// it calls its callbacks: while the Trip's failure is being reported, the
+// breaker's ReadyToTrip (which gobreaker calls whenever a request fails in
+// the closed state) answers true.
+//
+// Shared lets the replicas of a service publish to each other, through a
+// Store (Redis: see the redisstore package), that a breaker opened or
+// closed and that a gate closed; each replica still runs its own breaker,
+// and no lock is held across a model call (see Shared, and
+// docs/replicas.md for why gobreaker's DistributedCircuitBreaker is not
+// used). The publication plumbing (what a breaker changed, what another
+// replica holds open) is Shared's, not Breaker's or Gate's: a chain's
+// shared state uses it; a program that only configures breakers never
+// sees it. This package imports no Redis client.
 package breaker

@@ -13,7 +13,7 @@ var (
 	ErrGateClosed = errors.New("closed by the provider's Retry-After")
 	// ErrGateClosedElsewhere is the reason a target is skipped while a
 	// Retry-After another replica received has not yet passed (see
-	// Gate.CloseUntilElsewhere). It matches ErrGateClosed too.
+	// Shared.CloseElsewhere). It matches ErrGateClosed too.
 	ErrGateClosedElsewhere = fmt.Errorf("%w (received by another replica)", ErrGateClosed)
 )
 
@@ -26,7 +26,7 @@ var (
 type Gate struct {
 	until atomic.Pointer[closure] // nil when open
 	// seen is the end of the last closure another replica published, as
-	// read (see CloseUntilElsewhere); nil before the first.
+	// read (see Shared.CloseElsewhere); nil before the first.
 	seen atomic.Pointer[time.Time]
 }
 
@@ -41,24 +41,8 @@ type closure struct {
 // stays closed until then.
 func (g *Gate) CloseUntil(t time.Time) { g.close(closure{until: t}) }
 
-// CloseUntilElsewhere applies a closure another replica published (see
-// Shared): its provider asked for no request until until, as this replica
-// estimates it (now + the time Redis says is left; from time.Now, so that
-// it carries a monotonic reading). Refusal tells it apart from a closure of
-// this replica's own.
-//
-// What another replica asked for is capped by this replica's own limit
-// (its MaxGate; 0 or less means DefaultMaxGate), measured from when this
-// replica first read the publication: the gate closes until the earlier of
-// until and now + limit. The same publication read again does not close it
-// again, so re-reading cannot stretch the cap: a reading whose until is
-// within slack of the last publication applied is that publication (an end
-// estimated as now + what is left moves by up to one round trip between
-// reads; pass the longest a round trip may take, plus the millisecond Redis
-// rounds to). A reading whose end differs by more is a new closure (a new
-// 429): it is applied afresh, capped again. A gate already closed until
-// later stays closed until then.
-func (g *Gate) CloseUntilElsewhere(until time.Time, limit, slack time.Duration) {
+// closeUntilElsewhere is Shared.CloseElsewhere, with its slack.
+func (g *Gate) closeUntilElsewhere(until time.Time, limit, slack time.Duration) {
 	if s := g.seen.Load(); s != nil && within(until, *s, slack) {
 		return // read before: applied already
 	}

@@ -6,9 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package's tests if a goroutine outlives them: the
-// Redis clients, miniredis servers and listeners of the shared-state tests
-// are all closed by their cleanups.
+// TestMain fails the package's tests if a goroutine outlives them. (The
+// tests of Shared on Redis are redisstore's.)
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -5,44 +5,78 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/remote"
-	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of SharedOptions' zero fields.
 const (
-	// DefaultSharedTimeout bounds each Redis round trip of a Shared when
-	// SharedOptions.Timeout is 0.
+	// DefaultSharedTimeout bounds each round trip of a Shared to its store
+	// when SharedOptions.Timeout is 0.
 	DefaultSharedTimeout = 50 * time.Millisecond
-	// DefaultProbeEvery is how long a Shared leaves Redis alone after a
+	// DefaultProbeEvery is how long a Shared leaves its store alone after a
 	// failure when SharedOptions.ProbeEvery is 0.
 	DefaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors of a Shared's methods when
-// Redis did not answer within the Timeout, could not be reached or answered
-// with an error (the cause is wrapped too), and, without a round trip, while
-// Redis is left alone after such a failure. Callers carry on with their
-// local breakers and gates.
+// its store (Redis) did not answer within the Timeout, could not be reached
+// or answered with an error (the cause is wrapped too), and, without a
+// round trip, while the store is left alone after such a failure. Callers
+// carry on with their local breakers and gates.
 var ErrSharedUnavailable = errors.New("breaker: shared state unavailable")
+
+// Store is where the replicas of a service publish to each other that a
+// breaker opened or closed and that a gate closed: what a Shared reads and
+// writes, one round trip per method. redisstore builds one on Redis
+// (redisstore.Shared.Breakers); Shared owns everything else: the Timeout of
+// each round trip, leaving a failed store alone, the log records and the
+// callbacks, and what each replica makes of what it reads.
+//
+// A Store keeps, per name, when its breaker's publication ends and when
+// its gate's does, on one clock shared by all replicas (the store's own:
+// Redis's TIME), and forgets each once it has ended.
+//
+// Every method honours ctx's deadline. repaired is empty, or names what the
+// store found where it keeps the state and deleted, so that it works again
+// (Redis's TYPE of a value of another kind under its key, such as
+// "string"): the Shared logs each repair. An error whose chain holds an
+// error with a RedisError() method (go-redis's error replies) is an answer
+// from the server that waiting does not mend, such as NOPERM: the Shared
+// logs it again at each probe that finds it.
+type Store interface {
+	// Key names the state in errors and log records: the Redis key.
+	Key() string
+	// Load returns what has been published and has not ended: one Remote
+	// per name with an open breaker or a closed gate, in no particular
+	// order, each duration what is left on the store's clock, positive.
+	Load(ctx context.Context) (published []Remote, repaired string, err error)
+	// PublishOpen records that name's breaker is open for d; a
+	// publication that ends later is kept.
+	PublishOpen(ctx context.Context, name string, d time.Duration) (repaired string, err error)
+	// PublishClosed forgets that name's breaker is open.
+	PublishClosed(ctx context.Context, name string) (repaired string, err error)
+	// PublishGate records that name's gate is closed for d; a closure
+	// that ends later is kept.
+	PublishGate(ctx context.Context, name string, d time.Duration) (repaired string, err error)
+}
 
 // SharedOptions configures NewShared. The zero value means every default.
 type SharedOptions struct {
-	// Timeout bounds each Redis round trip, on top of the caller's
+	// Timeout bounds each round trip to the store, on top of the caller's
 	// context. 0 means DefaultSharedTimeout (50ms); negative is an error.
 	Timeout time.Duration
-	// ProbeEvery is how long Redis is left alone after a failure: until
-	// then every method returns ErrSharedUnavailable at once; then one
-	// call tries Redis again. 0 means DefaultProbeEvery (1s); negative is
-	// an error.
+	// ProbeEvery is how long the store is left alone after a failure:
+	// until then every method returns ErrSharedUnavailable at once; then
+	// one call tries the store again. 0 means DefaultProbeEvery (1s);
+	// negative is an error.
 	ProbeEvery time.Duration
-	// OnError, when set, is called each time Redis becomes unavailable,
-	// with an error matching ErrSharedUnavailable, and each time it answers
-	// again, with nil. It runs on the calling goroutine: keep it quick.
+	// OnError, when set, is called each time the store becomes
+	// unavailable, with an error matching ErrSharedUnavailable, and each
+	// time it answers again, with nil. It runs on the calling goroutine:
+	// keep it quick.
 	OnError func(err error)
 	// Logger receives a Warn record "backstop: shared breaker state
 	// unavailable, using local state" and an Info record "backstop: shared
@@ -60,137 +94,55 @@ type Remote struct {
 }
 
 // Shared is the state of a set of breakers and Retry-After gates that the
-// replicas of a service publish to each other through Redis: "name's
-// breaker opened, skip it for d", "name's breaker closed again", "name's
-// provider asked for no request for d". It is safe for concurrent use.
-// Build one with NewShared.
+// replicas of a service publish to each other through a Store (Redis):
+// "name's breaker opened, skip it for d", "name's breaker closed again",
+// "name's provider asked for no request for d". It is safe for concurrent
+// use. Build one with NewShared; a chain builds its own (see
+// chain.Builder.Shared).
 //
 // It shares decisions, not requests: every replica keeps its own Breaker,
 // and no lock is taken across a model call (gobreaker's
 // DistributedCircuitBreaker holds a Redis lock for the whole of each
 // request, which would serialize every replica's calls). A replica whose
-// breaker opens publishes it; the others read it before their next call
-// and skip the target, without a request, until it is closed again or the
-// publication expires.
-//
-// In Redis it is one hash under the key, with a field per name and kind,
-// "o:<name>" for an open breaker and "g:<name>" for a closed gate, whose
-// value is when it ends in milliseconds of the Redis server's TIME. Reading
-// the server's clock inside the scripts makes replicas whose clocks
-// disagree agree. Every write drops the fields that have ended and sets the
-// key to expire with its last field, so nothing lingers; a read gives a
-// hash that has no TTL (written by something else) one the same way. The
-// key is the Shared's own: a value of another type under it (a string SET
-// there, say) would fail every round trip, so the script that finds one
-// deletes it and goes on, and a Warn record says so each time. Every method
-// is one round trip (a Lua script), bounded by the Timeout.
+// breaker opens publishes it (TakeChange, PublishOpen); the others read it
+// before their next call (Load) and apply it to their own breakers and
+// gates (OpenElsewhere, CloseElsewhere), which then skip the target,
+// without a request, until it is closed again or the publication ends.
 //
 // What is read is applied by each replica within its own limits (see
-// Breaker.OpenElsewhere and Gate.CloseUntilElsewhere, and Slack): no
-// publication holds a replica's target longer than that replica's 2 x
-// OpenFor or MaxGate, however far ahead it ends.
+// OpenElsewhere and CloseElsewhere): no publication holds a replica's
+// target longer than that replica's 2 x OpenFor or MaxGate, however far
+// ahead it ends.
+//
+// Every method that reads or writes is one round trip to the store,
+// bounded by the Timeout. When the store fails, the method returns an error
+// matching ErrSharedUnavailable, OnError and the Logger say so, and the
+// store is left alone for ProbeEvery: the methods return that error at
+// once meanwhile, without a round trip or an allocation.
 type Shared struct {
-	client  redis.UniversalClient
-	read    *redis.Script
-	write   *redis.Script
-	keys    []string
+	store   Store
+	key     string
 	timeout time.Duration
 	health  *remote.Health
 	base    time.Time
 	// leftAlone is returned, without a round trip or an allocation, while
-	// Redis is left alone after a failure.
+	// the store is left alone after a failure.
 	leftAlone error
 }
 
-// sharedRead returns {field, milliseconds left, ...} for every field that
-// has not ended (nothing when there is no key), or {type} alone when the
-// key held a value of another type, which it deleted. A hash without a TTL
-// is set to expire with its last field (or deleted, when none is left).
-// ARGV[1] is maxPublish in milliseconds.
-const sharedRead = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local kind = redis.call('TYPE', key)['ok']
-if kind == 'none' then return {} end
-if kind ~= 'hash' then
-  redis.call('DEL', key)
-  return {kind}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit = now + tonumber(ARGV[1])
-local fields = redis.call('HGETALL', key)
-local out = {}
-local last = 0
-for i = 1, #fields, 2 do
-  local v = tonumber(fields[i + 1])
-  if v ~= nil and v > now and v <= limit and v == math.floor(v) then
-    out[#out + 1] = fields[i]
-    out[#out + 1] = v - now
-    if v > last then last = v end
-  end
-end
-if redis.call('PTTL', key) == -1 then
-  if last > now then redis.call('PEXPIRE', key, last - now) else redis.call('DEL', key) end
-end
-return out
-`
-
-// sharedWrite applies one publication. ARGV: [1] op: "o" open, "g" gate
-// (both keep the later of the stored end and now + [3]), "c" closed
-// (removes the open field); [2] the name; [3] milliseconds; [4] maxPublish
-// in milliseconds. It returns "", or the type of the value of another type
-// it found under the key and deleted before writing.
-const sharedWrite = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local kind = redis.call('TYPE', key)['ok']
-local repaired = ''
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', key)
-  repaired = kind
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local op, name, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local limit = now + tonumber(ARGV[4])
-if op == 'c' then
-  redis.call('HDEL', key, 'o:' .. name)
-else
-  local field = op .. ':' .. name
-  local cur = tonumber(redis.call('HGET', key, field))
-  if cur == nil or cur < now + ms then redis.call('HSET', key, field, now + ms) end
-end
-local last = 0
-local fields = redis.call('HGETALL', key)
-for i = 1, #fields, 2 do
-  local v = tonumber(fields[i + 1])
-  if v == nil or v <= now or v > limit or v ~= math.floor(v) then
-    redis.call('HDEL', key, fields[i])
-  elseif v > last then
-    last = v
-  end
-end
-if last > now then redis.call('PEXPIRE', key, last - now) end
-return repaired
-`
-
-// NewShared returns the shared state the replicas calling it with the same
-// key publish to each other through client, configured by opts. key names
-// one chain's state, such as "backstop:" + chain + ":breakers"; it is one
-// Redis hash, so it works on a Redis Cluster too. NewShared makes no round
-// trip: Redis may be down when it is called.
+// NewShared returns the shared state the replicas whose store is on the
+// same Redis key publish to each other, configured by opts. A store names
+// one chain's state, such as "backstop:" + chain + ":breakers".
+// NewShared makes no round trip: the store may be down when it is called.
 //
-// Errors match ErrInvalidSettings and name what to change: a nil client, a
-// client whose options do not bound commands by their context (in go-redis,
-// set Options.ContextTimeoutEnabled), an empty key, a negative Timeout or
-// ProbeEvery.
-func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*Shared, error) {
+// Errors match ErrInvalidSettings and name what to change: a nil store, a
+// store with an empty key, a negative Timeout or ProbeEvery.
+func NewShared(store Store, opts SharedOptions) (*Shared, error) {
 	found := problems.New(ErrInvalidSettings)
-	if p := remote.CheckClient(client, "the shared state's Timeout"); p != "" {
-		found.Addf("shared state: %s", p)
-	}
-	if key == "" {
+	var key string
+	if store == nil {
+		found.Addf("shared state: store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")
+	} else if key = store.Key(); key == "" {
 		found.Addf(`shared state: key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}
 	if opts.Timeout < 0 {
@@ -203,10 +155,8 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 		return nil, err
 	}
 	s := &Shared{
-		client:  client,
-		read:    redis.NewScript(sharedRead),
-		write:   redis.NewScript(sharedWrite),
-		keys:    []string{key},
+		store:   store,
+		key:     key,
 		timeout: opts.Timeout,
 		base:    time.Now(),
 	}
@@ -222,110 +172,116 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 	return s, nil
 }
 
+// Round trips of run.
+const (
+	opLoad byte = iota
+	opOpen
+	opClosed
+	opGate
+)
+
 // Load returns what the replicas have published that has not ended yet:
 // one Remote per name with an open breaker or a closed gate, in no
-// particular order. While Redis is left alone after a failure it returns an
-// error matching ErrSharedUnavailable at once.
+// particular order. While the store is left alone after a failure it
+// returns an error matching ErrSharedUnavailable at once.
 func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
-	res, err := s.run(ctx, s.read, maxPublishArg)
-	if err != nil {
-		return nil, err
-	}
-	vals, ok := res.([]any)
-	if ok && len(vals) == 1 { // a value of another type, deleted
-		kind, _ := vals[0].(string)
-		s.health.Repaired(kind)
-		return nil, nil
-	}
-	if !ok || len(vals)%2 != 0 {
-		return nil, fmt.Errorf("%w: key %q: the read script answered %v; want field, milliseconds pairs", ErrSharedUnavailable, s.keys[0], res)
-	}
-	var out []Remote
-	for i := 0; i < len(vals); i += 2 {
-		field, _ := vals[i].(string)
-		ms, _ := vals[i+1].(int64)
-		if len(field) < 3 || field[0] != 'o' && field[0] != 'g' || field[1] != ':' || ms <= 0 {
-			continue // not ours
-		}
-		ms = min(ms, maxPublishMS) // the scripts bound it; a foreign writer may not
-		name := field[2:]
-		j := 0
-		for j < len(out) && out[j].Name != name {
-			j++ // a chain has a few targets: a scan beats a map
-		}
-		if j == len(out) {
-			out = append(out, Remote{Name: name})
-		}
-		d := time.Duration(ms) * time.Millisecond
-		switch field[0] {
-		case 'o':
-			out[j].Open = d
-		case 'g':
-			out[j].Gate = d
-		}
-	}
-	return out, nil
+	return s.run(ctx, opLoad, "", 0)
 }
 
 // PublishOpen tells the other replicas that name's breaker is open and to
 // skip it for d (rounded up to a millisecond); a publication that ends
 // later is kept. Each replica skips it for at most twice its own OpenFor.
 func (s *Shared) PublishOpen(ctx context.Context, name string, d time.Duration) error {
-	return s.publish(ctx, "o", name, ms(d))
+	_, err := s.run(ctx, opOpen, name, d)
+	return err
 }
 
 // PublishClosed tells the other replicas that name's breaker closed: they
 // stop skipping it from their next Load.
 func (s *Shared) PublishClosed(ctx context.Context, name string) error {
-	return s.publish(ctx, "c", name, "0")
+	_, err := s.run(ctx, opClosed, name, 0)
+	return err
 }
 
 // PublishGate tells the other replicas that name's provider asked for no
 // request for d (rounded up to a millisecond); a closure that ends later
 // is kept. Each replica closes its gate for at most its own MaxGate.
 func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) error {
-	return s.publish(ctx, "g", name, ms(d))
-}
-
-// publish runs the write script, and logs the repair of a key that held a
-// value of another type.
-func (s *Shared) publish(ctx context.Context, op, name, ms string) error {
-	res, err := s.run(ctx, s.write, op, name, ms, maxPublishArg)
-	if kind, _ := res.(string); kind != "" {
-		s.health.Repaired(kind)
-	}
+	_, err := s.run(ctx, opGate, name, d)
 	return err
 }
 
-// Available reports whether Redis answered the last round trip.
+// Available reports whether the store answered the last round trip.
 func (s *Shared) Available() bool { return s.health.Available() }
 
 // Slack is how far apart two readings of one publication's end may be,
 // when each is estimated as the time Load returned plus the time it says is
 // left: one round trip (the Timeout bounds it) and the millisecond Redis
-// rounds to. Pass it to Breaker.OpenElsewhere and Gate.CloseUntilElsewhere,
-// which apply a publication once, however often it is read.
+// rounds to. OpenElsewhere and CloseElsewhere apply a publication once,
+// however often it is read, by it.
 func (s *Shared) Slack() time.Duration { return s.timeout + time.Millisecond }
 
-// maxPublish bounds every publication: a longer one is kept this long.
-// Both scripts treat a field that ends later, or whose value is not a whole
-// number, as foreign: not read, and deleted by the next write.
-const (
-	maxPublish   = 366 * 24 * time.Hour
-	maxPublishMS = int64(maxPublish / time.Millisecond)
-)
+// Changes returns how many state changes b has made: read it before Load,
+// and pass it to OpenElsewhere with what Load read. A disabled breaker
+// makes none.
+func (s *Shared) Changes(b *Breaker) uint64 { return b.changes.Load() }
 
-var maxPublishArg = strconv.FormatInt(maxPublishMS, 10)
-
-// ms is d in whole milliseconds, rounded up, at least 1 and at most
-// maxPublish.
-func ms(d time.Duration) string {
-	d = min(d, maxPublish)
-	return strconv.FormatInt(max(int64((d+time.Millisecond-1)/time.Millisecond), 1), 10)
+// OpenElsewhere records that another replica published b open until until
+// (as Load read it): while b is closed, Allow refuses every attempt with
+// ErrOpenElsewhere (which matches ErrOpen), without a request, so the
+// replicas skip a target that one of them found failing. Once b is open or
+// half-open itself, its own state decides, so that its probe is sent.
+// until is this replica's estimate, now + the time Load says is left; it
+// should come from time.Now (a monotonic reading).
+//
+// What another replica published is capped by b's own limit: it holds b
+// open until the earlier of until and twice b's OpenFor after it first read
+// the publication (a publisher's OpenFor, then the time its probe takes).
+// The same publication read again does not extend it, so re-reading cannot
+// stretch the cap: a reading whose until is within Slack of the last
+// publication applied is that publication. A reading whose end differs by
+// more is a new publication (the publisher's probe failed and it opened
+// again, say): it replaces the last, capped afresh.
+//
+// asOf is what Changes returned before the publication was read: if b has
+// changed state since (its own probe closed it, say, while the read was on
+// its way), the publication is older news than b's own and is ignored; so
+// is it after any later change. A zero until means the read found none: it
+// ends the last at once (the replica that opened it found the target
+// healthy again). A disabled breaker ignores it all.
+func (s *Shared) OpenElsewhere(b *Breaker, until time.Time, asOf uint64) {
+	b.openElsewhere(until, asOf, s.Slack())
 }
 
-// run runs script once, bounded by the Timeout, unless Redis is left alone.
-func (s *Shared) run(ctx context.Context, script *redis.Script, args ...any) (any, error) {
+// CloseElsewhere applies to g a closure another replica published: its
+// provider asked for no request until until, as this replica estimates it
+// (now + the time Load says is left; from time.Now, so that it carries a
+// monotonic reading). g's Refusal tells it apart from a closure of this
+// replica's own (ErrGateClosedElsewhere).
+//
+// What another replica asked for is capped by this replica's own limit
+// (its MaxGate; 0 or less means DefaultMaxGate), measured from when this
+// replica first read the publication: the gate closes until the earlier of
+// until and now + limit. The same publication read again does not close it
+// again, so re-reading cannot stretch the cap: a reading whose until is
+// within Slack of the last publication applied is that publication. A
+// reading whose end differs by more is a new closure (a new 429): it is
+// applied afresh, capped again. A gate already closed until later stays
+// closed until then.
+func (s *Shared) CloseElsewhere(g *Gate, until time.Time, limit time.Duration) {
+	g.closeUntilElsewhere(until, limit, s.Slack())
+}
+
+// TakeChange returns b's last state change that has not been taken yet, at
+// most once: to publish it to the other replicas after the attempt that
+// caused it (OnStateChange runs under gobreaker's lock, where no round trip
+// belongs). It costs one atomic load when there is none; a disabled breaker
+// has none.
+func (s *Shared) TakeChange(b *Breaker) (State, bool) { return b.takeChange() }
+
+// run makes one round trip to the store, bounded by the Timeout, unless the
+// store is left alone, and logs the repair the store reports.
+func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration) ([]Remote, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -334,21 +290,38 @@ func (s *Shared) run(ctx context.Context, script *redis.Script, args ...any) (an
 		return nil, s.leftAlone
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	res, err := script.Run(tctx, s.client, s.keys, args...).Result()
+	var (
+		rs       []Remote
+		repaired string
+		err      error
+	)
+	switch op {
+	case opLoad:
+		rs, repaired, err = s.store.Load(tctx)
+	case opOpen:
+		repaired, err = s.store.PublishOpen(tctx, name, d)
+	case opClosed:
+		repaired, err = s.store.PublishClosed(tctx, name)
+	default:
+		repaired, err = s.store.PublishGate(tctx, name, d)
+	}
 	if err == nil {
 		cancel()
 		s.health.Succeeded()
-		return res, nil
+		if repaired != "" {
+			s.health.Repaired(repaired)
+		}
+		return rs, nil
 	}
 	cerr, timedOut := remote.Blame(ctx, tctx, err)
 	cancel()
 	if cerr != nil { // says nothing about Redis
-		return nil, fmt.Errorf("shared state %q: %w (%v)", s.keys[0], cerr, err)
+		return nil, fmt.Errorf("shared state %q: %w (%v)", s.key, cerr, err)
 	}
 	if timedOut {
-		err = fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.keys[0], s.timeout, err)
+		err = fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
 	} else {
-		err = fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.keys[0], err)
+		err = fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
 	}
 	s.health.Failed(int64(time.Since(s.base)), err)
 	return nil, err

@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -10,6 +11,64 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/retry"
 )
+
+// nopStore is a breaker.Store that is never asked anything: the tests of
+// what a Shared applies to a breaker or a gate need its Slack only.
+type nopStore struct{}
+
+func (nopStore) Key() string { return "k" }
+func (nopStore) Load(context.Context) ([]breaker.Remote, string, error) {
+	panic("nopStore: Load")
+}
+func (nopStore) PublishOpen(context.Context, string, time.Duration) (string, error) {
+	panic("nopStore: PublishOpen")
+}
+func (nopStore) PublishClosed(context.Context, string) (string, error) {
+	panic("nopStore: PublishClosed")
+}
+func (nopStore) PublishGate(context.Context, string, time.Duration) (string, error) {
+	panic("nopStore: PublishGate")
+}
+
+// sharing returns a Shared whose Slack is slack, or the least a Shared has
+// (a nanosecond's Timeout, plus a millisecond) when slack is shorter.
+func sharing(t testing.TB, slack time.Duration) *breaker.Shared {
+	t.Helper()
+	s, err := breaker.NewShared(nopStore{}, breaker.SharedOptions{Timeout: max(slack-time.Millisecond, time.Nanosecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slack >= time.Millisecond+time.Nanosecond && s.Slack() != slack {
+		t.Fatalf("Slack() = %v; want %v", s.Slack(), slack)
+	}
+	return s
+}
+
+// changesOf is a Shared for Changes and TakeChange, which use no store.
+var changesOf = func() *breaker.Shared {
+	s, err := breaker.NewShared(nopStore{}, breaker.SharedOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// stateChanges is Shared.Changes(b).
+func stateChanges(b *breaker.Breaker) uint64 { return changesOf.Changes(b) }
+
+// openElsewhere is Shared.OpenElsewhere on a Shared whose Slack is slack
+// (see sharing).
+func openElsewhere(t testing.TB, b *breaker.Breaker, until time.Time, asOf uint64, slack time.Duration) {
+	t.Helper()
+	sharing(t, slack).OpenElsewhere(b, until, asOf)
+}
+
+// closeElsewhere is Shared.CloseElsewhere on a Shared whose Slack is slack
+// (see sharing).
+func closeElsewhere(t testing.TB, g *breaker.Gate, until time.Time, limit, slack time.Duration) {
+	t.Helper()
+	sharing(t, slack).CloseElsewhere(g, until, limit)
+}
 
 // heldElsewhere fails the test unless b refuses attempts because another
 // replica holds it open: Allow's error matches ErrOpenElsewhere and ErrOpen,
@@ -44,10 +103,10 @@ func notHeld(t *testing.T, b *breaker.Breaker, when string) {
 	tk.Report(retry.NotFailure)
 }
 
-// take fails the test unless b.TakeChange returns want (ok false for none).
+// take fails the test unless Shared.TakeChange(b) returns want (ok false for none).
 func take(t *testing.T, b *breaker.Breaker, want breaker.State, wantOK bool, when string) {
 	t.Helper()
-	got, ok := b.TakeChange()
+	got, ok := changesOf.TakeChange(b)
 	if got != want || ok != wantOK {
 		t.Fatalf("%s: TakeChange() = %v, %v; want %v, %v", when, got, ok, want, wantOK)
 	}
@@ -60,7 +119,7 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 		b := mustNew(t, breaker.Settings{OpenFor: time.Hour, OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
 		notHeld(t, b, "before")
 		const d = 10 * time.Second
-		b.OpenElsewhere(time.Now().Add(d), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(d), stateChanges(b), 0)
 		heldElsewhere(t, b, "right after OpenElsewhere")
 		time.Sleep(d - time.Nanosecond)
 		heldElsewhere(t, b, "just before it ends")
@@ -81,31 +140,31 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 		}
 
 		// A zero time ends it at once.
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
 		heldElsewhere(t, b, "held for an hour")
-		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+		openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("after OpenElsewhere(zero): Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("after OpenElsewhere(zero): Allow = %v", err)
 		}
-		b.OpenElsewhere(time.Time{}, b.Changes(), 0) // ending nothing is harmless
+		openElsewhere(t, b, time.Time{}, stateChanges(b), 0) // ending nothing is harmless
 
 		// A later call replaces an earlier one, sooner or later.
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
+		openElsewhere(t, b, time.Now().Add(time.Minute), stateChanges(b), 0)
 		time.Sleep(time.Minute)
 		if !b.Closed() {
 			t.Fatal("a later, shorter OpenElsewhere did not replace the earlier one")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Minute), stateChanges(b), 0)
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
 		time.Sleep(time.Minute)
 		heldElsewhere(t, b, "a later, longer OpenElsewhere")
 
 		// A time already passed holds nothing.
-		b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(-time.Second), stateChanges(b), 0)
 		if !b.Closed() {
 			t.Fatal("an OpenElsewhere in the past holds the breaker open")
 		}
@@ -115,14 +174,14 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{Disabled: true})
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
 		if !b.Closed() || b.State() != breaker.Closed {
 			t.Fatalf("disabled breaker: Closed() %v, State() %v; want closed", b.Closed(), b.State())
 		}
-		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+		openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
 		}
@@ -141,7 +200,7 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		if b.State() != breaker.Open {
 			t.Fatal("setup: not open after 5 failures")
 		}
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0) // e.g. its own publication, read back
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0) // e.g. its own publication, read back
 		_, err := b.Allow()
 		if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
 			t.Fatalf("open: Allow = %v; want this breaker's own ErrOpen", err)
@@ -171,9 +230,9 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		// before, so the breaker forgets it (the replica withdraws its own
 		// publication next); a publication read after holds it again.
 		notHeld(t, b, "closed by its own probe")
-		b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
 		heldElsewhere(t, b, "a publication read after the probe")
-		b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+		openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 		notHeld(t, b, "after OpenElsewhere(zero)")
 	})
 }
@@ -217,7 +276,7 @@ func TestTakeChange(t *testing.T) {
 		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
 		report(t, b, retry.NotFailure)
 		take(t, b, breaker.Closed, true, "closed again")
-		b.OpenElsewhere(time.Now().Add(time.Minute), b.Changes(), 0)
+		openElsewhere(t, b, time.Now().Add(time.Minute), stateChanges(b), 0)
 		_, _ = b.Allow()
 		take(t, b, 0, false, "held open elsewhere")
 	})
@@ -250,16 +309,16 @@ func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(time.Hour), b.Changes(), 0)
-	b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+	openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
+	openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere ended; want 0", a)
 	}
-	b.OpenElsewhere(time.Now().Add(-time.Second), b.Changes(), 0)
+	openElsewhere(t, b, time.Now().Add(-time.Second), stateChanges(b), 0)
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere passed; want 0", a)
 	}
-	if a := testing.AllocsPerRun(1000, func() { _, _ = b.TakeChange() }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { _, _ = changesOf.TakeChange(b) }); a != 0 {
 		t.Errorf("TakeChange allocates %v times; want 0", a)
 	}
 }
@@ -273,9 +332,9 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		wg.Go(func() {
 			for j := range 500 {
 				if (i+j)%3 == 0 {
-					b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+					openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 				} else {
-					b.OpenElsewhere(time.Now().Add(time.Duration(j%5)*time.Millisecond), b.Changes(), 0)
+					openElsewhere(t, b, time.Now().Add(time.Duration(j%5)*time.Millisecond), stateChanges(b), 0)
 				}
 			}
 		})
@@ -285,7 +344,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 			for range 500 {
 				_ = b.Closed()
 				_ = b.State()
-				if _, ok := b.TakeChange(); ok {
+				if _, ok := changesOf.TakeChange(b); ok {
 					t.Error("TakeChange reported a change")
 				}
 				tk, err := b.Allow()
@@ -300,7 +359,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	b.OpenElsewhere(time.Time{}, b.Changes(), 0)
+	openElsewhere(t, b, time.Time{}, stateChanges(b), 0)
 	if !b.Closed() || b.State() != breaker.Closed {
 		t.Fatalf("Closed() %v, State() %v; want closed", b.Closed(), b.State())
 	}
@@ -311,7 +370,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 func TestGateClosedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var g breaker.Gate
-		g.CloseUntilElsewhere(time.Now().Add(time.Minute), 0, 0)
+		closeElsewhere(t, &g, time.Now().Add(time.Minute), 0, 0)
 		until, err := g.Refusal()
 		if !errors.Is(err, breaker.ErrGateClosedElsewhere) || !errors.Is(err, breaker.ErrGateClosed) || !until.Equal(time.Now().Add(time.Minute)) {
 			t.Fatalf("Refusal = %v, %v; want ErrGateClosedElsewhere until a minute from now", until, err)
@@ -341,7 +400,7 @@ func TestOpenElsewhereCappedByOpenFor(t *testing.T) {
 		const openFor, slack = 10 * time.Second, 50 * time.Millisecond
 		b := mustNew(t, breaker.Settings{OpenFor: openFor})
 		far := time.Now().Add(300 * 24 * time.Hour)
-		b.OpenElsewhere(far, b.Changes(), slack)
+		openElsewhere(t, b, far, stateChanges(b), slack)
 		heldElsewhere(t, b, "right after a 300-day publication")
 		for i := range 2*openFor/time.Second - 1 {
 			time.Sleep(time.Second)
@@ -349,30 +408,30 @@ func TestOpenElsewhereCappedByOpenFor(t *testing.T) {
 			if i%2 == 0 {
 				jitter = -slack
 			}
-			b.OpenElsewhere(far.Add(jitter), b.Changes(), slack) // the same, read again
+			openElsewhere(t, b, far.Add(jitter), stateChanges(b), slack) // the same, read again
 			heldElsewhere(t, b, "read again within 2 x OpenFor")
 		}
 		time.Sleep(time.Second)
 		notHeld(t, b, "2 x OpenFor after it was first read")
-		b.OpenElsewhere(far, b.Changes(), slack)
+		openElsewhere(t, b, far, stateChanges(b), slack)
 		notHeld(t, b, "the same publication, read after its cap")
 
-		b.OpenElsewhere(far.Add(slack+time.Millisecond), b.Changes(), slack) // a new one
+		openElsewhere(t, b, far.Add(slack+time.Millisecond), stateChanges(b), slack) // a new one
 		heldElsewhere(t, b, "a publication ending later than the last by more than slack")
 		time.Sleep(2*openFor - time.Nanosecond)
 		heldElsewhere(t, b, "the new publication, just before its cap")
 		time.Sleep(time.Nanosecond)
 		notHeld(t, b, "the new publication, at its cap")
 
-		b.OpenElsewhere(time.Now().Add(openFor/2), b.Changes(), slack) // within the cap
+		openElsewhere(t, b, time.Now().Add(openFor/2), stateChanges(b), slack) // within the cap
 		heldElsewhere(t, b, "a publication shorter than the cap")
 		time.Sleep(openFor / 2)
 		notHeld(t, b, "once the short publication has ended")
 
 		// OpenElsewhere(zero) forgets the publication: the same end read
 		// later is news again (a new publication that ends alike).
-		b.OpenElsewhere(time.Time{}, b.Changes(), slack)
-		b.OpenElsewhere(far, b.Changes(), slack)
+		openElsewhere(t, b, time.Time{}, stateChanges(b), slack)
+		openElsewhere(t, b, far, stateChanges(b), slack)
 		heldElsewhere(t, b, "a publication after none was read")
 	})
 }
@@ -385,13 +444,13 @@ func TestOpenElsewhereReadAgainAfterAChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1})
 		until := time.Now().Add(2 * breaker.DefaultOpenFor)
-		asOf := b.Changes()
+		asOf := stateChanges(b)
 		report(t, b, retry.Failure) // opens: a change while the read was on its way
-		b.OpenElsewhere(until, asOf, 0)
+		openElsewhere(t, b, until, asOf, 0)
 		time.Sleep(breaker.DefaultOpenFor + time.Nanosecond)
 		report(t, b, retry.NotFailure) // its probe closes it
 		notHeld(t, b, "closed by its own probe")
-		b.OpenElsewhere(until, b.Changes(), 0)
+		openElsewhere(t, b, until, stateChanges(b), 0)
 		notHeld(t, b, "the same publication, read again after the probe")
 	})
 }
@@ -405,27 +464,27 @@ func TestGateClosedElsewhereCappedByLimit(t *testing.T) {
 		var g breaker.Gate
 		start := time.Now()
 		end := start.Add(10 * time.Second)
-		g.CloseUntilElsewhere(end, limit, slack)
+		closeElsewhere(t, &g, end, limit, slack)
 		if until, err := g.Refusal(); !errors.Is(err, breaker.ErrGateClosedElsewhere) || !until.Equal(start.Add(limit)) {
 			t.Fatalf("Refusal = %v, %v; want closed elsewhere until the limit, %v", until, err, start.Add(limit))
 		}
 		time.Sleep(limit / 2)
-		g.CloseUntilElsewhere(end.Add(slack), limit, slack)
+		closeElsewhere(t, &g, end.Add(slack), limit, slack)
 		if until, _ := g.Refusal(); !until.Equal(start.Add(limit)) {
 			t.Fatalf("read again: closed until %v; want still %v", until, start.Add(limit))
 		}
 		time.Sleep(limit / 2)
-		g.CloseUntilElsewhere(end.Add(-slack), limit, slack)
+		closeElsewhere(t, &g, end.Add(-slack), limit, slack)
 		if _, err := g.Refusal(); err != nil {
 			t.Fatalf("read again at the limit: %v; want open", err)
 		}
-		g.CloseUntilElsewhere(end.Add(slack+time.Millisecond), limit, slack) // a new closure
+		closeElsewhere(t, &g, end.Add(slack+time.Millisecond), limit, slack) // a new closure
 		if until, err := g.Refusal(); !errors.Is(err, breaker.ErrGateClosedElsewhere) || !until.Equal(time.Now().Add(limit)) {
 			t.Fatalf("a later closure: Refusal = %v, %v; want closed for the limit again", until, err)
 		}
 		// A limit of 0 is DefaultMaxGate.
 		var d breaker.Gate
-		d.CloseUntilElsewhere(time.Now().Add(time.Hour), 0, 0)
+		closeElsewhere(t, &d, time.Now().Add(time.Hour), 0, 0)
 		if until, _ := d.Refusal(); !until.Equal(time.Now().Add(breaker.DefaultMaxGate)) {
 			t.Fatalf("limit 0: closed until %v; want DefaultMaxGate from now", until)
 		}

@@ -26,13 +26,14 @@
 // only as the target proves healthy again, whatever the time: it allows a
 // burst of Capacity/Cost retries, then one retry per Cost/Refund successes.
 //
-// Shared is a Ratio that the replicas of a service keep together in Redis
-// (github.com/redis/go-redis/v9), one key per chain and target: 40 replicas
-// with a Ratio each grant a failing target 40 floors of retries, 40 on one
-// Shared key grant max(MinRetries, Ratio * all their first attempts), one
-// budget's worth. Record counts first attempts locally and writes them in
-// batches; Withdraw is one round trip running a Lua script that decides
-// atomically on the server's clock. When Redis is slow or down, each
+// Shared is a Ratio that the replicas of a service keep together in a
+// Store, one key per chain and target: 40 replicas with a Ratio each grant
+// a failing target 40 floors of retries, 40 on one Shared key grant
+// max(MinRetries, Ratio * all their first attempts), one budget's worth.
+// Record counts first attempts locally and writes them in batches;
+// Withdraw is one round trip that decides atomically on the store's clock.
+// The Store on Redis is redisstore's (redisstore.Shared.Budget, a Lua
+// script per round trip): this package imports no Redis client. When Redis is slow or down, each
 // replica decides with a local budget after a short Timeout (50ms by
 // default), says so through a callback and a log line, and tries Redis
 // again a second later: no call fails or waits longer because of Redis.

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/remote"
-	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of SharedOptions' zero fields.
@@ -32,11 +30,83 @@ const (
 )
 
 // ErrSharedUnavailable is matched by the errors a Shared budget passes to
-// SharedOptions.OnError and returns from Flush and Counts when Redis did
-// not answer within the Timeout, could not be reached or answered with an
-// error; the cause is wrapped too. Withdraw never returns it: a Shared
-// budget decides with its local budget instead.
+// SharedOptions.OnError and returns from Flush and Counts when its store
+// (Redis) did not answer within the Timeout, could not be reached or
+// answered with an error; the cause is wrapped too. Withdraw never returns
+// it: a Shared budget decides with its local budget instead.
 var ErrSharedUnavailable = errors.New("budget: shared budget unavailable")
+
+// Store keeps the window of a Shared budget where the replicas of a
+// service share it, and runs each of its round trips atomically: what a
+// Shared asks, one StoreOp per round trip. redisstore builds one on Redis
+// (redisstore.Shared.Budget), where each is one Lua script. Shared owns
+// everything else: batching first attempts, the Timeout, leaving a failed
+// store alone, the Local budget that decides meanwhile, the log records
+// and the callbacks.
+//
+// Run honours ctx's deadline. An error whose chain holds an error with a
+// RedisError() method (go-redis's error replies) is an answer from the
+// server that waiting does not mend, such as NOPERM: the Shared logs it
+// again at each probe that finds it.
+type Store interface {
+	// Key names the budget in errors and log records: the Redis key.
+	Key() string
+	// Run applies op to the window atomically and returns the window's
+	// counts, op's changes included.
+	Run(ctx context.Context, op StoreOp) (StoreResult, error)
+}
+
+// OpKind is what a StoreOp does once it has added its first attempts.
+type OpKind uint8
+
+// The kinds of StoreOp.
+const (
+	// OpCount adds the first attempts only.
+	OpCount OpKind = iota
+	// OpWithdraw grants a retry, and counts it in the current bucket, iff
+	// the retries in the window are fewer than max(Floor,
+	// floor(first attempts * Ratio / 10^6)).
+	OpWithdraw
+	// OpRefund takes back one granted retry, from the newest bucket that
+	// counts one, if the window holds one.
+	OpRefund
+)
+
+// StoreOp is one round trip of a Shared budget to its Store: it adds
+// Pending first attempts to the current bucket, then does what Kind says.
+// The window is Buckets buckets of Bucket each, epochs of the store's own
+// clock (Redis's TIME, so that replicas whose clocks disagree agree): a
+// bucket a whole window old, or more than a window ahead, no longer
+// counts, and neither does anything the store did not write (a count that
+// is not a whole number, say). Every op that changes the window keeps it
+// for TTL after the change, and so does one that finds it kept for good
+// (written by something else); nothing lingers once the traffic stops.
+type StoreOp struct {
+	Kind    OpKind
+	Pending int64
+	// Bucket is a bucket's length, at least a millisecond; Buckets is how
+	// many make the window.
+	Bucket  time.Duration
+	Buckets int
+	// Ratio, in millionths, and Floor (0 for none) decide an OpWithdraw.
+	Ratio, Floor int64
+	// TTL is how long the window outlives its last change.
+	TTL time.Duration
+}
+
+// StoreResult is what a Store answers to a StoreOp.
+type StoreResult struct {
+	// Granted reports that an OpWithdraw granted its retry.
+	Granted bool
+	// Firsts and Retries are the first attempts and granted retries in the
+	// window, the op's own changes included.
+	Firsts, Retries int64
+	// Repaired is empty, or names what the store found where it keeps the
+	// window and deleted before it went on with an empty one (Redis's TYPE
+	// of a value of another kind under its key, such as "string"): the
+	// Shared logs each repair.
+	Repaired string
+}
 
 // SharedOptions configures NewShared. The zero value means every default.
 type SharedOptions struct {
@@ -95,51 +165,46 @@ type SharedOptions struct {
 	Logger *slog.Logger
 }
 
-// Shared is a ratio retry budget kept in Redis, so that the replicas of a
-// service budget one target together: 40 replicas with local budgets grant
-// 40 floors of retries to a failing target, 40 replicas on one Shared key
-// grant one. It is safe for concurrent use. Build one with NewShared; the
-// zero value is not usable.
+// Shared is a ratio retry budget kept in a Store (Redis), so that the
+// replicas of a service budget one target together: 40 replicas with local
+// budgets grant 40 floors of retries to a failing target, 40 replicas on
+// one Shared key grant one. It is safe for concurrent use. Build one with
+// NewShared; the zero value is not usable.
 //
-// Record counts first attempts in an atomic counter and writes them to
-// Redis in batches (see SharedOptions.FlushEvery); between writes it costs a
-// clock read, the local budget's Record and an atomic add, and does not
-// allocate. Withdraw is one round trip: a Lua script that adds this
-// replica's waiting first attempts, sums the window and grants a retry iff
-// the retries in it are fewer than max(MinRetries, Ratio * first attempts),
-// all atomically in Redis, so concurrent replicas never grant more than one
-// budget allows. Refund is one round trip too.
+// Record counts first attempts in an atomic counter and writes them to the
+// store in batches (see SharedOptions.FlushEvery); between writes it costs
+// a clock read, the local budget's Record and an atomic add, and does not
+// allocate. Withdraw is one round trip, which adds this replica's waiting
+// first attempts, sums the window and grants a retry iff the retries in it
+// are fewer than max(MinRetries, Ratio * first attempts), all atomically in
+// the store, so concurrent replicas never grant more than one budget
+// allows. Refund is one round trip too.
 //
-// In Redis the budget is one hash under the key, with a field per bucket
-// length (Window/10) and kind: "f<epoch>" counts first attempts and
-// "r<epoch>" granted retries, where epoch is the Redis server's TIME divided
-// by the bucket length. Reading the server's clock inside the script means
-// replicas whose clocks disagree still agree on the window, and costs no
-// round trip. Each call that writes drops the buckets that have left the
-// window and sets the key to expire after two Windows, so nothing lingers
-// once the traffic stops; so does a call that finds the key without a TTL
-// (written by something else). The key is the budget's: a value of another
-// type under it (a string SET there, say) would fail every round trip, so
-// the script deletes it and goes on with an empty window, and a Warn record
-// says so each time.
+// The window is Buckets buckets of Window/Buckets each, on the store's
+// clock (the Redis server's TIME): replicas whose clocks disagree still
+// agree on the window, at no round trip's cost. The store forgets a window
+// two Windows after its last write, so nothing lingers once the traffic
+// stops. The key is the budget's: on Redis, a value of another type under
+// it (a string SET there, say) would fail every round trip, so the store
+// deletes it and goes on with an empty window, and a Warn record says so
+// each time.
 //
-// When Redis fails or does not answer within the Timeout, that call decides
-// with the Local budget, and so does every call for the next ProbeEvery;
-// then one call tries Redis again. No call fails, or waits longer than the
-// Timeout, because of Redis; OnError and the Logger say when Redis becomes
-// unavailable and when it answers again. First attempts a failed round trip
-// carried are lost to the shared count (they may or may not have been
-// written), which can only lower the shared allowance.
+// When the store fails or does not answer within the Timeout, that call
+// decides with the Local budget, and so does every call for the next
+// ProbeEvery; then one call tries the store again. No call fails, or waits
+// longer than the Timeout, because of Redis; OnError and the Logger say
+// when Redis becomes unavailable and when it answers again. First attempts
+// a failed round trip carried are lost to the shared count (they may or
+// may not have been written), which can only lower the shared allowance.
 //
 // A Shared starts no goroutine of its own and holds nothing to close: the
-// client is the caller's, to share and to close.
+// store and its client are the caller's, to share and to close.
 type Shared struct {
-	client  redis.UniversalClient
-	script  *redis.Script
-	keys    []string // the one key, as the script's KEYS
-	statics []any    // ARGV[3:]: the configuration, formatted once
-	local   Budget
-	config  RatioConfig
+	store  Store
+	key    string
+	shape  StoreOp // the window, as every round trip gives it to the store
+	local  Budget
+	config RatioConfig
 
 	timeout    time.Duration
 	flushEvery int64 // nanoseconds
@@ -156,124 +221,25 @@ type Shared struct {
 
 var _ Refunder = (*Shared)(nil)
 
-// sharedScript is the Lua source of every Shared round trip: one call reads
-// the window, writes what changed and decides, atomically.
+// NewShared returns a retry budget that the replicas whose stores are on
+// the same key share, configured by opts (the zero SharedOptions for every
+// default). A store names the budget, one per chain and target, such as
+// "backstop:budget:" + chain + ":" + target; on Redis
+// (redisstore.Shared.Budget) it is one hash, so it works on a Redis Cluster
+// too. The key is the budget's: a value of another type found under it is
+// deleted (see Shared).
 //
-// KEYS[1] the budget's hash. ARGV: [1] op, 0 count (write only the pending
-// first attempts), 1 withdraw, 2 refund; [2] pending first attempts to add;
-// [3] bucket length in microseconds; [4] buckets per window; [5] Ratio in
-// millionths; [6] the floor (MinRetries, 0 for none); [7] the key's TTL in
-// milliseconds. It returns {granted (0 or 1), first attempts in the window,
-// retries in the window}, the counts including this call's changes.
-//
-// Buckets are epochs of the server's TIME: fields from a bucket a whole
-// window old, or more than a window ahead (a server whose clock was set
-// back), and fields it did not write (another kind, an epoch or a count
-// that is not a whole number, NaN included) are deleted, not counted. A withdraw
-// grants iff retries < max(floor, floor(firsts * ratio / 10^6)), as Ratio
-// does; a refund decrements the newest bucket holding a granted retry, and
-// only when the window holds one. Writes are followed by PEXPIRE, and so
-// is a call that finds the key without a TTL (written by something else);
-// a call that changed nothing otherwise writes nothing. A value of another
-// type under the key is deleted first, and the call goes on with an empty
-// window: the fourth value returned is its type then, "" otherwise.
-const sharedScript = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local repaired = ''
-local kind = redis.call('TYPE', key)['ok']
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', key)
-  repaired = kind
-end
-local op = tonumber(ARGV[1])
-local pending = tonumber(ARGV[2])
-local width = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local ratio = tonumber(ARGV[5])
-local floor = tonumber(ARGV[6])
-local t = redis.call('TIME')
-local now = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / width)
-local wrote = false
-local firsts, retries = 0, 0
-local newest, newestE = nil, nil
-local fields = redis.call('HGETALL', key)
-for i = 1, #fields, 2 do
-  local name = fields[i]
-  local kind = string.sub(name, 1, 1)
-  local e = tonumber(string.sub(name, 2))
-  local v = tonumber(fields[i + 1])
-  -- e ~= math.floor(e) and v ~= math.floor(v) are true for NaN, an
-  -- infinity and a fraction: never written here, so foreign
-  if (kind ~= 'f' and kind ~= 'r') or e == nil or v == nil or e ~= math.floor(e) or v ~= math.floor(v)
-    or e <= now - n or e > now + n then
-    redis.call('HDEL', key, name)
-    wrote = true
-  elseif kind == 'f' then
-    firsts = firsts + v
-  else
-    retries = retries + v
-    if v > 0 and (newestE == nil or e > newestE) then newest, newestE = name, e end
-  end
-end
-if retries < 0 then retries = 0 end
-if pending > 0 then
-  redis.call('HINCRBY', key, 'f' .. now, pending)
-  firsts = firsts + pending
-  wrote = true
-end
-local granted = 0
-if op == 1 then
-  local allowed = math.floor(firsts * ratio / 1000000)
-  if allowed < floor then allowed = floor end
-  if retries < allowed then
-    redis.call('HINCRBY', key, 'r' .. now, 1)
-    retries = retries + 1
-    granted = 1
-    wrote = true
-  end
-elseif op == 2 and retries > 0 and newest ~= nil then
-  redis.call('HINCRBY', key, newest, -1)
-  retries = retries - 1
-  wrote = true
-end
-if wrote or redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[7]) end
-return {granted, firsts, retries, repaired}
-`
-
-// Ops of sharedScript (ARGV[1]).
-const (
-	opCount    = 0
-	opWithdraw = 1
-	opRefund   = 2
-)
-
-// NewShared returns a retry budget that the replicas calling it with the
-// same key share through client, configured by opts (the zero SharedOptions
-// for every default). key names the budget, one per chain and target, such
-// as "backstop:budget:" + chain + ":" + target; it is one Redis hash, so it
-// works on a Redis Cluster too. The key is the budget's: a value of another
-// type found under it is deleted (see Shared).
-//
-// Errors match ErrInvalidConfig and name what to change: a nil client, a
-// client whose options do not bound commands by their context, an empty
-// key, an invalid Ratio, a negative Timeout, FlushEvery, FlushAfter or
-// ProbeEvery. NewShared makes no round trip: Redis may be down when it is
-// called.
-//
-// The client must honour its contexts' deadlines, or the Timeout could not
-// bound a round trip: in go-redis that is Options.ContextTimeoutEnabled (and
-// the same field of ClusterOptions, RingOptions, FailoverOptions and
-// UniversalOptions). NewShared checks it on *redis.Client,
-// *redis.ClusterClient and *redis.Ring; another implementation of
-// redis.UniversalClient must honour them itself.
-func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*Shared, error) {
+// Errors match ErrInvalidConfig and name what to change: a nil store, a
+// store with an empty key, an invalid Ratio, a negative Timeout,
+// FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
+// store may be down when it is called.
+func NewShared(store Store, opts SharedOptions) (*Shared, error) {
 	found := problems.New(ErrInvalidConfig)
 	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
-	if err := remote.CheckClient(client, "the budget's Timeout"); err != "" {
-		bad("%s", err)
-	}
-	if key == "" {
+	var key string
+	if store == nil {
+		bad("store is nil; build one on Redis with redisstore.NewShared(client), then its Budget(key)")
+	} else if key = store.Key(); key == "" {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
 	found.Add(opts.Ratio.Validate())
@@ -299,9 +265,8 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 
 	c := opts.Ratio.WithDefaults()
 	s := &Shared{
-		client:     client,
-		script:     redis.NewScript(sharedScript),
-		keys:       []string{key},
+		store:      store,
+		key:        key,
 		local:      opts.Local,
 		config:     c,
 		timeout:    orDefault(opts.Timeout, DefaultSharedTimeout),
@@ -319,18 +284,17 @@ func NewShared(client redis.UniversalClient, key string, opts SharedOptions) (*S
 		}
 		s.local = r
 	}
-	width := int64(c.Window/Buckets) / int64(time.Microsecond) // >= 1000: Window >= MinWindow
-	ttl := (2*c.Window + time.Millisecond - 1) / time.Millisecond
-	var floor int64
-	if c.MinRetries > 0 {
-		floor = int64(c.MinRetries)
+	// The window's buckets, as Ratio's: Window >= MinWindow makes each at
+	// least a millisecond. The store keeps the window two Windows after
+	// its last write, in whole milliseconds.
+	s.shape = StoreOp{
+		Bucket:  c.Window / Buckets,
+		Buckets: Buckets,
+		Ratio:   int64(math.Round(c.Ratio * ppm)),
+		TTL:     (2*c.Window + time.Millisecond - 1).Truncate(time.Millisecond),
 	}
-	s.statics = []any{
-		strconv.FormatInt(width, 10),
-		strconv.Itoa(Buckets),
-		strconv.FormatInt(int64(math.Round(c.Ratio*ppm)), 10),
-		strconv.FormatInt(floor, 10),
-		strconv.FormatInt(int64(ttl), 10),
+	if c.MinRetries > 0 {
+		s.shape.Floor = int64(c.MinRetries)
 	}
 	return s, nil
 }
@@ -391,7 +355,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 	if n == 0 && !probe {
 		return
 	}
-	s.decide(context.WithoutCancel(ctx), opCount, n)
+	s.decide(context.WithoutCancel(ctx), OpCount, n)
 }
 
 // Withdraw grants a retry, and counts it in Redis, when the retries all
@@ -408,8 +372,8 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 		now := s.now()
 		if use, _ := s.use(now); use {
 			s.lastFlush.Store(now)
-			if v, ok := s.decide(ctx, opWithdraw, s.pending.Swap(0)); ok {
-				if v[0] == 1 {
+			if r, ok := s.decide(ctx, OpWithdraw, s.pending.Swap(0)); ok {
+				if r.Granted {
 					return nil
 				}
 				return ErrExhausted
@@ -429,7 +393,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 // the round trip fails the retry stays counted.
 func (s *Shared) Refund(ctx context.Context) {
 	if use, _ := s.use(s.now()); use {
-		s.decide(context.WithoutCancel(ctx), opRefund, 0)
+		s.decide(context.WithoutCancel(ctx), OpRefund, 0)
 		return
 	}
 	if r, ok := s.local.(Refunder); ok {
@@ -450,7 +414,7 @@ func (s *Shared) Flush(ctx context.Context) error {
 		return nil
 	}
 	s.lastFlush.Store(s.now())
-	_, err := s.run(ctx, opCount, n)
+	_, err := s.run(ctx, OpCount, n)
 	return err
 }
 
@@ -459,8 +423,8 @@ func (s *Shared) Flush(ctx context.Context) error {
 // first attempts that are still waiting to be written). It is one round
 // trip, meant for tests and telemetry; errors are as for Flush.
 func (s *Shared) Counts(ctx context.Context) (firsts, retries int64, err error) {
-	v, err := s.run(ctx, opCount, 0)
-	return v[1], v[2], err
+	r, err := s.run(ctx, OpCount, 0)
+	return r.Firsts, r.Retries, err
 }
 
 // Available reports whether decisions go to Redis: false from a failed
@@ -481,70 +445,48 @@ func (s *Shared) Config() RatioConfig { return s.config }
 // now returns the time since s.base.
 func (s *Shared) now() int64 { return int64(time.Since(s.base)) }
 
-// decide makes one round trip and records whether Redis answered. ok is
-// false when it did not, or when ctx ended first (which says nothing about
-// Redis); the caller then decides locally.
-func (s *Shared) decide(ctx context.Context, op, pending int64) (v [3]int64, ok bool) {
-	v, err := s.run(ctx, op, pending)
+// decide makes one round trip and records whether the store answered. ok
+// is false when it did not, or when ctx ended first (which says nothing
+// about Redis); the caller then decides locally.
+func (s *Shared) decide(ctx context.Context, op OpKind, pending int64) (r StoreResult, ok bool) {
+	r, err := s.run(ctx, op, pending)
 	if err == nil {
 		s.health.Succeeded()
-		return v, true
+		return r, true
 	}
 	if errors.Is(err, ErrSharedUnavailable) { // not the caller's own end
 		s.health.Failed(s.now(), err)
 	}
-	return v, false
+	return r, false
 }
 
-// run runs the script once, bounded by the Timeout, and logs the repair
-// of a key that held a value of another type.
-func (s *Shared) run(ctx context.Context, op, pending int64) ([3]int64, error) {
-	var v [3]int64
+// run makes one round trip to the store, bounded by the Timeout, and logs
+// the repair of a key that held a value of another type.
+func (s *Shared) run(ctx context.Context, op OpKind, pending int64) (StoreResult, error) {
 	if err := ctx.Err(); err != nil {
-		return v, err
+		return StoreResult{}, err
 	}
-	args := make([]any, 0, 2+len(s.statics))
-	args = append(append(args, op, pending), s.statics...)
+	o := s.shape
+	o.Kind, o.Pending = op, pending
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
-	res, err := s.script.Run(tctx, s.client, s.keys, args...).Slice()
+	r, err := s.store.Run(tctx, o)
 	var cerr error
 	var timedOut bool
 	if err != nil {
 		cerr, timedOut = remote.Blame(ctx, tctx, err)
 	}
 	cancel()
-	var repaired string
-	if err == nil {
-		repaired, err = parseAnswer(res, &v)
-	}
 	if err != nil {
 		if cerr != nil { // says nothing about Redis
-			return v, fmt.Errorf("shared budget %q: %w (%v)", s.keys[0], cerr, err)
+			return StoreResult{}, fmt.Errorf("shared budget %q: %w (%v)", s.key, cerr, err)
 		}
 		if timedOut { // go-redis reports it as a context or a network timeout
-			return v, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.keys[0], s.timeout, err)
+			return StoreResult{}, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
 		}
-		return v, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.keys[0], err)
+		return StoreResult{}, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
 	}
-	if repaired != "" {
-		s.health.Repaired(repaired)
+	if r.Repaired != "" {
+		s.health.Repaired(r.Repaired)
 	}
-	return v, nil
-}
-
-// parseAnswer reads the script's answer, {granted, firsts, retries,
-// repaired}, into v, and returns repaired.
-func parseAnswer(res []any, v *[3]int64) (string, error) {
-	if len(res) != len(v)+1 {
-		return "", fmt.Errorf("the script answered %v; want 3 integers and a string", res)
-	}
-	for i := range v {
-		n, ok := res[i].(int64)
-		if !ok {
-			return "", fmt.Errorf("the script answered %v; want 3 integers and a string", res)
-		}
-		v[i] = n
-	}
-	repaired, _ := res[3].(string)
-	return repaired, nil
+	return r, nil
 }

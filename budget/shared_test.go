@@ -1,82 +1,89 @@
 package budget
 
+// Tests of Shared's own logic on a store in memory. Shared on Redis (the
+// script's window, floor, refunds, repairs, and Redis down, slow or
+// answering errors) is tested in redisstore.
+
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/backstop-llm/backstop/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
-// newTestShared returns a Shared budget on key through c, failing the test
-// on a configuration error. A zero Timeout is made 10s, so that a loaded
-// machine does not turn the tests' shared decisions into local ones.
-func newTestShared(t testing.TB, c redis.UniversalClient, key string, opts SharedOptions) *Shared {
-	t.Helper()
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
+// memStore is a Store in memory with one bucket that never rolls, enough
+// for Shared's own logic. Its fail, when set, is returned by every Run;
+// with block set, Run waits for its context to end instead.
+type memStore struct {
+	mu              sync.Mutex
+	key             string
+	firsts, retries int64
+	runs            int
+	fail            error
+	block           bool
+	last            StoreOp
+}
+
+func (m *memStore) Key() string { return m.key }
+
+func (m *memStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+	m.mu.Lock()
+	m.runs++
+	m.last = op
+	fail, block := m.fail, m.block
+	m.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return StoreResult{}, ctx.Err()
 	}
-	s, err := NewShared(c, key, opts)
+	if fail != nil {
+		return StoreResult{}, fail
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.firsts += op.Pending
+	var granted bool
+	switch op.Kind {
+	case OpWithdraw:
+		if m.retries < max(op.Floor, m.firsts*op.Ratio/ppm) {
+			m.retries++
+			granted = true
+		}
+	case OpRefund:
+		if m.retries > 0 {
+			m.retries--
+		}
+	}
+	return StoreResult{Granted: granted, Firsts: m.firsts, Retries: m.retries}, nil
+}
+
+// reply is an error reply of a Redis client, as go-redis's have.
+type reply string
+
+func (r reply) Error() string { return string(r) }
+func (reply) RedisError()     {}
+
+func newMemShared(t *testing.T, m *memStore, opts SharedOptions) *Shared {
+	t.Helper()
+	s, err := NewShared(m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// grantAll withdraws until a refusal, returning the retries granted; it
-// fails the test past limit withdrawals.
-func grantAll(t testing.TB, ctx context.Context, b Budget, limit int) int {
-	t.Helper()
-	for n := range limit {
-		if err := b.Withdraw(ctx); err != nil {
-			if !errors.Is(err, ErrExhausted) {
-				t.Fatalf("Withdraw: %v; want nil or ErrExhausted", err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("more than %d retries granted", limit)
-	return limit
-}
-
-// recordFirsts records n failed first attempts.
-func recordFirsts(ctx context.Context, b Budget, n int) {
-	for range n {
-		b.Record(ctx, Outcome{})
-	}
-}
-
-// counts returns s.Counts, failing the test on an error.
-func counts(t testing.TB, s *Shared) (firsts, retries int64) {
-	t.Helper()
-	f, r, err := s.Counts(context.Background())
-	if err != nil {
-		t.Fatalf("Counts: %v", err)
-	}
-	return f, r
-}
-
 func TestNewSharedOptions(t *testing.T) {
-	m := miniredis.RunT(t)
-	good, _ := redistest.CountedClient(t, m.Addr())
-
-	s, err := NewShared(good, "k", SharedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := &memStore{key: "k"}
+	s := newMemShared(t, m, SharedOptions{})
 	if s.timeout != DefaultSharedTimeout || s.flushEvery != int64(DefaultFlushEvery) ||
-		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery {
-		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v", s.timeout,
-			time.Duration(s.flushEvery), s.flushAfter, s.health.ProbeEvery())
+		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery || s.key != "k" {
+		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v key %q", s.timeout,
+			time.Duration(s.flushEvery), s.flushAfter, s.health.ProbeEvery(), s.key)
 	}
 	if s.Config() != (RatioConfig{}).WithDefaults() {
 		t.Fatalf("Config() = %+v; want the defaults", s.Config())
@@ -87,657 +94,125 @@ func TestNewSharedOptions(t *testing.T) {
 	if !s.Available() {
 		t.Fatal("a new Shared budget is not Available")
 	}
+	// The window every round trip gives the store: Ratio's buckets.
+	want := StoreOp{Bucket: time.Second, Buckets: Buckets, Ratio: 100_000, Floor: DefaultMinRetries, TTL: 20 * time.Second}
+	if s.shape != want {
+		t.Fatalf("window %+v; want %+v", s.shape, want)
+	}
 	local := Unlimited()
-	s = newTestShared(t, good, "k", SharedOptions{Ratio: RatioConfig{Ratio: 0.5}, Local: local,
+	s = newMemShared(t, m, SharedOptions{Ratio: RatioConfig{Ratio: 0.5, MinRetries: -1, Window: 15 * time.Millisecond}, Local: local,
 		Timeout: time.Second, FlushEvery: time.Minute, FlushAfter: 7, ProbeEvery: time.Hour})
 	if s.local != local || s.timeout != time.Second || s.flushEvery != int64(time.Minute) ||
 		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.Config().Ratio != 0.5 {
 		t.Fatalf("options not kept: %+v", s)
 	}
+	want = StoreOp{Bucket: 1500 * time.Microsecond, Buckets: Buckets, Ratio: 500_000, TTL: 30 * time.Millisecond}
+	if s.shape != want {
+		t.Fatalf("window %+v; want %+v (no floor; the TTL two windows, in whole milliseconds)", s.shape, want)
+	}
+	if err := s.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) || m.last.Kind != OpWithdraw || m.last.Ratio != 500_000 {
+		t.Fatalf("Withdraw = %v, the store ran %+v; want ErrExhausted from an OpWithdraw of the window", err, m.last)
+	}
 
-	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
 	for _, tc := range []struct {
-		name   string
-		client redis.UniversalClient
-		key    string
-		opts   SharedOptions
-		want   []string
+		name  string
+		store Store
+		want  string
 	}{
-		{"nil client", nil, "k", SharedOptions{}, []string{"client is nil", "ContextTimeoutEnabled: true"}},
-		{"typed nil client", (*redis.Client)(nil), "k", SharedOptions{}, []string{"nil *redis.Client"}},
-		{"typed nil cluster", (*redis.ClusterClient)(nil), "k", SharedOptions{}, []string{"nil *redis.ClusterClient"}},
-		{"typed nil ring", (*redis.Ring)(nil), "k", SharedOptions{}, []string{"nil *redis.Ring"}},
-		{"no context timeouts", noCtx, "k", SharedOptions{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
-		{"cluster without context timeouts", noCtxCluster, "k", SharedOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"ring without context timeouts", noCtxRing, "k", SharedOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"empty key", good, "", SharedOptions{}, []string{"key is empty"}},
-		{"bad ratio", good, "k", SharedOptions{Ratio: RatioConfig{Ratio: 2, Window: time.Millisecond}}, []string{"Ratio is 2", "Window is 1ms"}},
-		{"negative Timeout", good, "k", SharedOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"negative FlushEvery", good, "k", SharedOptions{FlushEvery: -time.Second}, []string{"FlushEvery is -1s", "0 means 1s"}},
-		{"negative FlushAfter", good, "k", SharedOptions{FlushAfter: -1}, []string{"FlushAfter is -1", "0 means 100"}},
-		{"negative ProbeEvery", good, "k", SharedOptions{ProbeEvery: -1}, []string{"ProbeEvery is -1ns", "0 means 1s"}},
-		{"all at once", nil, "", SharedOptions{Timeout: -1, FlushAfter: -1, Ratio: RatioConfig{Ratio: -1}},
-			[]string{"client is nil", "key is empty", "Timeout is", "FlushAfter is", "Ratio is -1"}},
+		{"nil store", nil, "store is nil"},
+		{"empty key", &memStore{}, "key is empty"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := NewShared(tc.client, tc.key, tc.opts)
-			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
-			}
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("error %q does not match ErrInvalidConfig", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
-		})
+		if s, err := NewShared(tc.store, SharedOptions{}); s != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
+		}
 	}
 }
 
-// Two replicas on one key spend one budget: 150 + 50 first attempts allow
-// 10% of 200, 20 retries in all, however they are asked for. Two local
-// budgets would have allowed 15 + 10 (the second one's floor).
-func TestSharedReplicasShareOneBudget(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	ca, _ := redistest.CountedClient(t, m.Addr())
-	cb, _ := redistest.CountedClient(t, m.Addr())
-	opts := SharedOptions{FlushAfter: 1000, FlushEvery: time.Hour} // firsts go with the Withdraws
-	a := newTestShared(t, ca, "backstop:budget:c:t", opts)
-	b := newTestShared(t, cb, "backstop:budget:c:t", opts)
-	recordFirsts(ctx, a, 150)
-	recordFirsts(ctx, b, 50)
-	if f, r := counts(t, a); f != 0 || r != 0 {
-		t.Fatalf("before any Withdraw Redis counts %d firsts, %d retries; want nothing written yet", f, r)
-	}
-	granted := 0
-	for range 30 {
-		for _, s := range []*Shared{a, b} {
-			if s.Withdraw(ctx) == nil {
-				granted++
+// A store that fails makes the Local budget decide, leaves the store alone
+// for ProbeEvery and says so once; an error reply is logged again at each
+// probe that finds it; a store that does not answer costs the Timeout;
+// a caller's end says nothing about the store.
+func TestSharedStoreFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := &memStore{key: "k"}
+		var logs bytes.Buffer
+		var calls []error
+		local, _ := NewRatio(RatioConfig{MinRetries: 2})
+		const probeEvery = time.Minute
+		s := newMemShared(t, m, SharedOptions{Local: local, ProbeEvery: probeEvery, Timeout: 50 * time.Millisecond,
+			OnError: func(err error) { calls = append(calls, err) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+		m.fail = reply("NOPERM no permissions")
+		for range 2 {
+			if err := s.Withdraw(ctx); err != nil {
+				t.Fatalf("Withdraw with the store failing: %v; want Local's grant", err)
 			}
 		}
-	}
-	if granted != 20 {
-		t.Fatalf("two replicas granted %d retries; want 20 (10%% of 150+50)", granted)
-	}
-	if f, r := counts(t, b); f != 200 || r != 20 {
-		t.Fatalf("Counts = %d firsts, %d retries; want 200, 20", f, r)
-	}
-}
+		if err := s.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
+			t.Fatalf("a third Withdraw: %v; want Local's ErrExhausted", err)
+		}
+		if m.runs != 1 || s.Available() || len(calls) != 1 || !errors.Is(calls[0], ErrSharedUnavailable) ||
+			!strings.Contains(calls[0].Error(), "NOPERM") {
+			t.Fatalf("%d runs, Available %v, OnError %v; want 1, false, one NOPERM matching ErrSharedUnavailable", m.runs, s.Available(), calls)
+		}
+		time.Sleep(probeEvery)
+		_ = s.Withdraw(ctx) // the probe finds the same reply
+		if m.runs != 2 || strings.Count(logs.String(), "still unavailable, Redis answers with an error") != 1 || len(calls) != 1 {
+			t.Fatalf("%d runs, OnError %v, log:\n%s\nwant a probe logging the lasting reply again", m.runs, calls, logs.String())
+		}
 
-func TestSharedFloor(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t.Run("default floor, shared", func(t *testing.T) {
-		a := newTestShared(t, c, "floor", SharedOptions{})
-		b := newTestShared(t, c, "floor", SharedOptions{})
-		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != DefaultMinRetries {
-			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, DefaultMinRetries)
+		m.fail, m.block = nil, true
+		time.Sleep(probeEvery)
+		start := time.Now()
+		_ = s.Withdraw(ctx)
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Fatalf("a store that does not answer cost %v; want the Timeout, 50ms", d)
 		}
-	})
-	t.Run("no floor", func(t *testing.T) {
-		s := newTestShared(t, c, "nofloor", SharedOptions{Ratio: RatioConfig{MinRetries: -1}})
-		if n := grantAll(t, ctx, s, 100); n != 0 {
-			t.Fatalf("granted %d retries with no first attempts and no floor; want 0", n)
+
+		m.block = false
+		time.Sleep(probeEvery)
+		if err := s.Withdraw(ctx); err != nil || !s.Available() || len(calls) != 2 || calls[1] != nil {
+			t.Fatalf("Withdraw with the store back: %v, Available %v, OnError %v; want a shared grant, true, a nil call", err, s.Available(), calls)
 		}
-		recordFirsts(ctx, s, 19)
-		if n := grantAll(t, ctx, s, 100); n != 1 {
-			t.Fatalf("granted %d retries after 19 first attempts at 10%%; want 1", n)
+
+		m.block = true
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancel()
+		if _, _, err := s.Counts(cctx); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrSharedUnavailable) {
+			t.Fatalf("Counts under a caller's 10ms deadline: %v; want the caller's DeadlineExceeded, not ErrSharedUnavailable", err)
+		}
+		if !s.Available() || len(calls) != 2 {
+			t.Fatalf("the caller's deadline was blamed on the store: Available %v, OnError %v", s.Available(), calls)
 		}
 	})
 }
 
-// The window rolls on the Redis server's clock, one bucket at a time, and
-// the key expires two Windows after its last write.
-func TestSharedWindowRolls(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0) // a bucket boundary
-	m.SetTime(t0)
-	const key = "roll"
-	s := newTestShared(t, c, key, SharedOptions{Ratio: RatioConfig{Window: 10 * time.Second}})
-	recordFirsts(ctx, s, 100) // FlushAfter: written by the 100th
-	if n := grantAll(t, ctx, s, 100); n != 10 {
-		t.Fatalf("t0: granted %d; want 10", n)
-	}
-	m.SetTime(t0.Add(5 * time.Second))
-	recordFirsts(ctx, s, 200)
-	if n := grantAll(t, ctx, s, 100); n != 20 {
-		t.Fatalf("t0+5s: granted %d; want 20 (10%% of 300, less the 10 already granted)", n)
-	}
-	m.SetTime(t0.Add(10 * time.Second)) // t0's bucket leaves the window
-	if f, r := counts(t, s); f != 200 || r != 20 {
-		t.Fatalf("t0+10s: Counts = %d, %d; want 200, 20", f, r)
-	}
-	if n := grantAll(t, ctx, s, 100); n != 0 {
-		t.Fatalf("t0+10s: granted %d; want 0", n)
-	}
-	m.SetTime(t0.Add(15 * time.Second)) // everything has left
-	if f, r := counts(t, s); f != 0 || r != 0 {
-		t.Fatalf("t0+15s: Counts = %d, %d; want 0, 0", f, r)
-	}
-	if n := grantAll(t, ctx, s, 100); n != 10 {
-		t.Fatalf("t0+15s: granted %d; want the floor, 10", n)
-	}
-	// Stale buckets were dropped by that write; only the current one is left.
-	if fields, err := m.HKeys(key); err != nil || len(fields) != 1 || fields[0] != "r1800000015" {
-		t.Fatalf("fields after the roll: %v, %v; want [r1800000015]", fields, err)
-	}
-	if ttl := m.TTL(key); ttl != 20*time.Second {
-		t.Fatalf("TTL = %v; want two Windows, 20s", ttl)
-	}
-	m.FastForward(20 * time.Second)
-	if m.Exists(key) {
-		t.Fatal("the key outlived two Windows without a write")
-	}
-}
-
-// Fields the script did not write, or from a clock more than a window
-// ahead, are dropped rather than counted.
-func TestSharedDropsForeignFields(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
-	m.HSet("foreign", "x", "5", "fnope", "7", "r1800000099", "1000", "f1800000000", "12", "rzz", "3", "f1800000001", "x")
-	s := newTestShared(t, c, "foreign", SharedOptions{Ratio: RatioConfig{Window: 10 * time.Second}})
-	if n := grantAll(t, ctx, s, 100); n != 10 {
-		t.Fatalf("granted %d; want the floor, 10", n)
-	}
-	if f, r := counts(t, s); f != 12 || r != 10 {
-		t.Fatalf("Counts = %d, %d; want 12, 10", f, r)
-	}
-	if fields, _ := m.HKeys("foreign"); len(fields) != 2 {
-		t.Fatalf("fields %v; want the two the script writes", fields)
-	}
-}
-
-func TestSharedRefund(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
-	s := newTestShared(t, c, "refund", SharedOptions{Ratio: RatioConfig{MinRetries: 3, Window: 10 * time.Second}})
-	if n := grantAll(t, ctx, s, 10); n != 3 {
-		t.Fatalf("granted %d; want 3", n)
-	}
-	s.Refund(ctx)
-	if n := grantAll(t, ctx, s, 10); n != 1 {
-		t.Fatalf("after a refund granted %d; want 1", n)
-	}
-	// A canceled call refunds too.
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	s.Refund(canceled)
-	if _, r := counts(t, s); r != 2 {
-		t.Fatalf("after a refund under a canceled context %d retries counted; want 2", r)
-	}
-	for range 5 { // more refunds than grants: no credit beyond zero
-		s.Refund(ctx)
-	}
-	if _, r := counts(t, s); r != 0 {
-		t.Fatalf("after extra refunds %d retries counted; want 0", r)
-	}
-	if n := grantAll(t, ctx, s, 10); n != 3 {
-		t.Fatalf("after extra refunds granted %d; want 3, no more", n)
-	}
-	// A refund returns the retry to the newest bucket that granted one, so
-	// that it leaves the window with the older grants, not after them.
-	m.SetTime(t0.Add(5 * time.Second))
-	s.Refund(ctx)
-	if n := grantAll(t, ctx, s, 10); n != 1 {
-		t.Fatalf("granted %d after a refund in a later bucket; want 1", n)
-	}
-	m.SetTime(t0.Add(10 * time.Second)) // t0's bucket leaves with its 3 grants less the refund
-	if _, r := counts(t, s); r != 1 {
-		t.Fatalf("after the roll %d retries counted; want 1 (granted at t0+5s)", r)
-	}
-	if n := grantAll(t, ctx, s, 10); n != 2 {
-		t.Fatalf("after the roll granted %d; want 2, not an extra one from the refund", n)
-	}
-}
-
-// First attempts are written in batches: once FlushAfter are waiting, or
-// FlushEvery after the last write, or with a Withdraw; none is lost.
-func TestSharedFlushBatching(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, "batch", SharedOptions{FlushAfter: 10, FlushEvery: time.Hour})
-	recordFirsts(ctx, s, 9)
-	if n := evals.Evals.Load(); n != 0 {
-		t.Fatalf("9 first attempts made %d round trips; want 0", n)
-	}
-	recordFirsts(ctx, s, 1)
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("the 10th first attempt made %d round trips; want 1", n)
-	}
-	s.Record(ctx, Outcome{Retry: true})
-	s.Record(ctx, Outcome{Success: true, Retry: true})
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("recording retries made round trips (%d in all); want none", n)
-	}
-	if f, _ := counts(t, s); f != 10 {
-		t.Fatalf("Counts = %d firsts; want 10", f)
-	}
-	// FlushEvery: an attempt recorded an hour after the last write.
-	evals.Evals.Store(0)
-	s.Record(ctx, Outcome{At: time.Now().Add(2 * time.Hour)})
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("a first attempt after FlushEvery made %d round trips; want 1", n)
-	}
-	// A Withdraw carries the waiting ones in its own round trip.
-	recordFirsts(ctx, s, 3)
-	evals.Evals.Store(0)
-	if err := s.Withdraw(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("Withdraw made %d round trips; want 1", n)
-	}
-	// Flush writes whatever waits.
-	recordFirsts(ctx, s, 5)
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if f, r := counts(t, s); f != 19 || r != 1 {
-		t.Fatalf("Counts = %d, %d; want 19, 1", f, r)
-	}
-
-	// Concurrent Records: each batch carries at least FlushAfter.
-	const goroutines, each, after = 8, 1000, 100
-	s = newTestShared(t, c, "batch-concurrent", SharedOptions{FlushAfter: after, FlushEvery: time.Hour})
-	evals.Evals.Store(0)
-	var wg sync.WaitGroup
-	for range goroutines {
-		wg.Go(func() { recordFirsts(ctx, s, each) })
-	}
-	wg.Wait()
-	if n := evals.Evals.Load(); n < 1 || n > goroutines*each/after {
-		t.Fatalf("%d first attempts made %d round trips; want 1 to %d", goroutines*each, n, goroutines*each/after)
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if f, _ := counts(t, s); f != goroutines*each {
-		t.Fatalf("Counts = %d firsts; want all %d", f, goroutines*each)
-	}
-}
-
-// The healthy Record path, between writes, does not allocate.
-func TestSharedRecordDoesNotAllocate(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, "allocs", SharedOptions{FlushAfter: 1 << 30, FlushEvery: time.Hour})
-	for _, o := range []Outcome{{}, {Success: true}, {At: time.Now()}, {Retry: true}} {
-		if a := testing.AllocsPerRun(1000, func() { s.Record(ctx, o) }); a != 0 {
-			t.Errorf("Record(%+v) allocates %v times; want 0", o, a)
-		}
-	}
-	if n := evals.Evals.Load(); n != 0 {
-		t.Fatalf("%d round trips; want 0", n)
-	}
-}
-
-// When Redis goes away, decisions are local at once, Redis is left alone
-// for ProbeEvery, OnError and the log say so once, and the Local budget
-// knows this replica's traffic; when Redis is back, shared decisions resume.
-func TestSharedRedisDownAndBack(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	var logs redistest.Log
-	var calls redistest.Errors
-	local, err := NewRatio(RatioConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newTestShared(t, c, "down", SharedOptions{
-		Local: local, ProbeEvery: time.Hour, OnError: calls.Add,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-	})
-	recordFirsts(ctx, s, 300) // written in three batches, and known to Local
-	if f, _ := counts(t, s); f != 300 {
-		t.Fatalf("Counts = %d firsts; want 300", f)
-	}
-	if n := grantAll(t, ctx, s, 100); n != 30 {
-		t.Fatalf("shared: granted %d; want 30", n)
-	}
-
-	m.Close()
-	evals.Evals.Store(0)
-	// Local knows the 300 first attempts and nothing of the shared grants.
-	if n := grantAll(t, ctx, s, 100); n != 30 {
-		t.Fatalf("Redis down: Local granted %d; want 30 (10%% of the replica's own 300)", n)
-	}
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("Redis down: %d round trips tried; want 1, then none for ProbeEvery", n)
-	}
-	recordFirsts(ctx, s, 250) // counted, not written: Redis is left alone
-	s.Refund(ctx)             // goes to Local
-	if n := grantAll(t, ctx, s, 100); n != 1+25 {
-		t.Fatalf("Redis down: granted %d after 250 more first attempts and a refund; want 26", n)
-	}
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("Redis down: %d round trips tried; want still 1", n)
-	}
-	if s.Available() {
-		t.Fatal("Available() with Redis down")
-	}
-	errs := calls.Get()
-	if len(errs) != 1 || !errors.Is(errs[0], ErrSharedUnavailable) {
-		t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
-	}
-	if got := logs.String(); strings.Count(got, "level=WARN") != 1 ||
-		!strings.Contains(got, `msg="backstop: shared budget unavailable, using local state" key=down`) {
-		t.Fatalf("log:\n%s\nwant one Warn record saying the shared budget is unavailable", got)
-	}
-	if _, _, err := s.Counts(ctx); !errors.Is(err, ErrSharedUnavailable) {
-		t.Fatalf("Counts with Redis down: %v; want ErrSharedUnavailable", err)
-	}
-
-	if err := m.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	s.base = s.base.Add(-2 * time.Hour) // ProbeEvery has passed
-	if err := s.Withdraw(ctx); err != nil {
-		t.Fatalf("Redis back: %v", err)
-	}
-	if !s.Available() {
-		t.Fatal("not Available() after Redis answered again")
-	}
-	// The probe carried the 250 first attempts counted meanwhile.
-	if f, r := counts(t, s); f != 550 || r != 31 {
-		t.Fatalf("Redis back: Counts = %d, %d; want 550, 31", f, r)
-	}
-	if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
-		t.Fatalf("OnError calls: %v; want a second one with nil", errs)
-	}
-	if got := logs.String(); strings.Count(got, "level=INFO") != 1 ||
-		!strings.Contains(got, `msg="backstop: shared budget available again, using shared state" key=down`) {
-		t.Fatalf("log:\n%s\nwant one Info record saying the shared budget is back", got)
-	}
-}
-
-// Of many calls seeing Redis down at once, each decides locally and the
-// transition is reported once; after ProbeEvery exactly one call probes.
-func TestSharedDownConcurrently(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	var calls redistest.Errors
-	local, _ := NewRatio(RatioConfig{MinRetries: 1 << 20})
-	s := newTestShared(t, c, "down-concurrent", SharedOptions{Local: local, ProbeEvery: time.Hour,
-		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	m.Close()
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 50 {
-				if err := s.Withdraw(ctx); err != nil {
-					t.Errorf("Withdraw: %v; want the Local budget's grant", err)
-				}
-				s.Record(ctx, Outcome{})
-			}
-		})
-	}
-	wg.Wait()
-	if errs := calls.Get(); len(errs) != 1 {
-		t.Fatalf("OnError called %d times: %v; want once", len(errs), errs)
-	}
-	if n := evals.Evals.Load(); n < 1 || n > 16 {
-		t.Fatalf("%d round trips tried; want at most one per goroutine in flight when Redis went away", n)
-	}
-	evals.Evals.Store(0)
-	s.base = s.base.Add(-2 * time.Hour)
-	for range 16 {
-		wg.Go(func() {
-			for range 10 {
-				_ = s.Withdraw(ctx)
-			}
-		})
-	}
-	wg.Wait()
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("after ProbeEvery %d round trips tried; want one probe", n)
-	}
-}
-
-// A Redis that accepts connections and never answers costs a call the
-// Timeout, not the client's ReadTimeout.
-func TestSharedSlowRedis(t *testing.T) {
-	ctx := context.Background()
-	addr := redistest.Silent(t)
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true,
-		ReadTimeout: time.Minute, WriteTimeout: time.Minute, DialTimeout: time.Minute})
-	t.Cleanup(func() { _ = c.Close() })
-	var calls redistest.Errors
-	local, _ := NewRatio(RatioConfig{MinRetries: 2})
-	s := newTestShared(t, c, "slow", SharedOptions{Local: local, Timeout: 50 * time.Millisecond,
-		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	start := time.Now()
-	n := grantAll(t, ctx, s, 10)
-	// Not a timing assertion: without the Timeout this would hang for the
-	// client's ReadTimeout, a minute.
-	if elapsed := time.Since(start); elapsed > 20*time.Second {
-		t.Fatalf("Withdraw against a silent Redis took %v", elapsed)
-	}
-	if n != 2 {
-		t.Fatalf("granted %d; want Local's 2", n)
-	}
-	errs := calls.Get()
-	if len(errs) != 1 || !errors.Is(errs[0], ErrSharedUnavailable) || !strings.Contains(errs[0].Error(), "within the Timeout (50ms)") {
-		t.Fatalf("OnError calls: %v; want one saying Redis did not answer within the Timeout", errs)
-	}
-}
-
-// A Redis that answers with an error is unavailable too.
-func TestSharedRedisError(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	m.SetError("LOADING Redis is loading the dataset in memory")
-	var calls redistest.Errors
-	local, _ := NewRatio(RatioConfig{MinRetries: 4})
-	s := newTestShared(t, c, "loading", SharedOptions{Local: local, OnError: calls.Add,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if n := grantAll(t, ctx, s, 10); n != 4 {
-		t.Fatalf("granted %d; want Local's 4", n)
-	}
-	if errs := calls.Get(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "LOADING") {
-		t.Fatalf("OnError calls: %v; want one with Redis's LOADING error", errs)
-	}
-}
-
-// Found in review (issue 12, item 6): a value of another type on a budget's
-// key (a string SET there) made every round trip fail WRONGTYPE: one Warn,
-// then the budget decided locally for good. The key is the budget's: the
-// script deletes such a value and goes on, and each repair is logged.
-func TestSharedWrongTypeKeyIsRepaired(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	var calls redistest.Errors
-	var logs redistest.Log
-	local, _ := NewRatio(RatioConfig{MinRetries: 4})
-	s := newTestShared(t, c, "wrongtype", SharedOptions{Local: local, OnError: calls.Add,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	for round := 1; round <= 2; round++ {
-		m.Del("wrongtype")
-		if err := m.Set("wrongtype", "x"); err != nil {
+// A repair the store reports is logged each time; the store answered.
+func TestSharedLogsRepairs(t *testing.T) {
+	m := &memStore{key: "k"}
+	var logs bytes.Buffer
+	s := newMemShared(t, m, SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	repairing := &repairStore{memStore: m, found: "string"}
+	s.store = repairing
+	for range 2 {
+		if err := s.Withdraw(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if n := grantAll(t, ctx, s, 100); n != 10 {
-			t.Fatalf("round %d: granted %d past a string on the key; want the shared floor, 10", round, n)
-		}
-		if _, r := counts(t, s); r != 10 {
-			t.Fatalf("round %d: the shared window counts %d retries; want 10", round, r)
-		}
-		if typ, ttl := m.Type("wrongtype"), m.TTL("wrongtype"); typ != "hash" || ttl <= 0 {
-			t.Fatalf("round %d: the key is a %s with TTL %v; want a hash that expires", round, typ, ttl)
-		}
-		if got := strings.Count(logs.String(), "level=WARN"); got != round || !strings.Contains(logs.String(), "held a string") {
-			t.Fatalf("round %d: log:\n%s\nwant %d Warn records naming the repair", round, logs.String(), round)
-		}
 	}
-	if errs := calls.Get(); len(errs) != 0 || !s.Available() {
-		t.Fatalf("OnError calls %v, Available %v; want none, true: Redis answered every round trip", errs, s.Available())
+	if n := strings.Count(logs.String(), "the key held a string"); n != 2 || !s.Available() {
+		t.Fatalf("%d repair records, Available %v; want 2, true:\n%s", n, s.Available(), logs.String())
 	}
 }
 
-// Found in review (issue 12, item 6): every key backstop writes must
-// expire. The script set the key's TTL only when it changed something, so
-// a key written without one (by hand, by another program) kept none while
-// calls only read it: here every withdrawal is refused, and nothing else
-// is written.
-func TestSharedKeyWithoutTTLGetsOne(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
-	const window = 10 * time.Second
-	epoch := t0.UnixMicro() / int64(window/Buckets/time.Microsecond)
-	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")
-	s := newTestShared(t, c, "nottl", SharedOptions{Ratio: RatioConfig{Window: window}})
-	if err := s.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
-		t.Fatalf("Withdraw = %v; want ErrExhausted (1000 retries in the window)", err)
-	}
-	if ttl := m.TTL("nottl"); ttl <= 0 || ttl > 2*window {
-		t.Fatalf("TTL of the key after a round trip = %v; want at most two windows (%v)", ttl, 2*window)
-	}
+// repairStore is a memStore that reports a repair on every Run.
+type repairStore struct {
+	*memStore
+	found string
 }
 
-// A call whose context has ended decides locally without asking Redis, and
-// says nothing about Redis's health.
-func TestSharedCallerCanceled(t *testing.T) {
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	var calls redistest.Errors
-	local, _ := NewRatio(RatioConfig{MinRetries: 1})
-	s := newTestShared(t, c, "canceled", SharedOptions{Local: local, OnError: calls.Add})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Withdraw(ctx); err != nil {
-		t.Fatalf("Withdraw: %v; want Local's grant", err)
-	}
-	if err := s.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
-		t.Fatalf("Withdraw: %v; want Local's refusal", err)
-	}
-	if n := evals.Evals.Load(); n != 0 || !s.Available() || len(calls.Get()) != 0 {
-		t.Fatalf("%d round trips, Available %v, OnError %v; want none, true, none", n, s.Available(), calls.Get())
-	}
-	// A Record under a canceled context still writes its batch.
-	s2 := newTestShared(t, c, "canceled", SharedOptions{FlushAfter: 2})
-	recordFirsts(ctx, s2, 2)
-	if f, _ := counts(t, s2); f != 2 {
-		t.Fatalf("Counts = %d firsts; want 2 written under a canceled context", f)
-	}
-	if err := s2.Flush(ctx); err != nil {
-		t.Fatalf("Flush with nothing waiting: %v", err)
-	}
-	s2.Record(ctx, Outcome{})
-	if err := s2.Flush(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Flush under a canceled context: %v; want context.Canceled", err)
-	}
-}
-
-// Concurrent replicas never grant more than the shared allowance.
-func TestSharedConcurrentWithdraws(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	const floor = 37
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for range 4 {
-		s := newTestShared(t, c, "concurrent", SharedOptions{Ratio: RatioConfig{MinRetries: floor}})
-		for range 8 {
-			wg.Go(func() {
-				for range 20 {
-					if s.Withdraw(ctx) == nil {
-						granted.Add(1)
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if n := granted.Load(); n != floor {
-		t.Fatalf("32 goroutines on 4 replicas granted %d; want exactly %d", n, floor)
-	}
-}
-
-// Records alone find Redis back: once ProbeEvery has passed, the next batch
-// is the probe, and it carries the first attempts counted meanwhile.
-func TestSharedRecoversThroughRecord(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, evals := redistest.CountedClient(t, m.Addr())
-	var calls redistest.Errors
-	s := newTestShared(t, c, "record-probe", SharedOptions{FlushAfter: 10, ProbeEvery: time.Hour,
-		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	m.Close()
-	recordFirsts(ctx, s, 10) // the 10th tries Redis and fails
-	recordFirsts(ctx, s, 25) // left alone
-	if n := evals.Evals.Load(); n != 1 || s.Available() {
-		t.Fatalf("%d round trips, Available %v; want 1, false", n, s.Available())
-	}
-	if err := m.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	recordFirsts(ctx, s, 5) // ProbeEvery has not passed: still left alone
-	if n := evals.Evals.Load(); n != 1 {
-		t.Fatalf("%d round trips before ProbeEvery; want 1", n)
-	}
-	s.Record(ctx, Outcome{At: time.Now().Add(2 * time.Hour)})
-	if !s.Available() {
-		t.Fatal("a Record after ProbeEvery did not find Redis back")
-	}
-	if f, _ := counts(t, s); f != 31 {
-		t.Fatalf("Counts = %d firsts; want the 31 counted while Redis was away (the first 10 were lost)", f)
-	}
-	if errs := calls.Get(); len(errs) != 2 || errs[1] != nil {
-		t.Fatalf("OnError calls %v; want an error, then nil", errs)
-	}
-}
-
-// The repairs on a real Redis (its Lua, not miniredis's): a string on the
-// key is replaced by the budget's hash, and a hash without a TTL gets one
-// from a call that writes nothing else.
-func TestSharedRepairsOnARealRedis(t *testing.T) {
-	ctx := context.Background()
-	c := redistest.Client(t)
-	key := redistest.Prefix(t) + "budget"
-	var logs redistest.Log
-	s := newTestShared(t, c, key, SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err := c.Set(ctx, key, "x", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Withdraw(ctx); err != nil {
-		t.Fatalf("Withdraw over a string: %v", err)
-	}
-	if typ := c.Type(ctx, key).Val(); typ != "hash" || !strings.Contains(logs.String(), "the key held a string") {
-		t.Fatalf("the key is a %s; log:\n%s\nwant a hash, and a repair record", typ, logs.String())
-	}
-	if err := c.Persist(ctx, key).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Counts(ctx); err != nil { // writes nothing but the TTL
-		t.Fatal(err)
-	}
-	if d := c.PTTL(ctx, key).Val(); d <= 0 {
-		t.Fatalf("PTTL after a round trip on a key without one = %v; want a TTL", d)
-	}
-	if !s.Available() {
-		t.Fatal("Redis marked unavailable by a repair")
-	}
+func (r *repairStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+	res, err := r.memStore.Run(ctx, op)
+	res.Repaired = r.found
+	return res, err
 }

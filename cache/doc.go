@@ -1,9 +1,10 @@
 // Package cache owns the stores of last-known-good answers: the Store
 // interface a chain's degradation tier reads and writes, the Entry it keeps,
-// Memory (an in-process store on hashicorp/golang-lru/v2), Redis (a store
-// in Redis on github.com/redis/go-redis/v9, shared between replicas), and
-// Key, which derives a store key from a chain's name and the caller's
-// messages.
+// Memory (an in-process store on hashicorp/golang-lru/v2), and Key, which
+// derives a store key from a chain's name and the caller's messages. The
+// store in Redis, shared between replicas, is redisstore.Cache (built by
+// redisstore.NewCache): the redisstore package owns every line of the
+// module's go-redis code, so this package imports no Redis client.
 //
 // The chain remembers every answer that passed validation under the call's
 // key; when every target of a later call with the same key has failed, it
@@ -18,11 +19,10 @@
 // package is not used: with a TTL it starts a goroutine per cache that never
 // exits, which leaks and makes a testing/synctest bubble panic.)
 //
-// Redis keeps each answer under a prefix ("backstop:lastgood:") for
-// DefaultTTL by default, expired by Redis itself, so replicas share what any
-// of them remembered and nothing lingers. Each Get and Set waits for Redis
-// at most the store's Timeout (50ms by default): a Redis that is slow or
-// down makes them return an error matching ErrUnavailable, and a chain then
-// carries on without the store. A Redis starts no goroutine of its own; the
-// go-redis client is the caller's to share and to close.
+// redisstore.Cache keeps each answer under a prefix ("backstop:lastgood:")
+// for DefaultTTL by default, expired by Redis itself, so replicas share
+// what any of them remembered and nothing lingers. Each Get and Set waits
+// for Redis at most the store's Timeout (50ms by default): a Redis that is
+// slow or down makes them return an error matching ErrUnavailable, and a
+// chain then carries on without the store.
 package cache

@@ -12,9 +12,10 @@ import (
 // Set return an error quickly, not hang, when ctx allows, since a call to the
 // chain waits on them.
 //
-// Memory is the in-process implementation; Redis is shared between
-// processes, and reports a Redis that is down or slow as ErrUnavailable
-// within its Timeout.
+// Memory is the in-process implementation; redisstore.Cache (in the
+// redisstore package, which owns the module's go-redis code) is shared
+// between processes, and reports a Redis that is down or slow as
+// ErrUnavailable within its Timeout.
 type Store interface {
 	// Get returns the entry stored under key. ok is false, with a nil
 	// error, when there is none or it has expired. An error means the
@@ -41,11 +42,33 @@ type Entry struct {
 	Stored time.Time
 }
 
+// Bounded is a Store that bounds each Get and Set by a timeout of its own,
+// whatever the caller's context allows (redisstore.Cache does): a chain's
+// LastGood then adds no bound of its own to the writes it makes behind a
+// call.
+type Bounded interface {
+	Store
+	// Timeout is the longest one Get or Set waits for the store.
+	Timeout() time.Duration
+}
+
 var (
 	// ErrInvalidConfig is matched by every error a store's constructor
-	// (NewMemory, NewRedis) returns.
+	// (NewMemory, redisstore.NewCache) returns.
 	ErrInvalidConfig = errors.New("cache: invalid configuration")
 	// ErrInvalidTTL is matched by the error Set returns for a negative
 	// ttl. Use 0 for the store's default.
 	ErrInvalidTTL = errors.New("cache: invalid ttl")
+	// ErrUnavailable is matched by the errors Get and Set of a store shared
+	// between processes return when it did not answer within its Timeout,
+	// could not be reached, or answered with an error (the cause is wrapped
+	// too), and, without a round trip, while the store leaves its server
+	// alone after such a failure (see redisstore.CacheOptions.ProbeEvery). A
+	// chain serves without the store then: it reads and writes the store's
+	// answers only as a fallback, and must not fail because of it.
+	ErrUnavailable = errors.New("cache: store unavailable")
+	// ErrMalformed is matched by the error Get returns when the value under
+	// a key is not in the format Set writes (another program wrote it, or
+	// another version of the store in a format it does not know).
+	ErrMalformed = errors.New("cache: malformed stored value")
 )

@@ -79,11 +79,12 @@ func WithTTL(d time.Duration) LastGoodOption {
 //
 // Remembering never adds latency to a call. A *cache.Memory is written on
 // the calling goroutine (it costs well under a microsecond). Any other store
-// (cache.Redis, or one of your own) is written behind the call: the answer
-// is queued, and one goroutine per chain writes the queue in order, each
-// write with the call's context values but not its cancellation or
-// deadline, bounded by the store's own Timeout (cache.Redis's) or, for a
-// store of another kind, by DefaultDegradeTimeout. The goroutine exits as
+// (redisstore.Cache, or one of your own) is written behind the call: the
+// answer is queued, and one goroutine per chain writes the queue in order,
+// each write with the call's context values but not its cancellation or
+// deadline, bounded by the store's own Timeout (a cache.Bounded such as
+// redisstore.Cache) or, for a store of another kind, by
+// DefaultDegradeTimeout. The goroutine exits as
 // soon as the queue is empty. At most LastGoodQueue answers wait; an answer
 // served while the queue is full is not remembered. Call Chain.Flush before
 // a replica stops: it waits for the answers still waiting, so that none is
@@ -120,7 +121,7 @@ func (l *lastGood) bind(name string) *lastGood {
 	c.behind = nil
 	switch s := l.store.(type) {
 	case *cache.Memory:
-	case *cache.Redis:
+	case cache.Bounded:
 		c.behind = &writeBehind{store: s} // each Set bounded by the store's Timeout
 	default:
 		c.behind = &writeBehind{store: s, bound: DefaultDegradeTimeout}

@@ -17,6 +17,7 @@ import (
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -75,7 +76,7 @@ func silentRedis(t *testing.T) *redis.Client {
 func TestLastGoodRememberAddsNoLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
-		store, err := cache.NewRedis(silentRedis(t), cache.RedisOptions{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
+		store, err := redisstore.NewCache(silentRedis(t), redisstore.CacheOptions{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestLastGoodFlushWritesToRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = client.Close() })
-		store, err := cache.NewRedis(client, cache.RedisOptions{Timeout: sharedTestTimeout})
+		store, err := redisstore.NewCache(client, redisstore.CacheOptions{Timeout: sharedTestTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +132,7 @@ func TestLastGoodFlushWritesToRedis(t *testing.T) {
 		if err := c.Flush(context.Background()); err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
-		if keys := m.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], cache.DefaultRedisPrefix) {
+		if keys := m.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], redisstore.DefaultCachePrefix) {
 			t.Fatalf("keys in Redis after Flush: %q; want the remembered answer", keys)
 		}
 		p.mode.Store(overloaded)

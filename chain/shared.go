@@ -13,7 +13,6 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/redis/go-redis/v9"
 )
 
 // DefaultSharedPrefix begins every key of a shared chain when
@@ -57,9 +56,22 @@ type SharedOptions struct {
 	Logger *slog.Logger
 }
 
+// SharedStore is where the replicas of a shared chain keep what they
+// share, one key per store: redisstore.NewShared builds one on a go-redis
+// client (the redisstore package owns the module's go-redis code, so a
+// chain that is not shared does not link it). Breakers is the store of the
+// chain's breakers and Retry-After gates, Budget that of one target's
+// retry budget; the chain names the keys (see SharedOptions.Prefix) and
+// builds the breaker.Shared and budget.Shared that run on them.
+type SharedStore interface {
+	Breakers(key string) breaker.Store
+	Budget(key string) budget.Store
+}
+
 // Shared makes the replicas that build this chain (same name, same Redis,
-// same Prefix) share what they learn about its targets through client, a
-// go-redis client whose options set ContextTimeoutEnabled:
+// same Prefix) share what they learn about its targets through store,
+// redisstore.NewShared's on a go-redis client whose options set
+// ContextTimeoutEnabled:
 //
 //   - retry budgets: each target whose Budget is nil gets a budget.Shared,
 //     so all replicas together retry a failing target no more than one
@@ -74,7 +86,7 @@ type SharedOptions struct {
 //
 // What a replica reads is applied once, within its own limits, however
 // often it reads it again or however far ahead it ends (see
-// breaker.Breaker.OpenElsewhere).
+// breaker.Shared.OpenElsewhere).
 //
 // Each replica keeps its own breakers; no lock is held across a model call.
 // A call reads the breakers and gates first (one round trip, see
@@ -85,15 +97,22 @@ type SharedOptions struct {
 // answers again. No call fails because of Redis.
 //
 // To share last-known-good answers too, give chain.LastGood a
-// cache.NewRedis store on the same client.
-func (b *Builder) Shared(client redis.UniversalClient, opts SharedOptions) *Builder {
-	b.shared = &sharedConfig{client: client, opts: opts}
+// redisstore.NewCache store on the same client.
+//
+//	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	store, err := redisstore.NewShared(client)
+//	...
+//	c, err := chain.New("support-answer").Shared(store, chain.SharedOptions{}).Primary(...).Build()
+//
+// A nil store (one NewShared refused, say) is reported by Build.
+func (b *Builder) Shared(store SharedStore, opts SharedOptions) *Builder {
+	b.shared = &sharedConfig{store: store, opts: opts}
 	return b
 }
 
 type sharedConfig struct {
-	client redis.UniversalClient
-	opts   SharedOptions
+	store SharedStore
+	opts  SharedOptions
 }
 
 // shared is the chain's side of Builder.Shared.
@@ -118,7 +137,16 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 	if err := o.Budget.Validate(); err != nil {
 		problem("", "Shared: Budget is invalid", err)
 	}
-	state, err := breaker.NewShared(cfg.client, prefix+":"+keyPart(c.name)+":breakers", breaker.SharedOptions{
+	if cfg.store == nil {
+		problem("", "Shared: the store is nil; build one with redisstore.NewShared(client), and check its error", nil)
+		return
+	}
+	breakers := cfg.store.Breakers(prefix + ":" + keyPart(c.name) + ":breakers")
+	if breakers == nil {
+		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Shared?); build one with redisstore.NewShared(client), and check its error", nil)
+		return
+	}
+	state, err := breaker.NewShared(breakers, breaker.SharedOptions{
 		Timeout:    o.Timeout,
 		ProbeEvery: o.ProbeEvery,
 		Logger:     o.Logger,
@@ -138,7 +166,7 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 			continue
 		}
 		name := t.Name
-		b, err := budget.NewShared(cfg.client, prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget", budget.SharedOptions{
+		b, err := budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget"), budget.SharedOptions{
 			Ratio:      o.Budget,
 			Timeout:    o.Timeout,
 			ProbeEvery: o.ProbeEvery,
@@ -185,7 +213,7 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 	var buf [8]uint64
 	asOf := buf[:0]
 	for _, t := range c.targets {
-		asOf = append(asOf, t.breaker.Changes())
+		asOf = append(asOf, s.state.Changes(t.breaker))
 	}
 	remotes, err := s.state.Load(ctx)
 	if err != nil {
@@ -195,7 +223,6 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 		return
 	}
 	at := time.Now()
-	slack := s.state.Slack()
 	for i, t := range c.targets {
 		var r breaker.Remote
 		for _, x := range remotes {
@@ -216,12 +243,12 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 		// limits (twice its OpenFor, its MaxGate) from when it was first
 		// read; reading it again extends nothing.
 		if r.Open > 0 {
-			t.breaker.OpenElsewhere(at.Add(r.Open), asOf[i], slack)
+			s.state.OpenElsewhere(t.breaker, at.Add(r.Open), asOf[i])
 		} else {
-			t.breaker.OpenElsewhere(time.Time{}, 0, 0)
+			s.state.OpenElsewhere(t.breaker, time.Time{}, 0)
 		}
 		if r.Gate > 0 {
-			t.gate.CloseUntilElsewhere(at.Add(r.Gate), t.maxGate, slack)
+			s.state.CloseElsewhere(&t.gate, at.Add(r.Gate), t.maxGate)
 		}
 	}
 }
@@ -242,7 +269,7 @@ func (c *Chain) settle(ctx context.Context, t *target, ticket breaker.Ticket, v 
 // probe takes) or closed (stop skipping it). A half-open breaker publishes
 // nothing: the others keep skipping t while this replica probes it.
 func (c *Chain) publish(ctx context.Context, t *target) {
-	if to, ok := t.breaker.TakeChange(); ok {
+	if to, ok := c.shared.state.TakeChange(t.breaker); ok {
 		c.tell(ctx, t, to, false)
 	}
 }

@@ -25,7 +25,7 @@ func BenchmarkSharedCall(b *testing.B) {
 		if opts != nil {
 			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 			b.Cleanup(func() { _ = c.Close() })
-			bl.Shared(c, *opts)
+			bl.Shared(sharedStore(b, c), *opts)
 		}
 		c, err := bl.Primary(chain.Target{Name: "primary", Provider: &flaky{name: "anthropic"}, Model: "m"}).Build()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/provider/openai"
+	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/redis/go-redis/v9"
 )
@@ -34,12 +35,16 @@ func ExampleBuilder_Shared() {
 	replica := func() *chain.Chain {
 		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		clients = append(clients, client)
+		shared, err := redisstore.NewShared(client) // refuses a client without ContextTimeoutEnabled
+		if err != nil {
+			panic(err)
+		}
 		claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: claudeAPI.URL(), HTTPClient: claudeAPI.Client()})
 		gpt, _ := openai.New(openai.Config{APIKey: "key", BaseURL: openaiAPI.URL(), HTTPClient: openaiAPI.Client()})
 		c, err := chain.New("support-answer").
 			// Timeout defaults to 50ms; this example runs among many tests
 			// on a loaded machine, so it waits longer for Redis.
-			Shared(client, chain.SharedOptions{Timeout: time.Second}).
+			Shared(shared, chain.SharedOptions{Timeout: time.Second}).
 			Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5",
 				Retry: retry.Policy{MaxAttempts: 1}}).
 			OrProvider(chain.Target{Name: "gpt", Provider: gpt, Model: "gpt-6.1"}).

@@ -181,7 +181,7 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	}
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
-	b, err := budget.NewShared(client, "backstop:support:primary:budget", budget.SharedOptions{})
+	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:support:primary:budget"), budget.SharedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestSharedSilentRedisCostsOneRoundTripPerCall(t *testing.T) {
 	primary, fallback := &flaky{name: "anthropic"}, &flaky{name: "openai"}
 	primary.mode.Store(overloaded)
 	c, err := chain.New("support").
-		Shared(client, chain.SharedOptions{ProbeEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(&log, nil))}).
+		Shared(sharedStore(t, client), chain.SharedOptions{ProbeEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(&log, nil))}).
 		Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
 			Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond}}).
 		OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).
@@ -166,7 +166,7 @@ func TestSharedBudgetKeysDoNotCollideAcrossChains(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	opts := chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 0.01, MinRetries: 2}, Timeout: sharedTestTimeout}
 	build := func(name, target string, p *flaky) *chain.Chain {
-		ch, err := chain.New(name).Shared(c, opts).
+		ch, err := chain.New(name).Shared(sharedStore(t, c), opts).
 			Primary(chain.Target{Name: target, Provider: p, Model: "m",
 				Retry:   retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond},
 				Breaker: breaker.Settings{Disabled: true}}).
@@ -207,7 +207,7 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		p := &flaky{name: "anthropic"}
 		build := func(maxGate time.Duration) *chain.Chain {
-			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
+			ch, err := chain.New("support").Shared(sharedStore(t, c), chain.SharedOptions{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude",
 					Breaker: breaker.Settings{MaxGate: maxGate}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).
@@ -247,7 +247,7 @@ func TestSharedBudgetConfigValidatedAtBuild(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
-	_, err := chain.New("c").Shared(c, chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 5}}).
+	_, err := chain.New("c").Shared(sharedStore(t, c), chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 5}}).
 		Primary(chain.Target{Name: "p", Provider: &flaky{name: "anthropic"}, Model: "m", Budget: budget.Unlimited()}).
 		Build()
 	if err == nil || !strings.Contains(err.Error(), "Ratio") {
@@ -267,7 +267,7 @@ func TestSharedLostWithdrawalSingleTargetChain(t *testing.T) {
 		for range 2 {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("solo").Shared(c, chain.SharedOptions{ProbeEvery: time.Millisecond, Timeout: sharedTestTimeout, Logger: slog.New(slog.DiscardHandler)}).
+			ch, err := chain.New("solo").Shared(sharedStore(t, c), chain.SharedOptions{ProbeEvery: time.Millisecond, Timeout: sharedTestTimeout, Logger: slog.New(slog.DiscardHandler)}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude", Retry: retry.Policy{MaxAttempts: 1},
 					Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).
 				Build()
@@ -318,7 +318,7 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 		build := func(p llm.Provider, br breaker.Settings) *chain.Chain {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
+			ch, err := chain.New("support").Shared(sharedStore(t, c), chain.SharedOptions{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude", Breaker: br,
 					Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).
@@ -412,7 +412,7 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 		build := func(maxGate time.Duration) *chain.Chain {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("support").Shared(c, chain.SharedOptions{Timeout: sharedTestTimeout}).
+			ch, err := chain.New("support").Shared(sharedStore(t, c), chain.SharedOptions{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude",
 					Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{MaxGate: maxGate}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).

@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -87,7 +88,7 @@ func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 			if opts.Timeout == 0 {
 				opts.Timeout = sharedTestTimeout
 			}
-			b.Shared(c, opts)
+			b.Shared(sharedStore(t, c), opts)
 		}
 		if o.tel != nil {
 			b.TracerProvider(o.tel.tp).MeterProvider(o.tel.mp)
@@ -305,25 +306,47 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 	}
 }
 
+// sharedStore returns redisstore's shared state on c, failing the test on
+// an error.
+func sharedStore(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
+	t.Helper()
+	s, err := redisstore.NewShared(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestSharedBuildErrors(t *testing.T) {
 	m := miniredis.RunT(t)
 	p := &flaky{name: "anthropic"}
-	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer noTimeouts.Close()
-	_, err := chain.New("c").Shared(noTimeouts, chain.SharedOptions{Refresh: -time.Second, Timeout: -1}).
+	good := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
+	defer good.Close()
+	_, err := chain.New("c").Shared(sharedStore(t, good), chain.SharedOptions{Refresh: -time.Second, Timeout: -1}).
 		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
 	if !errors.Is(err, chain.ErrInvalidConfig) {
 		t.Fatalf("err = %v; want ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"Refresh is -1s", "ContextTimeoutEnabled is false", "Timeout is -1ns"} {
+	for _, want := range []string{"Refresh is -1s", "Timeout is -1ns"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
 	}
-	_, err = chain.New("c").Shared(nil, chain.SharedOptions{}).
-		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-	if err == nil || !strings.Contains(err.Error(), "client is nil") {
-		t.Fatalf("a nil client: err = %v", err)
+	// A client that ignores its contexts' deadlines is refused by
+	// redisstore.NewShared; Build refuses the nil store that leaves, typed
+	// or not.
+	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer noTimeouts.Close()
+	store, err := redisstore.NewShared(noTimeouts)
+	if !errors.Is(err, redisstore.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
+		t.Fatalf("redisstore.NewShared of a client without context timeouts: %v", err)
+	}
+	for _, s := range []chain.SharedStore{nil, store} {
+		_, err = chain.New("c").Shared(s, chain.SharedOptions{}).
+			Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
+		if !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
+			t.Fatalf("a nil store (%T): err = %v; want ErrInvalidConfig naming redisstore.NewShared", s, err)
+		}
 	}
 }
 
@@ -448,7 +471,7 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 		for range 2 {
 			client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = client.Close() })
-			c, err := chain.New("streams").Shared(client, chain.SharedOptions{Timeout: sharedTestTimeout}).RestartStreams(true).
+			c, err := chain.New("streams").Shared(sharedStore(t, client), chain.SharedOptions{Timeout: sharedTestTimeout}).RestartStreams(true).
 				Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
 					Breaker: breaker.Settings{ConsecutiveFailures: 1}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).

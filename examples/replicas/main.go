@@ -1,6 +1,7 @@
 // Command replicas shows what the replicas of one service gain when their
-// chains share what they learn through Redis (chain.Builder.Shared): circuit
-// breakers, Retry-After gates and retry budgets.
+// chains share what they learn through Redis (chain.Builder.Shared, given
+// redisstore.NewShared's state on a go-redis client): circuit breakers,
+// Retry-After gates and retry budgets.
 //
 // Several replicas (4 by default), each its own *chain.Chain built with the
 // same name on one Redis and its own HTTP client, call one fake primary
@@ -71,6 +72,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/provider/openai"
+	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/redis/go-redis/v9"
 )
@@ -276,10 +278,15 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 		if shared {
 			// Each replica has its own Redis client, as separate processes
 			// would. ContextTimeoutEnabled is required: the shared state
-			// bounds each round trip by its context.
+			// bounds each round trip by its context, and
+			// redisstore.NewShared refuses a client without it.
 			c := redis.NewClient(&redis.Options{Addr: o.RedisAddr, ContextTimeoutEnabled: true})
 			clients = append(clients, c)
-			b.Shared(c, chain.SharedOptions{Prefix: o.Prefix, Timeout: o.RedisTimeout})
+			store, err := redisstore.NewShared(c)
+			if err != nil {
+				return nil, err
+			}
+			b.Shared(store, chain.SharedOptions{Prefix: o.Prefix, Timeout: o.RedisTimeout})
 		}
 		// Each replica has its own adapters and HTTP clients; the fakes
 		// behind them are shared by all.

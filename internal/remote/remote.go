@@ -1,8 +1,9 @@
-// Package remote owns what the Redis-backed stores of this module have in
-// common: the check that a go-redis client bounds its commands by their
-// context, and Health, which tracks whether Redis answers, leaves it alone
-// for a while after a failure and says so (a log record and a callback) at
-// each change.
+// Package remote owns what the shared stores of this module have in
+// common, whatever their client: Health, which tracks whether Redis
+// answers, leaves it alone for a while after a failure and says so (a log
+// record and a callback) at each change, and Blame, which tells a round
+// trip that Redis did not answer in time from one the caller's own context
+// ended. It imports no Redis client: the go-redis code is redisstore's.
 package remote
 
 import (
@@ -12,43 +13,7 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// CheckClient describes what is wrong with client for a store whose round
-// trips must be bounded by their context's deadline, or returns "". what
-// names the store's bound in the description, such as "the budget's
-// Timeout". Clients other than *redis.Client, *redis.ClusterClient and
-// *redis.Ring cannot be checked and pass.
-func CheckClient(client redis.UniversalClient, what string) string {
-	var enabled bool
-	switch c := client.(type) {
-	case nil:
-		return "client is nil; pass a go-redis client such as redis.NewClient(&redis.Options{Addr: ..., ContextTimeoutEnabled: true})"
-	case *redis.Client:
-		if c == nil {
-			return "client is a nil *redis.Client"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		if c == nil {
-			return "client is a nil *redis.ClusterClient"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		if c == nil {
-			return "client is a nil *redis.Ring"
-		}
-		enabled = c.Options().ContextTimeoutEnabled
-	default:
-		return ""
-	}
-	if !enabled {
-		return "client: ContextTimeoutEnabled is false; set ContextTimeoutEnabled: true in its options, or a slow Redis would hold a call for the client's ReadTimeout instead of " + what
-	}
-	return ""
-}
 
 // Health tracks whether a store's Redis answers. While it does, every
 // round trip is tried; after a failure, none is tried for ProbeEvery, then
@@ -162,9 +127,13 @@ func (h *Health) Repaired(found string) {
 
 // IsReply reports whether err is, or wraps, an error reply from Redis
 // (WRONGTYPE, NOPERM, LOADING, an error raised by a script), rather than a
-// timeout, a refused connection or a caller's context.
+// timeout, a refused connection or a caller's context: an error with a
+// RedisError method, as go-redis's replies (its redis.Error) have.
 func IsReply(err error) bool {
-	var reply redis.Error
+	var reply interface {
+		error
+		RedisError()
+	}
 	return errors.As(err, &reply)
 }
 

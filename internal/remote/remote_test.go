@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestHealthTransitions(t *testing.T) {
@@ -61,22 +59,6 @@ func TestTimedOut(t *testing.T) {
 	cancel()
 	if !TimedOut(ctx, errors.New("x")) {
 		t.Fatal("an ended context is not a timeout")
-	}
-}
-
-func TestCheckClient(t *testing.T) {
-	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
-	bad := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer good.Close()
-	defer bad.Close()
-	var nilClient *redis.Client
-	for _, tc := range []struct {
-		c    redis.UniversalClient
-		want string
-	}{{good, ""}, {bad, "ContextTimeoutEnabled is false"}, {nil, "client is nil"}, {nilClient, "nil *redis.Client"}} {
-		if got := CheckClient(tc.c, "the Timeout"); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
-			t.Errorf("CheckClient(%T) = %q; want %q", tc.c, got, tc.want)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package cache_test
+package redisstore_test
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/redisstore"
 )
 
 // Replicas share their last-known-good answers through Redis. The client
 // must bound its commands by their context, so that the store's Timeout
 // holds: ContextTimeoutEnabled.
-func ExampleNewRedis() {
+func ExampleNewCache() {
 	srv, err := miniredis.Run() // stands in for a real Redis here
 	if err != nil {
 		panic(err)
@@ -24,7 +25,7 @@ func ExampleNewRedis() {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	store, err := cache.NewRedis(client, cache.RedisOptions{
+	store, err := redisstore.NewCache(client, redisstore.CacheOptions{
 		Prefix:  "support:lastgood:",    // default "backstop:lastgood:"
 		TTL:     6 * time.Hour,          // default 24h
 		Timeout: 200 * time.Millisecond, // default 50ms
@@ -49,10 +50,10 @@ func ExampleNewRedis() {
 	// false true
 }
 
-func ExampleNewRedis_invalid() {
+func ExampleNewCache_invalid() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // ContextTimeoutEnabled unset
 	defer client.Close()
-	_, err := cache.NewRedis(client, cache.RedisOptions{})
+	_, err := redisstore.NewCache(client, redisstore.CacheOptions{})
 	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:

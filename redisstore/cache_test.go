@@ -1,4 +1,4 @@
-package cache
+package redisstore
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/internal/redistest"
 )
 
@@ -31,14 +32,14 @@ func newRedisClient(t testing.TB, addr string) *redis.Client {
 
 // newRedis returns a store on c, failing the test on a configuration
 // error. A nil opts.Logger discards the store's records.
-func newRedis(t testing.TB, c redis.UniversalClient, opts RedisOptions) *Redis {
+func newRedis(t testing.TB, c redis.UniversalClient, opts CacheOptions) *Cache {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r, err := NewRedis(c, opts)
+	r, err := NewCache(c, opts)
 	if err != nil {
-		t.Fatalf("NewRedis(%+v): %v", opts, err)
+		t.Fatalf("NewCache(%+v): %v", opts, err)
 	}
 	return r
 }
@@ -49,7 +50,7 @@ const testTimeout = 5 * time.Second
 
 // newMiniRedis returns a store on an in-process miniredis server, closed
 // (with the client) when the test ends. A zero opts.Timeout is testTimeout.
-func newMiniRedis(t testing.TB, opts RedisOptions) (*Redis, *miniredis.Miniredis) {
+func newMiniRedis(t testing.TB, opts CacheOptions) (*Cache, *miniredis.Miniredis) {
 	t.Helper()
 	if opts.Timeout == 0 {
 		opts.Timeout = testTimeout
@@ -58,18 +59,18 @@ func newMiniRedis(t testing.TB, opts RedisOptions) (*Redis, *miniredis.Miniredis
 	return newRedis(t, newRedisClient(t, m.Addr()), opts), m
 }
 
-func TestNewRedisDefaults(t *testing.T) {
-	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), RedisOptions{})
-	if r.prefix != DefaultRedisPrefix || r.ttl != DefaultTTL || r.timeout != DefaultRedisTimeout {
-		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultRedisPrefix, DefaultTTL, DefaultRedisTimeout)
+func TestNewCacheDefaults(t *testing.T) {
+	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheOptions{})
+	if r.prefix != DefaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != DefaultCacheTimeout {
+		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultCachePrefix, cache.DefaultTTL, DefaultCacheTimeout)
 	}
-	r, _ = newMiniRedis(t, RedisOptions{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
+	r, _ = newMiniRedis(t, CacheOptions{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
 	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {
 		t.Fatalf("options not kept: prefix %q ttl %v timeout %v", r.prefix, r.ttl, r.timeout)
 	}
 }
 
-func TestNewRedisInvalid(t *testing.T) {
+func TestNewCacheInvalid(t *testing.T) {
 	m := miniredis.RunT(t)
 	good := newRedisClient(t, m.Addr())
 	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
@@ -77,25 +78,25 @@ func TestNewRedisInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
-		opts   RedisOptions
+		opts   CacheOptions
 		want   []string // in the message
 	}{
-		{"nil client", nil, RedisOptions{}, []string{"client is nil"}},
-		{"typed nil client", (*redis.Client)(nil), RedisOptions{}, []string{"nil *redis.Client"}},
-		{"typed nil cluster", (*redis.ClusterClient)(nil), RedisOptions{}, []string{"nil *redis.ClusterClient"}},
-		{"typed nil ring", (*redis.Ring)(nil), RedisOptions{}, []string{"nil *redis.Ring"}},
-		{"no context timeouts", noCtx, RedisOptions{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
-		{"cluster without context timeouts", noCtxCluster, RedisOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"ring without context timeouts", noCtxRing, RedisOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"negative TTL", good, RedisOptions{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
-		{"negative Timeout", good, RedisOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"negative ProbeEvery", good, RedisOptions{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
-		{"all at once", nil, RedisOptions{TTL: -1, Timeout: -1, ProbeEvery: -1}, []string{"client is nil", "TTL is", "Timeout is", "ProbeEvery is"}},
+		{"nil client", nil, CacheOptions{}, []string{"client is nil"}},
+		{"typed nil client", (*redis.Client)(nil), CacheOptions{}, []string{"nil *redis.Client"}},
+		{"typed nil cluster", (*redis.ClusterClient)(nil), CacheOptions{}, []string{"nil *redis.ClusterClient"}},
+		{"typed nil ring", (*redis.Ring)(nil), CacheOptions{}, []string{"nil *redis.Ring"}},
+		{"no context timeouts", noCtx, CacheOptions{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
+		{"cluster without context timeouts", noCtxCluster, CacheOptions{}, []string{"ContextTimeoutEnabled is false"}},
+		{"ring without context timeouts", noCtxRing, CacheOptions{}, []string{"ContextTimeoutEnabled is false"}},
+		{"negative TTL", good, CacheOptions{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
+		{"negative Timeout", good, CacheOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
+		{"negative ProbeEvery", good, CacheOptions{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
+		{"all at once", nil, CacheOptions{TTL: -1, Timeout: -1, ProbeEvery: -1}, []string{"client is nil", "TTL is", "Timeout is", "ProbeEvery is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRedis(tc.client, tc.opts)
-			if r != nil || !errors.Is(err, ErrInvalidConfig) {
-				t.Fatalf("NewRedis = %v, %v; want nil and an error matching ErrInvalidConfig", r, err)
+			r, err := NewCache(tc.client, tc.opts)
+			if r != nil || !errors.Is(err, cache.ErrInvalidConfig) {
+				t.Fatalf("NewCache = %v, %v; want nil and an error matching cache.ErrInvalidConfig", r, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -106,23 +107,23 @@ func TestNewRedisInvalid(t *testing.T) {
 	}
 }
 
-// A store on a client NewRedis cannot inspect is accepted.
-func TestNewRedisOtherClient(t *testing.T) {
+// A store on a client NewCache cannot inspect is accepted.
+func TestNewCacheOtherClient(t *testing.T) {
 	m := miniredis.RunT(t)
 	type wrapped struct{ redis.UniversalClient }
-	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, RedisOptions{Timeout: testTimeout})
+	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, CacheOptions{Timeout: testTimeout})
 	mustSet(t, r, "q", "a", 0)
 	wantValue(t, r, "q", "a")
 }
 
-func TestRedisGetSet(t *testing.T) {
+func TestCacheGetSet(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{})
+	r, m := newMiniRedis(t, CacheOptions{})
 	if e, ok, err := r.Get(ctx, "absent"); ok || err != nil || e.Value != nil || !e.Stored.IsZero() {
-		t.Fatalf("Get of an absent key = %+v, %v, %v; want zero Entry, false, nil", e, ok, err)
+		t.Fatalf("Get of an absent key = %+v, %v, %v; want zero cache.Entry, false, nil", e, ok, err)
 	}
 	stored := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	if err := r.Set(ctx, "q1", Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
+	if err := r.Set(ctx, "q1", cache.Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
 		t.Fatal(err)
 	}
 	e, ok, err := r.Get(ctx, "q1")
@@ -153,7 +154,7 @@ func TestRedisGetSet(t *testing.T) {
 		time.Date(1960, 5, 5, 5, 5, 5, 999999999, time.UTC),
 		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
 	} {
-		if err := r.Set(ctx, "old", Entry{Value: []byte("x"), Stored: st}, 0); err != nil {
+		if err := r.Set(ctx, "old", cache.Entry{Value: []byte("x"), Stored: st}, 0); err != nil {
 			t.Fatal(err)
 		}
 		if e, _, _ := r.Get(ctx, "old"); !e.Stored.Equal(st) {
@@ -163,7 +164,7 @@ func TestRedisGetSet(t *testing.T) {
 
 	// Empty and binary values.
 	for _, v := range [][]byte{nil, {}, {0, 1, 0xff, '\r', '\n'}, bytes.Repeat([]byte("z"), 1<<20)} {
-		if err := r.Set(ctx, "bin", Entry{Value: v}, 0); err != nil {
+		if err := r.Set(ctx, "bin", cache.Entry{Value: v}, 0); err != nil {
 			t.Fatal(err)
 		}
 		if e, ok, err := r.Get(ctx, "bin"); !ok || err != nil || !bytes.Equal(e.Value, v) {
@@ -172,10 +173,10 @@ func TestRedisGetSet(t *testing.T) {
 	}
 
 	// The stored format: version 1, Unix seconds, nanoseconds, the value.
-	if err := r.Set(ctx, "fmt", Entry{Value: []byte("v"), Stored: time.Unix(0x0102030405, 0x0a0b0c0d)}, 0); err != nil {
+	if err := r.Set(ctx, "fmt", cache.Entry{Value: []byte("v"), Stored: time.Unix(0x0102030405, 0x0a0b0c0d)}, 0); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := m.Get(DefaultRedisPrefix + "fmt")
+	raw, err := m.Get(DefaultCachePrefix + "fmt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +185,14 @@ func TestRedisGetSet(t *testing.T) {
 	}
 }
 
-func TestRedisPrefix(t *testing.T) {
+func TestCachePrefix(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c := newRedisClient(t, m.Addr())
-	def := newRedis(t, c, RedisOptions{Timeout: testTimeout})
-	a := newRedis(t, c, RedisOptions{Prefix: "svc-a:", Timeout: testTimeout})
-	a2 := newRedis(t, c, RedisOptions{Prefix: "svc-a:", Timeout: testTimeout})
-	b := newRedis(t, c, RedisOptions{Prefix: "svc-b:", Timeout: testTimeout})
+	def := newRedis(t, c, CacheOptions{Timeout: testTimeout})
+	a := newRedis(t, c, CacheOptions{Prefix: "svc-a:", Timeout: testTimeout})
+	a2 := newRedis(t, c, CacheOptions{Prefix: "svc-a:", Timeout: testTimeout})
+	b := newRedis(t, c, CacheOptions{Prefix: "svc-b:", Timeout: testTimeout})
 
 	mustSet(t, def, "q", "default", 0)
 	mustSet(t, a, "q", "from a", 0)
@@ -210,9 +211,9 @@ func TestRedisPrefix(t *testing.T) {
 	}
 }
 
-func TestRedisTTL(t *testing.T) {
+func TestCacheTTL(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{Prefix: "p:", TTL: time.Hour})
+	r, m := newMiniRedis(t, CacheOptions{Prefix: "p:", TTL: time.Hour})
 	mustSet(t, r, "default", "d", 0)
 	mustSet(t, r, "short", "s", time.Minute)
 	mustSet(t, r, "sub-ms", "u", time.Microsecond)
@@ -248,9 +249,9 @@ func TestRedisTTL(t *testing.T) {
 	wantValue(t, r, "again", "2")
 
 	// A negative ttl stores nothing.
-	err := r.Set(ctx, "neg", Entry{Value: []byte("n")}, -time.Second)
-	if !errors.Is(err, ErrInvalidTTL) || !strings.Contains(err.Error(), "0 means the store's default, 1h0m0s") {
-		t.Fatalf("Set with a negative ttl: %v; want ErrInvalidTTL naming the default", err)
+	err := r.Set(ctx, "neg", cache.Entry{Value: []byte("n")}, -time.Second)
+	if !errors.Is(err, cache.ErrInvalidTTL) || !strings.Contains(err.Error(), "0 means the store's default, 1h0m0s") {
+		t.Fatalf("Set with a negative ttl: %v; want cache.ErrInvalidTTL naming the default", err)
 	}
 	if present(t, r, "neg") {
 		t.Fatal("a Set with a negative ttl stored the entry")
@@ -263,11 +264,11 @@ func TestRedisTTL(t *testing.T) {
 	}
 }
 
-func TestRedisCopies(t *testing.T) {
+func TestCacheCopies(t *testing.T) {
 	ctx := context.Background()
-	r, _ := newMiniRedis(t, RedisOptions{})
+	r, _ := newMiniRedis(t, CacheOptions{})
 	v := []byte("original")
-	if err := r.Set(ctx, "q", Entry{Value: v}, 0); err != nil {
+	if err := r.Set(ctx, "q", cache.Entry{Value: v}, 0); err != nil {
 		t.Fatal(err)
 	}
 	copy(v, "CHANGED!")
@@ -286,9 +287,9 @@ func TestRedisCopies(t *testing.T) {
 	}
 }
 
-func TestRedisMalformed(t *testing.T) {
+func TestCacheMalformed(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{Prefix: "p:"})
+	r, m := newMiniRedis(t, CacheOptions{Prefix: "p:"})
 	for name, raw := range map[string]string{
 		"empty":          "",
 		"short":          "\x01\x00\x00",
@@ -302,8 +303,8 @@ func TestRedisMalformed(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, ok, err := r.Get(ctx, name)
-		if ok || e.Value != nil || !errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnavailable) {
-			t.Errorf("Get of %s = %+v, %v, %v; want an error matching ErrMalformed", name, e, ok, err)
+		if ok || e.Value != nil || !errors.Is(err, cache.ErrMalformed) || errors.Is(err, cache.ErrUnavailable) {
+			t.Errorf("Get of %s = %+v, %v, %v; want an error matching cache.ErrMalformed", name, e, ok, err)
 		}
 	}
 	// The shortest well-formed value: the header alone.
@@ -317,8 +318,8 @@ func TestRedisMalformed(t *testing.T) {
 	if _, err := m.Lpush("p:list", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, ErrMalformed) {
-		t.Fatalf("Get of a list = %v, %v; want an error matching ErrMalformed", ok, err)
+	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, cache.ErrMalformed) {
+		t.Fatalf("Get of a list = %v, %v; want an error matching cache.ErrMalformed", ok, err)
 	}
 	// Set replaces it all the same.
 	mustSet(t, r, "list", "fixed", 0)
@@ -327,30 +328,30 @@ func TestRedisMalformed(t *testing.T) {
 
 // An error reply from the server makes the store unavailable, not broken.
 // (ProbeEvery 1ns: every call tries Redis.)
-func TestRedisErrorReply(t *testing.T) {
+func TestCacheErrorReply(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{ProbeEvery: time.Nanosecond})
+	r, m := newMiniRedis(t, CacheOptions{ProbeEvery: time.Nanosecond})
 	mustSet(t, r, "q", "a", 0) // connected
 	m.SetError("ERR injected failure")
-	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
-		t.Fatalf("Get = %v, %v; want ErrUnavailable with the server's error", ok, err)
+	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, cache.ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("Get = %v, %v; want cache.ErrUnavailable with the server's error", ok, err)
 	}
-	if err := r.Set(ctx, "q", Entry{Value: []byte("a")}, 0); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Set = %v; want ErrUnavailable", err)
+	if err := r.Set(ctx, "q", cache.Entry{Value: []byte("a")}, 0); !errors.Is(err, cache.ErrUnavailable) {
+		t.Fatalf("Set = %v; want cache.ErrUnavailable", err)
 	}
 	m.SetError("")
 	mustSet(t, r, "q", "a", 0)
 	wantValue(t, r, "q", "a")
 }
 
-// checkUnavailable fails the test unless err matches ErrUnavailable and not
+// checkUnavailable fails the test unless err matches cache.ErrUnavailable and not
 // the caller's context errors, and the call took less than limit: far less
 // than the client's own timeouts (seconds), so it was the store's Timeout
 // (or a refused connection) that ended it.
 func checkUnavailable(t *testing.T, op string, err error, took, limit time.Duration) {
 	t.Helper()
-	if !errors.Is(err, ErrUnavailable) {
-		t.Errorf("%s = %v; want an error matching ErrUnavailable", op, err)
+	if !errors.Is(err, cache.ErrUnavailable) {
+		t.Errorf("%s = %v; want an error matching cache.ErrUnavailable", op, err)
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Errorf("%s = %v; the caller's context was not canceled", op, err)
@@ -361,10 +362,10 @@ func checkUnavailable(t *testing.T, op string, err error, took, limit time.Durat
 }
 
 // A Redis that is down (here: closed) costs a call no more than the
-// Timeout, and makes Get and Set report ErrUnavailable.
-func TestRedisDown(t *testing.T) {
+// Timeout, and makes Get and Set report cache.ErrUnavailable.
+func TestCacheDown(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, RedisOptions{Timeout: 50 * time.Millisecond})
+	r, m := newMiniRedis(t, CacheOptions{Timeout: 50 * time.Millisecond})
 	mustSet(t, r, "q", "a", 0) // connected once
 	m.Close()
 	for range 3 {
@@ -375,7 +376,7 @@ func TestRedisDown(t *testing.T) {
 			t.Fatal("Get with Redis down reported an entry")
 		}
 		start = time.Now()
-		err = r.Set(ctx, "q", Entry{Value: []byte("b")}, 0)
+		err = r.Set(ctx, "q", cache.Entry{Value: []byte("b")}, 0)
 		checkUnavailable(t, "Set with Redis down", err, time.Since(start), 2*time.Second)
 	}
 	// Back up: the client reconnects on its own (the store holds no state
@@ -383,7 +384,7 @@ func TestRedisDown(t *testing.T) {
 	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	wantValue(t, newRedis(t, r.client, RedisOptions{Timeout: testTimeout}), "q", "a")
+	wantValue(t, newRedis(t, r.client, CacheOptions{Timeout: testTimeout}), "q", "a")
 }
 
 // blackHole accepts connections and never answers: a Redis that hangs. It
@@ -425,9 +426,9 @@ func blackHole(t *testing.T) string {
 // A Redis that accepts connections and never answers costs a call the
 // Timeout, not the client's ReadTimeout (3s). (ProbeEvery 1ns: every call
 // tries Redis; TestRedisLeavesAFailedRedisAlone shows the back-off.)
-func TestRedisHangs(t *testing.T) {
+func TestCacheHangs(t *testing.T) {
 	ctx := context.Background()
-	r := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
+	r := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
 	for range 3 {
 		start := time.Now()
 		_, ok, err := r.Get(ctx, "q")
@@ -436,26 +437,26 @@ func TestRedisHangs(t *testing.T) {
 			t.Fatalf("Get with Redis hanging = %v, %v; want a timeout naming the Timeout", ok, err)
 		}
 		start = time.Now()
-		err = r.Set(ctx, "q", Entry{Value: []byte("b")}, 0)
+		err = r.Set(ctx, "q", cache.Entry{Value: []byte("b")}, 0)
 		checkUnavailable(t, "Set with Redis hanging", err, time.Since(start), 2*time.Second)
 	}
 }
 
-func TestRedisContext(t *testing.T) {
-	r, m := newMiniRedis(t, RedisOptions{})
+func TestCacheContext(t *testing.T) {
+	r, m := newMiniRedis(t, CacheOptions{})
 	mustSet(t, r, "q", "a", 0)
 
 	// Already done: Redis is not asked.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	n := m.CommandCount()
-	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
 		t.Fatalf("Get with a canceled ctx = %v, %v; want context.Canceled", ok, err)
 	}
-	if err := r.Set(ctx, "q", Entry{Value: []byte("b")}, 0); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+	if err := r.Set(ctx, "q", cache.Entry{Value: []byte("b")}, 0); !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
 		t.Fatalf("Set with a canceled ctx = %v; want context.Canceled", err)
 	}
-	if err := r.Set(ctx, "q", Entry{Value: []byte("b")}, -1); !errors.Is(err, context.Canceled) {
+	if err := r.Set(ctx, "q", cache.Entry{Value: []byte("b")}, -1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Set with a canceled ctx and a negative ttl = %v; want context.Canceled first", err)
 	}
 	if m.CommandCount() != n {
@@ -464,37 +465,37 @@ func TestRedisContext(t *testing.T) {
 	wantValue(t, r, "q", "a")
 
 	// The caller's deadline, shorter than the Timeout, ends a call to a
-	// Redis that hangs: the error is the caller's, not ErrUnavailable.
-	slow := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: time.Minute})
+	// Redis that hangs: the error is the caller's, not cache.ErrUnavailable.
+	slow := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: time.Minute})
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
 		t.Fatalf("Get past the caller's deadline = %v, %v; want the caller's context.DeadlineExceeded", ok, err)
 	}
-	if err := slow.Set(ctx, "q", Entry{Value: []byte("b")}, 0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+	if err := slow.Set(ctx, "q", cache.Entry{Value: []byte("b")}, 0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
 		t.Fatalf("Set past the caller's deadline = %v; want the caller's context.DeadlineExceeded", err)
 	}
 
 	// Canceled while Redis is asked: go-redis bounds a read by deadlines
 	// only, so the call ends at the Timeout, with the caller's error.
-	hung := newRedis(t, newRedisClient(t, blackHole(t)), RedisOptions{Timeout: 100 * time.Millisecond})
+	hung := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 100 * time.Millisecond})
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
-	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
 		t.Fatalf("Get canceled midway = %v; want context.Canceled", err)
 	}
 }
 
-func TestRedisConcurrent(t *testing.T) {
+func TestCacheConcurrent(t *testing.T) {
 	ctx := context.Background()
-	r, _ := newMiniRedis(t, RedisOptions{Timeout: testTimeout})
+	r, _ := newMiniRedis(t, CacheOptions{Timeout: testTimeout})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 50 {
 				key := fmt.Sprint("k", i%5)
 				want := fmt.Sprint("g", g, "-", i)
-				if err := r.Set(ctx, key, Entry{Value: []byte(want)}, 0); err != nil {
+				if err := r.Set(ctx, key, cache.Entry{Value: []byte(want)}, 0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -509,36 +510,36 @@ func TestRedisConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func FuzzDecodeRedis(f *testing.F) {
+func FuzzDecodeCache(f *testing.F) {
 	f.Add([]byte{})
-	f.Add(encodeRedis(Entry{Value: []byte("v"), Stored: time.Unix(1, 2)}))
-	f.Add(encodeRedis(Entry{Stored: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	f.Add(encodeCache(cache.Entry{Value: []byte("v"), Stored: time.Unix(1, 2)}))
+	f.Add(encodeCache(cache.Entry{Stored: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}))
 	f.Add([]byte("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := decodeRedis(bytes.Clone(b))
+		e, err := decodeCache(bytes.Clone(b))
 		if err != nil {
 			return
 		}
 		// A value it accepts encodes back to the same bytes.
-		if got := encodeRedis(e); !bytes.Equal(got, b) {
+		if got := encodeCache(e); !bytes.Equal(got, b) {
 			t.Fatalf("decode then encode: %x; want %x", got, b)
 		}
 	})
 }
 
 // The core checks against a real Redis server (see internal/redistest).
-func TestRedisIntegration(t *testing.T) {
+func TestCacheIntegration(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	r := newRedis(t, c, RedisOptions{Prefix: prefix, TTL: time.Hour, Timeout: testTimeout})
+	r := newRedis(t, c, CacheOptions{Prefix: prefix, TTL: time.Hour, Timeout: testTimeout})
 
 	// Get, Set, miss, replace.
 	if _, ok, err := r.Get(ctx, "absent"); ok || err != nil {
 		t.Fatalf("Get of an absent key = %v, %v", ok, err)
 	}
 	stored := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	if err := r.Set(ctx, "q", Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
+	if err := r.Set(ctx, "q", cache.Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
 		t.Fatal(err)
 	}
 	e, ok, err := r.Get(ctx, "q")
@@ -559,7 +560,7 @@ func TestRedisIntegration(t *testing.T) {
 	if d, err := c.PTTL(ctx, prefix+"short").Result(); err != nil || d <= 59*time.Second || d > time.Minute {
 		t.Fatalf("PTTL = %v, %v; want about the Set's ttl (1m)", d, err)
 	}
-	other := newRedis(t, c, RedisOptions{Prefix: prefix + "other:", Timeout: testTimeout})
+	other := newRedis(t, c, CacheOptions{Prefix: prefix + "other:", Timeout: testTimeout})
 	if present(t, other, "q") {
 		t.Fatal("another prefix sees the entry")
 	}
@@ -573,13 +574,13 @@ func TestRedisIntegration(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := r.Set(ctx, "neg", Entry{Value: []byte("n")}, -1); !errors.Is(err, ErrInvalidTTL) {
-		t.Fatalf("Set with a negative ttl = %v; want ErrInvalidTTL", err)
+	if err := r.Set(ctx, "neg", cache.Entry{Value: []byte("n")}, -1); !errors.Is(err, cache.ErrInvalidTTL) {
+		t.Fatalf("Set with a negative ttl = %v; want cache.ErrInvalidTTL", err)
 	}
 
 	// Copies.
 	v := []byte("original")
-	if err := r.Set(ctx, "copy", Entry{Value: v}, 0); err != nil {
+	if err := r.Set(ctx, "copy", cache.Entry{Value: v}, 0); err != nil {
 		t.Fatal(err)
 	}
 	copy(v, "CHANGED!")
@@ -591,14 +592,14 @@ func TestRedisIntegration(t *testing.T) {
 	if err := c.Set(ctx, prefix+"bad", "not ours", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := r.Get(ctx, "bad"); ok || !errors.Is(err, ErrMalformed) {
-		t.Fatalf("Get of a malformed value = %v, %v; want ErrMalformed", ok, err)
+	if _, ok, err := r.Get(ctx, "bad"); ok || !errors.Is(err, cache.ErrMalformed) {
+		t.Fatalf("Get of a malformed value = %v, %v; want cache.ErrMalformed", ok, err)
 	}
 	if err := c.RPush(ctx, prefix+"list", "x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, ErrMalformed) {
-		t.Fatalf("Get of a list = %v, %v; want ErrMalformed", ok, err)
+	if _, ok, err := r.Get(ctx, "list"); ok || !errors.Is(err, cache.ErrMalformed) {
+		t.Fatalf("Get of a list = %v, %v; want cache.ErrMalformed", ok, err)
 	}
 
 	// A canceled context.
@@ -624,8 +625,8 @@ func TestRedisIntegration(t *testing.T) {
 }
 
 // A client of a real Redis whose server is gone: Get and Set report
-// ErrUnavailable at once.
-func TestRedisIntegrationDown(t *testing.T) {
+// cache.ErrUnavailable at once.
+func TestCacheIntegrationDown(t *testing.T) {
 	redistest.Addr(t) // a real Redis setting, like the other integration tests
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -633,24 +634,24 @@ func TestRedisIntegrationDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	r := newRedis(t, newRedisClient(t, addr), RedisOptions{})
+	r := newRedis(t, newRedisClient(t, addr), CacheOptions{})
 	start := time.Now()
 	_, _, err = r.Get(context.Background(), "q")
 	checkUnavailable(t, "Get with nothing listening", err, time.Since(start), 2*time.Second)
 	start = time.Now()
-	err = r.Set(context.Background(), "q", Entry{Value: []byte("a")}, 0)
+	err = r.Set(context.Background(), "q", cache.Entry{Value: []byte("a")}, 0)
 	checkUnavailable(t, "Set with nothing listening", err, time.Since(start), 2*time.Second)
 }
 
-func BenchmarkRedisGetSet(b *testing.B) {
+func BenchmarkCacheGetSet(b *testing.B) {
 	ctx := context.Background()
 	c := redistest.Client(b)
 	prefix := redistest.Prefix(b)
-	r := newRedis(b, c, RedisOptions{Prefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	r := newRedis(b, c, CacheOptions{Prefix: prefix, TTL: time.Minute, Timeout: time.Second})
 	keys := make([]string, 100)
 	for i := range keys {
-		keys[i] = Key("bench", fmt.Sprint(i))
-		if err := r.Set(ctx, keys[i], Entry{Value: benchValue}, 0); err != nil {
+		keys[i] = cache.Key("bench", fmt.Sprint(i))
+		if err := r.Set(ctx, keys[i], cache.Entry{Value: benchValue}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -668,7 +669,7 @@ func BenchmarkRedisGetSet(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if err := r.Set(ctx, keys[i%len(keys)], Entry{Value: benchValue}, 0); err != nil {
+			if err := r.Set(ctx, keys[i%len(keys)], cache.Entry{Value: benchValue}, 0); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -676,7 +677,7 @@ func BenchmarkRedisGetSet(b *testing.B) {
 	})
 	b.Run("miss/serial", func(b *testing.B) {
 		b.ReportAllocs()
-		key := Key("absent")
+		key := cache.Key("absent")
 		for b.Loop() {
 			if _, ok, err := r.Get(ctx, key); ok || err != nil {
 				b.Fatal(ok, err)
@@ -698,13 +699,13 @@ func BenchmarkRedisGetSet(b *testing.B) {
 }
 
 // A round trip cut by the caller's own deadline, shorter than the Timeout,
-// is the caller's: its error is the context's, not ErrUnavailable, however
+// is the caller's: its error is the context's, not cache.ErrUnavailable, however
 // the socket's read deadline and the context's timer race. Real time: a
 // silent socket cannot be waited on in a synctest bubble.
-func TestRedisCallerDeadlineIsTheCallers(t *testing.T) {
+func TestCacheCallerDeadlineIsTheCallers(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: redistest.Silent(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	r, err := NewRedis(c, RedisOptions{Timeout: time.Minute})
+	r, err := NewCache(c, CacheOptions{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,8 +713,43 @@ func TestRedisCallerDeadlineIsTheCallers(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		_, _, err := r.Get(ctx, "k")
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
-			t.Fatalf("Get #%d under a 10ms caller deadline (Timeout 1m) = %v; want the caller's DeadlineExceeded, not ErrUnavailable", i, err)
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
+			t.Fatalf("Get #%d under a 10ms caller deadline (Timeout 1m) = %v; want the caller's DeadlineExceeded, not cache.ErrUnavailable", i, err)
 		}
 	}
 }
+
+// wantValue fails the test unless s holds want under key.
+func wantValue(t testing.TB, s cache.Store, key, want string) {
+	t.Helper()
+	e, ok, err := s.Get(context.Background(), key)
+	if err != nil || !ok {
+		t.Fatalf("Get(%q) = ok %v, err %v; want the entry", key, ok, err)
+	}
+	if string(e.Value) != want {
+		t.Fatalf("Get(%q) = %q; want %q", key, e.Value, want)
+	}
+}
+
+// mustSet stores value under key for ttl, failing the test on an error.
+func mustSet(t testing.TB, s cache.Store, key, value string, ttl time.Duration) {
+	t.Helper()
+	if err := s.Set(context.Background(), key, cache.Entry{Value: []byte(value)}, ttl); err != nil {
+		t.Fatalf("Set(%q): %v", key, err)
+	}
+}
+
+// present reports whether s holds an entry under key, failing the test on
+// an error.
+func present(t testing.TB, s cache.Store, key string) bool {
+	t.Helper()
+	_, ok, err := s.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return ok
+}
+
+// benchValue is the size of a typical remembered answer: a small JSON
+// document.
+var benchValue = []byte(`{"text":"` + strings.Repeat("a", 500) + `"}`)

@@ -1,4 +1,4 @@
-package breaker_test
+package redisstore_test
 
 import (
 	"context"
@@ -36,11 +36,11 @@ func luaNumber(v string) []float64 {
 	return out
 }
 
-// FuzzSharedLoad writes arbitrary fields and values into the shared key
+// FuzzBreakersLoad writes arbitrary fields and values into the shared key
 // and checks that Load returns only what a well-formed, numeric, future
 // field explains, once per name, with positive durations, and everything
 // a plainly well-formed one says.
-func FuzzSharedLoad(f *testing.F) {
+func FuzzBreakersLoad(f *testing.F) {
 	m := miniredis.RunT(f)
 	m.SetTime(t0)
 	now := t0.UnixMilli()

@@ -1,4 +1,4 @@
-package breaker_test
+package redisstore_test
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func (c *earlyConn) SetWriteDeadline(time.Time) error { return nil }
 // the caller's context reports it: Redis is declared unavailable (Warn log,
 // OnError, the metric) and left alone for ProbeEvery, after a 10ms wait
 // that the error calls "no answer within the Timeout (50ms)".
-func TestSharedCallerDeadlineNotBlamedOnRedis(t *testing.T) {
+func TestBreakersCallerDeadlineNotBlamedOnRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// An IP literal: the Dialer never dials it, but go-redis may look a
 		// host name up, and a lookup inside a synctest bubble crashes the
@@ -63,7 +63,7 @@ func TestSharedCallerDeadlineNotBlamedOnRedis(t *testing.T) {
 			Dialer: func(context.Context, string, string) (net.Conn, error) { return &earlyConn{}, nil }})
 		t.Cleanup(func() { _ = c.Close() })
 		var calls redistest.Errors
-		s, err := breaker.NewShared(c, sharedKey, breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
+		s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
 			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

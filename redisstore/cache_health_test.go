@@ -1,4 +1,4 @@
-package cache
+package redisstore
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -98,7 +99,7 @@ func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, 
 // once, without a round trip or an allocation, until one probe after
 // ProbeEvery; OnError and the log say when Redis fails and when it answers
 // again.
-func TestRedisLeavesAFailedRedisAlone(t *testing.T) {
+func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -107,40 +108,40 @@ func TestRedisLeavesAFailedRedisAlone(t *testing.T) {
 		c, sent := silentClient(t, &answer)
 		var calls redistest.Errors
 		var logs redistest.Log
-		r := newRedis(t, c, RedisOptions{Timeout: timeout, OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		r := newRedis(t, c, CacheOptions{Timeout: timeout, OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		start := time.Now()
-		if _, _, err := r.Get(ctx, "q"); !errors.Is(err, ErrUnavailable) || time.Since(start) != timeout {
-			t.Fatalf("Get from a silent Redis = %v after %v; want ErrUnavailable after the Timeout, %v", err, time.Since(start), timeout)
+		if _, _, err := r.Get(ctx, "q"); !errors.Is(err, cache.ErrUnavailable) || time.Since(start) != timeout {
+			t.Fatalf("Get from a silent Redis = %v after %v; want cache.ErrUnavailable after the Timeout, %v", err, time.Since(start), timeout)
 		}
 		before := sent.n.Load()
 		start = time.Now()
 		for i := range 5 {
 			_, ok, gerr := r.Get(ctx, "q")
-			serr := r.Set(ctx, "q", Entry{Value: []byte("a")}, 0)
-			if ok || !errors.Is(gerr, ErrUnavailable) || !errors.Is(serr, ErrUnavailable) {
-				t.Fatalf("call %d after the failure: Get %v, %v, Set %v; want ErrUnavailable", i, ok, gerr, serr)
+			serr := r.Set(ctx, "q", cache.Entry{Value: []byte("a")}, 0)
+			if ok || !errors.Is(gerr, cache.ErrUnavailable) || !errors.Is(serr, cache.ErrUnavailable) {
+				t.Fatalf("call %d after the failure: Get %v, %v, Set %v; want cache.ErrUnavailable", i, ok, gerr, serr)
 			}
 		}
 		if d, n := time.Since(start), sent.n.Load()-before; d != 0 || n != 0 {
 			t.Fatalf("5 Gets and 5 Sets after a failure took %v (virtual) and sent %d commands; want none and none: Redis is left alone", d, n)
 		}
-		e := Entry{Value: []byte("a"), Stored: time.Now()}
+		e := cache.Entry{Value: []byte("a"), Stored: time.Now()}
 		if a := testing.AllocsPerRun(100, func() {
 			_, _, _ = r.Get(ctx, "q")
 			_ = r.Set(ctx, "q", e, 0)
 		}); a != 0 {
 			t.Errorf("Get and Set while Redis is left alone allocate %v times; want 0", a)
 		}
-		if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], ErrUnavailable) || r.Available() {
-			t.Fatalf("OnError calls %v, Available %v; want one error matching ErrUnavailable, false", errs, r.Available())
+		if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], cache.ErrUnavailable) || r.Available() {
+			t.Fatalf("OnError calls %v, Available %v; want one error matching cache.ErrUnavailable, false", errs, r.Available())
 		}
 
 		// Redis answers again: after ProbeEvery, one call tries it.
 		addr := m.Addr()
 		answer.Store(&addr)
-		time.Sleep(DefaultRedisProbeEvery - time.Since(start) - time.Nanosecond)
-		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, ErrUnavailable) || sent.n.Load() != before {
-			t.Fatalf("Set just before ProbeEvery: %v; want ErrUnavailable, no round trip", err)
+		time.Sleep(DefaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
+		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, cache.ErrUnavailable) || sent.n.Load() != before {
+			t.Fatalf("Set just before ProbeEvery: %v; want cache.ErrUnavailable, no round trip", err)
 		}
 		time.Sleep(time.Nanosecond)
 		if err := r.Set(ctx, "q", e, 0); err != nil {
@@ -169,17 +170,17 @@ func TestRedisLeavesAFailedRedisAlone(t *testing.T) {
 
 // A round trip the caller's own context ended says nothing about Redis:
 // the store does not leave Redis alone after it.
-func TestRedisCallerEndNotBlamedOnRedis(t *testing.T) {
+func TestCacheCallerEndNotBlamedOnRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var answer atomic.Pointer[string]
 		c, sent := silentClient(t, &answer)
-		r := newRedis(t, c, RedisOptions{Timeout: time.Minute})
+		r := newRedis(t, c, CacheOptions{Timeout: time.Minute})
 		for i := range 3 {
 			before := sent.n.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 			_, _, err := r.Get(ctx, "q")
 			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) || sent.n.Load() == before || !r.Available() {
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) || sent.n.Load() == before || !r.Available() {
 				t.Fatalf("Get %d under a 10ms caller deadline: %v, Available %v; want the caller's error after a round trip, Redis still available", i, err, r.Available())
 			}
 		}
