@@ -17,8 +17,7 @@ import (
 // attempt is one attempt in flight on a target.
 type attempt struct {
 	t      *target
-	n      int         // from 1
-	req    llm.Request // as sent to t
+	n      int // from 1
 	ticket breaker.Ticket
 	wait   time.Duration // waited before it (backoff and pacing)
 	start  time.Duration // on the chain's clock
@@ -44,7 +43,7 @@ type sent struct {
 }
 
 // record is the attempt's record, with the decision taken after it.
-func (a *attempt) record(s sent, d Decision, reason string) Attempt {
+func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
 	return Attempt{Target: a.t.Name, Tier: a.t.tier, Model: a.t.Model, N: a.n, Wait: a.wait, Duration: s.elapsed,
 		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason}
 }
@@ -72,7 +71,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 	req := w.req
 	t.prepare(&req)
 	var wait, prev time.Duration
-	var last sent // the last failure
+	var s, last sent // this attempt's outcome, and the last failure
 	for n := 1; ; n++ {
 		if n > 1 {
 			var why error
@@ -81,32 +80,34 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 				return tried{err: &refusedError{last.err, why}, kind: last.kind}
 			}
 		}
-		a := &attempt{t: t, n: n, req: req, ticket: ticket, wait: wait} // on the stack: senders get a copy
+		// On the stack, with the request beside it: a stream keeps copies.
+		a := &attempt{t: t, n: n, ticket: ticket, wait: wait}
 		if t.throttle != nil {
-			if out, refused := w.pace(a, last); refused {
+			if out, refused := w.pace(a, &req, &last); refused {
 				return out
 			}
 		}
-		s := w.attempt(a)
+		s = sent{}
+		w.attempt(a, &req, &s)
 		switch {
 		case s.committed:
 			return tried{resp: s.resp, committed: true}
 		case s.err == nil:
-			w.record(a.record(s, DecisionServed, ""))
+			w.record(a.record(&s, DecisionServed, ""))
 			return tried{resp: s.resp, js: s.js}
 		case s.kind == llm.KindCanceled:
-			w.record(a.record(s, DecisionStop, "the caller canceled"))
+			w.record(a.record(&s, DecisionStop, "the caller canceled"))
 			return tried{err: s.err, kind: s.kind}
 		}
 		last = s
-		st := w.plan(a, s, prev)
+		st := w.plan(a, &s, prev)
 		if st.decision != DecisionRetry {
-			return w.leave(a, s, st)
+			return w.leave(a, &s, st)
 		}
-		if out, refused := w.retryRefused(a, s); refused {
+		if out, refused := w.retryRefused(a, &s); refused {
 			return out
 		}
-		w.record(a.record(s, DecisionRetry, st.reason))
+		w.record(a.record(&s, DecisionRetry, st.reason))
 		w.obs.retry(&t.ob, n, s.kind, st.wait, s.retryAfter, st.reason)
 		if s.invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
@@ -116,7 +117,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 		}
 		before := w.c.clock()
 		if err := sleep(w.ctx, st.wait); err != nil {
-			return w.waitCut(a, s, w.c.clock()-before)
+			return w.waitCut(a, &s, w.c.clock()-before)
 		}
 		wait = st.wait
 	}
@@ -124,7 +125,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 
 // plan asks plan what follows the failed attempt a, drawing the policy's
 // backoff (prev is the wait before a, for decorrelated jitter).
-func (w *walk) plan(a *attempt, s sent, prev time.Duration) step {
+func (w *walk) plan(a *attempt, s *sent, prev time.Duration) step {
 	t := a.t
 	f := failure{kind: s.kind, n: a.n, retryAfter: s.retryAfter, shouldRetry: s.shouldRetry, invalid: s.invalid != nil}
 	l := limits{table: t.table, policy: t.policy, contentFallback: w.c.contentFallback}
@@ -140,7 +141,7 @@ func (w *walk) plan(a *attempt, s sent, prev time.Duration) step {
 // leave leaves t after attempt a as step says: a Retry-After not waited
 // out closes its gate, a context-length failure raises the window the
 // next targets need.
-func (w *walk) leave(a *attempt, s sent, st step) tried {
+func (w *walk) leave(a *attempt, s *sent, st step) tried {
 	t := a.t
 	if st.closeGate {
 		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
@@ -155,7 +156,7 @@ func (w *walk) leave(a *attempt, s sent, st step) tried {
 // retryRefused asks, before sleeping, whether the retry plan granted can be
 // sent: not when other calls (or replicas) opened the breaker meanwhile,
 // nor when the budget is exhausted. A refused retry leaves the target.
-func (w *walk) retryRefused(a *attempt, s sent) (tried, bool) {
+func (w *walk) retryRefused(a *attempt, s *sent) (tried, bool) {
 	t := a.t
 	var why error
 	var reason string
@@ -197,7 +198,7 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 
 // waitCut ends the walk on t when the deadline or the caller ended the
 // wait before attempt a+1, after slept: the retry granted is not sent.
-func (w *walk) waitCut(a *attempt, s sent, slept time.Duration) tried {
+func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
 	refund(w.ctx, a.t.budget)
 	if cerr := canceled(w.caller); cerr != nil {
 		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
@@ -209,12 +210,12 @@ func (w *walk) waitCut(a *attempt, s sent, slept time.Duration) tried {
 	return tried{err: s.err, kind: s.kind}
 }
 
-// pace waits for t's self-throttling slot for attempt a, adding the wait
+// pace waits for t's self-throttling slot for attempt a (sending req), adding the wait
 // to a's. A slot further away than MaxWait or the deadline refuses the
 // attempt (recorded as a skip); so does the caller's cancellation. last
 // is the target's last failure, if a is a retry.
-func (w *walk) pace(a *attempt, last sent) (tried, bool) {
-	paced, err := w.reserve(a)
+func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
+	paced, err := w.reserve(a, req)
 	if err == nil {
 		a.wait += paced
 		return tried{}, false
@@ -230,15 +231,16 @@ func (w *walk) pace(a *attempt, last sent) (tried, bool) {
 	return tried{err: err, kind: llm.KindRateLimited}, true
 }
 
-// reserve takes a's slot from t's limiter and sleeps until it comes.
-func (w *walk) reserve(a *attempt) (time.Duration, error) {
+// reserve takes a's slot (sending req) from t's limiter and sleeps until
+// it comes.
+func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 	t := a.t
 	now := time.Now()
 	limit := t.throttle.MaxWait()
 	if dl, ok := w.ctx.Deadline(); ok {
 		limit = min(limit, dl.Sub(now))
 	}
-	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(a.req), limit)
+	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(*req), limit)
 	if ok && wait <= 0 {
 		return 0, nil
 	}
@@ -262,14 +264,16 @@ func (w *walk) reserve(a *attempt) (time.Duration, error) {
 	return wait, nil
 }
 
-// attempt makes attempt a: observed, under the target's Timeout, sent by
+// attempt makes attempt a, sending req: observed, under the target's Timeout, sent by
 // the walk's sender, its answer validated, its end reported to the
 // throttle, the breaker, the budget and the observers. A stream that
 // commits is left running, for its sender to end.
-func (w *walk) attempt(a *attempt) sent {
+func (w *walk) attempt(a *attempt, req *llm.Request, s *sent) {
 	c, t := w.c, a.t
-	ctx, obs := w.obs.startAttempt(w.ctx, &t.ob, a.n, a.req)
-	a.obs = obs
+	ctx := w.ctx
+	if w.obs != nil { // checked here: the event is not even built for nobody
+		ctx, a.obs = w.obs.startAttempt(ctx, &t.ob, a.n, *req)
+	}
 	if t.Timeout > 0 {
 		ctx, a.cancel = context.WithTimeout(ctx, t.Timeout)
 	}
@@ -277,20 +281,21 @@ func (w *walk) attempt(a *attempt) sent {
 	if w.begin < 0 {
 		w.begin = a.start
 	}
-	resp, err := w.send.send(ctx, *a)
+	resp, err := w.send.send(ctx, a, req)
 	if err == nil && resp != nil && w.send.commits(t) {
-		return sent{resp: resp, committed: true}
+		s.resp, s.committed = resp, true
+		return
 	}
 	if a.cancel != nil {
 		a.cancel()
 	}
-	return w.conclude(a, resp, err)
+	w.conclude(a, resp, err, s)
 }
 
 // conclude classifies the end of attempt a and reports it.
-func (w *walk) conclude(a *attempt, resp *llm.Response, err error) sent {
+func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	c, t := w.c, a.t
-	s := sent{elapsed: c.clock() - a.start}
+	s.elapsed = c.clock() - a.start
 	if err == nil && resp == nil {
 		err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 	}
@@ -307,11 +312,13 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error) sent {
 	}
 	if err == nil {
 		s.resp, s.status, s.requestID = resp, 200, resp.RequestID
-		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
+		if w.obs != nil {
+			w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
+		}
 		c.settle(w.ctx, t, a.ticket, retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now})
-		return s
+		return
 	}
-	w.classify(&s, err)
+	w.classify(s, err)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, Kind: s.kind, Err: err, Duration: s.elapsed})
 	if s.invalid != nil {
 		w.obs.validationFailed(&t.ob, err)
@@ -321,7 +328,6 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error) sent {
 		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 	}
 	c.settle(w.ctx, t, a.ticket, verdict, budget.Outcome{Retry: a.n > 1, At: now})
-	return s
 }
 
 // classify fills s from the failure err: what the provider said, and the
@@ -340,12 +346,3 @@ func (w *walk) classify(s *sent, err error) {
 		s.kind = llm.KindUnknown
 	}
 }
-
-// completeSender is Call's sender: one Complete, the whole answer.
-type completeSender struct{}
-
-func (completeSender) send(ctx context.Context, a attempt) (*llm.Response, error) {
-	return complete(ctx, a.t, a.req, a.ticket)
-}
-
-func (completeSender) commits(*target) bool { return false }

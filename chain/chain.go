@@ -62,7 +62,7 @@ func (c *Chain) Name() string { return c.name }
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.startCall(ctx, false)
 	var w walk
-	w.start(c, ctx, obs, req, completeSender{})
+	w.start(c, ctx, obs, req, sender{})
 	s, err := w.run()
 	w.done()
 	w.end(s, err, "")

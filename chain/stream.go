@@ -154,28 +154,10 @@ var (
 	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout"}
 )
 
-// streamSender is Stream's sender: a provider that streams has its stream
-// opened and its first chunk read, then commits; one that does not answers
-// whole, through Complete.
-type streamSender struct{ s *Stream }
-
-func (ss streamSender) commits(t *target) bool {
-	_, ok := t.Provider.(llm.StreamProvider)
-	return ok
-}
-
-func (ss streamSender) send(ctx context.Context, a attempt) (*llm.Response, error) {
-	sp, ok := a.t.Provider.(llm.StreamProvider)
-	if !ok {
-		return complete(ctx, a.t, a.req, a.ticket)
-	}
-	return ss.s.st.open(ctx, sp, a)
-}
-
-// open starts the stream of attempt a and reads its first chunk, keeping
+// open starts the stream of attempt a (sending req) and reads its first chunk, keeping
 // the attempt for when the stream ends. A provider that panics has the
 // breaker ticket released first, as Call's attempts do.
-func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a attempt) (resp *llm.Response, err error) {
+func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt, req *llm.Request) (resp *llm.Response, err error) {
 	if a.ticket.Held() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -200,7 +182,7 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a attemp
 		idle(nil)
 		return nil, err
 	}
-	s, err := sp.Stream(ctx, a.req)
+	s, err := sp.Stream(ctx, *req)
 	if err != nil {
 		return fail(err)
 	}
@@ -225,7 +207,9 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a attemp
 		s.Close()
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
-	*st = streamState{a: &a, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
+	// The stream keeps its own attempt: the walk's lives on the walk's stack.
+	own := &attempt{t: a.t, n: a.n, ticket: a.ticket, wait: a.wait, start: a.start, obs: a.obs, cancel: a.cancel}
+	*st = streamState{a: own, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
 	}
@@ -257,7 +241,7 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 	c := s.c
 	ctx, obs := c.startCall(s.ctx, true)
 	w := &walk{}
-	w.start(c, ctx, obs, s.req, streamSender{s})
+	w.start(c, ctx, obs, s.req, sender{stream: s})
 	defer w.done()
 	s.w, s.res = w, w.res
 	sv, err := s.walk(yield)
@@ -499,7 +483,7 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
-	rec := a.record(sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
+	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
 	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: elapsed}
 	verdict, o := retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now}
 	switch {

@@ -35,22 +35,44 @@ type walk struct {
 	cancel    context.CancelFunc // the deadline's
 }
 
-// sender makes one attempt. Call's sends the request and returns the whole
-// answer; Stream's opens a stream and returns once its first chunk is read,
-// and commits: it keeps its copy of the attempt, which goes on after the
-// walk, and ends it itself.
-type sender interface {
-	send(ctx context.Context, a attempt) (*llm.Response, error)
-	// commits reports whether an answer send returned for t is still
-	// arriving, to be validated, recorded and settled by the sender.
-	commits(t *target) bool
+// sender makes one attempt. Call's (stream nil) sends the request and
+// returns the whole answer; Stream's opens a stream and returns once its
+// first chunk is read, and commits: it keeps its own copy of the attempt,
+// which goes on after the walk, and ends it itself. It is a struct, not an
+// interface, so that the attempt it is given stays on the walk's stack.
+type sender struct{ stream *Stream }
+
+// send makes attempt a, sending req, under ctx.
+func (s sender) send(ctx context.Context, a *attempt, req *llm.Request) (*llm.Response, error) {
+	if s.stream != nil {
+		if sp, ok := a.t.Provider.(llm.StreamProvider); ok {
+			return s.stream.st.open(ctx, sp, a, req)
+		}
+	}
+	return complete(ctx, a.t, *req, a.ticket)
+}
+
+// commits reports whether an answer send returned for t is still
+// arriving, to be validated, recorded and settled by the stream.
+func (s sender) commits(t *target) bool {
+	if s.stream == nil {
+		return false
+	}
+	_, ok := t.Provider.(llm.StreamProvider)
+	return ok
 }
 
 // start starts the walk of req, bounded by c's deadline; the walk's done
-// releases the deadline's timer. The walk lives on its caller's stack.
+// releases the deadline's timer. w must be new (zero); it lives on its
+// caller's stack.
 func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, req llm.Request, send sender) {
-	*w = walk{c: c, caller: ctx, ctx: ctx, req: req, obs: obs, send: send, begin: -1, minWindow: -1, res: &Result{}}
-	w.res.Attempts = w.res.buf[:0]
+	// Field by field: w is new (zero) and large, and a composite literal
+	// would be built aside and copied.
+	w.c, w.caller, w.ctx, w.req, w.obs, w.send = c, ctx, ctx, req, obs, send
+	w.begin, w.minWindow = -1, -1
+	res := &Result{}
+	res.Attempts = res.buf[:0]
+	w.res = res
 	if c.deadline > 0 {
 		w.ctx, w.cancel = context.WithTimeout(ctx, c.deadline)
 	}
