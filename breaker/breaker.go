@@ -13,7 +13,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// Defaults of a zero Settings.
+// Defaults of a zero Config.
 const (
 	DefaultConsecutiveFailures = 5
 	DefaultFailureRatio        = 0.5
@@ -36,8 +36,17 @@ var (
 	// ErrOpen is the reason a target is skipped while its breaker is open,
 	// or half-open with its probe already in flight.
 	ErrOpen = errors.New("circuit breaker open: the target failed repeatedly and is skipped until a probe succeeds")
-	// ErrInvalidSettings is matched by every error Settings.Validate returns.
-	ErrInvalidSettings = errors.New("breaker: invalid settings")
+	// ErrInvalidConfig is matched by every error Config.Validate and
+	// NewShared return. It is the same value as chain.ErrInvalidConfig and
+	// every other package's invalid-configuration sentinel, so any of them
+	// matches any configuration error; messages begin "breaker: invalid
+	// configuration".
+	ErrInvalidConfig = problems.ErrInvalidConfig
+	// ErrInvalidSettings is ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig. ErrInvalidSettings is the name
+	// earlier versions use.
+	ErrInvalidSettings = ErrInvalidConfig
 
 	// ErrOpenElsewhere is the reason a target is skipped while another
 	// replica holds its breaker open (see Shared.OpenElsewhere). It
@@ -49,9 +58,9 @@ var (
 	errExcluded = errors.New("breaker: excluded")
 )
 
-// Settings configures one target's breaker. The zero value means the
+// Config configures one target's breaker. The zero value means the
 // documented defaults, field by field.
-type Settings struct {
+type Config struct {
 	// Disabled switches the breaker off: every attempt goes through and
 	// nothing is counted. The Retry-After gate still works.
 	Disabled bool
@@ -84,8 +93,18 @@ type Settings struct {
 	OnStateChange func(name string, from, to State)
 }
 
+// Settings is Config.
+//
+// Deprecated: use Config. Settings is the name DESIGN.md and earlier
+// versions use; both name the same type, so chain.Target{Breaker:
+// breaker.Settings{...}} still compiles.
+type Settings = Config
+
+// errHead begins every configuration problem of the package.
+var errHead = problems.Head("breaker: invalid configuration")
+
 // WithDefaults returns s with every zero field set to its default.
-func (s Settings) WithDefaults() Settings {
+func (s Config) WithDefaults() Config {
 	if s.ConsecutiveFailures == 0 {
 		s.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
@@ -114,8 +133,8 @@ func (s Settings) WithDefaults() Settings {
 }
 
 // Validate reports every problem with s at once.
-func (s Settings) Validate() error {
-	found := problems.New(ErrInvalidSettings)
+func (s Config) Validate() error {
+	found := problems.New(errHead)
 	bad := found.Addf
 	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
 		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
@@ -187,7 +206,7 @@ func fromGobreaker(s gobreaker.State) State {
 // gobreaker late, through a ticket taken when it fails.
 type Breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
-	settings Settings
+	settings Config
 	window   *window.Window // kind 0: attempts counted, kind 1: failures
 
 	// closed mirrors gobreaker's state, set by OnStateChange under its lock.
@@ -216,13 +235,14 @@ type Breaker struct {
 }
 
 // New returns a breaker named name (the target's name, passed to
-// OnStateChange) with settings s, or s's problems.
-func New(name string, s Settings) (*Breaker, error) { return newBreaker(name, s, nil) }
+// OnStateChange) configured by s, or s's problems, each matching
+// ErrInvalidConfig.
+func New(name string, s Config) (*Breaker, error) { return newBreaker(name, s, nil) }
 
 // newBreaker is New, with adjust (when not nil) given the settings of the
 // gobreaker before it is made: tests use it to call the callbacks as
 // gobreaker's documentation allows but its code does not today.
-func newBreaker(name string, s Settings, adjust func(*gobreaker.Settings)) (*Breaker, error) {
+func newBreaker(name string, s Config, adjust func(*gobreaker.Settings)) (*Breaker, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

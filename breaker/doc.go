@@ -11,7 +11,7 @@
 // do not (the target answered as it should); a spend cap trips the breaker at
 // once; a caller's cancellation is not counted at all.
 //
-// With the zero Settings a breaker opens after 5 consecutive failures, or
+// With the zero Config a breaker opens after 5 consecutive failures, or
 // when at least half of at least 20 calls in a rolling 30 s window failed;
 // it stays open 30 s, then lets one probe through: a success closes it, a
 // failure opens it again.

@@ -11,13 +11,13 @@ import (
 	"github.com/backstop-llm/backstop/internal/remote"
 )
 
-// Defaults of SharedOptions' zero fields.
+// Defaults of SharedConfig's zero fields.
 const (
 	// DefaultSharedTimeout bounds each round trip of a Shared to its store
-	// when SharedOptions.Timeout is 0.
+	// when SharedConfig.Timeout is 0.
 	DefaultSharedTimeout = 50 * time.Millisecond
 	// DefaultProbeEvery is how long a Shared leaves its store alone after a
-	// failure when SharedOptions.ProbeEvery is 0.
+	// failure when SharedConfig.ProbeEvery is 0.
 	DefaultProbeEvery = time.Second
 )
 
@@ -63,8 +63,8 @@ type Store interface {
 	PublishGate(ctx context.Context, name string, d time.Duration) (repaired string, err error)
 }
 
-// SharedOptions configures NewShared. The zero value means every default.
-type SharedOptions struct {
+// SharedConfig configures NewShared. The zero value means every default.
+type SharedConfig struct {
 	// Timeout bounds each round trip to the store, on top of the caller's
 	// context. 0 means DefaultSharedTimeout (50ms); negative is an error.
 	Timeout time.Duration
@@ -84,6 +84,12 @@ type SharedOptions struct {
 	// moments. nil means slog.Default() at the time of the record.
 	Logger *slog.Logger
 }
+
+// SharedOptions is SharedConfig.
+//
+// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
+// use.
+type SharedOptions = SharedConfig
 
 // Remote is what the replicas sharing a Shared have published about one
 // name (a chain's target): how much longer its breaker is held open, and
@@ -135,10 +141,10 @@ type Shared struct {
 // one chain's state, such as "backstop:" + chain + ":breakers".
 // NewShared makes no round trip: the store may be down when it is called.
 //
-// Errors match ErrInvalidSettings and name what to change: a nil store, a
+// Errors match ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, a negative Timeout or ProbeEvery.
-func NewShared(store Store, opts SharedOptions) (*Shared, error) {
-	found := problems.New(ErrInvalidSettings)
+func NewShared(store Store, opts SharedConfig) (*Shared, error) {
+	found := problems.New(errHead)
 	var key string
 	if store == nil {
 		found.Addf("shared state: store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")

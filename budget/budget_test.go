@@ -32,7 +32,7 @@ func TestUnlimited(t *testing.T) {
 	if u != Unlimited() {
 		t.Fatal("Unlimited() must be comparable to itself so callers can tell budgeting is off")
 	}
-	var b Budget = Default()
+	var b Budget = defaultRatio()
 	if b == Unlimited() {
 		t.Fatal("a Ratio compares equal to Unlimited()")
 	}
@@ -101,7 +101,7 @@ func TestStormRatioBudget(t *testing.T) {
 	seen := map[int64]int{}
 	for range 50 {
 		synctest.Test(t, func(t *testing.T) { // virtual time: the window cannot roll
-			r := Default()
+			r := defaultRatio()
 			got := storm(r, clients)
 			seen[got]++
 			if got > limit {
@@ -127,7 +127,7 @@ func TestStormRatioBudget(t *testing.T) {
 func TestStormRatioBudget10000(t *testing.T) {
 	const clients = 10_000
 	synctest.Test(t, func(t *testing.T) {
-		r := Default()
+		r := defaultRatio()
 		got := storm(r, clients)
 		limit := int64(clients * DefaultRatio)
 		if got > limit {
@@ -166,7 +166,7 @@ func drain(b Budget) int64 {
 
 func TestZeroAllocs(t *testing.T) {
 	ctx := context.Background()
-	r := Default()
+	r := defaultRatio()
 	tb, err := NewTokenBucket(TokenBucketConfig{})
 	if err != nil {
 		t.Fatal(err)

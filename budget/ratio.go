@@ -69,7 +69,7 @@ func (c RatioConfig) WithDefaults() RatioConfig {
 // ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
 // negative Window or one shorter than MinWindow.
 func (c RatioConfig) Validate() error {
-	found := problems.New(ErrInvalidConfig)
+	found := problems.New(errHead)
 	bad := func(format string, args ...any) { found.Addf("ratio budget: "+format, args...) }
 	switch {
 	case math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio < 0:
@@ -144,7 +144,10 @@ type bucket struct {
 }
 
 // NewRatio returns a ratio budget configured by c, whose zero fields take
-// their defaults. It returns an error matching ErrInvalidConfig, naming each
+// their defaults: NewRatio(RatioConfig{}) is the default budget, retries
+// at most 10% of first attempts over a 10s window with a floor of 10
+// retries per window (it never fails). Each call returns an independent
+// budget. It returns an error matching ErrInvalidConfig, naming each
 // field at fault, when c is invalid.
 func NewRatio(c RatioConfig) (*Ratio, error) {
 	if err := c.Validate(); err != nil {
@@ -167,17 +170,6 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 		r.buckets[i].epoch.Store(int64(i) - Buckets)
 	}
 	return r, nil
-}
-
-// Default returns a new ratio budget with the defaults: retries at most
-// 10% of first attempts over a 10s window, with a floor of 10 retries per
-// window. Each call returns an independent budget.
-func Default() *Ratio {
-	r, err := NewRatio(RatioConfig{})
-	if err != nil {
-		panic(err) // unreachable: the defaults are valid
-	}
-	return r
 }
 
 // Record counts o if it is a first attempt; retries were counted when

@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+// defaultRatio is NewRatio(RatioConfig{}), which never fails.
+func defaultRatio() *Ratio {
+	r, err := NewRatio(RatioConfig{})
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
 func TestRatioDefaults(t *testing.T) {
 	want := RatioConfig{Ratio: 0.1, Window: 10 * time.Second, MinRetries: 10}
 	if got := (RatioConfig{}).WithDefaults(); got != want {
@@ -23,7 +32,7 @@ func TestRatioDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Config() != want || Default().Config() != want {
+	if r.Config() != want || defaultRatio().Config() != want {
 		t.Fatalf("Config = %+v, want %+v", r.Config(), want)
 	}
 	if r.width != int64(time.Second) || r.ratio != 100_000 || r.minRetries != 10 {
@@ -74,7 +83,7 @@ func TestRatioValidate(t *testing.T) {
 func TestRatioTenPercent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r := Default()
+		r := defaultRatio()
 		for range 1000 {
 			r.Record(ctx, Outcome{})
 		}
@@ -125,7 +134,7 @@ func TestRatioExactForDecimalRatios(t *testing.T) {
 
 func TestRatioFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		if got := drain(Default()); got != DefaultMinRetries {
+		if got := drain(defaultRatio()); got != DefaultMinRetries {
 			t.Fatalf("no traffic: granted %d, want MinRetries %d", got, DefaultMinRetries)
 		}
 		r, err := NewRatio(RatioConfig{MinRetries: 3})
@@ -161,7 +170,7 @@ func TestRatioFloor(t *testing.T) {
 
 func TestRatioWindowRolls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := Default()
+		r := defaultRatio()
 		if got := drain(r); got != 10 {
 			t.Fatalf("first window: granted %d, want 10", got)
 		}
@@ -229,7 +238,7 @@ func TestRatioPartialRoll(t *testing.T) {
 
 func TestRatioRetriesAgeOutOneByOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := Default()
+		r := defaultRatio()
 		for s := range 10 { // one retry in each of the ten buckets
 			if err := r.Withdraw(context.Background()); err != nil {
 				t.Fatalf("t=%ds: %v", s, err)
@@ -266,7 +275,7 @@ func TestRatioShortWindow(t *testing.T) {
 func TestRatioRecordCountsFirstAttemptsOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r := Default()
+		r := defaultRatio()
 		for _, o := range []Outcome{{}, {Success: true}, {Retry: true}, {Retry: true, Success: true}} {
 			r.Record(ctx, o)
 		}

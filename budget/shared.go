@@ -13,24 +13,24 @@ import (
 	"github.com/backstop-llm/backstop/internal/remote"
 )
 
-// Defaults of SharedOptions' zero fields.
+// Defaults of SharedConfig's zero fields.
 const (
 	// DefaultSharedTimeout bounds each Redis round trip of a Shared budget
-	// when SharedOptions.Timeout is 0.
+	// when SharedConfig.Timeout is 0.
 	DefaultSharedTimeout = 50 * time.Millisecond
 	// DefaultFlushEvery is how long a Shared budget keeps first attempts
-	// to itself, at most, when SharedOptions.FlushEvery is 0.
+	// to itself, at most, when SharedConfig.FlushEvery is 0.
 	DefaultFlushEvery = time.Second
 	// DefaultFlushAfter is how many first attempts a Shared budget keeps
-	// to itself, at most, when SharedOptions.FlushAfter is 0.
+	// to itself, at most, when SharedConfig.FlushAfter is 0.
 	DefaultFlushAfter = 100
 	// DefaultProbeEvery is how long a Shared budget leaves Redis alone
-	// after a failure when SharedOptions.ProbeEvery is 0.
+	// after a failure when SharedConfig.ProbeEvery is 0.
 	DefaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors a Shared budget passes to
-// SharedOptions.OnError and returns from Flush and Counts when its store
+// SharedConfig.OnError and returns from Flush and Counts when its store
 // (Redis) did not answer within the Timeout, could not be reached or
 // answered with an error; the cause is wrapped too. Withdraw never returns
 // it: a Shared budget decides with its local budget instead.
@@ -108,8 +108,8 @@ type StoreResult struct {
 	Repaired string
 }
 
-// SharedOptions configures NewShared. The zero value means every default.
-type SharedOptions struct {
+// SharedConfig configures NewShared. The zero value means every default.
+type SharedConfig struct {
 	// Ratio is the budget the replicas share, with the semantics of
 	// NewRatio's: the retries granted in the rolling Window, by all the
 	// replicas on one key together, may not exceed max(MinRetries,
@@ -165,6 +165,12 @@ type SharedOptions struct {
 	Logger *slog.Logger
 }
 
+// SharedOptions is SharedConfig.
+//
+// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
+// use.
+type SharedOptions = SharedConfig
+
 // Shared is a ratio retry budget kept in a Store (Redis), so that the
 // replicas of a service budget one target together: 40 replicas with local
 // budgets grant 40 floors of retries to a failing target, 40 replicas on
@@ -172,7 +178,7 @@ type SharedOptions struct {
 // NewShared; the zero value is not usable.
 //
 // Record counts first attempts in an atomic counter and writes them to the
-// store in batches (see SharedOptions.FlushEvery); between writes it costs
+// store in batches (see SharedConfig.FlushEvery); between writes it costs
 // a clock read, the local budget's Record and an atomic add, and does not
 // allocate. Withdraw is one round trip, which adds this replica's waiting
 // first attempts, sums the window and grants a retry iff the retries in it
@@ -210,7 +216,7 @@ type Shared struct {
 	flushEvery int64 // nanoseconds
 	flushAfter int64
 	health     *remote.Health // on the clock of now
-	available  func() bool    // SharedOptions.Available; nil: always
+	available  func() bool    // SharedConfig.Available; nil: always
 
 	base time.Time // monotonic origin of the times below
 
@@ -222,7 +228,7 @@ type Shared struct {
 var _ Refunder = (*Shared)(nil)
 
 // NewShared returns a retry budget that the replicas whose stores are on
-// the same key share, configured by opts (the zero SharedOptions for every
+// the same key share, configured by opts (the zero SharedConfig for every
 // default). A store names the budget, one per chain and target, such as
 // "backstop:budget:" + chain + ":" + target; on Redis
 // (redisstore.Shared.Budget) it is one hash, so it works on a Redis Cluster
@@ -233,8 +239,8 @@ var _ Refunder = (*Shared)(nil)
 // store with an empty key, an invalid Ratio, a negative Timeout,
 // FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
 // store may be down when it is called.
-func NewShared(store Store, opts SharedOptions) (*Shared, error) {
-	found := problems.New(ErrInvalidConfig)
+func NewShared(store Store, opts SharedConfig) (*Shared, error) {
+	found := problems.New(errHead)
 	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
 	var key string
 	if store == nil {

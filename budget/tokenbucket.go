@@ -58,7 +58,7 @@ func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
 // ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
 // MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
-	found := problems.New(ErrInvalidConfig)
+	found := problems.New(errHead)
 	bad := func(format string, args ...any) { found.Addf("token bucket: "+format, args...) }
 	ok := true
 	check := func(field string, v, def float64) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
@@ -68,6 +69,9 @@ type item struct {
 
 var _ Store = (*Memory)(nil)
 
+// errHead begins every configuration problem of the package's stores.
+var errHead = problems.Head("cache: invalid configuration")
+
 // NewMemory returns an empty Memory that keeps at most maxEntries entries,
 // each for ttl unless Set says otherwise. maxEntries 0 means
 // DefaultMaxEntries (10,000) and ttl 0 means DefaultTTL (24h); negative
@@ -79,10 +83,10 @@ var _ Store = (*Memory)(nil)
 func NewMemory(maxEntries int, ttl time.Duration) (*Memory, error) {
 	var errs []error
 	if maxEntries < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: maxEntries is %d; it must not be negative (0 means %d)", ErrInvalidConfig, maxEntries, DefaultMaxEntries))
+		errs = append(errs, fmt.Errorf("%w: memory store: maxEntries is %d; it must not be negative (0 means %d)", errHead, maxEntries, DefaultMaxEntries))
 	}
 	if ttl < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means %v)", ErrInvalidConfig, ttl, DefaultTTL))
+		errs = append(errs, fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means %v)", errHead, ttl, DefaultTTL))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -95,7 +99,7 @@ func NewMemory(maxEntries int, ttl time.Duration) (*Memory, error) {
 	}
 	c, err := lru.New[string, item](maxEntries)
 	if err != nil { // unreachable: maxEntries is positive
-		return nil, fmt.Errorf("%w: memory store: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: memory store: %w", errHead, err)
 	}
 	return &Memory{lru: c, ttl: ttl}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Store keeps last-known-good answers, each under a key and for a limited
@@ -54,8 +56,11 @@ type Bounded interface {
 
 var (
 	// ErrInvalidConfig is matched by every error a store's constructor
-	// (NewMemory, redisstore.NewCache) returns.
-	ErrInvalidConfig = errors.New("cache: invalid configuration")
+	// (NewMemory, redisstore.NewCache) returns. It is the same value as
+	// chain.ErrInvalidConfig and every other package's
+	// invalid-configuration sentinel, so any of them matches any
+	// configuration error; messages begin "cache: invalid configuration".
+	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrInvalidTTL is matched by the error Set returns for a negative
 	// ttl. Use 0 for the store's default.
 	ErrInvalidTTL = errors.New("cache: invalid ttl")
@@ -63,7 +68,7 @@ var (
 	// between processes return when it did not answer within its Timeout,
 	// could not be reached, or answered with an error (the cause is wrapped
 	// too), and, without a round trip, while the store leaves its server
-	// alone after such a failure (see redisstore.CacheOptions.ProbeEvery). A
+	// alone after such a failure (see redisstore.CacheConfig.ProbeEvery). A
 	// chain serves without the store then: it reads and writes the store's
 	// answers only as a fallback, and must not fail because of it.
 	ErrUnavailable = errors.New("cache: store unavailable")

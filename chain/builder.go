@@ -35,9 +35,9 @@ type Builder struct {
 	restart         bool
 	regions         []string
 	schema          []byte
-	telemetry       tracing.Options
+	telemetry       tracing.Config
 	observers       []observe.Observer
-	shared          *sharedConfig
+	shared          *sharedSetup
 	entries         []entry
 }
 

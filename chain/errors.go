@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -12,8 +13,13 @@ var (
 	// every target and degradation failed. Its *ExhaustedError holds each
 	// target's cause.
 	ErrExhausted = errors.New("every target failed")
-	// ErrInvalidConfig is matched by every error Build returns.
-	ErrInvalidConfig = errors.New("invalid chain configuration")
+	// ErrInvalidConfig is matched by every error Build returns. It is the
+	// module's one invalid-configuration sentinel: breaker.ErrInvalidConfig,
+	// budget.ErrInvalidConfig, cache.ErrInvalidConfig,
+	// redisstore.ErrInvalidConfig, retry.ErrInvalidPolicy,
+	// throttle.ErrInvalidConfig (and the deprecated ErrInvalidSettings) are
+	// the same value, so any of them matches any configuration error.
+	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrNoMessages is returned by Call for a request without messages.
 	ErrNoMessages = errors.New("request has no messages; add at least one llm.Message")
 	// ErrContextWindow is the reason recorded for a target skipped after a

@@ -16,12 +16,12 @@ import (
 )
 
 // DefaultSharedPrefix begins every key of a shared chain when
-// SharedOptions.Prefix is empty.
+// SharedConfig.Prefix is empty.
 const DefaultSharedPrefix = "backstop"
 
-// SharedOptions configures Builder.Shared. The zero value means every
+// SharedConfig configures Builder.Shared. The zero value means every
 // default.
-type SharedOptions struct {
+type SharedConfig struct {
 	// Prefix begins every key the chain writes: "<Prefix>:<chain>:breakers"
 	// (one hash: the breakers and Retry-After gates of all its targets)
 	// and "<Prefix>:<chain>:<target>:budget" (one hash per target's
@@ -56,12 +56,18 @@ type SharedOptions struct {
 	Logger *slog.Logger
 }
 
+// SharedOptions is SharedConfig.
+//
+// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
+// use.
+type SharedOptions = SharedConfig
+
 // SharedStore is where the replicas of a shared chain keep what they
 // share, one key per store: redisstore.NewShared builds one on a go-redis
 // client (the redisstore package owns the module's go-redis code, so a
 // chain that is not shared does not link it). Breakers is the store of the
 // chain's breakers and Retry-After gates, Budget that of one target's
-// retry budget; the chain names the keys (see SharedOptions.Prefix) and
+// retry budget; the chain names the keys (see SharedConfig.Prefix) and
 // builds the breaker.Shared and budget.Shared that run on them.
 type SharedStore interface {
 	Breakers(key string) breaker.Store
@@ -90,9 +96,9 @@ type SharedStore interface {
 //
 // Each replica keeps its own breakers; no lock is held across a model call.
 // A call reads the breakers and gates first (one round trip, see
-// SharedOptions.Refresh) and writes only when something changed: a breaker
+// SharedConfig.Refresh) and writes only when something changed: a breaker
 // opened or closed, a gate closed. When Redis is slow or down, calls go on
-// with local state after SharedOptions.Timeout, a log record and the metric
+// with local state after SharedConfig.Timeout, a log record and the metric
 // backstop.shared.unavailable say so, and sharing resumes when Redis
 // answers again. No call fails because of Redis.
 //
@@ -102,17 +108,17 @@ type SharedStore interface {
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store, err := redisstore.NewShared(client)
 //	...
-//	c, err := chain.New("support-answer").Shared(store, chain.SharedOptions{}).Primary(...).Build()
+//	c, err := chain.New("support-answer").Shared(store, chain.SharedConfig{}).Primary(...).Build()
 //
 // A nil store (one NewShared refused, say) is reported by Build.
-func (b *Builder) Shared(store SharedStore, opts SharedOptions) *Builder {
-	b.shared = &sharedConfig{store: store, opts: opts}
+func (b *Builder) Shared(store SharedStore, opts SharedConfig) *Builder {
+	b.shared = &sharedSetup{store: store, opts: opts}
 	return b
 }
 
-type sharedConfig struct {
+type sharedSetup struct {
 	store SharedStore
-	opts  SharedOptions
+	opts  SharedConfig
 }
 
 // shared is the chain's side of Builder.Shared.
@@ -125,7 +131,7 @@ type shared struct {
 // buildShared checks the configuration and makes the chain's shared state
 // and the shared budgets of the targets without one. problem reports a
 // problem of the whole chain (target "") or of one target.
-func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(target, what string, err error)) {
+func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(target, what string, err error)) {
 	o := cfg.opts
 	if o.Refresh < 0 {
 		problem("", "Shared: Refresh is "+o.Refresh.String()+"; it must not be negative (0 means every call)", nil)
@@ -146,7 +152,7 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Shared?); build one with redisstore.NewShared(client), and check its error", nil)
 		return
 	}
-	state, err := breaker.NewShared(breakers, breaker.SharedOptions{
+	state, err := breaker.NewShared(breakers, breaker.SharedConfig{
 		Timeout:    o.Timeout,
 		ProbeEvery: o.ProbeEvery,
 		Logger:     o.Logger,
@@ -166,7 +172,7 @@ func (c *Chain) buildShared(cfg *sharedConfig, targets []*target, problem func(t
 			continue
 		}
 		name := t.Name
-		b, err := budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget"), budget.SharedOptions{
+		b, err := budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget"), budget.SharedConfig{
 			Ratio:      o.Budget,
 			Timeout:    o.Timeout,
 			ProbeEvery: o.ProbeEvery,

@@ -60,12 +60,14 @@ type Target struct {
 	// limits you know, from the provider's rate-limit headers (Learn), and
 	// slower after 429s. The zero value is off. A call whose slot is
 	// further away than MaxWait, or past its deadline, moves on to the next
-	// target instead of waiting.
-	Throttle throttle.Settings
+	// target instead of waiting. throttle.Settings, its earlier name, is
+	// the same type.
+	Throttle throttle.Config
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults (open after 5 consecutive failures or 50% of
 	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
-	Breaker breaker.Settings
+	// breaker.Settings, the name DESIGN.md uses, is the same type.
+	Breaker breaker.Config
 }
 
 // Tier is a target's place in the chain. Tiers are ordered: the primary,

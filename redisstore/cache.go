@@ -13,21 +13,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of CacheOptions' zero fields.
+// Defaults of CacheConfig's zero fields.
 const (
 	// DefaultCachePrefix is the namespace of a Redis store's keys when
-	// CacheOptions.Prefix is empty.
+	// CacheConfig.Prefix is empty.
 	DefaultCachePrefix = "backstop:lastgood:"
 	// DefaultCacheTimeout bounds each Get and Set of a Redis store when
-	// CacheOptions.Timeout is 0.
+	// CacheConfig.Timeout is 0.
 	DefaultCacheTimeout = 50 * time.Millisecond
 	// DefaultCacheProbeEvery is how long a Redis store leaves Redis alone
-	// after a failure when CacheOptions.ProbeEvery is 0.
+	// after a failure when CacheConfig.ProbeEvery is 0.
 	DefaultCacheProbeEvery = time.Second
 )
 
-// CacheOptions configures NewCache. The zero value means every default.
-type CacheOptions struct {
+// CacheConfig configures NewCache. The zero value means every default.
+type CacheConfig struct {
 	// Prefix is put before every key, so that the store's keys have a
 	// namespace of their own in a Redis shared with other uses. Empty means
 	// DefaultCachePrefix ("backstop:lastgood:"). Stores that share a Redis
@@ -62,6 +62,12 @@ type CacheOptions struct {
 	Logger *slog.Logger
 }
 
+// CacheOptions is CacheConfig.
+//
+// Deprecated: use CacheConfig. CacheOptions is the name earlier versions
+// use.
+type CacheOptions = CacheConfig
+
 // Cache is a cache.Store in Redis (or any server speaking its protocol,
 // such as Valkey), through a github.com/redis/go-redis/v9 client, so that
 // the replicas of a service share their last-known-good answers: give it to
@@ -69,7 +75,7 @@ type CacheOptions struct {
 // the zero value is not usable. (It was cache.Redis, built by
 // cache.NewRedis, before the go-redis code moved here.)
 //
-// Each entry is one Redis string under CacheOptions.Prefix followed by the
+// Each entry is one Redis string under CacheConfig.Prefix followed by the
 // store key, written with SET ... PX, so that Redis expires it, ttl after
 // the Set (rounded up to a whole millisecond), on the server's clock. The
 // value is a 13-byte header followed by cache.Entry.Value:
@@ -114,7 +120,7 @@ const (
 )
 
 // NewCache returns a store that keeps its entries in Redis through client,
-// configured by opts (the zero CacheOptions for every default). Errors match
+// configured by opts (the zero CacheConfig for every default). Errors match
 // cache.ErrInvalidConfig and name what to change: a nil client, a negative TTL,
 // Timeout or ProbeEvery, or a client whose options do not bound commands by
 // their context. NewCache makes no round trip: Redis may be down when it is
@@ -128,20 +134,20 @@ const (
 // redis.UniversalClient must honour them itself. For example:
 //
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
-//	store, err := redisstore.NewCache(client, redisstore.CacheOptions{})
-func NewCache(client redis.UniversalClient, opts CacheOptions) (*Cache, error) {
+//	store, err := redisstore.NewCache(client, redisstore.CacheConfig{})
+func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 	var errs []error
 	if err := checkCacheClient(client); err != nil {
 		errs = append(errs, err)
 	}
 	if opts.TTL < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: TTL is %v; it must not be negative (0 means %v)", cache.ErrInvalidConfig, opts.TTL, cache.DefaultTTL))
+		errs = append(errs, fmt.Errorf("%w: redis store: TTL is %v; it must not be negative (0 means %v)", errCacheHead, opts.TTL, cache.DefaultTTL))
 	}
 	if opts.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", cache.ErrInvalidConfig, opts.Timeout, DefaultCacheTimeout))
+		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", errCacheHead, opts.Timeout, DefaultCacheTimeout))
 	}
 	if opts.ProbeEvery < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: ProbeEvery is %v; it must not be negative (0 means %v)", cache.ErrInvalidConfig, opts.ProbeEvery, DefaultCacheProbeEvery))
+		errs = append(errs, fmt.Errorf("%w: redis store: ProbeEvery is %v; it must not be negative (0 means %v)", errCacheHead, opts.ProbeEvery, DefaultCacheProbeEvery))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -170,7 +176,7 @@ func NewCache(client redis.UniversalClient, opts CacheOptions) (*Cache, error) {
 // its contexts' deadlines.
 func checkCacheClient(client redis.UniversalClient) error {
 	if problem := checkClient(client, "the store's Timeout"); problem != "" {
-		return fmt.Errorf("%w: redis store: %s", cache.ErrInvalidConfig, problem)
+		return fmt.Errorf("%w: redis store: %s", errCacheHead, problem)
 	}
 	return nil
 }
@@ -182,7 +188,7 @@ func checkCacheClient(client redis.UniversalClient) error {
 // asked; an error matching cache.ErrUnavailable, wrapping the cause, when Redis
 // did not answer within the Timeout, could not be reached or answered with
 // an error, and, at once, while Redis is left alone after that (see
-// CacheOptions.ProbeEvery); an error matching cache.ErrMalformed when the value
+// CacheConfig.ProbeEvery); an error matching cache.ErrMalformed when the value
 // under the key is not in the store's format, or not a string at all.
 func (r *Cache) Get(ctx context.Context, key string) (cache.Entry, bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -248,7 +254,7 @@ func (r *Cache) Set(ctx context.Context, key string, e cache.Entry, ttl time.Dur
 	return nil
 }
 
-// Timeout is the longest one Get or Set waits for Redis (CacheOptions.Timeout):
+// Timeout is the longest one Get or Set waits for Redis (CacheConfig.Timeout):
 // a chain's LastGood adds no bound of its own to the writes it makes behind
 // a call (see cache.Bounded).
 func (r *Cache) Timeout() time.Duration { return r.timeout }

@@ -29,10 +29,10 @@
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	shared, err := redisstore.NewShared(client)
 //	...
-//	lastGood, err := redisstore.NewCache(client, redisstore.CacheOptions{})
+//	lastGood, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 //	...
 //	c, err := chain.New("support-answer").
-//		Shared(shared, chain.SharedOptions{}).
+//		Shared(shared, chain.SharedConfig{}).
 //		Primary(...).
 //		OrDegrade(chain.LastGood(lastGood)).
 //		Build()

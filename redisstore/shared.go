@@ -1,16 +1,27 @@
 package redisstore
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrInvalidConfig is matched by every error NewShared returns.
-var ErrInvalidConfig = errors.New("redisstore: invalid configuration")
+// ErrInvalidConfig is matched by every error NewShared and NewCache
+// return. It is the same value as chain.ErrInvalidConfig,
+// cache.ErrInvalidConfig and every other package's invalid-configuration
+// sentinel, so any of them matches any configuration error; NewShared's
+// messages begin "redisstore: invalid configuration", NewCache's "cache:
+// invalid configuration".
+var ErrInvalidConfig = problems.ErrInvalidConfig
+
+// Heads of the configuration problems of NewShared and NewCache.
+var (
+	errHead      = problems.Head("redisstore: invalid configuration")
+	errCacheHead = problems.Head("cache: invalid configuration")
+)
 
 // Shared is the state the replicas of a service share on one go-redis
 // client: the breakers and Retry-After gates of a chain's targets
@@ -29,7 +40,7 @@ type Shared struct {
 // contexts' deadlines.
 func NewShared(client redis.UniversalClient) (*Shared, error) {
 	if p := checkClient(client, "the shared stores' Timeout"); p != "" {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, p)
+		return nil, fmt.Errorf("%w: %s", errHead, p)
 	}
 	return &Shared{client: client}, nil
 }

@@ -1,11 +1,11 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math/rand/v2"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 
 	"github.com/backstop-llm/backstop/llm"
 )
@@ -81,8 +81,14 @@ type Policy struct {
 // Table returns the decision table of p: DefaultTable with p.Rules applied.
 func (p Policy) Table() Table { return DefaultTable().With(p.Rules) }
 
-// ErrInvalidPolicy is matched by every error Validate returns.
-var ErrInvalidPolicy = errors.New("retry: invalid policy")
+// ErrInvalidPolicy is matched by every error Validate returns. It is the
+// same value as chain.ErrInvalidConfig and every other package's
+// invalid-configuration sentinel, so any of them matches any configuration
+// error; messages begin "retry: invalid policy".
+var ErrInvalidPolicy = problems.ErrInvalidConfig
+
+// errHead begins every problem Validate reports.
+var errHead = problems.Head("retry: invalid policy")
 
 // WithDefaults returns p with every zero field set to its default. It is
 // idempotent: a negative Pad (no pad) stays negative.
@@ -108,7 +114,7 @@ func (p Policy) WithDefaults() Policy {
 // Validate reports every problem with p at once: negative counts or
 // durations, a Cap below Base, an unknown Jitter.
 func (p Policy) Validate() error {
-	found := problems.New(ErrInvalidPolicy)
+	found := problems.New(errHead)
 	bad := found.Addf
 	if p.MaxAttempts < 0 {
 		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)

@@ -12,7 +12,7 @@
 // is further away than MaxWait (or past the call's deadline) is not sent:
 // the chain moves on to the next target instead of waiting.
 //
-// The zero Settings is off.
+// The zero Config is off.
 package throttle
 
 import (
@@ -26,7 +26,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of Settings' zero fields, once throttling is on.
+// Defaults of Config's zero fields, once throttling is on.
 const (
 	DefaultMaxWait  = 5 * time.Second
 	DefaultBackoff  = 0.7
@@ -44,13 +44,25 @@ var (
 	// ErrThrottled is the reason a target or a retry is passed over: its
 	// next slot is further away than MaxWait or the deadline.
 	ErrThrottled = errors.New("self-throttled: the target's next slot is too far away")
-	// ErrInvalidSettings is matched by every error Validate returns.
-	ErrInvalidSettings = errors.New("throttle: invalid settings")
+	// ErrInvalidConfig is matched by every error Config.Validate and New
+	// return. It is the same value as chain.ErrInvalidConfig and every
+	// other package's invalid-configuration sentinel, so any of them
+	// matches any configuration error; messages begin "throttle: invalid
+	// configuration".
+	ErrInvalidConfig = problems.ErrInvalidConfig
+	// ErrInvalidSettings is ErrInvalidConfig.
+	//
+	// Deprecated: use ErrInvalidConfig. ErrInvalidSettings is the name
+	// earlier versions use.
+	ErrInvalidSettings = ErrInvalidConfig
+
+	// errHead begins every configuration problem of the package.
+	errHead = problems.Head("throttle: invalid configuration")
 )
 
-// Settings configures a target's self-throttling. The zero value is off;
+// Config configures a target's self-throttling. The zero value is off;
 // setting RequestsPerMinute, TokensPerMinute or Learn turns it on.
-type Settings struct {
+type Config struct {
 	// RequestsPerMinute and TokensPerMinute are the provider's limits for
 	// this target, if you know them (your tier's RPM and TPM). 0 means
 	// unknown: with Learn, taken from the provider's headers.
@@ -73,11 +85,17 @@ type Settings struct {
 	Recovery time.Duration
 }
 
+// Settings is Config.
+//
+// Deprecated: use Config. Settings is the name DESIGN.md and earlier
+// versions use; both name the same type.
+type Settings = Config
+
 // On reports whether s turns throttling on.
-func (s Settings) On() bool { return s.RequestsPerMinute > 0 || s.TokensPerMinute > 0 || s.Learn }
+func (s Config) On() bool { return s.RequestsPerMinute > 0 || s.TokensPerMinute > 0 || s.Learn }
 
 // WithDefaults returns s with every zero field set to its default.
-func (s Settings) WithDefaults() Settings {
+func (s Config) WithDefaults() Config {
 	if s.MaxWait == 0 {
 		s.MaxWait = DefaultMaxWait
 	}
@@ -91,8 +109,8 @@ func (s Settings) WithDefaults() Settings {
 }
 
 // Validate reports every problem with s at once.
-func (s Settings) Validate() error {
-	found := problems.New(ErrInvalidSettings)
+func (s Config) Validate() error {
+	found := problems.New(errHead)
 	bad := found.Addf
 	for _, f := range []struct {
 		name string
@@ -116,7 +134,7 @@ func (s Settings) Validate() error {
 
 // Limiter paces one target. It is safe for concurrent use.
 type Limiter struct {
-	s Settings
+	s Config
 
 	mu       sync.Mutex
 	requests bucket
@@ -136,8 +154,9 @@ type bucket struct {
 	limit float64       // per second, at factor 1
 }
 
-// New returns a limiter for s, or nil when s is off.
-func New(s Settings) (*Limiter, error) {
+// New returns a limiter for s, or nil when s is off. Errors match
+// ErrInvalidConfig.
+func New(s Config) (*Limiter, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

@@ -25,8 +25,9 @@ var (
 	unsetMeterProvider  = otel.GetMeterProvider()
 )
 
-// Options configures a chain's telemetry.
-type Options struct {
+// Config configures a chain's telemetry. The zero value means the
+// documented defaults: the global providers, no content.
+type Config struct {
 	// TracerProvider makes the spans. Nil means otel.GetTracerProvider(),
 	// read on every call, so an SDK installed after the chain was built is
 	// used from then on.
@@ -40,6 +41,11 @@ type Options struct {
 	CaptureContent bool
 }
 
+// Options is Config.
+//
+// Deprecated: use Config. Options is the name earlier versions use.
+type Options = Config
+
 // Observer is one chain's OpenTelemetry instrumentation: an
 // observe.Observer (also an observe.Binder and observe.StateObserver) that
 // turns the walk's events into spans, span events and metrics. Build one
@@ -48,7 +54,7 @@ type Options struct {
 // concurrent use.
 type Observer struct {
 	chain   string
-	opts    Options
+	opts    Config
 	content bool
 	fixed   *instruments // with explicit providers; nil when both are off
 	cached  atomic.Pointer[instruments]
@@ -79,7 +85,7 @@ type meters struct {
 
 // New returns the instrumentation of one chain, configured by opts. It
 // fails when a provider given in opts cannot make the instruments.
-func New(opts Options) (*Observer, error) {
+func New(opts Config) (*Observer, error) {
 	t := &Observer{opts: opts, content: opts.CaptureContent}
 	if opts.TracerProvider != nil || opts.MeterProvider != nil {
 		tp, mp := opts.TracerProvider, opts.MeterProvider

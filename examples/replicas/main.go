@@ -109,7 +109,7 @@ type options struct {
 	Prefix string
 	// OpenFor is the primary breaker's OpenFor; 0 means 2s.
 	OpenFor time.Duration
-	// RedisTimeout is SharedOptions.Timeout; 0 means its default, 50ms.
+	// RedisTimeout is SharedConfig.Timeout; 0 means its default, 50ms.
 	// The tests make it long: under a test's virtual clock a socket's
 	// deadline is still real time, and a loaded machine can miss 50ms,
 	// which would make a replica decide alone and change the counts.
@@ -286,7 +286,7 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 			if err != nil {
 				return nil, err
 			}
-			b.Shared(store, chain.SharedOptions{Prefix: o.Prefix, Timeout: o.RedisTimeout})
+			b.Shared(store, chain.SharedConfig{Prefix: o.Prefix, Timeout: o.RedisTimeout})
 		}
 		// Each replica has its own adapters and HTTP clients; the fakes
 		// behind them are shared by all.
@@ -300,7 +300,7 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 		}
 		c, err := b.
 			Primary(chain.Target{Name: primary, Provider: ant, Model: sonnet, Retry: fast, Params: llm.Params{MaxTokens: 300},
-				Breaker: breaker.Settings{ConsecutiveFailures: failuresToOpen, OpenFor: o.OpenFor,
+				Breaker: breaker.Config{ConsecutiveFailures: failuresToOpen, OpenFor: o.OpenFor,
 					OnStateChange: func(_ string, _, to breaker.State) {
 						mu.Lock()
 						defer mu.Unlock()

@@ -1,6 +1,9 @@
 // Package problems collects the problems a configuration check finds, so
-// that a constructor can report all of them at once, each matching the
-// package's sentinel error with errors.Is.
+// that a constructor can report all of them at once, and owns the one
+// invalid-configuration sentinel of the module: every package's exported
+// sentinel (chain.ErrInvalidConfig, breaker.ErrInvalidConfig,
+// budget.ErrInvalidConfig, ...) is ErrInvalidConfig itself, so that any of
+// them matches a configuration error from any package.
 package problems
 
 import (
@@ -8,14 +11,33 @@ import (
 	"fmt"
 )
 
+// ErrInvalidConfig is matched by every configuration error of the module.
+// Packages export it under their own names; each reports its problems
+// under a head of its own (see Head), which matches it.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// Head returns an error reading text that matches ErrInvalidConfig: the
+// head a package puts before each of its configuration problems, such as
+// "breaker: invalid configuration", so that a message says which package
+// found the problem while errors.Is(err, ErrInvalidConfig) holds.
+func Head(text string) error { return head(text) }
+
+type head string
+
+func (h head) Error() string { return string(h) }
+
+// Is reports whether target is ErrInvalidConfig.
+func (h head) Is(target error) bool { return target == ErrInvalidConfig }
+
 // List is the problems found so far. The zero List is not usable; use New.
 type List struct {
 	prefix error
 	errs   []error
 }
 
-// New starts a list whose problems each wrap sentinel.
-func New(sentinel error) *List { return &List{prefix: sentinel} }
+// New starts a list whose problems each wrap prefix, printed before them:
+// a package's Head, or any sentinel.
+func New(prefix error) *List { return &List{prefix: prefix} }
 
 // Addf records a problem: what is wrong and what to change.
 func (l *List) Addf(format string, args ...any) {

@@ -31,7 +31,7 @@ func main() {
 		panic(err)
 	}
 	c, err := chain.New("hello").
-		Shared(shared, chain.SharedOptions{}).
+		Shared(shared, chain.SharedConfig{}).
 		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5"}).
 		Build()
 	if err != nil {
