@@ -343,7 +343,7 @@ func TestEveryTargetDownIsExhaustedWithEveryCause(t *testing.T) {
 		in.oai.Script(gpt, fake.Status(503))
 		res, err := in.c.Call(t.Context(), ask)
 		var ex *chain.ExhaustedError
-		if !errors.As(err, &ex) || len(ex.Causes) != 4 {
+		if !errors.Is(err, chain.ErrExhausted) || !errors.As(err, &ex) || len(ex.Causes) != 4 {
 			t.Fatalf("err = %v", err)
 		}
 		wantKinds := []llm.Kind{llm.KindOverloaded, llm.KindServer, llm.KindAuth, llm.KindOverloaded}
@@ -352,8 +352,17 @@ func TestEveryTargetDownIsExhaustedWithEveryCause(t *testing.T) {
 				t.Errorf("cause %d kind %v, want %v", i, k, wantKinds[i])
 			}
 		}
+		// Each cause names its target and keeps the provider's error.
+		var te *chain.TargetError
+		var le *llm.Error
+		if !errors.As(ex.Causes[2], &te) || te.Target != "haiku-eu" || !errors.As(ex.Causes[2], &le) || le.Status != 401 {
+			t.Fatalf("third cause = %v", ex.Causes[2])
+		}
 		if got := in.requests(); got != [4]int{2, 2, 1, 2} || len(res.Attempts) != 7 {
 			t.Fatalf("requests per target = %v, %d attempts", got, len(res.Attempts))
+		}
+		if res.Attempts[0].Decision != chain.DecisionRetry || res.Attempts[1].Decision != chain.DecisionNext {
+			t.Fatalf("attempts = %v", res.Attempts)
 		}
 	})
 }

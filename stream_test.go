@@ -56,9 +56,9 @@ func TestStreamErrorBeforeTheFirstChunkFallsBack(t *testing.T) {
 		if err != nil || strings.Join(text, "") != "Your order ships today." {
 			t.Fatalf("%q %v", text, err)
 		}
-		res, _ := s.Result()
-		if res.Served.Target != "haiku" || f.Requests(sonnet) != 2 || res.Attempts[0].Status != 529 {
-			t.Fatalf("served %+v, %d primary requests, attempts %v", res.Served, f.Requests(sonnet), res.Attempts)
+		res, rerr := s.Result()
+		if rerr != nil || res.Served.Target != "haiku" || res.Text != "Your order ships today." || f.Requests(sonnet) != 2 || res.Attempts[0].Status != 529 {
+			t.Fatalf("result %+v %v, %d primary requests, attempts %v", res.Served, rerr, f.Requests(sonnet), res.Attempts)
 		}
 		if !strings.Contains(string(f.Calls(haiku)[0].Body), `"stream":true`) {
 			t.Fatal("the sibling was not asked to stream")
@@ -97,9 +97,14 @@ func TestStreamRestartIsAVisibleMarker(t *testing.T) {
 		c := streamChain(t, chain.New("support").RestartStreams(true), f, chain.Target{})
 		f.Script(sonnet, fake.Answer("One two three").Chunks("One ", "two ", "three").CutAfter(2))
 		f.Script(haiku, fake.Answer("Fresh answer.").Chunks("Fresh ", "answer."))
-		text, err := read(c.Stream(t.Context(), ask))
+		s := c.Stream(t.Context(), ask)
+		text, err := read(s)
 		if err != nil || strings.Join(text, "") != "One two |RESTART|Fresh answer." {
 			t.Fatalf("%q %v", text, err)
+		}
+		res, _ := s.Result()
+		if res.Text != "Fresh answer." || res.Served.Target != "haiku" {
+			t.Fatalf("result %q from %q", res.Text, res.Served.Target)
 		}
 	})
 }
@@ -189,13 +194,19 @@ func TestStreamAbandonedHalfReadLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Script(sonnet, fake.Answer("a b c d e f").Every(time.Millisecond))
-	n := 0
-	for _, err := range c.Stream(t.Context(), ask).Chunks() {
+	s := c.Stream(t.Context(), ask)
+	n, text := 0, ""
+	for ch, err := range s.Chunks() {
 		if err != nil {
 			t.Fatal(err)
 		}
+		text += ch.Text
 		if n++; n == 2 {
 			break
 		}
+	}
+	res, err := s.Result()
+	if !errors.Is(err, chain.ErrAbandoned) || res.Text != text || res.Served.Target != "sonnet" {
+		t.Fatalf("%q from %q (read %q), %v", res.Text, res.Served.Target, text, err)
 	}
 }

@@ -31,22 +31,32 @@ func report(t *testing.T, b *breaker.Breaker, v retry.Verdict) {
 	tk.Report(v)
 }
 
+// reportN reports v on b n times.
+func reportN(t *testing.T, b *breaker.Breaker, v retry.Verdict, n int) {
+	t.Helper()
+	for range n {
+		report(t, b, v)
+	}
+}
+
+// wantState fails the test with msg unless b is in state want.
+func wantState(t *testing.T, b *breaker.Breaker, want breaker.State, msg string) {
+	t.Helper()
+	if b.State() != want {
+		t.Fatal(msg)
+	}
+}
+
 func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes []string
 		b := mustNew(t, breaker.Settings{OnStateChange: func(name string, from, to breaker.State) {
 			changes = append(changes, from.String()+">"+to.String())
 		}})
-		for range 4 {
-			report(t, b, retry.Failure)
-		}
-		if b.State() != breaker.Closed {
-			t.Fatal("opened before the 5th failure")
-		}
+		reportN(t, b, retry.Failure, 4)
+		wantState(t, b, breaker.Closed, "opened before the 5th failure")
 		report(t, b, retry.Failure)
-		if b.State() != breaker.Open {
-			t.Fatal("not open after 5 consecutive failures")
-		}
+		wantState(t, b, breaker.Open, "not open after 5 consecutive failures")
 		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
 			t.Fatalf("Allow while open: %v", err)
 		}
@@ -63,14 +73,10 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 			t.Fatalf("a second probe went through: %v", err)
 		}
 		probe.Report(retry.Failure)
-		if b.State() != breaker.Open {
-			t.Fatal("a failed probe should reopen")
-		}
+		wantState(t, b, breaker.Open, "a failed probe should reopen")
 		time.Sleep(30*time.Second + time.Nanosecond)
 		report(t, b, retry.NotFailure)
-		if b.State() != breaker.Closed {
-			t.Fatal("a successful probe should close")
-		}
+		wantState(t, b, breaker.Closed, "a successful probe should close")
 		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
 		if got := strings.Join(changes, " "); got != want {
 			t.Fatalf("transitions %q, want %q", got, want)
@@ -85,13 +91,9 @@ func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
 		for i := range 19 {
 			report(t, b, retry.Verdict(i%2)) // NotFailure, Failure, ...
 		}
-		if b.State() != breaker.Closed {
-			t.Fatal("opened before MinRequests")
-		}
+		wantState(t, b, breaker.Closed, "opened before MinRequests")
 		report(t, b, retry.Failure)
-		if b.State() != breaker.Open {
-			t.Fatal("not open at 10 failures of 20")
-		}
+		wantState(t, b, breaker.Open, "not open at 10 failures of 20")
 	})
 }
 
@@ -100,14 +102,10 @@ func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
 func TestConsecutiveFailuresDoNotDecayWithTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{})
-		for range 4 {
-			report(t, b, retry.Failure)
-		}
+		reportN(t, b, retry.Failure, 4)
 		time.Sleep(time.Minute)
 		report(t, b, retry.Failure)
-		if b.State() != breaker.Open {
-			t.Fatal("five consecutive failures a minute apart did not open the breaker")
-		}
+		wantState(t, b, breaker.Open, "five consecutive failures a minute apart did not open the breaker")
 	})
 }
 
@@ -119,27 +117,17 @@ func TestTripOpensAtOnceAndOthersDoNotCount(t *testing.T) {
 			report(t, b, retry.Excluded)
 		}
 		report(t, b, retry.Trip)
-		if b.State() != breaker.Open {
-			t.Fatal("Trip did not open the breaker")
-		}
+		wantState(t, b, breaker.Open, "Trip did not open the breaker")
 		b2 := mustNew(t, breaker.Settings{})
-		for range 100 {
-			report(t, b2, retry.Excluded)
-		}
-		if b2.State() != breaker.Closed {
-			t.Fatal("excluded outcomes opened the breaker")
-		}
+		reportN(t, b2, retry.Excluded, 100)
+		wantState(t, b2, breaker.Closed, "excluded outcomes opened the breaker")
 	})
 }
 
 func TestDisabledAllowsEverything(t *testing.T) {
 	b := mustNew(t, breaker.Settings{Disabled: true})
-	for range 100 {
-		report(t, b, retry.Trip)
-	}
-	if b.State() != breaker.Closed {
-		t.Fatal("a disabled breaker opened")
-	}
+	reportN(t, b, retry.Trip, 100)
+	wantState(t, b, breaker.Closed, "a disabled breaker opened")
 }
 
 func TestSettingsValidate(t *testing.T) {
@@ -170,9 +158,7 @@ func TestConcurrentReports(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if b.State() != breaker.Closed {
-		t.Fatal("unexpected state")
-	}
+	wantState(t, b, breaker.Closed, "unexpected state")
 }
 
 func TestGate(t *testing.T) {
@@ -219,16 +205,12 @@ func BenchmarkGateOpen(b *testing.B) {
 func TestHealthyPathSuccessesCountForTheRatio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{})
-		for range 1000 {
-			report(t, b, retry.NotFailure)
-		}
+		reportN(t, b, retry.NotFailure, 1000)
 		for range 20 {
 			report(t, b, retry.Failure)
 			report(t, b, retry.NotFailure)
 		}
-		if b.State() != breaker.Closed {
-			t.Fatal("opened at 2% failures")
-		}
+		wantState(t, b, breaker.Closed, "opened at 2% failures")
 	})
 }
 
@@ -248,9 +230,7 @@ func TestFailuresOfHealthyPathAttemptsAreReportedLate(t *testing.T) {
 		for _, tk := range tickets {
 			tk.Report(retry.Failure)
 		}
-		if b.State() != breaker.Open {
-			t.Fatal("five late-reported failures did not open the breaker")
-		}
+		wantState(t, b, breaker.Open, "five late-reported failures did not open the breaker")
 	})
 }
 
@@ -260,17 +240,13 @@ func TestASuccessResetsConsecutiveFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{})
 		for range 10 {
-			for range 4 {
-				report(t, b, retry.Failure)
-			}
+			reportN(t, b, retry.Failure, 4)
 			report(t, b, retry.NotFailure)
 			for range 50 {
 				report(t, b, retry.NotFailure) // healthy path again
 			}
 		}
-		if b.State() != breaker.Closed {
-			t.Fatal("runs of four failures separated by successes opened the breaker")
-		}
+		wantState(t, b, breaker.Closed, "runs of four failures separated by successes opened the breaker")
 	})
 }
 
@@ -320,4 +296,89 @@ func BenchmarkGobreakerTwoStep(b *testing.B) {
 		done, _ := cb.Allow()
 		done(nil)
 	}
+}
+
+// Attempts that last longer than the window still count: a target whose
+// attempts all fail slowly (hangs cut by a 40s Timeout, say) opens.
+func TestSlowFailuresOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		report(t, b, retry.Failure) // one quick failure: the breaker is now "dirty"
+		for round := range 5 {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					tk, err := b.Allow()
+					if err != nil {
+						return // opened: what we want
+					}
+					time.Sleep(35 * time.Second) // attempt timeout > Window (30s)
+					tk.Report(retry.Failure)
+				})
+			}
+			wg.Wait()
+			t.Logf("round %d: state %v", round, b.State())
+		}
+		if b.State() != breaker.Open {
+			t.Fatalf("after 40 consecutive failures (100%% of attempts) the breaker is %v, want open", b.State())
+		}
+	})
+}
+
+// A failure of an attempt that started on the healthy path before the
+// breaker opened is not reported to the half-open breaker: it would take
+// the probe slot and reopen the breaker on stale evidence.
+func TestStaleHealthyPathFailureDoesNotTakeTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		stale, err := b.Allow() // healthy path; a long generation starts
+		if err != nil {
+			t.Fatal(err)
+		}
+		reportN(t, b, retry.Failure, 5)
+		wantState(t, b, breaker.Open, "setup: not open")
+		time.Sleep(breaker.DefaultOpenFor + time.Millisecond) // the provider has recovered
+		stale.Report(retry.Failure)                           // the old attempt finally times out
+		if _, err := b.Allow(); err != nil {
+			t.Fatalf("a fresh probe is refused (%v, state %v): the stale failure used the half-open probe and reopened the breaker", err, b.State())
+		}
+	})
+}
+
+// When a probe closes the breaker, the failure ratio starts afresh: the
+// failures from before it opened do not reopen it.
+func TestRatioWindowStartsAfreshOnRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1000, OpenFor: 5 * time.Second})
+		for range 20 {
+			if tk, err := b.Allow(); err == nil {
+				tk.Report(retry.Failure)
+			}
+		}
+		wantState(t, b, breaker.Open, "setup: 20 of 20 failures should open by ratio")
+		time.Sleep(5*time.Second + time.Millisecond)
+		report(t, b, retry.NotFailure) // the probe succeeds: closed
+		reportN(t, b, retry.NotFailure, 9)
+		report(t, b, retry.Failure) // 1 failure in 10 calls since recovery
+		if b.State() != breaker.Closed {
+			t.Fatalf("one failure out of 10 since recovery reopened the breaker (%v)", b.State())
+		}
+	})
+}
+
+// A quiet target failing every call, one call every 8s, opens after 5
+// consecutive failures: they do not decay with time.
+func TestSlowConsecutiveFailuresOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Settings{})
+		for range 20 {
+			tk, err := b.Allow()
+			if err != nil {
+				return
+			}
+			tk.Report(retry.Failure)
+			time.Sleep(8 * time.Second)
+		}
+		t.Fatalf("20 consecutive failures, 8s apart, and the breaker is still %v", b.State())
+	})
 }

@@ -25,54 +25,64 @@ func benchRatio(b *testing.B, plenty bool) *Ratio {
 	return r
 }
 
-func BenchmarkRatioRecord(b *testing.B) {
-	ctx := context.Background()
-	b.Run("serial", func(b *testing.B) {
-		r := benchRatio(b, false)
+// budgeter is what the benchmarks call of a budget.
+type budgeter interface {
+	Withdraw(ctx context.Context) error
+	Record(ctx context.Context, o Outcome)
+}
+
+// serialAndParallel runs op on a budget made by mk as the sub-benchmarks
+// prefix+"serial" and prefix+"parallel"; op reports an unexpected outcome
+// with false.
+func serialAndParallel[T budgeter](b *testing.B, prefix string, mk func(*testing.B) T, op func(T) bool) {
+	b.Run(prefix+"serial", func(b *testing.B) {
+		bud := mk(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			r.Record(ctx, Outcome{Success: true})
+			if !op(bud) {
+				b.Fatal("unexpected outcome")
+			}
 		}
 	})
-	b.Run("parallel", func(b *testing.B) {
-		r := benchRatio(b, false)
+	b.Run(prefix+"parallel", func(b *testing.B) {
+		bud := mk(b)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				r.Record(ctx, Outcome{Success: true})
+				if !op(bud) {
+					panic("unexpected outcome")
+				}
 			}
 		})
 	})
 }
 
-func BenchmarkRatioWithdraw(b *testing.B) {
+// benchRecord measures a success recorded on a budget made by mk(b, plenty).
+func benchRecord[T budgeter](b *testing.B, mk func(*testing.B, bool) T, plenty bool) {
+	ctx := context.Background()
+	serialAndParallel(b, "", func(b *testing.B) T { return mk(b, plenty) }, func(bud T) bool {
+		bud.Record(ctx, Outcome{Success: true})
+		return true
+	})
+}
+
+// benchWithdraw measures Withdraw granted (on mk(b, true)) and refused (on
+// mk(b, false)).
+func benchWithdraw[T budgeter](b *testing.B, mk func(*testing.B, bool) T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
 		granted bool
 	}{{"granted", true}, {"refused", false}} {
-		b.Run(tc.name+"/serial", func(b *testing.B) {
-			r := benchRatio(b, tc.granted)
-			b.ReportAllocs()
-			for b.Loop() {
-				if (r.Withdraw(ctx) == nil) != tc.granted {
-					b.Fatal("unexpected outcome")
-				}
-			}
-		})
-		b.Run(tc.name+"/parallel", func(b *testing.B) {
-			r := benchRatio(b, tc.granted)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if (r.Withdraw(ctx) == nil) != tc.granted {
-						panic("unexpected outcome")
-					}
-				}
-			})
+		serialAndParallel(b, tc.name+"/", func(b *testing.B) T { return mk(b, tc.granted) }, func(bud T) bool {
+			return (bud.Withdraw(ctx) == nil) == tc.granted
 		})
 	}
 }
+
+func BenchmarkRatioRecord(b *testing.B) { benchRecord(b, benchRatio, false) }
+
+func BenchmarkRatioWithdraw(b *testing.B) { benchWithdraw(b, benchRatio) }
 
 func benchBucket(b *testing.B, plenty bool) *TokenBucket {
 	b.Helper()
@@ -92,25 +102,7 @@ func benchBucket(b *testing.B, plenty bool) *TokenBucket {
 
 // BenchmarkTokenBucketRecord measures the healthy path: a success recorded
 // on a full bucket.
-func BenchmarkTokenBucketRecord(b *testing.B) {
-	ctx := context.Background()
-	b.Run("serial", func(b *testing.B) {
-		tb := benchBucket(b, true)
-		b.ReportAllocs()
-		for b.Loop() {
-			tb.Record(ctx, Outcome{Success: true})
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		tb := benchBucket(b, true)
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				tb.Record(ctx, Outcome{Success: true})
-			}
-		})
-	})
-}
+func BenchmarkTokenBucketRecord(b *testing.B) { benchRecord(b, benchBucket, true) }
 
 // BenchmarkTokenBucketRefund measures a success recorded on a bucket that is
 // not full: a compare-and-swap.
@@ -126,31 +118,4 @@ func BenchmarkTokenBucketRefund(b *testing.B) {
 	})
 }
 
-func BenchmarkTokenBucketWithdraw(b *testing.B) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		granted bool
-	}{{"granted", true}, {"refused", false}} {
-		b.Run(tc.name+"/serial", func(b *testing.B) {
-			tb := benchBucket(b, tc.granted)
-			b.ReportAllocs()
-			for b.Loop() {
-				if (tb.Withdraw(ctx) == nil) != tc.granted {
-					b.Fatal("unexpected outcome")
-				}
-			}
-		})
-		b.Run(tc.name+"/parallel", func(b *testing.B) {
-			tb := benchBucket(b, tc.granted)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if (tb.Withdraw(ctx) == nil) != tc.granted {
-						panic("unexpected outcome")
-					}
-				}
-			})
-		})
-	}
-}
+func BenchmarkTokenBucketWithdraw(b *testing.B) { benchWithdraw(b, benchBucket) }

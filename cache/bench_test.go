@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,31 +24,44 @@ func benchMemory(b *testing.B, keys int) (*Memory, []string) {
 	return m, ks
 }
 
-func BenchmarkMemoryGet(b *testing.B) {
-	ctx := context.Background()
-	b.Run("hit/serial", func(b *testing.B) {
+// overKeys runs op on the keys of a memory of 1,000 entries in turn, as
+// the sub-benchmarks prefix+"serial" and prefix+"parallel".
+func overKeys(b *testing.B, prefix string, op func(m *Memory, key string) error) {
+	b.Run(prefix+"serial", func(b *testing.B) {
 		m, ks := benchMemory(b, 1000)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if _, ok, _ := m.Get(ctx, ks[i%len(ks)]); !ok {
-				b.Fatal("miss")
+			if err := op(m, ks[i%len(ks)]); err != nil {
+				b.Fatal(err)
 			}
 			i++
 		}
 	})
-	b.Run("hit/parallel", func(b *testing.B) {
+	b.Run(prefix+"parallel", func(b *testing.B) {
 		m, ks := benchMemory(b, 1000)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
-				if _, ok, _ := m.Get(ctx, ks[i%len(ks)]); !ok {
-					panic("miss")
+				if err := op(m, ks[i%len(ks)]); err != nil {
+					panic(err)
 				}
 				i++
 			}
 		})
+	})
+}
+
+var errMiss = errors.New("miss")
+
+func BenchmarkMemoryGet(b *testing.B) {
+	ctx := context.Background()
+	overKeys(b, "hit/", func(m *Memory, key string) error {
+		if _, ok, _ := m.Get(ctx, key); !ok {
+			return errMiss
+		}
+		return nil
 	})
 	b.Run("miss/serial", func(b *testing.B) {
 		m, _ := benchMemory(b, 1000)
@@ -63,29 +77,8 @@ func BenchmarkMemoryGet(b *testing.B) {
 
 func BenchmarkMemorySet(b *testing.B) {
 	ctx := context.Background()
-	b.Run("replace/serial", func(b *testing.B) {
-		m, ks := benchMemory(b, 1000)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if err := m.Set(ctx, ks[i%len(ks)], Entry{Value: benchValue}, 0); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
-	b.Run("replace/parallel", func(b *testing.B) {
-		m, ks := benchMemory(b, 1000)
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := 0
-			for pb.Next() {
-				if err := m.Set(ctx, ks[i%len(ks)], Entry{Value: benchValue}, 0); err != nil {
-					panic(err)
-				}
-				i++
-			}
-		})
+	overKeys(b, "replace/", func(m *Memory, key string) error {
+		return m.Set(ctx, key, Entry{Value: benchValue}, 0)
 	})
 	b.Run("evict/serial", func(b *testing.B) {
 		// Every Set adds a new key to a full cache and evicts the oldest.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/retry"
 )
 
 var question = llm.Request{System: "caller prompt", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
@@ -130,28 +129,6 @@ func TestDegradationRunsAfterTheDeadlineWithItsOwnTimeout(t *testing.T) {
 		}
 		if a := res.Attempts[1]; a.Target != "s" || a.Decision != chain.DecisionSkip || !errors.Is(a.Err, chain.ErrDeadline) {
 			t.Fatalf("sibling should be skipped for the deadline: %+v", a)
-		}
-	})
-}
-
-func TestExhaustedJoinsEveryCause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := &stub{name: "a", fn: fail(llm.KindServer, 500)}
-		o := &stub{name: "o", fn: fail(llm.KindAuth, 401)}
-		c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 2}}).
-			OrProvider(chain.Target{Name: "o", Provider: o, Model: "g"}).Build()
-		res, err := c.Call(t.Context(), question)
-		var ex *chain.ExhaustedError
-		if !errors.Is(err, chain.ErrExhausted) || !errors.As(err, &ex) || len(ex.Causes) != 2 {
-			t.Fatalf("err = %v", err)
-		}
-		var te *chain.TargetError
-		var le *llm.Error
-		if !errors.As(ex.Causes[1], &te) || te.Target != "o" || !errors.As(ex.Causes[1], &le) || le.Status != 401 {
-			t.Fatalf("second cause = %v", ex.Causes[1])
-		}
-		if len(res.Attempts) != 3 || res.Attempts[0].Decision != chain.DecisionRetry || res.Attempts[1].Decision != chain.DecisionNext {
-			t.Fatalf("attempts = %v", res.Attempts)
 		}
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,58 +14,12 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
-
-// silentConn is a connection to a Redis that reads every command and never
-// answers: a Read waits for the read deadline and times out. It starts no
-// goroutine, and inside a synctest bubble a Read is durably blocked (a
-// sleep), so the store's Timeout passes in virtual time; a loopback
-// socket's deadline would be real time.
-type silentConn struct {
-	mu sync.Mutex
-	rd time.Time
-}
-
-func (c *silentConn) Read([]byte) (int, error) {
-	c.mu.Lock()
-	d := c.rd
-	c.mu.Unlock()
-	if d.IsZero() {
-		d = time.Now().Add(time.Hour) // go-redis always sets one; never hang a test
-	}
-	time.Sleep(time.Until(d))
-	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-}
-func (c *silentConn) Write(p []byte) (int, error) { return len(p), nil }
-func (c *silentConn) Close() error                { return nil }
-func (c *silentConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
-func (c *silentConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
-func (c *silentConn) SetDeadline(t time.Time) error {
-	return c.SetReadDeadline(t)
-}
-func (c *silentConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rd = t
-	return nil
-}
-func (c *silentConn) SetWriteDeadline(time.Time) error { return nil }
-
-// silentRedis returns a client of a Redis that never answers (see
-// silentConn), closed when the test ends.
-func silentRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	// An IP literal: the Dialer is used instead, and no name is looked up.
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1,
-		Dialer: func(context.Context, string, string) (net.Conn, error) { return &silentConn{}, nil }})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // Found in review (issue 12, item 7): remembering a served answer in a
 // remote store was a write on the call's path: with Redis paused, every
@@ -76,7 +28,7 @@ func silentRedis(t *testing.T) *redis.Client {
 func TestLastGoodRememberAddsNoLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
-		store, err := redisstore.NewCache(silentRedis(t), redisstore.CacheOptions{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
+		store, err := redisstore.NewCache(redistest.SilentClient(t, nil), redisstore.CacheOptions{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,8 +64,7 @@ func TestLastGoodRememberAddsNoLatency(t *testing.T) {
 func TestLastGoodFlushWritesToRedis(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
-		t.Cleanup(func() { _ = client.Close() })
+		client, _ := redistest.CountedClient(t, m.Addr())
 		store, err := redisstore.NewCache(client, redisstore.CacheOptions{Timeout: sharedTestTimeout})
 		if err != nil {
 			t.Fatal(err)
@@ -268,4 +219,78 @@ func TestLastGoodMemoryIsSynchronous(t *testing.T) {
 		t.Fatal("the answer is not in the Memory store when the call returns")
 	}
 	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+}
+
+// tenantChain is a chain whose primary answers with the System prompt it
+// was given until down is set, then fails; LastGood remembers in a memory
+// store.
+func tenantChain(t *testing.T, down *bool, opts ...chain.LastGoodOption) *chain.Chain {
+	t.Helper()
+	store, err := cache.NewMemory(100, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stub{name: "p", fn: func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if *down {
+			return nil, &llm.Error{Provider: "p", Status: 401, Kind: llm.KindAuth}
+		}
+		return &llm.Response{Text: "answer under " + req.System}, nil
+	}}
+	c, err := chain.New("support").
+		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).
+		OrDegrade(chain.LastGood(store, opts...)).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func askAs(system, q string) llm.Request {
+	return llm.Request{System: system, Messages: []llm.Message{{Role: llm.RoleUser, Content: q}}}
+}
+
+// TestLastGoodKeyCoversTheCallersSystem: the same words under another
+// System prompt (another tenant's) were served the first tenant's
+// remembered answer.
+func TestLastGoodKeyCoversTheCallersSystem(t *testing.T) {
+	down := false
+	c := tenantChain(t, &down)
+	ctx := context.Background()
+	if _, err := c.Call(ctx, askAs("tenant A", "refund?")); err != nil {
+		t.Fatal(err)
+	}
+	down = true
+	res, err := c.Call(ctx, askAs("tenant B", "refund?"))
+	if !errors.Is(err, chain.ErrExhausted) || !errors.Is(err, chain.ErrNoLastGood) {
+		t.Errorf("tenant B got %q, %v; want nothing remembered", res.Text, err)
+	}
+	res, err = c.Call(ctx, askAs("tenant A", "refund?"))
+	if err != nil || !res.Degraded || res.Text != "answer under tenant A" {
+		t.Errorf("tenant A got %q, %v; want its own remembered answer", res.Text, err)
+	}
+}
+
+type tenantKey struct{}
+
+// TestLastGoodContextKeyReadsTheContext: WithContextKey's function gets the
+// call's context, when remembering and when recalling.
+func TestLastGoodContextKeyReadsTheContext(t *testing.T) {
+	down := false
+	c := tenantChain(t, &down, chain.WithContextKey(func(ctx context.Context, name string, req llm.Request) string {
+		tenant, _ := ctx.Value(tenantKey{}).(string)
+		return cache.Key(name, tenant, req.Messages[0].Content)
+	}))
+	a := context.WithValue(context.Background(), tenantKey{}, "a")
+	b := context.WithValue(context.Background(), tenantKey{}, "b")
+	if _, err := c.Call(a, askAs("", "refund?")); err != nil {
+		t.Fatal(err)
+	}
+	down = true
+	if res, err := c.Call(b, askAs("", "refund?")); err == nil {
+		t.Errorf("tenant b was served %q", res.Text)
+	}
+	if res, err := c.Call(a, askAs("", "refund?")); err != nil || !res.Degraded {
+		t.Errorf("tenant a: %v", err)
+	}
 }

@@ -27,17 +27,9 @@ var hi = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}
 func TestRetryRefusedByTheBreakerKeepsEachDecisionOnItsRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &stub{name: "p", fn: fail(llm.KindOverloaded, 529)}
-		c, err := chain.New("c").
+		res := served(t, chain.New("c").
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Settings{ConsecutiveFailures: 2}}).
-			OrDegrade(chain.Static(llm.Response{Text: "sorry"})).
-			Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := c.Call(t.Context(), hi)
-		if err != nil {
-			t.Fatal(err)
-		}
+			OrDegrade(chain.Static(llm.Response{Text: "sorry"})))
 		if len(res.Attempts) != 4 {
 			t.Fatalf("attempts:\n%s", lines(res))
 		}
@@ -156,17 +148,9 @@ func TestEveryRecordHasADecision(t *testing.T) {
 			}
 			return &llm.Response{Text: "ok"}, nil
 		}}
-		c, err := chain.New("c").
+		res := served(t, chain.New("c").
 			Primary(chain.Target{Name: "a", Provider: &stub{name: "a", fn: fail(llm.KindServer, 500)}, Model: "m", Retry: retry.Policy{MaxAttempts: 2}}).
-			OrProvider(chain.Target{Name: "p", Provider: flaky, Model: "m"}).
-			Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := c.Call(t.Context(), hi)
-		if err != nil {
-			t.Fatal(err)
-		}
+			OrProvider(chain.Target{Name: "p", Provider: flaky, Model: "m"}))
 		for _, a := range res.Attempts {
 			if a.Decision == chain.DecisionNone {
 				t.Errorf("a record without a decision: %v", a)
@@ -176,6 +160,20 @@ func TestEveryRecordHasADecision(t *testing.T) {
 			t.Errorf("the answer's record: %v", got)
 		}
 	})
+}
+
+// served builds b and makes one call of it, which must answer.
+func served(t *testing.T, b *chain.Builder) *chain.Result {
+	t.Helper()
+	c, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Call(t.Context(), hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func lines(res *chain.Result) string {

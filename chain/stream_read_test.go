@@ -15,15 +15,21 @@ import (
 	"github.com/backstop-llm/backstop/validate"
 )
 
-// TestRangingChunksTwiceSendsNothingMore: the second range sent the whole
-// call again.
-func TestRangingChunksTwiceSendsNothingMore(t *testing.T) {
+// streamAB opens a Stream of a chain whose one target streams "a", "b".
+func streamAB(t *testing.T) (*streamer, *chain.Stream) {
+	t.Helper()
 	p := &streamer{stub: stub{name: "p"}, chunks: []string{"a", "b"}}
 	c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := c.Stream(context.Background(), hi)
+	return p, c.Stream(context.Background(), hi)
+}
+
+// TestRangingChunksTwiceSendsNothingMore: the second range sent the whole
+// call again.
+func TestRangingChunksTwiceSendsNothingMore(t *testing.T) {
+	p, s := streamAB(t)
 	if cs, err := collect(t, s); err != nil || texts(cs) != "ab" {
 		t.Fatalf("first range: %q, %v", texts(cs), err)
 	}
@@ -42,12 +48,7 @@ func TestRangingChunksTwiceSendsNothingMore(t *testing.T) {
 // TestResultBeforeRangingReadsTheStream: Result before ranging returned
 // (nil, nil).
 func TestResultBeforeRangingReadsTheStream(t *testing.T) {
-	p := &streamer{stub: stub{name: "p"}, chunks: []string{"a", "b"}}
-	c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := c.Stream(context.Background(), hi)
+	_, s := streamAB(t)
 	res, err := s.Result()
 	if err != nil || res == nil || res.Text != "ab" || res.Served.Target != "p" {
 		t.Fatalf("Result: %+v, %v; want the whole answer", res, err)

@@ -87,6 +87,38 @@ var t0 = time.Unix(1_800_000_000, 0)
 
 const sharedKey = "backstop:c:breakers"
 
+// saysAll fails the test unless err matches sentinel and says each of want.
+func saysAll(t *testing.T, err, sentinel error, want []string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Errorf("error %q does not match %v", err, sentinel)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
+// pinnedShared is a miniredis whose clock is pinned at t0 and a shared
+// breaker store on sharedKey in it.
+func pinnedShared(t *testing.T) (*miniredis.Miniredis, *breaker.Shared) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	m.SetTime(t0)
+	c, _ := redistest.CountedClient(t, m.Addr())
+	return m, newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+}
+
+// wantLoad fails the test unless s.Load returns want; when (ending in a
+// space) says when.
+func wantLoad(t *testing.T, s *breaker.Shared, want []breaker.Remote, when string) {
+	t.Helper()
+	if rs := load(t, s); !slices.Equal(rs, want) {
+		t.Fatalf("%sLoad = %+v; want %+v", when, rs, want)
+	}
+}
+
 func TestNewSharedInvalid(t *testing.T) {
 	m := miniredis.RunT(t)
 	good, _ := redistest.CountedClient(t, m.Addr())
@@ -111,14 +143,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			if !errors.Is(err, redisstore.ErrInvalidConfig) {
-				t.Errorf("error %q does not match ErrInvalidConfig", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			saysAll(t, err, redisstore.ErrInvalidConfig, tc.want)
 			// A nil *Shared builds no store, which breaker.NewShared refuses.
 			if st := s.Breakers("k"); st != nil {
 				t.Errorf("a nil Shared's Breakers = %v; want nil", st)
@@ -152,9 +177,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			if !errors.Is(err, breaker.ErrInvalidSettings) {
-				t.Errorf("error %q does not match ErrInvalidSettings", err)
-			}
+			saysAll(t, err, breaker.ErrInvalidSettings, tc.want)
 			// Every problem is its own error, each matching the sentinel.
 			var each []error
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -172,11 +195,6 @@ func TestNewSharedInvalid(t *testing.T) {
 			for _, e := range each {
 				if !errors.Is(e, breaker.ErrInvalidSettings) {
 					t.Errorf("problem %q does not match ErrInvalidSettings", e)
-				}
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
 		})
@@ -229,9 +247,7 @@ func TestBreakersPublishAndLoad(t *testing.T) {
 		{Name: "b", Gate: 90 * time.Second},
 		{Name: "c", Open: time.Millisecond},
 	}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "")
 	if n := rt.Evals.Load(); n != 6 {
 		t.Fatalf("2 Loads and 4 publications sent %d scripts; want 6, one round trip each", n)
 	}
@@ -256,34 +272,25 @@ func TestBreakersPublishAndLoad(t *testing.T) {
 		{Name: "a", Open: 19*time.Second + 750*time.Millisecond},
 		{Name: "b", Gate: 79*time.Second + 750*time.Millisecond},
 	}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("10.25s later Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "10.25s later ")
 }
 
 // A publication that ends later is kept over one that ends sooner, whoever
 // writes it, for both kinds.
 func TestBreakersKeepsTheLaterPublication(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	m, s := pinnedShared(t)
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Minute))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", time.Minute))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 10*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", time.Second))
 	want := []breaker.Remote{{Name: "a", Open: time.Minute, Gate: time.Minute}}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("after shorter publications Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "after shorter publications ")
 	m.SetTime(t0.Add(30 * time.Second))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 20*time.Second)) // ends at 50s: before 60s
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 45*time.Second)) // ends at 75s: after 60s
 	want = []breaker.Remote{{Name: "a", Open: 30 * time.Second, Gate: 45 * time.Second}}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("30s later Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "30s later ")
 	if ttl := m.TTL(sharedKey); ttl != 45*time.Second {
 		t.Fatalf("TTL = %v; want the gate's 45s", ttl)
 	}
@@ -293,26 +300,19 @@ func TestBreakersKeepsTheLaterPublication(t *testing.T) {
 // stay, and closing what is not open is harmless.
 func TestBreakersPublishClosed(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	m, s := pinnedShared(t)
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Minute))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 20*time.Second))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "b", 2*time.Minute))
 	must(t, "PublishClosed", s.PublishClosed(ctx, "a"))
 	want := []breaker.Remote{{Name: "a", Gate: 20 * time.Second}, {Name: "b", Open: 2 * time.Minute}}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("after PublishClosed(a) Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "after PublishClosed(a) ")
 	if got := hkeys(t, m, sharedKey); !slices.Equal(got, []string{"g:a", "o:b"}) {
 		t.Fatalf("fields %v; want g:a o:b", got)
 	}
 	must(t, "PublishClosed", s.PublishClosed(ctx, "a"))
 	must(t, "PublishClosed", s.PublishClosed(ctx, "never-opened"))
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("after closing what is not open Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "after closing what is not open ")
 }
 
 // The key expires with its last field (PTTL is that field's remaining
@@ -386,23 +386,16 @@ func TestBreakersKeyLifetime(t *testing.T) {
 // A field that has ended is not returned, and the next write deletes it.
 func TestBreakersEndedFields(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	m, s := pinnedShared(t)
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 10*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 5*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "b", time.Minute))
 	m.SetTime(t0.Add(5 * time.Second)) // a's gate ends exactly now
 	want := []breaker.Remote{{Name: "a", Open: 5 * time.Second}, {Name: "b", Gate: 55 * time.Second}}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("5s later Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "5s later ")
 	m.SetTime(t0.Add(10 * time.Second)) // and a's breaker
 	want = []breaker.Remote{{Name: "b", Gate: 50 * time.Second}}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("10s later Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "10s later ")
 	if got := hkeys(t, m, sharedKey); len(got) != 3 {
 		t.Fatalf("fields %v; want all three until the next write (Load does not write)", got)
 	}
@@ -410,9 +403,7 @@ func TestBreakersEndedFields(t *testing.T) {
 	if got := hkeys(t, m, sharedKey); !slices.Equal(got, []string{"g:b"}) {
 		t.Fatalf("fields after a write %v; want g:b only", got)
 	}
-	if rs := load(t, s); !slices.Equal(rs, want) {
-		t.Fatalf("after the write Load = %+v; want %+v", rs, want)
-	}
+	wantLoad(t, s, want, "after the write ")
 	if ttl := m.TTL(sharedKey); ttl != 50*time.Second {
 		t.Fatalf("TTL = %v; want 50s", ttl)
 	}
@@ -465,11 +456,8 @@ func TestBreakersLoadIgnoresForeignFields(t *testing.T) {
 // but not field[0], and appends Remote{Name: "foo"} before the switch on
 // the kind, which then sets neither Open nor Gate.
 func TestBreakersLoadIgnoresUnknownKinds(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
+	m, s := pinnedShared(t)
 	m.HSet(sharedKey, "q:foo", "1800000060000", "x:bar", "1800000060000", "o:good", "1800000060000")
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v; want %+v only (q:foo and x:bar are neither an open breaker nor a closed gate)", rs, want)
@@ -483,11 +471,8 @@ func TestBreakersLoadIgnoresUnknownKinds(t *testing.T) {
 // time.Duration(ms) * time.Millisecond without a bound, so 2e13 (a field
 // ending in the year 2603, 1.82e13 ms ahead) wraps to about -2.5e17ns.
 func TestBreakersLoadFarFutureValue(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
+	m, s := pinnedShared(t)
 	m.HSet(sharedKey, "o:far", "20000000000000", "g:far", "20000000000000")
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	for _, r := range load(t, s) {
 		if r.Open < 0 || r.Gate < 0 || r.Open == 0 && r.Gate == 0 {
 			t.Fatalf("Load returned %+v; want positive durations (or nothing)", r)
@@ -735,10 +720,7 @@ func TestBreakersWrongTypeKeyIsRepaired(t *testing.T) {
 // read it. A read sets it to expire with its last field, or deletes it
 // when none is left.
 func TestBreakersKeyWithoutTTLGetsOne(t *testing.T) {
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	m, s := pinnedShared(t)
 	m.HSet(sharedKey, "o:a", strconv.FormatInt(t0.Add(300*24*time.Hour).UnixMilli(), 10), "g:a", "1")
 	if rs := load(t, s); len(rs) != 1 || rs[0].Open != 300*24*time.Hour {
 		t.Fatalf("Load = %+v; want a open for 300 days (each replica caps it: see OpenElsewhere)", rs)
@@ -855,4 +837,31 @@ func TestBreakersRepairsOnARealRedis(t *testing.T) {
 	if !s.Available() {
 		t.Fatal("Redis marked unavailable by a repair")
 	}
+}
+
+// Found in review: a round trip cut by the caller's own deadline (shorter than the
+// Timeout) is blamed on Redis when the network read times out just before
+// the caller's context reports it: Redis is declared unavailable (Warn log,
+// OnError, the metric) and left alone for ProbeEvery, after a 10ms wait
+// that the error calls "no answer within the Timeout (50ms)".
+func TestBreakersCallerDeadlineNotBlamedOnRedis(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Every read times out a microsecond before the deadline go-redis
+		// set: the ordering the commit a752042 describes ("the read timed
+		// out just before the context did"), made deterministic.
+		c := redistest.SilentClient(t, func() net.Conn { return &redistest.SilentConn{Early: time.Microsecond} })
+		var calls redistest.Errors
+		s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
+			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_, lerr := s.Load(ctx)
+		if errs := calls.Get(); len(errs) != 0 || !s.Available() {
+			t.Errorf("Load under a 10ms caller deadline (Timeout 50ms) = %v; OnError %v, Available %v; want no OnError and Redis still available",
+				lerr, errs, s.Available())
+		}
+	})
 }

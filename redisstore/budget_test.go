@@ -109,14 +109,7 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			if !errors.Is(err, budget.ErrInvalidConfig) {
-				t.Errorf("error %q does not match ErrInvalidConfig", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			saysAll(t, err, budget.ErrInvalidConfig, tc.want)
 		})
 	}
 }

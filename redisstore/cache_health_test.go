@@ -5,9 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -37,43 +35,8 @@ func (h *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// silentConn is a connection to a Redis that reads every command and never
-// answers: a Read waits for the read deadline and times out. It starts no
-// goroutine, and inside a synctest bubble a Read is durably blocked (a
-// sleep), so the store's Timeout passes in virtual time; a loopback
-// socket's deadline would be real time.
-type silentConn struct {
-	mu sync.Mutex
-	rd time.Time
-}
-
-func (c *silentConn) Read([]byte) (int, error) {
-	c.mu.Lock()
-	d := c.rd
-	c.mu.Unlock()
-	if d.IsZero() {
-		d = time.Now().Add(time.Hour) // go-redis always sets one; never hang a test
-	}
-	time.Sleep(time.Until(d))
-	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-}
-func (c *silentConn) Write(p []byte) (int, error) { return len(p), nil }
-func (c *silentConn) Close() error                { return nil }
-func (c *silentConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
-func (c *silentConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
-func (c *silentConn) SetDeadline(t time.Time) error {
-	return c.SetReadDeadline(t)
-}
-func (c *silentConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rd = t
-	return nil
-}
-func (c *silentConn) SetWriteDeadline(time.Time) error { return nil }
-
 // silentClient returns a client of a Redis that never answers (see
-// silentConn), counting the commands it sends, closed when the test ends.
+// redistest.SilentConn), counting the commands it sends, closed when the test ends.
 // Once answer holds an address, new connections go there instead.
 func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, *commands) {
 	t.Helper()
@@ -84,7 +47,7 @@ func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, 
 				var d net.Dialer
 				return d.DialContext(ctx, network, *addr)
 			}
-			return &silentConn{}, nil
+			return &redistest.SilentConn{}, nil
 		}})
 	h := &commands{}
 	c.AddHook(h)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -116,6 +118,62 @@ func Silent(t testing.TB) string {
 		conns.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// SilentConn is a connection to a Redis that reads every command and never
+// answers: a Read waits for the read deadline and times out, Early before
+// it (0: at the deadline). It starts no goroutine, and inside a synctest
+// bubble a Read is durably blocked (a sleep), so a store's Timeout passes
+// in virtual time; a loopback socket's deadline would be real time.
+type SilentConn struct {
+	// Early makes a Read time out that long before the deadline go-redis
+	// set: a read that times out just before the context does.
+	Early time.Duration
+
+	mu sync.Mutex
+	rd time.Time
+}
+
+func (c *SilentConn) Read([]byte) (int, error) {
+	c.mu.Lock()
+	d := c.rd
+	c.mu.Unlock()
+	if d.IsZero() {
+		d = time.Now().Add(time.Hour) // go-redis always sets one; never hang a test
+	}
+	time.Sleep(time.Until(d) - c.Early)
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+}
+func (c *SilentConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *SilentConn) Close() error                { return nil }
+func (c *SilentConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
+func (c *SilentConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
+func (c *SilentConn) SetDeadline(t time.Time) error {
+	return c.SetReadDeadline(t)
+}
+func (c *SilentConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rd = t
+	return nil
+}
+func (c *SilentConn) SetWriteDeadline(time.Time) error { return nil }
+
+// SilentClient returns a client of a Redis that never answers, each of its
+// connections a SilentConn made by conn (nil: &SilentConn{}), closed when
+// the test ends.
+func SilentClient(t testing.TB, conn func() net.Conn) *redis.Client {
+	t.Helper()
+	if conn == nil {
+		conn = func() net.Conn { return &SilentConn{} }
+	}
+	// An IP literal: the Dialer is used instead, and no name is looked up
+	// (a lookup inside a synctest bubble crashes the next bubble that
+	// looks one up).
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1,
+		Dialer: func(context.Context, string, string) (net.Conn, error) { return conn(), nil }})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // CountedClient returns a client of addr that bounds commands by their

@@ -68,14 +68,7 @@ func openStream(t *testing.T, p *Provider, ctx context.Context) llm.Stream {
 func TestStream(t *testing.T) {
 	for name, crlf := range map[string]bool{"LF": false, "CRLF": true} {
 		t.Run(name, func(t *testing.T) {
-			pieces := happyStream
-			if crlf {
-				pieces = make([]string, len(happyStream))
-				for i, p := range happyStream {
-					pieces[i] = strings.ReplaceAll(p, "\n", "\r\n")
-				}
-			}
-			s := suite.NewServer(t, suite.SSE(pieces, "request-id", "req_stream",
+			s := suite.NewServer(t, suite.SSE(suite.WithCRLF(happyStream, crlf), "request-id", "req_stream",
 				"anthropic-ratelimit-requests-remaining", "49", "anthropic-ratelimit-requests-reset", "2026-11-30T16:00:00Z"))
 			st := openStream(t, newProvider(t, s.URL), context.Background())
 			if res := st.Response(); res.RequestID != "req_stream" || res.Text != "" || res.RateLimit.Requests.Remaining != 49 {
@@ -93,20 +86,11 @@ func TestStream(t *testing.T) {
 			if err != io.EOF || !reflect.DeepEqual(rest, []string{", world"}) {
 				t.Fatalf("rest %q, %v; want [\", world\"], io.EOF", rest, err)
 			}
-			res := st.Response()
 			reset := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
 			want := llm.Response{Text: "Hello, world", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_stream",
 				FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 15},
 				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 49, Reset: reset}}}
-			if !reflect.DeepEqual(*res, want) {
-				t.Errorf("response\n got %+v\nwant %+v", *res, want)
-			}
-			if _, err := st.Next(); err != io.EOF {
-				t.Errorf("Next after the end: %v", err)
-			}
-			if st.Close() != nil || st.Close() != nil {
-				t.Error("Close twice failed")
-			}
+			suite.StreamEnds(t, st, want)
 		})
 	}
 }
@@ -114,33 +98,12 @@ func TestStream(t *testing.T) {
 // TestStreamRequest checks the body is Complete's plus "stream": true, and
 // the Accept header.
 func TestStreamRequest(t *testing.T) {
-	s := suite.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
-			suite.SSE(happyStream)(w, r)
-			return
-		}
-		suite.Respond(200, okBody)(w, r)
-	})
+	s := suite.NewServer(t, suite.StreamOrComplete(happyStream, okBody))
 	p := newProvider(t, s.URL)
 	req := llm.Request{Model: "claude-test", System: "Be brief.", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}},
 		Params: llm.Params{MaxTokens: 300, Temperature: llm.Float(0), Stop: []string{"END"}, Extra: map[string]any{"metadata": map[string]string{"user_id": "u1"}}}}
-	if _, err := p.Complete(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	var complete, stream map[string]any
-	json.Unmarshal(s.Last().Body, &complete)
-	st, err := p.Stream(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := suite.ReadStream(st); err != io.EOF {
-		t.Fatal(err)
-	}
+	complete, stream := suite.Bodies(t, p, s, req)
 	got := s.Last()
-	if err := json.Unmarshal(got.Body, &stream); err != nil {
-		t.Fatal(err)
-	}
 	if stream["stream"] != true {
 		t.Errorf(`"stream" = %v; want true`, stream["stream"])
 	}

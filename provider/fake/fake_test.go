@@ -603,12 +603,18 @@ func TestHangEndsOnCancel(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v, want context.Canceled", err)
 		}
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the hanging handler did not end after the client canceled")
-		}
+		waitDone(t, done, "the hanging handler did not end after the client canceled")
 	})
+}
+
+// waitDone fails the test with msg unless done is closed within 10s.
+func waitDone(t *testing.T, done <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+	}
 }
 
 func TestCloseReleasesHangingRequests(t *testing.T) {
@@ -882,6 +888,20 @@ func TestFormatString(t *testing.T) {
 	}
 }
 
+// mountedTLS serves s from an httptest TLS server of the caller's (over
+// HTTP/2 if h2) and returns it with its client; both are closed when the
+// test ends.
+func mountedTLS(t *testing.T, s *fake.Server, h2 bool) (*httptest.Server, *http.Client) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(s)
+	ts.EnableHTTP2 = h2
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	c := ts.Client()
+	t.Cleanup(c.CloseIdleConnections)
+	return ts, c
+}
+
 func TestMountedInHTTPTest(t *testing.T) {
 	// ServeHTTP works in a server of the caller's: over TLS a reset still
 	// reaches the client as ECONNRESET; over HTTP/2 it aborts the stream.
@@ -889,12 +909,7 @@ func TestMountedInHTTPTest(t *testing.T) {
 		t.Run(fmt.Sprintf("http2=%v", h2), func(t *testing.T) {
 			s := fake.New()
 			s.Script("m", fake.ConnReset(), fake.Answer("ok"))
-			ts := httptest.NewUnstartedServer(s)
-			ts.EnableHTTP2 = h2
-			ts.StartTLS()
-			defer ts.Close()
-			c := ts.Client()
-			defer c.CloseIdleConnections()
+			ts, c := mountedTLS(t, s, h2)
 			_, err := c.Do(newRequest(t, context.Background(), ts.URL, fake.OpenAI, validBody(fake.OpenAI, "m")))
 			switch {
 			case err == nil:

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -694,11 +693,7 @@ func TestStreamStallLoopback(t *testing.T) {
 	if got := labels(evs); !slices.Equal(got, []string{"role:assistant", "text:a"}) {
 		t.Errorf("events %q", got)
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the stalled handler did not end when the client gave up")
-	}
+	waitDone(t, done, "the stalled handler did not end when the client gave up")
 }
 
 func TestStreamCutAfter(t *testing.T) {
@@ -848,11 +843,7 @@ func TestStreamEarlyCloseLoopback(t *testing.T) {
 			}
 		}
 		resp.Body.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%v: the handler did not end when the client closed the body", f)
-		}
+		waitDone(t, done, fmt.Sprintf("%v: the handler did not end when the client closed the body", f))
 	}
 	tr.CloseIdleConnections()
 	s.Close()
@@ -926,12 +917,7 @@ func TestStreamMountedInHTTPTest(t *testing.T) {
 		t.Run(fmt.Sprintf("http2=%v", h2), func(t *testing.T) {
 			s := fake.New()
 			s.Script("m", fake.Answer("a b").StallAfter(1), fake.Answer("").Chunks("a", "b").CutAfter(1), fake.Answer("a b"))
-			ts := httptest.NewUnstartedServer(s)
-			ts.EnableHTTP2 = h2
-			ts.StartTLS()
-			defer ts.Close()
-			c := ts.Client()
-			defer c.CloseIdleConnections()
+			ts, c := mountedTLS(t, s, h2)
 
 			// Stalled after one chunk: the chunk arrives, flushed.
 			ctx, cancel := context.WithCancel(context.Background())

@@ -2,22 +2,13 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
-
-// withKey returns body with the API key inserted at byte at (modulo its
-// length), so that every fuzzed body gives the redaction something to do.
-func withKey(body []byte, at uint) []byte {
-	i := int(at % uint(len(body)+1))
-	return append(append(append([]byte(nil), body[:i]...), testKey...), body[i:]...)
-}
 
 func fuzzReply(status int, body []byte) *wire.Reply {
 	return &wire.Reply{Status: status, Body: body, Received: time.Now(), Header: http.Header{
@@ -26,27 +17,6 @@ func fuzzReply(status int, body []byte) *wire.Reply {
 		"X-Should-Retry":             {"true"},
 		"X-Ratelimit-Reset-Requests": {"1s"},
 	}}
-}
-
-// checkError fails t unless e is a complete *llm.Error that quotes no key.
-func checkError(t *testing.T, err error, status int) *llm.Error {
-	t.Helper()
-	var e *llm.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %T %v is not an *llm.Error", err, err)
-	}
-	if e.Provider != "openai" || e.Status != status || e.Kind == llm.KindUnknown && status >= 200 && status <= 299 {
-		t.Fatalf("incomplete error for status %d: %#v", status, e)
-	}
-	for _, s := range []string{e.Error(), e.Type, e.Code, e.Message, e.RequestID} {
-		if strings.Contains(s, testKey) {
-			t.Fatalf("error quotes the key: %q", s)
-		}
-	}
-	if e.Err != nil && strings.Contains(e.Err.Error(), testKey) {
-		t.Fatalf("cause quotes the key: %v", e.Err)
-	}
-	return e
 }
 
 func FuzzParseError(f *testing.F) {
@@ -68,8 +38,8 @@ func FuzzParseError(f *testing.F) {
 	}
 	p := newProvider(f, "http://127.0.0.1")
 	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
-		body = withKey(body, keyAt)
-		e := checkError(t, p.parseError(fuzzReply(status, body)), status)
+		body = suite.WithKey(body, testKey, keyAt)
+		e := suite.CheckError(t, p.parseError(fuzzReply(status, body)), "openai", testKey, status)
 		if e.RequestID != "req_1" || e.RetryAfter != 1500*time.Millisecond || e.ShouldRetry == nil || !*e.ShouldRetry ||
 			!e.RateLimit.Requests.Reported() {
 			t.Fatalf("headers lost: %#v", e)
@@ -90,14 +60,14 @@ func FuzzParseResponse(f *testing.F) {
 	p := newProvider(f, "http://127.0.0.1")
 	f.Fuzz(func(t *testing.T, body []byte, keyAt uint) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
-			body = withKey(body, keyAt/2)
+			body = suite.WithKey(body, testKey, keyAt/2)
 		}
 		res, err := p.parse(fuzzReply(200, body))
 		if err != nil {
 			if res != nil {
 				t.Fatal("both a response and an error")
 			}
-			checkError(t, err, 200)
+			suite.CheckError(t, err, "openai", testKey, 200)
 			return
 		}
 		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() {

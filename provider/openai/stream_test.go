@@ -70,14 +70,7 @@ func openStream(t *testing.T, p *Provider, ctx context.Context) llm.Stream {
 func TestStream(t *testing.T) {
 	for name, crlf := range map[string]bool{"LF": false, "CRLF": true} {
 		t.Run(name, func(t *testing.T) {
-			pieces := happyStream
-			if crlf {
-				pieces = make([]string, len(happyStream))
-				for i, p := range happyStream {
-					pieces[i] = strings.ReplaceAll(p, "\n", "\r\n")
-				}
-			}
-			s := suite.NewServer(t, suite.SSE(pieces, "x-request-id", "req_stream", "x-ratelimit-remaining-requests", "4999",
+			s := suite.NewServer(t, suite.SSE(suite.WithCRLF(happyStream, crlf), "x-request-id", "req_stream", "x-ratelimit-remaining-requests", "4999",
 				"x-ratelimit-reset-requests", "6m0s"))
 			st := openStream(t, newProvider(t, s.URL), context.Background())
 			start := time.Now()
@@ -104,15 +97,7 @@ func TestStream(t *testing.T) {
 			want := llm.Response{Text: "Hello, world", Model: "gpt-test-2026-01-01", ID: "chatcmpl-01", RequestID: "req_stream",
 				FinishReason: "stop", Usage: llm.Usage{InputTokens: 20, OutputTokens: 5},
 				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 4999, Reset: reset}}}
-			if !reflect.DeepEqual(*res, want) {
-				t.Errorf("response\n got %+v\nwant %+v", *res, want)
-			}
-			if _, err := st.Next(); err != io.EOF {
-				t.Errorf("Next after the end: %v", err)
-			}
-			if st.Close() != nil || st.Close() != nil {
-				t.Error("Close twice failed")
-			}
+			suite.StreamEnds(t, st, want)
 		})
 	}
 }
@@ -120,32 +105,11 @@ func TestStream(t *testing.T) {
 // TestStreamRequest checks the body is Complete's plus "stream" and
 // "stream_options", and the Accept header.
 func TestStreamRequest(t *testing.T) {
-	s := suite.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
-			suite.SSE(happyStream)(w, r)
-			return
-		}
-		suite.Respond(200, okBody)(w, r)
-	})
+	s := suite.NewServer(t, suite.StreamOrComplete(happyStream, okBody))
 	p := newProvider(t, s.URL)
 	req := llm.Request{Model: "gpt-test", System: "Be brief.", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}},
 		Params: llm.Params{MaxTokens: 300, Temperature: llm.Float(0), Stop: []string{"END"}, Extra: map[string]any{"seed": 7}}}
-	if _, err := p.Complete(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	var complete, stream map[string]any
-	json.Unmarshal(s.Last().Body, &complete)
-	st, err := p.Stream(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := suite.ReadStream(st); err != io.EOF {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(s.Last().Body, &stream); err != nil {
-		t.Fatal(err)
-	}
+	complete, stream := suite.Bodies(t, p, s, req)
 	if stream["stream"] != true || !reflect.DeepEqual(stream["stream_options"], map[string]any{"include_usage": true}) {
 		t.Errorf(`"stream" = %v, "stream_options" = %v`, stream["stream"], stream["stream_options"])
 	}
@@ -160,7 +124,8 @@ func TestStreamRequest(t *testing.T) {
 	}
 	// Extra can switch stream_options off for a server that rejects it.
 	req.Params.Extra = map[string]any{"stream_options": nil}
-	if st, err = p.Stream(context.Background(), req); err != nil {
+	st, err := p.Stream(context.Background(), req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -1,7 +1,9 @@
 package suite
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -168,4 +170,206 @@ func StreamFails(t testing.TB, s llm.Stream, provider, key string, want ...strin
 		t.Errorf("Next after the failure: %v; want the same error", again)
 	}
 	return e
+}
+
+// WithKey returns body with key inserted at byte at (modulo its length),
+// so that every fuzzed body gives the redaction something to do.
+func WithKey(body []byte, key string, at uint) []byte {
+	i := int(at % uint(len(body)+1))
+	return append(append(append([]byte(nil), body[:i]...), key...), body[i:]...)
+}
+
+// CheckError fails t unless err is a complete *llm.Error of provider for
+// status that quotes no key, and returns it.
+func CheckError(t testing.TB, err error, provider, key string, status int) *llm.Error {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T %v is not an *llm.Error", err, err)
+	}
+	if e.Provider != provider || e.Status != status || e.Kind == llm.KindUnknown && status >= 200 && status <= 299 {
+		t.Fatalf("incomplete error for status %d: %#v", status, e)
+	}
+	for _, s := range []string{e.Error(), e.Type, e.Code, e.Message, e.RequestID} {
+		if strings.Contains(s, key) {
+			t.Fatalf("error quotes the key: %q", s)
+		}
+	}
+	if e.Err != nil && strings.Contains(e.Err.Error(), key) {
+		t.Fatalf("cause quotes the key: %v", e.Err)
+	}
+	return e
+}
+
+// StreamFuzz is what FuzzStream needs of an adapter.
+type StreamFuzz struct {
+	// Provider is the adapter's name; Key the API key Open configures.
+	Provider, Key string
+	// RequestID is the response header holding the request id.
+	RequestID string
+	// End is what a stream must contain to end with io.EOF.
+	End string
+	// MaxText is the adapter's MaxResponseBytes, which Open configures.
+	MaxText int
+	// Seeds are short event streams of the adapter's wire format.
+	Seeds []string
+	// Open returns the adapter sending through rt.
+	Open    func(rt http.RoundTripper) (llm.StreamProvider, error)
+	Request llm.Request
+}
+
+// FuzzStream fuzzes an adapter's Stream over bodies of c's wire format,
+// delivered in reads of fuzzed sizes, half of them echoing the key: every
+// stream ends with io.EOF only when complete, or with a complete error that
+// quotes no key; its Response holds the chunks' text.
+func FuzzStream(f *testing.F, c StreamFuzz) {
+	// Short seeds: the fuzzer minimizes every new input, in time that
+	// grows with the square of its length.
+	for _, s := range c.Seeds {
+		f.Add([]byte(s), []byte{5, 1, 63}, uint(len(s)/2))
+	}
+	tr := &bodyTransport{requestID: c.RequestID}
+	p, err := c.Open(tr)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body, sizes []byte, keyAt uint) {
+		if keyAt%2 == 1 { // half the runs echo the key somewhere
+			body = WithKey(body, c.Key, keyAt/2)
+		}
+		tr.body, tr.sizes = body, sizes
+		st, err := p.Stream(context.Background(), c.Request)
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer st.Close()
+		var text strings.Builder
+		for {
+			ch, err := st.Next()
+			if err == io.EOF {
+				if !bytes.Contains(body, []byte(c.End)) {
+					t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
+				}
+				break
+			}
+			if err != nil {
+				e := CheckError(t, err, c.Provider, c.Key, 200)
+				if e.RequestID != "req_1" {
+					t.Fatalf("error without the request id: %#v", e)
+				}
+				break
+			}
+			if ch.Text == "" {
+				t.Fatal("an empty chunk")
+			}
+			text.WriteString(ch.Text)
+		}
+		if res := st.Response(); res.Text != text.String() || res.RequestID != "req_1" || len(res.Text) > c.MaxText {
+			t.Fatalf("Response %+v; want the text of the chunks %q", res, text.String())
+		}
+		if st.Close() != nil {
+			t.Fatal("Close failed")
+		}
+		if _, err := st.Next(); err == nil {
+			t.Fatal("Next after the end and Close succeeded")
+		}
+	})
+}
+
+// bodyTransport answers every request with a 200 event stream whose body is
+// body, delivered in reads of the sizes given (cycling; 1 to 64 bytes).
+// A fuzz worker runs one input at a time, so one transport serves them all.
+type bodyTransport struct {
+	requestID string
+	body      []byte
+	sizes     []byte
+}
+
+func (b *bodyTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, ContentLength: -1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}, b.requestID: {"req_1"}},
+		Body:   io.NopCloser(&pieces{b: b.body, sizes: b.sizes})}, nil
+}
+
+// pieces reads b in pieces of the sizes given, cycling (each 1 to 64
+// bytes); no sizes means all at once.
+type pieces struct {
+	b     []byte
+	sizes []byte
+	i     int
+}
+
+func (p *pieces) Read(buf []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	n := len(p.b)
+	if len(p.sizes) > 0 {
+		n = int(p.sizes[p.i%len(p.sizes)])%64 + 1
+		p.i++
+	}
+	n = copy(buf, p.b[:min(n, len(p.b))])
+	p.b = p.b[n:]
+	return n, nil
+}
+
+// WithCRLF returns pieces with every "\n" made "\r\n" when crlf is set.
+func WithCRLF(pieces []string, crlf bool) []string {
+	if !crlf {
+		return pieces
+	}
+	out := make([]string, len(pieces))
+	for i, p := range pieces {
+		out[i] = strings.ReplaceAll(p, "\n", "\r\n")
+	}
+	return out
+}
+
+// StreamEnds checks that s, read to its end, holds want as its Response,
+// that Next after the end is io.EOF and that Close twice succeeds.
+func StreamEnds(t testing.TB, s llm.Stream, want llm.Response) {
+	t.Helper()
+	if res := s.Response(); !reflect.DeepEqual(*res, want) {
+		t.Errorf("response\n got %+v\nwant %+v", *res, want)
+	}
+	if _, err := s.Next(); err != io.EOF {
+		t.Errorf("Next after the end: %v", err)
+	}
+	if s.Close() != nil || s.Close() != nil {
+		t.Error("Close twice failed")
+	}
+}
+
+// StreamOrComplete answers a request accepting an event stream with
+// stream, any other with a 200 and body.
+func StreamOrComplete(stream []string, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
+			SSE(stream)(w, r)
+			return
+		}
+		Respond(200, body)(w, r)
+	}
+}
+
+// Bodies sends req to p through s once with Complete and once with Stream
+// (read to its end) and returns the JSON bodies s received for each.
+func Bodies(t testing.TB, p llm.StreamProvider, s *Server, req llm.Request) (complete, stream map[string]any) {
+	t.Helper()
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(s.Last().Body, &complete)
+	st, err := p.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := ReadStream(st); err != io.EOF {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(s.Last().Body, &stream); err != nil {
+		t.Fatal(err)
+	}
+	return complete, stream
 }
