@@ -260,8 +260,9 @@ type CallEnd struct {
 	Age      time.Duration
 	// Outcome is one of the Outcome constants.
 	Outcome string
-	// ErrorType is, on failure, "exhausted", "canceled", "incomplete",
-	// "abandoned" or the kind that stopped the call; "" on success.
+	// ErrorType is, on failure, "exhausted", "canceled", "incomplete" or
+	// the kind that stopped the call; "" on success (a stream the caller
+	// abandoned is a success here, with Stream "abandoned").
 	ErrorType string
 	// Err is the call's error; nil on success.
 	Err error
