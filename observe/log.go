@@ -29,27 +29,18 @@ import (
 // log). Records are built only when logger is enabled at their level.
 func Log(logger *slog.Logger) Observer { return &logObserver{logger: logger} }
 
+// logObserver holds nothing per chain: one may observe many chains.
 type logObserver struct {
 	logger *slog.Logger
-	chain  string
 }
 
-var (
-	_ Binder        = (*logObserver)(nil)
-	_ StateObserver = (*logObserver)(nil)
-)
+var _ StateObserver = (*logObserver)(nil)
 
 func (o *logObserver) log() *slog.Logger {
 	if o.logger != nil {
 		return o.logger
 	}
 	return slog.Default()
-}
-
-// Bind implements Binder: it keeps the chain's name for BreakerChanged.
-func (o *logObserver) Bind(chain string, _ []Target) error {
-	o.chain = chain
-	return nil
 }
 
 func (o *logObserver) StartCall(ctx context.Context, e CallStart) (context.Context, Call) {
