@@ -74,7 +74,7 @@ func TestConfigErrorsMatchEveryPackagesSentinel(t *testing.T) {
 		{"budget.NewRatio", "budget: invalid configuration: ratio budget: Ratio is 1.5", errOf(budget.NewRatio(budget.RatioConfig{Ratio: 1.5}))},
 		{"budget.NewTokenBucket", "budget: invalid configuration: ", errOf(budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: -1}))},
 		{"budget.NewShared", "budget: invalid configuration: shared budget: store is nil", errOf(budget.NewShared(nil, budget.SharedConfig{}))},
-		{"cache.NewMemory", "cache: invalid configuration: memory store: maxEntries is -1", errOf(cache.NewMemory(-1, 0))},
+		{"cache.NewMemory", "cache: invalid configuration: memory store: MaxEntries is -1", errOf(cache.NewMemory(cache.MemoryConfig{MaxEntries: -1}))},
 		{"redisstore.NewCache", "cache: invalid configuration: redis store: ", errOf(redisstore.NewCache(nil, redisstore.CacheConfig{}))},
 		{"redisstore.NewShared", "redisstore: invalid configuration: ", errOf(redisstore.NewShared(nil))},
 		{"retry.Policy.Validate", "retry: invalid policy: MaxAttempts is -2", retry.Policy{MaxAttempts: -2}.Validate()},

@@ -59,7 +59,7 @@ func schemaChain(t *testing.T, store cache.Store, opts ...chain.LastGoodOption) 
 
 func memory(t *testing.T) *cache.Memory {
 	t.Helper()
-	m, err := cache.NewMemory(0, 0)
+	m, err := cache.NewMemory(cache.MemoryConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

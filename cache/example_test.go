@@ -13,7 +13,7 @@ import (
 // and the caller's messages, and serves it when every target is down.
 func Example() {
 	ctx := context.Background()
-	store, err := cache.NewMemory(1000, 6*time.Hour) // 0, 0 for 10,000 entries and 24h
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 1000, TTL: 6 * time.Hour}) // MemoryConfig{} for 10,000 entries and 24h
 	if err != nil {
 		panic(err)
 	}
@@ -42,10 +42,10 @@ func Example() {
 }
 
 func ExampleNewMemory_invalid() {
-	_, err := cache.NewMemory(-1, 0)
+	_, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: -1})
 	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true
-	// cache: invalid configuration: memory store: maxEntries is -1; it must not be negative (0 means 10000)
+	// cache: invalid configuration: memory store: MaxEntries is -1; it must not be negative (0 means 10000)
 }

@@ -72,31 +72,51 @@ var _ Store = (*Memory)(nil)
 // errHead begins every configuration problem of the package's stores.
 var errHead = problems.Head("cache: invalid configuration")
 
-// NewMemory returns an empty Memory that keeps at most maxEntries entries,
-// each for ttl unless Set says otherwise. maxEntries 0 means
-// DefaultMaxEntries (10,000) and ttl 0 means DefaultTTL (24h); negative
-// values are errors matching ErrInvalidConfig, which name the argument.
-//
-// Size maxEntries to the distinct questions worth answering when every
-// model is down, and ttl to how old an answer may be and still be worth
-// serving.
-func NewMemory(maxEntries int, ttl time.Duration) (*Memory, error) {
+// MemoryConfig configures NewMemory. The zero value means every default.
+type MemoryConfig struct {
+	// MaxEntries is the most entries the store keeps; the least recently
+	// used goes first. 0 means DefaultMaxEntries (10,000); negative is an
+	// error. Size it to the distinct questions worth answering when every
+	// model is down.
+	MaxEntries int
+	// TTL is how long an entry is kept when Set is given ttl 0. 0 means
+	// DefaultTTL (24h); negative is an error. Size it to how old an answer
+	// may be and still be worth serving.
+	TTL time.Duration
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c MemoryConfig) WithDefaults() MemoryConfig {
+	if c.MaxEntries == 0 {
+		c.MaxEntries = DefaultMaxEntries
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	return c
+}
+
+// Validate reports every problem with c at once, each matching
+// ErrInvalidConfig and naming the field.
+func (c MemoryConfig) Validate() error {
 	var errs []error
-	if maxEntries < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: maxEntries is %d; it must not be negative (0 means %d)", errHead, maxEntries, DefaultMaxEntries))
+	if c.MaxEntries < 0 {
+		errs = append(errs, fmt.Errorf("%w: memory store: MaxEntries is %d; it must not be negative (0 means %d)", errHead, c.MaxEntries, DefaultMaxEntries))
 	}
-	if ttl < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means %v)", errHead, ttl, DefaultTTL))
+	if c.TTL < 0 {
+		errs = append(errs, fmt.Errorf("%w: memory store: TTL is %v; it must not be negative (0 means %v)", errHead, c.TTL, DefaultTTL))
 	}
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// NewMemory returns an empty Memory configured by cfg (the zero
+// MemoryConfig for every default), or cfg's problems.
+func NewMemory(cfg MemoryConfig) (*Memory, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if maxEntries == 0 {
-		maxEntries = DefaultMaxEntries
-	}
-	if ttl == 0 {
-		ttl = DefaultTTL
-	}
+	cfg = cfg.WithDefaults()
+	maxEntries, ttl := cfg.MaxEntries, cfg.TTL
 	c, err := lru.New[string, item](maxEntries)
 	if err != nil { // unreachable: maxEntries is positive
 		return nil, fmt.Errorf("%w: memory store: %w", errHead, err)

@@ -25,9 +25,9 @@ func TestMain(m *testing.M) {
 
 func newMemory(t testing.TB, maxEntries int, ttl time.Duration) *Memory {
 	t.Helper()
-	m, err := NewMemory(maxEntries, ttl)
+	m, err := NewMemory(MemoryConfig{MaxEntries: maxEntries, TTL: ttl})
 	if err != nil {
-		t.Fatalf("NewMemory(%d, %v): %v", maxEntries, ttl, err)
+		t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}): %v", maxEntries, ttl, err)
 	}
 	return m
 }
@@ -305,17 +305,17 @@ func TestNewMemoryInvalid(t *testing.T) {
 		ttl   time.Duration
 		names []string
 	}{
-		{-1, 0, []string{"maxEntries is -1"}},
-		{0, -time.Second, []string{"ttl is -1s"}},
-		{-5, -time.Minute, []string{"maxEntries is -5", "ttl is -1m0s"}},
+		{-1, 0, []string{"MaxEntries is -1"}},
+		{0, -time.Second, []string{"TTL is -1s"}},
+		{-5, -time.Minute, []string{"MaxEntries is -5", "TTL is -1m0s"}},
 	} {
-		m, err := NewMemory(tc.max, tc.ttl)
+		m, err := NewMemory(MemoryConfig{MaxEntries: tc.max, TTL: tc.ttl})
 		if m != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("NewMemory(%d, %v) = %v, %v; want nil and ErrInvalidConfig", tc.max, tc.ttl, m, err)
+			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}) = %v, %v; want nil and ErrInvalidConfig", tc.max, tc.ttl, m, err)
 		}
 		for _, name := range tc.names {
 			if !strings.Contains(err.Error(), name) {
-				t.Errorf("NewMemory(%d, %v): error %q does not say %q", tc.max, tc.ttl, err, name)
+				t.Errorf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}): error %q does not say %q", tc.max, tc.ttl, err, name)
 			}
 		}
 		if !strings.Contains(err.Error(), "must not be negative") {
@@ -326,8 +326,8 @@ func TestNewMemoryInvalid(t *testing.T) {
 		max int
 		ttl time.Duration
 	}{{0, 0}, {1, time.Nanosecond}, {1 << 20, 365 * 24 * time.Hour}} {
-		if _, err := NewMemory(tc.max, tc.ttl); err != nil {
-			t.Fatalf("NewMemory(%d, %v): %v", tc.max, tc.ttl, err)
+		if _, err := NewMemory(MemoryConfig{MaxEntries: tc.max, TTL: tc.ttl}); err != nil {
+			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}): %v", tc.max, tc.ttl, err)
 		}
 	}
 }

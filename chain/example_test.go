@@ -75,7 +75,7 @@ func ExampleBuilder_Build() {
 func ExampleDecode() {
 	api := fake.New()
 	claude, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: api.URL(), HTTPClient: api.Client()})
-	store, _ := cache.NewMemory(0, 0)
+	store, _ := cache.NewMemory(cache.MemoryConfig{})
 	c, err := chain.New("order-status").
 		Schema([]byte(`{"type": "object", "required": ["status"], "properties": {"status": {"enum": ["shipped", "pending"]}}}`)).
 		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5", Retry: retry.Policy{MaxAttempts: 1}}).

@@ -201,7 +201,7 @@ func TestLastGoodWriteBehindQueue(t *testing.T) {
 // The in-process store is written on the calling goroutine: the answer is
 // there when the call returns, with no goroutine started.
 func TestLastGoodMemoryIsSynchronous(t *testing.T) {
-	store, err := cache.NewMemory(10, time.Hour)
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 10, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestLastGoodMemoryIsSynchronous(t *testing.T) {
 // store.
 func tenantChain(t *testing.T, down *bool, opts ...chain.LastGoodOption) *chain.Chain {
 	t.Helper()
-	store, err := cache.NewMemory(100, time.Hour)
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 100, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestWaitBeforeARefusedRetryIsRecorded(t *testing.T) {
 // TestDegradationWithNothingToServeSaysWhy: a LastGood with nothing
 // remembered printed no reason.
 func TestDegradationWithNothingToServeSaysWhy(t *testing.T) {
-	store, err := cache.NewMemory(10, time.Hour)
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 10, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

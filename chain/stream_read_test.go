@@ -79,7 +79,7 @@ func TestStreamedAnswerFailingItsSchemaIsNotIncomplete(t *testing.T) {
 // RestartStreams, a complete answer that fails the schema moves on, here
 // to a remembered answer, after a visible restart.
 func TestStreamedAnswerFailingItsSchemaRestartsToLastGood(t *testing.T) {
-	store, err := cache.NewMemory(10, time.Hour)
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 10, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
