@@ -71,23 +71,25 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 	req := w.req
 	t.prepare(&req)
 	var wait, prev time.Duration
-	var s, last sent // this attempt's outcome, and the last failure
+	var s sent // this attempt's outcome
 	for n := 1; ; n++ {
 		if n > 1 {
 			var why error
 			if ticket, why = w.readmit(t, n, wait); why != nil {
 				refund(w.ctx, t.budget)
-				return tried{err: &refusedError{last.err, why}, kind: last.kind}
+				return tried{err: &refusedError{s.err, why}, kind: s.kind}
 			}
 		}
 		// On the stack, with the request beside it: a stream keeps copies.
 		a := &attempt{t: t, n: n, ticket: ticket, wait: wait}
 		if t.throttle != nil {
-			if out, refused := w.pace(a, &req, &last); refused {
+			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
 				return out
 			}
 		}
-		s = sent{}
+		if n > 1 {
+			s = sent{} // the last failure is no longer needed
+		}
 		w.attempt(a, &req, &s)
 		switch {
 		case s.committed:
@@ -99,7 +101,6 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 			w.record(a.record(&s, DecisionStop, "the caller canceled"))
 			return tried{err: s.err, kind: s.kind}
 		}
-		last = s
 		st := w.plan(a, &s, prev)
 		if st.decision != DecisionRetry {
 			return w.leave(a, &s, st)
