@@ -8,17 +8,29 @@ import "context"
 // and the shared store's on whichever goroutine saw the change). Use a
 // pointer: chain.New(...).Observe(&observe.Funcs{OnRetry: ...}).
 type Funcs struct {
-	OnCallStart         func(CallStart)
-	OnAttemptStart      func(AttemptStart)
-	OnFirstChunk        func(FirstChunk)
-	OnAttemptEnd        func(AttemptEnd)
-	OnRetry             func(Retry)
-	OnSkip              func(Skip)
-	OnFallback          func(Fallback)
-	OnGateClosed        func(GateClosed)
-	OnValidationFailed  func(ValidationFailed)
-	OnSharedLocal       func()
-	OnCallEnd           func(CallEnd)
+	// OnCallStart and OnCallEnd: a call starts; it ended (nothing follows).
+	OnCallStart func(CallStart)
+	OnCallEnd   func(CallEnd)
+	// OnAttemptStart, OnFirstChunk and OnAttemptEnd: an attempt is sent (or
+	// a degradation asked); a streamed one sent its first chunk; it ended.
+	OnAttemptStart func(AttemptStart)
+	OnFirstChunk   func(FirstChunk)
+	OnAttemptEnd   func(AttemptEnd)
+	// OnRetry: the same target is tried again after a wait.
+	OnRetry func(Retry)
+	// OnSkip: a target or a retry was passed over without a request.
+	OnSkip func(Skip)
+	// OnFallback: the walk moves on to the next target.
+	OnFallback func(Fallback)
+	// OnGateClosed: a Retry-After closed a target for other calls.
+	OnGateClosed func(GateClosed)
+	// OnValidationFailed: an answer did not pass its schema.
+	OnValidationFailed func(ValidationFailed)
+	// OnSharedLocal: the shared state did not answer; the call decides
+	// with this replica's own.
+	OnSharedLocal func()
+	// OnBreakerChange and OnSharedUnavailable: changes of state that belong
+	// to no call (see StateObserver).
 	OnBreakerChange     func(BreakerChange)
 	OnSharedUnavailable func(SharedUnavailable)
 }
