@@ -36,7 +36,9 @@ func ExampleFuncs() {
 		OrProvider(chain.Target{Name: "gpt", Provider: up{}, Model: "gpt"}).
 		Observe(&observe.Funcs{
 			OnFallback: func(e observe.Fallback) { fmt.Printf("fallback %s -> %s: %s\n", e.From.Name, e.To.Name, e.Reason) },
-			OnCallEnd:  func(e observe.CallEnd) { fmt.Printf("%s by %s after %d attempts\n", e.Outcome, e.Served.Name, e.Attempts) },
+			OnCallEnd: func(e observe.CallEnd) {
+				fmt.Printf("%s by %s after %d attempts\n", e.Outcome, e.Served.Name, e.Attempts)
+			},
 		}).
 		Build()
 	if err != nil {
