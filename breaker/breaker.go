@@ -49,7 +49,7 @@ var (
 	ErrInvalidSettings = ErrInvalidConfig
 
 	// ErrOpenElsewhere is the reason a target is skipped while another
-	// replica holds its breaker open (see Shared.OpenElsewhere). It
+	// replica holds its breaker open (see Shared.Sync). It
 	// matches ErrOpen too.
 	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
 
@@ -220,12 +220,12 @@ type Breaker struct {
 	fails, clean atomic.Uint64
 
 	// elsewhere is another replica's publication that the breaker is open
-	// while it holds the breaker open (see Shared.OpenElsewhere); nil when
+	// while it holds the breaker open (see openElsewhere); nil when
 	// none does. seen is the last publication applied, kept after it
 	// ended, so that reading it again does not apply it again; nil when
 	// the last read found none.
 	elsewhere, seen atomic.Pointer[publication]
-	// change is the last state change not yet taken by Shared.TakeChange,
+	// change is the last state change not yet taken by takeChange,
 	// as State+1; 0 when there is none.
 	change atomic.Int32
 
@@ -352,7 +352,25 @@ type publication struct {
 	asOf        uint64
 }
 
-// openElsewhere is Shared.OpenElsewhere, with its slack.
+// openElsewhere records, for Shared.Sync, that another replica published
+// b open until until (this replica's estimate: when the read returned, from
+// time.Now, plus the time the store says is left): while b is closed,
+// Allow refuses every attempt with ErrOpenElsewhere (which matches
+// ErrOpen), without a request. Once b is open or half-open itself, its own
+// state decides, so that its probe is sent.
+//
+// What another replica published is capped by b's own limit: it holds b
+// open until the earlier of until and twice b's OpenFor after it first read
+// the publication (a publisher's OpenFor, then the time its probe takes).
+// The same publication read again does not extend it: a reading whose
+// until is within slack (Shared.Slack) of the last publication applied is
+// that publication. A reading whose end differs by more is a new
+// publication: it replaces the last, capped afresh.
+//
+// asOf is b.changes before the publication was read: if b has changed
+// state since, the publication is older news than b's own and is ignored;
+// so is it after any later change. A zero until means the read found none:
+// it ends the last at once. A disabled breaker ignores it all.
 func (b *Breaker) openElsewhere(until time.Time, asOf uint64, slack time.Duration) {
 	if b.cb == nil {
 		return
@@ -410,7 +428,11 @@ func (b *Breaker) Refusal() error {
 	return nil
 }
 
-// takeChange is Shared.TakeChange.
+// takeChange returns b's last state change that has not been taken yet,
+// at most once, for Shared.Publish to publish after the attempt that caused
+// it (OnStateChange runs under gobreaker's lock, where no round trip
+// belongs). It costs one atomic load when there is none; a disabled
+// breaker has none.
 func (b *Breaker) takeChange() (State, bool) {
 	if b.cb == nil || b.change.Load() == 0 {
 		return 0, false

@@ -13,7 +13,7 @@ var (
 	ErrGateClosed = errors.New("closed by the provider's Retry-After")
 	// ErrGateClosedElsewhere is the reason a target is skipped while a
 	// Retry-After another replica received has not yet passed (see
-	// Shared.CloseElsewhere). It matches ErrGateClosed too.
+	// Shared.Sync). It matches ErrGateClosed too.
 	ErrGateClosedElsewhere = fmt.Errorf("%w (received by another replica)", ErrGateClosed)
 )
 
@@ -26,7 +26,7 @@ var (
 type Gate struct {
 	until atomic.Pointer[closure] // nil when open
 	// seen is the end of the last closure another replica published, as
-	// read (see Shared.CloseElsewhere); nil before the first.
+	// read (see closeUntilElsewhere); nil before the first.
 	seen atomic.Pointer[time.Time]
 }
 
@@ -41,7 +41,20 @@ type closure struct {
 // stays closed until then.
 func (g *Gate) CloseUntil(t time.Time) { g.close(closure{until: t}) }
 
-// closeUntilElsewhere is Shared.CloseElsewhere, with its slack.
+// closeUntilElsewhere applies to g, for Shared.Sync, a closure another
+// replica published: its provider asked for no request until until, as
+// this replica estimates it (when the read returned, from time.Now, plus
+// the time the store says is left). Refusal tells it apart from a closure
+// of this replica's own (ErrGateClosedElsewhere).
+//
+// What another replica asked for is capped by this replica's own limit
+// (its MaxGate; 0 or less means DefaultMaxGate), measured from when this
+// replica first read the publication: the gate closes until the earlier of
+// until and now + limit. The same publication read again does not close it
+// again: a reading whose until is within slack (Shared.Slack) of the last
+// publication applied is that publication. A reading whose end differs by
+// more is a new closure (a new 429): it is applied afresh, capped again. A
+// gate already closed until later stays closed until then.
 func (g *Gate) closeUntilElsewhere(until time.Time, limit, slack time.Duration) {
 	if s := g.seen.Load(); s != nil && within(until, *s, slack) {
 		return // read before: applied already

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/internal/problems"
@@ -109,16 +112,17 @@ type Remote struct {
 // It shares decisions, not requests: every replica keeps its own Breaker,
 // and no lock is taken across a model call (gobreaker's
 // DistributedCircuitBreaker holds a Redis lock for the whole of each
-// request, which would serialize every replica's calls). A replica whose
-// breaker opens publishes it (TakeChange, PublishOpen); the others read it
-// before their next call (Load) and apply it to their own breakers and
-// gates (OpenElsewhere, CloseElsewhere), which then skip the target,
-// without a request, until it is closed again or the publication ends.
+// request, which would serialize every replica's calls). Each replica
+// gives its Shared its breakers and gates (Track); a replica whose breaker
+// opens publishes it after the attempt that opened it (Publish); the
+// others read it before their next call and apply it to their own
+// breakers and gates (Sync), which then skip the target, without a
+// request, until it is closed again or the publication ends. A Retry-After
+// is published with PublishGate.
 //
 // What is read is applied by each replica within its own limits (see
-// OpenElsewhere and CloseElsewhere): no publication holds a replica's
-// target longer than that replica's 2 x OpenFor or MaxGate, however far
-// ahead it ends.
+// Sync): no publication holds a replica's target longer than that
+// replica's 2 x OpenFor or MaxGate, however far ahead it ends.
 //
 // Every method that reads or writes is one round trip to the store,
 // bounded by the Timeout. When the store fails, the method returns an error
@@ -134,6 +138,9 @@ type Shared struct {
 	// leftAlone is returned, without a round trip or an allocation, while
 	// the store is left alone after a failure.
 	leftAlone error
+	// tracked is what Track was given, replaced whole under trackMu.
+	tracked atomic.Pointer[[]*tracked]
+	trackMu sync.Mutex
 }
 
 // NewShared returns the shared state the replicas whose store is on the
@@ -223,67 +230,207 @@ func (s *Shared) Available() bool { return s.health.Available() }
 // Slack is how far apart two readings of one publication's end may be,
 // when each is estimated as the time Load returned plus the time it says is
 // left: one round trip (the Timeout bounds it) and the millisecond Redis
-// rounds to. OpenElsewhere and CloseElsewhere apply a publication once,
-// however often it is read, by it.
+// rounds to. Sync applies a publication once, however often it is read, by
+// it.
 func (s *Shared) Slack() time.Duration { return s.timeout + time.Millisecond }
 
-// Changes returns how many state changes b has made: read it before Load,
-// and pass it to OpenElsewhere with what Load read. A disabled breaker
-// makes none.
-func (s *Shared) Changes(b *Breaker) uint64 { return b.changes.Load() }
-
-// OpenElsewhere records that another replica published b open until until
-// (as Load read it): while b is closed, Allow refuses every attempt with
-// ErrOpenElsewhere (which matches ErrOpen), without a request, so the
-// replicas skip a target that one of them found failing. Once b is open or
-// half-open itself, its own state decides, so that its probe is sent.
-// until is this replica's estimate, now + the time Load says is left; it
-// should come from time.Now (a monotonic reading).
-//
-// What another replica published is capped by b's own limit: it holds b
-// open until the earlier of until and twice b's OpenFor after it first read
-// the publication (a publisher's OpenFor, then the time its probe takes).
-// The same publication read again does not extend it, so re-reading cannot
-// stretch the cap: a reading whose until is within Slack of the last
-// publication applied is that publication. A reading whose end differs by
-// more is a new publication (the publisher's probe failed and it opened
-// again, say): it replaces the last, capped afresh.
-//
-// asOf is what Changes returned before the publication was read: if b has
-// changed state since (its own probe closed it, say, while the read was on
-// its way), the publication is older news than b's own and is ignored; so
-// is it after any later change. A zero until means the read found none: it
-// ends the last at once (the replica that opened it found the target
-// healthy again). A disabled breaker ignores it all.
-func (s *Shared) OpenElsewhere(b *Breaker, until time.Time, asOf uint64) {
-	b.openElsewhere(until, asOf, s.Slack())
+// tracked is one breaker and gate a Shared shares, under its name.
+type tracked struct {
+	name    string
+	b       *Breaker
+	g       *Gate
+	maxGate time.Duration
+	// unpublished is the change of b (State+1) the store did not take, to
+	// tell again at the next Sync or Flush; 0 when there is none.
+	unpublished atomic.Int32
 }
 
-// CloseElsewhere applies to g a closure another replica published: its
-// provider asked for no request until until, as this replica estimates it
-// (now + the time Load says is left; from time.Now, so that it carries a
-// monotonic reading). g's Refusal tells it apart from a closure of this
-// replica's own (ErrGateClosedElsewhere).
+// Track makes s share b and g under name (a chain's target's name): Sync
+// applies to them what the other replicas published about name, Publish
+// tells the others of b's changes, and Flush tells them what the store did
+// not take. g closes for at most maxGate on another replica's word (0 or
+// less means DefaultMaxGate): this replica's own limit, its Config.MaxGate.
+// b or g may be nil, to share only the other.
 //
-// What another replica asked for is capped by this replica's own limit
-// (its MaxGate; 0 or less means DefaultMaxGate), measured from when this
-// replica first read the publication: the gate closes until the earlier of
-// until and now + limit. The same publication read again does not close it
-// again, so re-reading cannot stretch the cap: a reading whose until is
-// within Slack of the last publication applied is that publication. A
-// reading whose end differs by more is a new closure (a new 429): it is
-// applied afresh, capped again. A gate already closed until later stays
-// closed until then.
-func (s *Shared) CloseElsewhere(g *Gate, until time.Time, limit time.Duration) {
-	g.closeUntilElsewhere(until, limit, s.Slack())
+// Track each name once, before the calls that use it; a chain tracks each
+// of its targets when it is built. Track makes no round trip and is safe
+// for concurrent use with every other method.
+func (s *Shared) Track(name string, b *Breaker, g *Gate, maxGate time.Duration) {
+	s.trackMu.Lock()
+	defer s.trackMu.Unlock()
+	var all []*tracked
+	if p := s.tracked.Load(); p != nil {
+		all = append(all, *p...)
+	}
+	all = append(all, &tracked{name: name, b: b, g: g, maxGate: maxGate})
+	s.tracked.Store(&all)
 }
 
-// TakeChange returns b's last state change that has not been taken yet, at
-// most once: to publish it to the other replicas after the attempt that
-// caused it (OnStateChange runs under gobreaker's lock, where no round trip
-// belongs). It costs one atomic load when there is none; a disabled breaker
-// has none.
-func (s *Shared) TakeChange(b *Breaker) (State, bool) { return b.takeChange() }
+// tracks returns what Track was given, in order.
+func (s *Shared) tracks() []*tracked {
+	if p := s.tracked.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Sync reads what the other replicas published (one Load) and applies it
+// to every tracked breaker and gate, each within this replica's own limits:
+//
+//   - a published opening holds a closed breaker open, refusing attempts
+//     with ErrOpenElsewhere, until the earlier of its end and twice the
+//     breaker's OpenFor from when this replica first read it; once the
+//     breaker is open or half-open itself, its own state decides, so that
+//     its probe is sent. A breaker that changed state while the read was
+//     on its way ignores what was read: its own news is fresher. A name
+//     with no opening read ends the one applied before (the replica that
+//     opened it found the target healthy again).
+//   - a published gate closure closes the gate (ErrGateClosedElsewhere)
+//     until the earlier of its end and the tracked maxGate from when this
+//     replica first read it.
+//
+// A publication read again is the same publication when its end is within
+// Slack of the last one applied: it extends nothing, so re-reading cannot
+// stretch a cap. One whose end differs by more (the publisher's probe
+// failed and it opened again, say; a new 429) is applied afresh.
+//
+// When the read succeeds, Sync first tells again each change Publish could
+// not (see Publish), and a closing that the store takes now overrides the
+// opening just read. Sync returns the read's error (matching
+// ErrSharedUnavailable when the store failed or is left alone): the
+// breakers and gates then keep what this replica knows. A change told
+// again that the store does not take either is kept for the next Sync or
+// Flush, and not reported.
+func (s *Shared) Sync(ctx context.Context) error {
+	ts := s.tracks()
+	// Each breaker's count of state changes, taken before the read: a
+	// breaker that changes while the read is on its way ignores what was
+	// read.
+	var buf [8]uint64
+	asOf := buf[:0]
+	for _, t := range ts {
+		var n uint64
+		if t.b != nil {
+			n = t.b.changes.Load()
+		}
+		asOf = append(asOf, n)
+	}
+	remotes, err := s.Load(ctx)
+	if err != nil {
+		return err
+	}
+	at := time.Now()
+	slack := s.Slack()
+	for i, t := range ts {
+		var r Remote
+		for _, x := range remotes {
+			if x.Name == t.name {
+				r = x
+				break
+			}
+		}
+		if u := t.unpublished.Swap(0); u != 0 {
+			// A change this replica could not tell the others: the store
+			// answers again, so tell them now. A withdrawal that lands
+			// makes the publication just read stale.
+			if to := State(u - 1); s.tell(ctx, t, to, true) == nil && to == Closed {
+				r.Open = 0
+			}
+		}
+		if t.b != nil {
+			if r.Open > 0 {
+				t.b.openElsewhere(at.Add(r.Open), asOf[i], slack)
+			} else {
+				t.b.openElsewhere(time.Time{}, 0, slack)
+			}
+		}
+		if t.g != nil && r.Gate > 0 {
+			t.g.closeUntilElsewhere(at.Add(r.Gate), t.maxGate, slack)
+		}
+	}
+	return nil
+}
+
+// Publish tells the other replicas of b's last state change, if it made
+// one since the last Publish: opened (skip it for twice b's OpenFor: its
+// OpenFor, then the time this replica's probe takes) or closed (stop
+// skipping it). A half-open breaker publishes nothing: the others keep
+// skipping it while this replica probes. Call it after reporting an
+// attempt's outcome to b (its OnStateChange runs under gobreaker's lock,
+// where no round trip belongs); it costs one atomic load when b made no
+// change, and ignores a breaker that was not given to Track.
+//
+// The round trip does not end with ctx (a canceled call still tells the
+// others); the Timeout bounds it. A change the store did not take is kept
+// and told again by the next Sync whose read the store answers, or by
+// Flush: a lost withdrawal would otherwise have every replica skip a
+// healthy target until the publication ends. Publish returns that round
+// trip's error; nil when the store took the change or there was none.
+func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
+	if b == nil || b.cb == nil || b.change.Load() == 0 {
+		return nil
+	}
+	var t *tracked
+	for _, x := range s.tracks() {
+		if x.b == b {
+			t = x
+			break
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	to, ok := b.takeChange()
+	if !ok {
+		return nil
+	}
+	return s.tell(ctx, t, to, false)
+}
+
+// Flush tells the other replicas every change of a tracked breaker that the
+// store did not take when Publish (or Sync) told it: call it before a
+// replica stops. It returns the errors of the changes the store did not
+// take this time either (each kept to be told again), joined, each naming
+// the tracked name and the state; nil when everything was told.
+func (s *Shared) Flush(ctx context.Context) error {
+	var errs []error
+	for _, t := range s.tracks() {
+		if u := t.unpublished.Swap(0); u != 0 {
+			to := State(u - 1)
+			if err := s.tell(ctx, t, to, true); err != nil {
+				errs = append(errs, fmt.Errorf("target %q: its breaker's change to %v was not published: %w", t.name, to, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tell publishes that t's breaker changed to to, and returns the round
+// trip's error. A change the store did not take is kept in t.unpublished.
+// again is true when the change is one told before: it is kept only if no
+// newer one was meanwhile.
+func (s *Shared) tell(ctx context.Context, t *tracked, to State, again bool) error {
+	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
+	var err error
+	switch to {
+	case Open:
+		d := t.b.OpenFor()
+		err = s.PublishOpen(ctx, t.name, d+min(d, math.MaxInt64-d))
+	case Closed:
+		err = s.PublishClosed(ctx, t.name)
+	default:
+		return nil // half-open: nothing to tell
+	}
+	switch {
+	case err == nil:
+		t.unpublished.Store(0) // told: an older change still kept is stale
+	case again:
+		t.unpublished.CompareAndSwap(0, int32(to)+1)
+	default:
+		t.unpublished.Store(int32(to) + 1)
+	}
+	return err
+}
 
 // run makes one round trip to the store, bounded by the Timeout, unless the
 // store is left alone, and logs the repair the store reports.

@@ -44,30 +44,22 @@ func sharing(t testing.TB, slack time.Duration) *breaker.Shared {
 	return s
 }
 
-// changesOf is a Shared for Changes and TakeChange, which use no store.
-var changesOf = func() *breaker.Shared {
-	s, err := breaker.NewShared(nopStore{}, breaker.SharedOptions{})
-	if err != nil {
-		panic(err)
-	}
-	return s
-}()
+// stateChanges is b's count of state changes, as Shared.Sync reads it
+// before its Load.
+func stateChanges(b *breaker.Breaker) uint64 { return breaker.ChangesForTest(b) }
 
-// stateChanges is Shared.Changes(b).
-func stateChanges(b *breaker.Breaker) uint64 { return changesOf.Changes(b) }
-
-// openElsewhere is Shared.OpenElsewhere on a Shared whose Slack is slack
-// (see sharing).
+// openElsewhere is what Shared.Sync applies to b for a publication read
+// until until, on a Shared whose Slack is slack (see sharing).
 func openElsewhere(t testing.TB, b *breaker.Breaker, until time.Time, asOf uint64, slack time.Duration) {
 	t.Helper()
-	sharing(t, slack).OpenElsewhere(b, until, asOf)
+	sharing(t, slack).OpenElsewhereForTest(b, until, asOf)
 }
 
-// closeElsewhere is Shared.CloseElsewhere on a Shared whose Slack is slack
-// (see sharing).
+// closeElsewhere is what Shared.Sync applies to g for a closure read until
+// until, on a Shared whose Slack is slack (see sharing).
 func closeElsewhere(t testing.TB, g *breaker.Gate, until time.Time, limit, slack time.Duration) {
 	t.Helper()
-	sharing(t, slack).CloseElsewhere(g, until, limit)
+	sharing(t, slack).CloseElsewhereForTest(g, until, limit)
 }
 
 // heldElsewhere fails the test unless b refuses attempts because another
@@ -103,10 +95,11 @@ func notHeld(t *testing.T, b *breaker.Breaker, when string) {
 	tk.Report(retry.NotFailure)
 }
 
-// take fails the test unless Shared.TakeChange(b) returns want (ok false for none).
+// take fails the test unless the change Shared.Publish takes from b is
+// want (ok false for none).
 func take(t *testing.T, b *breaker.Breaker, want breaker.State, wantOK bool, when string) {
 	t.Helper()
-	got, ok := changesOf.TakeChange(b)
+	got, ok := breaker.TakeChangeForTest(b)
 	if got != want || ok != wantOK {
 		t.Fatalf("%s: TakeChange() = %v, %v; want %v, %v", when, got, ok, want, wantOK)
 	}
@@ -318,7 +311,7 @@ func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, attempt); a != 0 {
 		t.Errorf("Allow+ReportAt allocates %v times after OpenElsewhere passed; want 0", a)
 	}
-	if a := testing.AllocsPerRun(1000, func() { _, _ = changesOf.TakeChange(b) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { _, _ = breaker.TakeChangeForTest(b) }); a != 0 {
 		t.Errorf("TakeChange allocates %v times; want 0", a)
 	}
 }
@@ -344,7 +337,7 @@ func TestOpenElsewhereConcurrently(t *testing.T) {
 			for range 500 {
 				_ = b.Closed()
 				_ = b.State()
-				if _, ok := changesOf.TakeChange(b); ok {
+				if _, ok := breaker.TakeChangeForTest(b); ok {
 					t.Error("TakeChange reported a change")
 				}
 				tk, err := b.Allow()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -92,7 +91,7 @@ type SharedStore interface {
 //
 // What a replica reads is applied once, within its own limits, however
 // often it reads it again or however far ahead it ends (see
-// breaker.Shared.OpenElsewhere).
+// breaker.Shared.Sync).
 //
 // Each replica keeps its own breakers; no lock is held across a model call.
 // A call reads the breakers and gates first (one round trip, see
@@ -168,6 +167,9 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 	}
 	c.shared = &shared{state: state, refresh: o.Refresh}
 	for _, t := range targets {
+		state.Track(t.Name, t.breaker, &t.gate, t.maxGate)
+	}
+	for _, t := range targets {
 		if t.Budget != nil {
 			continue
 		}
@@ -213,49 +215,12 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 			return // read recently, or being read by another call
 		}
 	}
-	// Each breaker's count of state changes, taken before the read: a
-	// breaker that changes while the read is on its way ignores what was
-	// read (see OpenElsewhere).
-	var buf [8]uint64
-	asOf := buf[:0]
-	for _, t := range c.targets {
-		asOf = append(asOf, s.state.Changes(t.breaker))
-	}
-	remotes, err := s.state.Load(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			obs.sharedLocal()
-		}
-		return
-	}
-	at := time.Now()
-	for i, t := range c.targets {
-		var r breaker.Remote
-		for _, x := range remotes {
-			if x.Name == t.Name {
-				r = x
-				break
-			}
-		}
-		if u := t.unpublished.Swap(0); u != 0 {
-			// A change this replica could not tell the others: Redis
-			// answers again, so tell them now. A withdrawal that lands
-			// makes the publication just read stale.
-			if to := breaker.State(u - 1); c.tell(ctx, t, to, true) && to == breaker.Closed {
-				r.Open = 0
-			}
-		}
-		// Each publication is applied once, within this replica's own
-		// limits (twice its OpenFor, its MaxGate) from when it was first
-		// read; reading it again extends nothing.
-		if r.Open > 0 {
-			s.state.OpenElsewhere(t.breaker, at.Add(r.Open), asOf[i])
-		} else {
-			s.state.OpenElsewhere(t.breaker, time.Time{}, 0)
-		}
-		if r.Gate > 0 {
-			s.state.CloseElsewhere(&t.gate, at.Add(r.Gate), t.maxGate)
-		}
+	// One read, applied to each target's breaker and gate within this
+	// replica's own limits (twice its OpenFor, its MaxGate) from when it
+	// was first read; reading it again extends nothing. It first tells
+	// again any breaker change Redis did not take.
+	if err := s.state.Sync(ctx); err != nil && ctx.Err() == nil {
+		obs.sharedLocal()
 	}
 }
 
@@ -273,41 +238,11 @@ func (c *Chain) settle(ctx context.Context, t *target, ticket breaker.Ticket, v 
 // publish tells the other replicas of a change of t's breaker: opened
 // (skip t for twice OpenFor: its OpenFor, then the time this replica's
 // probe takes) or closed (stop skipping it). A half-open breaker publishes
-// nothing: the others keep skipping t while this replica probes it.
+// nothing: the others keep skipping t while this replica probes it. A
+// change Redis did not take is told again by the next call whose read
+// Redis answers, or by Flush (see breaker.Shared.Publish).
 func (c *Chain) publish(ctx context.Context, t *target) {
-	if to, ok := c.shared.state.TakeChange(t.breaker); ok {
-		c.tell(ctx, t, to, false)
-	}
-}
-
-// tell publishes that t's breaker changed to to, and reports whether Redis
-// took it. A change Redis did not take (down, or left alone after a
-// failure) is kept in t.unpublished, and told again by the next call whose
-// read Redis answers: a lost withdrawal would otherwise have every replica
-// skip a healthy target until the publication ends. again is true when the
-// change is one told before: it is kept only if no newer one was meanwhile.
-func (c *Chain) tell(ctx context.Context, t *target, to breaker.State, again bool) bool {
-	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
-	var err error
-	switch to {
-	case breaker.Open:
-		d := t.breaker.OpenFor()
-		err = c.shared.state.PublishOpen(ctx, t.Name, d+min(d, math.MaxInt64-d))
-	case breaker.Closed:
-		err = c.shared.state.PublishClosed(ctx, t.Name)
-	default:
-		return true // half-open: nothing to tell
-	}
-	switch {
-	case err == nil:
-		t.unpublished.Store(0) // told: an older change still kept is stale
-		return true
-	case again:
-		t.unpublished.CompareAndSwap(0, int32(to)+1)
-	default:
-		t.unpublished.Store(int32(to) + 1)
-	}
-	return false
+	_ = c.shared.state.Publish(ctx, t.breaker)
 }
 
 // Flush writes what the chain has not yet told Redis: the first attempts
@@ -323,9 +258,9 @@ func (c *Chain) tell(ctx context.Context, t *target, to breaker.State, again boo
 func (c *Chain) Flush(ctx context.Context) error {
 	var errs []error
 	if c.shared != nil {
-		for _, t := range c.targets {
-			if u := t.unpublished.Swap(0); u != 0 && !c.tell(ctx, t, breaker.State(u-1), true) {
-				errs = append(errs, fmt.Errorf("chain %q: target %q: its breaker's change to %v was not published", c.name, t.Name, breaker.State(u-1)))
+		if err := c.shared.state.Flush(ctx); err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("chain %q: %w", c.name, e))
 			}
 		}
 	}
@@ -342,4 +277,12 @@ func (c *Chain) Flush(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin returns the errors err joins (errors.Join's), or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

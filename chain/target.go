@@ -1,7 +1,6 @@
 package chain
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -135,9 +134,6 @@ type target struct {
 	schema   *validate.Schema
 	ob       observe.Target    // how events name it
 	throttle *throttle.Limiter // nil when off
-	// unpublished is, with Builder.Shared, the breaker change (State+1)
-	// Redis did not take, to tell the other replicas again; 0 when none.
-	unpublished atomic.Int32
 }
 
 // prepare turns the caller's request, copied into req, into the request

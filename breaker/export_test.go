@@ -1,0 +1,25 @@
+package breaker
+
+import "time"
+
+// Hooks into the protocol Shared runs internally (Sync, Publish), for the
+// tests of package breaker_test.
+
+// OpenElsewhereForTest is what Sync applies to b for a publication read
+// until until, with s's Slack.
+func (s *Shared) OpenElsewhereForTest(b *Breaker, until time.Time, asOf uint64) {
+	b.openElsewhere(until, asOf, s.Slack())
+}
+
+// CloseElsewhereForTest is what Sync applies to g for a closure read until
+// until, capped by limit, with s's Slack.
+func (s *Shared) CloseElsewhereForTest(g *Gate, until time.Time, limit time.Duration) {
+	g.closeUntilElsewhere(until, limit, s.Slack())
+}
+
+// ChangesForTest is how many state changes b has made, as Sync reads it
+// before its Load.
+func ChangesForTest(b *Breaker) uint64 { return b.changes.Load() }
+
+// TakeChangeForTest is what Publish takes from b.
+func TakeChangeForTest(b *Breaker) (State, bool) { return b.takeChange() }
