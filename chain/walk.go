@@ -87,8 +87,7 @@ func (w *walk) done() {
 
 // served is what answered a call; ob is nil when nothing did.
 type served struct {
-	ob       *observe.Target
-	degraded bool
+	ob *observe.Target
 	// streaming is true when the answer is a committed stream, still
 	// arriving.
 	streaming bool
@@ -138,7 +137,7 @@ func (w *walk) run() (served, error) {
 	}
 	w.from = len(c.targets)
 	if g := w.degrade(); g != nil {
-		return served{ob: &g.ob, degraded: true}, nil
+		return served{ob: &g.ob}, nil
 	}
 	return served{}, &ExhaustedError{Chain: c.name, Causes: w.causes}
 }
