@@ -48,6 +48,12 @@ func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
 		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason}
 }
 
+// served writes the record of attempt a, which answered, into rec (zero).
+func (a *attempt) served(rec *Attempt, s *sent) {
+	rec.Target, rec.Tier, rec.Model, rec.N, rec.Decision = a.t.Name, a.t.tier, a.t.Model, a.n, DecisionServed
+	rec.Wait, rec.Duration, rec.Status, rec.RequestID = a.wait, s.elapsed, s.status, s.requestID
+}
+
 // skipped is the record of attempt n on t, not sent (after waiting wait),
 // for err.
 func skipped(t *target, n int, wait time.Duration, err error, reason string) Attempt {
@@ -95,7 +101,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 		case s.committed:
 			return tried{resp: s.resp, committed: true}
 		case s.err == nil:
-			w.record(a.record(&s, DecisionServed, ""))
+			a.served(w.grow(), &s)
 			return tried{resp: s.resp, js: s.js}
 		case s.kind == llm.KindCanceled:
 			w.record(a.record(&s, DecisionStop, "the caller canceled"))

@@ -261,5 +261,5 @@ func sleep(ctx context.Context, d time.Duration) error {
 // serve fills the result from the answer of t.
 func (r *Result) serve(t *target, resp *llm.Response) {
 	r.Response = *resp
-	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.Provider.Name(), Model: resp.Model, RequestID: resp.RequestID}
+	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.ob.Provider, Model: resp.Model, RequestID: resp.RequestID}
 }

@@ -187,7 +187,16 @@ func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason st
 
 // record adds a to the result: the only place Result.Attempts grows, once
 // per attempt or skip, with its decision, wait and reason already set.
-func (w *walk) record(a Attempt) { w.res.Attempts = append(w.res.Attempts, a) }
+func (w *walk) record(a Attempt) { *w.grow() = a }
+
+// grow adds a zero record to the result and returns it, for record, and
+// for the served attempt, whose record is written in place (sparing the
+// healthy path a copy of the record into the heap).
+func (w *walk) grow() *Attempt {
+	r := w.res
+	r.Attempts = append(r.Attempts, Attempt{})
+	return &r.Attempts[len(r.Attempts)-1]
+}
 
 // serve fills the result from t's answer and remembers it.
 func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage) {
