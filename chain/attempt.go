@@ -11,7 +11,6 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/throttle"
 )
 
 // attempt is one attempt in flight on a target.
@@ -160,117 +159,6 @@ func (w *walk) leave(a *attempt, s *sent, st step) tried {
 	return tried{err: s.err, kind: s.kind, stop: st.decision == DecisionStop}
 }
 
-// retryRefused asks, before sleeping, whether the retry plan granted can be
-// sent: not when other calls (or replicas) opened the breaker meanwhile,
-// nor when the budget is exhausted. A refused retry leaves the target.
-func (w *walk) retryRefused(a *attempt, s *sent) (tried, bool) {
-	t := a.t
-	var why error
-	var reason string
-	var cause observe.SkipCause
-	if why = t.breaker.Refusal(); why != nil {
-		reason, cause = breakerReason(t, why), observe.SkipBreaker
-	} else if why = t.budget.Withdraw(w.ctx); why != nil {
-		reason, cause = "retry budget exhausted", observe.SkipBudget
-	} else {
-		return tried{}, false
-	}
-	if s.retryAfter > 0 {
-		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
-	}
-	w.record(a.record(s, DecisionNext, reason))
-	w.record(skipped(t, a.n+1, 0, why, reason))
-	w.obs.skip(&t.ob, a.n+1, cause, reason, why)
-	return tried{err: &refusedError{s.err, why}, kind: s.kind}, true
-}
-
-// readmit asks the gate and the breaker again after the wait before retry
-// n: other calls may have closed or opened them meanwhile. A refusal is
-// recorded with the wait that was slept for nothing.
-func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, error) {
-	var why error
-	var reason string
-	var cause observe.SkipCause
-	if until, err := t.gate.Refusal(); err != nil {
-		why, reason, cause = err, gateReason(until, err), observe.SkipGate
-	} else if ticket, err := t.breaker.Allow(); err != nil {
-		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker
-	} else {
-		return ticket, nil
-	}
-	w.record(skipped(t, n, wait, why, reason))
-	w.obs.skip(&t.ob, n, cause, reason, why)
-	return breaker.Ticket{}, why
-}
-
-// waitCut ends the walk on t when the deadline or the caller ended the
-// wait before attempt a+1, after slept: the retry granted is not sent.
-func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
-	refund(w.ctx, a.t.budget)
-	if cerr := canceled(w.caller); cerr != nil {
-		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
-		rec.Decision = DecisionStop
-		w.record(rec)
-		return tried{err: cerr, kind: llm.KindCanceled}
-	}
-	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, "the deadline passed during the wait"))
-	return tried{err: s.err, kind: s.kind}
-}
-
-// pace waits for t's self-throttling slot for attempt a (sending req), adding the wait
-// to a's. A slot further away than MaxWait or the deadline refuses the
-// attempt (recorded as a skip); so does the caller's cancellation. last
-// is the target's last failure, if a is a retry.
-func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
-	paced, err := w.reserve(a, req)
-	if err == nil {
-		a.wait += paced
-		return tried{}, false
-	}
-	a.ticket.Report(retry.Excluded) // not sent: count nothing
-	switch {
-	case errors.Is(err, context.Canceled):
-		return tried{err: err, kind: llm.KindCanceled}, true
-	case last.err != nil:
-		refund(w.ctx, a.t.budget)
-		return tried{err: &refusedError{last.err, err}, kind: last.kind}, true
-	}
-	return tried{err: err, kind: llm.KindRateLimited}, true
-}
-
-// reserve takes a's slot (sending req) from t's limiter and sleeps until
-// it comes.
-func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
-	t := a.t
-	now := time.Now()
-	limit := t.throttle.MaxWait()
-	if dl, ok := w.ctx.Deadline(); ok {
-		limit = min(limit, dl.Sub(now))
-	}
-	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(*req), limit)
-	if ok && wait <= 0 {
-		return 0, nil
-	}
-	if !ok {
-		reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
-		n := a.n
-		if n == 1 {
-			n = 0 // the target is passed over
-		}
-		w.record(skipped(t, n, a.wait, throttle.ErrThrottled, reason))
-		w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
-		return 0, throttle.ErrThrottled
-	}
-	if err := sleep(w.ctx, wait); err != nil {
-		r.Cancel(time.Now())
-		if cerr := canceled(w.caller); cerr != nil {
-			return 0, cerr
-		}
-		return 0, throttle.ErrThrottled
-	}
-	return wait, nil
-}
-
 // attempt makes attempt a, sending req: observed, under the target's Timeout, sent by
 // the walk's sender, its answer validated, its end reported to the
 // throttle, the breaker, the budget and the observers. A stream that
@@ -352,4 +240,50 @@ func (w *walk) classify(s *sent, err error) {
 	} else if s.kind == llm.KindCanceled {
 		s.kind = llm.KindUnknown
 	}
+}
+
+// rateLimitOf is the allowance announced with an answer or a failure.
+func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
+	if resp != nil {
+		return resp.RateLimit
+	}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.RateLimit
+	}
+	return llm.RateLimit{}
+}
+
+// complete makes one attempt. A provider that panics has its breaker
+// ticket released (a half-open probe slot would otherwise be held for good)
+// before the panic goes on; a ticket that holds nothing needs no guard.
+func complete(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+	if !ticket.Held() {
+		return t.Provider.Complete(ctx, req)
+	}
+	return completeGuarded(ctx, t, req, ticket)
+}
+
+func completeGuarded(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ticket.Report(retry.Excluded)
+			panic(p)
+		}
+	}()
+	return t.Provider.Complete(ctx, req)
+}
+
+// fair reports whether an attempt that started at start (on c's clock) and
+// was cut short by ctx's deadline had a fair chance: at least half of the
+// time the call had from its first attempt. Such an attempt counts against
+// the target's breaker; a target that hangs until every call's deadline is
+// failing, even without a per-attempt Timeout.
+func (c *Chain) fair(ctx context.Context, start, begin time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	end := dl.Sub(c.epoch)
+	return end-start >= (end-begin)/2
 }

@@ -158,3 +158,9 @@ func (a Attempt) String() string {
 	}
 	return b.String()
 }
+
+// serve fills the result from the answer of t.
+func (r *Result) serve(t *target, resp *llm.Response) {
+	r.Response = *resp
+	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.ob.Provider, Model: resp.Model, RequestID: resp.RequestID}
+}
