@@ -1,5 +1,7 @@
 package llm
 
+import "encoding/json"
+
 // Role is the author of a Message.
 type Role string
 
@@ -10,10 +12,16 @@ const (
 	RoleAssistant Role = "assistant"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation: plain text in Content, and
+// anything else (images, documents, tool calls, tool results, more text) in
+// Parts, in order, after Content's text when both are set. See Part for
+// which parts each role may carry; Request.Validate checks it.
 type Message struct {
-	Role    Role
+	Role Role
+	// Content is plain text: shorthand for one text part, first.
 	Content string
+	// Parts is everything else, in order.
+	Parts []Part
 }
 
 // Params are the sampling parameters of a request. Zero values mean "not
@@ -40,6 +48,17 @@ type Request struct {
 	Messages []Message
 	Model    string
 	Params   Params
+	// Tools are the tools the model may call; its calls come back in
+	// Response.ToolCalls.
+	Tools []Tool
+	// ToolChoice says whether and which tool the model must call; the zero
+	// value lets it choose (auto).
+	ToolChoice ToolChoice
+	// ResponseSchema, when set, asks the provider for native structured
+	// output: an answer constrained to this JSON Schema. A chain sets it for
+	// the targets with NativeSchema; the chain validates the answer against
+	// its full schema all the same.
+	ResponseSchema json.RawMessage
 }
 
 // Float returns a pointer to f, for Params.Temperature and Params.TopP.

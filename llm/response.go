@@ -19,6 +19,71 @@ type Response struct {
 	FinishReason string
 	Usage        Usage
 	RateLimit    RateLimit
+	// ToolCalls are the calls the model made, in order; answer each with a
+	// ToolResult part in the next user message.
+	ToolCalls []ToolCall
+	// Finish is FinishReason normalized across providers.
+	Finish Finish
+}
+
+// Finish is why the model stopped, the same for every provider.
+type Finish uint8
+
+// The finish reasons.
+const (
+	// FinishUnknown: the provider sent none, or one not listed here
+	// (FinishReason holds it as sent).
+	FinishUnknown Finish = iota
+	// FinishStop: the model ended its answer (end_turn, stop, a stop
+	// sequence).
+	FinishStop
+	// FinishLength: the answer reached MaxTokens, or the context window
+	// (max_tokens, length, model_context_window_exceeded).
+	FinishLength
+	// FinishToolUse: the model called tools and waits for their results
+	// (tool_use, tool_calls, function_call).
+	FinishToolUse
+	// FinishContentFilter: the provider's filter cut the answer
+	// (content_filter). A refusal is returned as an error, not an answer.
+	FinishContentFilter
+	// FinishPause: the provider paused a long turn; send the conversation
+	// back to continue it (Anthropic pause_turn).
+	FinishPause
+)
+
+// String returns the finish reason's name: unknown, stop, length,
+// tool_use, content_filter, pause.
+func (f Finish) String() string {
+	switch f {
+	case FinishStop:
+		return "stop"
+	case FinishLength:
+		return "length"
+	case FinishToolUse:
+		return "tool_use"
+	case FinishContentFilter:
+		return "content_filter"
+	case FinishPause:
+		return "pause"
+	}
+	return "unknown"
+}
+
+// FinishOf normalizes a provider's finish or stop reason as sent.
+func FinishOf(raw string) Finish {
+	switch raw {
+	case "end_turn", "stop", "stop_sequence", "STOP":
+		return FinishStop
+	case "max_tokens", "length", "model_context_window_exceeded", "MAX_TOKENS":
+		return FinishLength
+	case "tool_use", "tool_calls", "function_call":
+		return FinishToolUse
+	case "content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII":
+		return FinishContentFilter
+	case "pause_turn":
+		return FinishPause
+	}
+	return FinishUnknown
 }
 
 // Usage counts the tokens of one call.

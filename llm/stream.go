@@ -14,7 +14,8 @@ type StreamProvider interface {
 // Stream is one answer arriving in chunks. It is not safe for concurrent
 // use. The caller must Close it, whether or not it read to the end.
 type Stream interface {
-	// Next returns the next piece of the answer's text. At the end of a
+	// Next returns the next piece of the answer: text, or a tool call
+	// once the provider has sent all of it. At the end of a
 	// complete answer it returns io.EOF; a failure after the response
 	// started (an error event after a 200, a cut connection, a malformed
 	// event) is returned as an *Error, classified like any other.
@@ -31,4 +32,8 @@ type Stream interface {
 type Chunk struct {
 	// Text is the piece of the answer's text.
 	Text string
+	// ToolCall is a tool call the model finished making (its arguments
+	// assembled from the provider's deltas); nil in a text chunk. The
+	// calls are also in Response().ToolCalls.
+	ToolCall *ToolCall
 }

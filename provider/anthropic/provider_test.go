@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +149,7 @@ func TestSuccess(t *testing.T) {
 	}
 	rl := res.RateLimit
 	res.RateLimit = llm.RateLimit{}
-	if *res != want {
+	if !reflect.DeepEqual(*res, want) {
 		t.Errorf("response\n got %+v\nwant %+v", *res, want)
 	}
 	r0, _ := time.Parse(time.RFC3339, reset)

@@ -32,7 +32,7 @@ func newRequest(req llm.Request) *request {
 		r.MaxTokens = DefaultMaxTokens
 	}
 	for i, m := range req.Messages {
-		r.Messages[i] = message(m)
+		r.Messages[i] = message{Role: m.Role, Content: m.Content}
 	}
 	return r
 }

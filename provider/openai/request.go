@@ -42,7 +42,7 @@ func (p *Provider) newRequest(req llm.Request) *request {
 		r.Messages = append(r.Messages, message{Role: roleSystem, Content: req.System})
 	}
 	for _, m := range req.Messages {
-		r.Messages = append(r.Messages, message(m))
+		r.Messages = append(r.Messages, message{Role: m.Role, Content: m.Content})
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -242,7 +243,7 @@ func TestWhole(t *testing.T) {
 		t.Errorf("before Next: %+v", s.Response())
 	}
 	got, err := drain(s)
-	if got != "all at once," || err != io.EOF || *s.Response() != *res {
+	if got != "all at once," || err != io.EOF || !reflect.DeepEqual(*s.Response(), *res) {
 		t.Errorf("got %q, %v, %+v", got, err, s.Response())
 	}
 	s = e.Whole(r, &llm.Response{})

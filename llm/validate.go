@@ -1,0 +1,148 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// MaxToolName is the longest tool name every provider accepts.
+const MaxToolName = 64
+
+// Validate checks that req is a conversation every provider could take,
+// before anything is sent: each message has content; each part has exactly
+// one field set and a role that may carry it (Media and ToolResult in a
+// user message, ToolCall in an assistant message); every ToolResult
+// answers a ToolCall made earlier in the conversation, and no call is
+// answered twice; tools have unique, well-formed names and JSON schemas;
+// ToolChoice names a tool of the request; ResponseSchema is JSON.
+//
+// A failure is an *Error of KindBadRequest (Provider "backstop") whose
+// Message names the message and part by position, never their content; the
+// id or name at fault is in Detail.
+func (r *Request) Validate() error {
+	calls := map[string]bool{} // call id -> answered
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if m.Role != RoleUser && m.Role != RoleAssistant {
+			return badRequest(fmt.Sprintf("message %d: role %q is neither %q nor %q (the system prompt goes in Request.System)", i, m.Role, RoleUser, RoleAssistant), "")
+		}
+		if m.Content == "" && len(m.Parts) == 0 {
+			return badRequest(fmt.Sprintf("message %d (%s) is empty: set Content or Parts", i, m.Role), "")
+		}
+		for j := range m.Parts {
+			if err := checkPart(calls, m.Role, i, j, &m.Parts[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return r.checkTools()
+}
+
+// checkPart checks part j of message i (role), recording the tool calls
+// made and answered in calls.
+func checkPart(calls map[string]bool, role Role, i, j int, p *Part) error {
+	at := func(format string, args ...any) string {
+		return fmt.Sprintf("message %d (%s), part %d: ", i, role, j) + fmt.Sprintf(format, args...)
+	}
+	switch n := p.set(); {
+	case n == 0:
+		return badRequest(at("the part is empty: set exactly one of Text, Media, ToolCall, ToolResult"), "")
+	case n > 1:
+		return badRequest(at("the part sets %d fields: set exactly one of Text, Media, ToolCall, ToolResult", n), "")
+	}
+	switch {
+	case p.Media != nil:
+		if role != RoleUser {
+			return badRequest(at("images and documents go in a user message"), "")
+		}
+		md := p.Media
+		switch {
+		case (len(md.Data) == 0) == (md.URL == ""):
+			return badRequest(at("media sets %s: set exactly one of Data and URL", map[bool]string{true: "neither Data nor URL", false: "both Data and URL"}[md.URL == ""]), "")
+		case len(md.Data) > 0 && md.MediaType == "":
+			return badRequest(at("inline media has no MediaType (image/png, application/pdf, …)"), "")
+		}
+	case p.ToolCall != nil:
+		tc := p.ToolCall
+		switch {
+		case role != RoleAssistant:
+			return badRequest(at("a tool call goes in an assistant message (the model made it)"), "")
+		case tc.ID == "" || tc.Name == "":
+			return badRequest(at("a tool call needs an ID and a Name"), "")
+		case len(tc.Arguments) > 0 && !isObject(tc.Arguments):
+			return badRequest(at("the tool call's Arguments are not a JSON object"), "call "+tc.ID)
+		}
+		if _, dup := calls[tc.ID]; dup {
+			return badRequest(at("a tool call reuses the ID of an earlier call"), "call "+tc.ID)
+		}
+		calls[tc.ID] = false
+	case p.ToolResult != nil:
+		tr := p.ToolResult
+		answered, made := calls[tr.CallID]
+		switch {
+		case role != RoleUser:
+			return badRequest(at("a tool result goes in a user message"), "")
+		case !made:
+			return badRequest(at("the tool result answers a call no earlier assistant message made"), "call "+tr.CallID)
+		case answered:
+			return badRequest(at("the tool result answers a call already answered"), "call "+tr.CallID)
+		}
+		calls[tr.CallID] = true
+	}
+	return nil
+}
+
+// checkTools checks the tools, the tool choice and the response schema.
+func (r *Request) checkTools() error {
+	names := make(map[string]bool, len(r.Tools))
+	for i, t := range r.Tools {
+		if err := checkToolName(t.Name); err != "" {
+			return badRequest(fmt.Sprintf("tool %d: %s", i, err), "tool "+t.Name)
+		}
+		if names[t.Name] {
+			return badRequest(fmt.Sprintf("tool %d: the name is the name of an earlier tool", i), "tool "+t.Name)
+		}
+		names[t.Name] = true
+		if len(t.InputSchema) > 0 && !isObject(t.InputSchema) {
+			return badRequest(fmt.Sprintf("tool %d: InputSchema is not a JSON object", i), "tool "+t.Name)
+		}
+	}
+	switch c := r.ToolChoice; {
+	case c.Mode > ToolNamed:
+		return badRequest(fmt.Sprintf("ToolChoice.Mode %d is not a ToolMode", c.Mode), "")
+	case c.Mode == ToolNamed && !names[c.Name]:
+		return badRequest("ToolChoice names a tool the request does not have", "tool "+c.Name)
+	case c.Mode != ToolNamed && c.Name != "":
+		return badRequest("ToolChoice sets Name without Mode ToolNamed (use llm.UseTool)", "tool "+c.Name)
+	case c.Mode == ToolAny && len(r.Tools) == 0:
+		return badRequest("ToolChoice is any but the request has no tools", "")
+	}
+	if len(r.ResponseSchema) > 0 && !isObject(r.ResponseSchema) {
+		return badRequest("ResponseSchema is not a JSON object", "")
+	}
+	return nil
+}
+
+// checkToolName says what is wrong with a tool name; "" when nothing is.
+func checkToolName(name string) string {
+	if name == "" || len(name) > MaxToolName {
+		return fmt.Sprintf("a tool name has 1 to %d bytes", MaxToolName)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return "a tool name holds only letters, digits, _ and -"
+		}
+	}
+	return ""
+}
+
+// isObject reports whether b is a JSON object.
+func isObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// badRequest is the failure of a request that no provider would take.
+func badRequest(msg, detail string) *Error {
+	return &Error{Provider: "backstop", Kind: KindBadRequest, Message: msg, Detail: detail}
+}
