@@ -22,6 +22,7 @@ type attempt struct {
 	start  time.Duration // on the chain's clock
 	obs    attemptObs
 	cancel context.CancelFunc // the per-attempt Timeout's; nil when none
+	tools  []llm.Tool         // the request's, to check the answer's calls
 }
 
 // sent is how an attempt ended, as the walk classified it.
@@ -86,7 +87,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 			}
 		}
 		// On the stack, with the request beside it: a stream keeps copies.
-		a := &attempt{t: t, n: n, ticket: ticket, wait: wait}
+		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools}
 		if t.throttle != nil {
 			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
 				return out
@@ -117,7 +118,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket) tried {
 		w.obs.retry(&t.ob, n, s.kind, st.wait, s.retryAfter, st.reason)
 		if s.invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
-			req.Messages = reask(req.Messages, s.invalid.Text, s.err)
+			req.Messages = reask(req.Messages, req.Tools, s.invalid, s.err)
 		} else {
 			prev = st.wait
 		}
@@ -194,11 +195,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if err == nil && resp == nil {
 		err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 	}
-	if err == nil && t.schema != nil {
-		var verr error
-		if s.js, verr = t.schema.Validate(resp.Text); verr != nil {
+	if err == nil && (t.schema != nil || len(resp.ToolCalls) > 0) {
+		if s.js, err = c.checkAnswer(t, a.tools, resp); err != nil {
 			s.invalid = resp
-			err = invalidOutput(t.Provider.Name(), 200, resp.RequestID, verr)
 		}
 	}
 	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading

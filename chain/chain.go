@@ -27,7 +27,15 @@ type Chain struct {
 	state           []observe.StateObserver // those of them that observe state changes
 	shared          *shared                 // nil unless Builder.Shared
 	epoch           time.Time               // origin of clock
+	tools           toolSchemas             // the tools' InputSchemas, compiled
+	warnings        []string                // see Warnings
 }
+
+// Warnings lists what Build found legal but likely unintended: today, a
+// target that cannot carry what an earlier one takes (tools, images,
+// documents, a native schema), which a request carrying it skips. Log them
+// when the chain is built; nil when there is nothing to say.
+func (c *Chain) Warnings() []string { return c.warnings }
 
 // degrader is a Degradation as Build compiled it.
 type degrader struct {

@@ -28,6 +28,10 @@ var (
 	// ErrDeadline is the reason recorded for model targets not tried because
 	// the chain's deadline had passed.
 	ErrDeadline = errors.New("chain deadline passed")
+	// ErrCapability is the reason recorded for a target skipped because
+	// the request carries what its provider cannot take (see
+	// Target.Lacks and llm.CapableProvider).
+	ErrCapability = errors.New("the target cannot carry what the request holds")
 )
 
 // TargetError is one target's failure, as joined into an ExhaustedError or

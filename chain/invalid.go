@@ -4,6 +4,7 @@ package chain
 // the answer, and the conversation that re-asks the model.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,13 +67,67 @@ func violations(err error) (paths, keywords []string) {
 	return paths, keywords
 }
 
-// reask returns the conversation to re-ask a model whose answer failed the
-// schema: msgs, the answer, and the problems (validate.Feedback). msgs is
-// copied, never appended to in place.
-func reask(msgs []llm.Message, answer string, err error) []llm.Message {
+// reask returns the conversation to re-ask a model whose answer failed
+// its check (err): msgs, the answer, and the problems. An answer that
+// called tools is replayed with its calls, each answered by an error tool
+// result (the problem for the call at fault, "not run" for the others),
+// which is how the providers expect a model to be told; any other answer
+// is followed by the problems as text (validate.Feedback). msgs is copied,
+// never appended to in place.
+func reask(msgs []llm.Message, tools []llm.Tool, answer *llm.Response, err error) []llm.Message {
 	out := make([]llm.Message, 0, len(msgs)+2)
 	out = append(out, msgs...)
-	return append(out,
-		llm.Message{Role: llm.RoleAssistant, Content: answer},
-		llm.Message{Role: llm.RoleUser, Content: validate.Feedback(err)})
+	var terr *ToolCallError
+	if len(answer.ToolCalls) == 0 || !errors.As(err, &terr) || !replayable(answer.ToolCalls) {
+		text := answer.Text
+		if text == "" {
+			text = "(no text)"
+		}
+		return append(out,
+			llm.Message{Role: llm.RoleAssistant, Content: text},
+			llm.Message{Role: llm.RoleUser, Content: feedbackOf(tools, err)})
+	}
+	said := llm.Message{Role: llm.RoleAssistant, Content: answer.Text, Parts: make([]llm.Part, 0, len(answer.ToolCalls))}
+	told := llm.Message{Role: llm.RoleUser, Parts: make([]llm.Part, 0, len(answer.ToolCalls))}
+	for i, c := range answer.ToolCalls {
+		said.Parts = append(said.Parts, llm.ToolCallPart(c.ID, c.Name, c.Arguments))
+		why := "Not run: another tool call in this answer was invalid. Call the tools again."
+		if i == terr.Call {
+			why = terr.feedback(tools)
+		}
+		told.Parts = append(told.Parts, llm.ToolResultPart(c.ID, why, true))
+	}
+	return append(out, said, told)
+}
+
+// isJSONObject reports whether b is a JSON object.
+func isJSONObject(b []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// feedbackOf is what a model is told of its failed answer, in words.
+func feedbackOf(tools []llm.Tool, err error) string {
+	var terr *ToolCallError
+	if errors.As(err, &terr) {
+		return terr.feedback(tools)
+	}
+	return validate.Feedback(err)
+}
+
+// replayable reports whether calls can be replayed in a conversation:
+// each has a non-empty id used once, and arguments that are a JSON object.
+// Others are re-asked in words.
+func replayable(calls []llm.ToolCall) bool {
+	for i, c := range calls {
+		if c.ID == "" || len(c.Arguments) > 0 && !isJSONObject(c.Arguments) {
+			return false
+		}
+		for _, d := range calls[:i] {
+			if d.ID == c.ID {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -2,9 +2,11 @@ package chain
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,8 +39,10 @@ type LastGoodOption func(*lastGood)
 
 // WithKey replaces the key a question is remembered under. The default is a
 // hash of the chain's name and everything the caller sends that shapes the
-// answer: its System prompt and its messages (roles and contents), not the
-// per-target prompts, so that the same question asked of any target shares
+// answer: its System prompt, its messages (roles, contents and parts:
+// text, tool calls and results, images and documents by the hash of their
+// bytes), its tools, tool choice and response schema; not the per-target
+// prompts, so that the same question asked of any target shares
 // one entry, and the same words under another System prompt (another
 // tenant's, another product's) do not. Use it to key on fewer fields (a
 // normalised question) or more; WithContextKey also gives the function the
@@ -134,14 +138,68 @@ func (l *lastGood) keyOf(ctx context.Context, req llm.Request) string {
 	if l.key != nil {
 		return l.key(ctx, l.chain, req)
 	}
-	parts := make([]string, 0, 3+2*len(req.Messages))
-	// "v2": the System prompt is part of the key since this version; an
-	// entry stored without it is not served for a question with one.
-	parts = append(parts, l.chain, "v2", req.System)
-	for _, m := range req.Messages {
-		parts = append(parts, string(m.Role), m.Content)
+	return cache.Key(keyParts(l.chain, &req)...)
+}
+
+// keyParts lists everything in req that shapes the answer, after the
+// chain's name: the System prompt, each message's role, content and parts
+// (media by the SHA-256 of their bytes, not by URL alone), the tools, the
+// tool choice and the response schema. A text-only conversation's parts are
+// the same as in version "v2", so its remembered answers stay valid; "v3"
+// marks a request that carries more.
+func keyParts(chain string, req *llm.Request) []string {
+	version := "v2" // the System prompt is part of the key since v2
+	if rich(req) {
+		version = "v3"
 	}
-	return cache.Key(parts...)
+	parts := make([]string, 0, 3+2*len(req.Messages))
+	parts = append(parts, chain, version, req.System)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		parts = append(parts, string(m.Role), m.Content)
+		if version == "v2" {
+			continue
+		}
+		parts = append(parts, strconv.Itoa(len(m.Parts)))
+		for _, p := range m.Parts {
+			parts = appendPart(parts, &p)
+		}
+	}
+	if version == "v2" {
+		return parts
+	}
+	parts = append(parts, "tools", strconv.Itoa(len(req.Tools)))
+	for _, t := range req.Tools {
+		parts = append(parts, t.Name, t.Description, string(t.InputSchema))
+	}
+	return append(parts, req.ToolChoice.Mode.String(), req.ToolChoice.Name, string(req.ResponseSchema))
+}
+
+// rich reports whether req carries more than text.
+func rich(req *llm.Request) bool {
+	if len(req.Tools) > 0 || req.ToolChoice != (llm.ToolChoice{}) || len(req.ResponseSchema) > 0 {
+		return true
+	}
+	for i := range req.Messages {
+		if len(req.Messages[i].Parts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendPart appends the key parts of p: its kind, then what it holds.
+func appendPart(parts []string, p *llm.Part) []string {
+	switch {
+	case p.Media != nil:
+		sum := sha256.Sum256(p.Media.Data)
+		return append(parts, "media", p.Media.MediaType, p.Media.URL, string(sum[:]))
+	case p.ToolCall != nil:
+		return append(parts, "call", p.ToolCall.ID, p.ToolCall.Name, string(p.ToolCall.Arguments))
+	case p.ToolResult != nil:
+		return append(parts, "result", p.ToolResult.CallID, p.ToolResult.Content, strconv.FormatBool(p.ToolResult.IsError))
+	}
+	return append(parts, "text", p.Text)
 }
 
 // remembered is what LastGood stores: enough to serve the answer again and
@@ -154,6 +212,9 @@ type remembered struct {
 	FinishReason string    `json:"finish_reason,omitempty"`
 	Usage        llm.Usage `json:"usage"`
 	Target       string    `json:"target,omitempty"`
+	// ToolCalls are the answer's tool calls; the key covers the request's
+	// tools, so they are served only for the same tools.
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // remember stores resp, served by target, as the answer to req: at once
@@ -161,7 +222,7 @@ type remembered struct {
 // waiting (see LastGood). req and resp are read before it returns.
 func (l *lastGood) remember(ctx context.Context, req llm.Request, target string, resp *llm.Response) error {
 	v, err := json.Marshal(remembered{Text: resp.Text, Model: resp.Model, ID: resp.ID, RequestID: resp.RequestID,
-		FinishReason: resp.FinishReason, Usage: resp.Usage, Target: target})
+		FinishReason: resp.FinishReason, Usage: resp.Usage, Target: target, ToolCalls: resp.ToolCalls})
 	if err != nil {
 		return err
 	}
@@ -330,5 +391,5 @@ func (l *lastGood) recall(ctx context.Context, req llm.Request) (*llm.Response, 
 		return nil, age, fmt.Errorf("the remembered answer is not readable: %w", err)
 	}
 	return &llm.Response{Text: r.Text, Model: r.Model, ID: r.ID, RequestID: r.RequestID,
-		FinishReason: r.FinishReason, Usage: r.Usage}, age, nil
+		FinishReason: r.FinishReason, Finish: llm.FinishOf(r.FinishReason), Usage: r.Usage, ToolCalls: r.ToolCalls}, age, nil
 }

@@ -294,3 +294,68 @@ func TestLastGoodContextKeyReadsTheContext(t *testing.T) {
 		t.Errorf("tenant a: %v", err)
 	}
 }
+
+// TestLastGoodKeyCoversToolsAndAttachments: the same words with other
+// tools, another image (the same URL-less bytes differ) or another tool
+// result are another question; a remembered answer that called tools is
+// served, calls and all, only for the same tools.
+func TestLastGoodKeyCoversToolsAndAttachments(t *testing.T) {
+	store, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: 100, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := false
+	call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)}
+	p := &stub{name: "p", fn: func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if down {
+			return nil, &llm.Error{Provider: "p", Status: 503, Kind: llm.KindOverloaded}
+		}
+		if len(req.Tools) > 0 {
+			return &llm.Response{ToolCalls: []llm.ToolCall{call}, FinishReason: "tool_use"}, nil
+		}
+		return &llm.Response{Text: "a cat"}, nil
+	}}
+	c, err := chain.New("support").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 1}}).
+		OrDegrade(chain.LastGood(store)).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	image := func(b string) llm.Request {
+		return llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "what is this?", Parts: []llm.Part{llm.ImagePart("image/png", []byte(b))}}}}
+	}
+	tools := func(ts ...llm.Tool) llm.Request {
+		return llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "weather?"}}, Tools: ts}
+	}
+	weather := llm.Tool{Name: "get_weather", InputSchema: []byte(`{"type":"object"}`)}
+	clock := llm.Tool{Name: "get_time"}
+	for _, req := range []llm.Request{image("png one"), tools(weather)} {
+		if _, err := c.Call(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	down = true
+	for name, req := range map[string]llm.Request{
+		"another image":          image("png two"),
+		"no image":               {Messages: []llm.Message{{Role: llm.RoleUser, Content: "what is this?"}}},
+		"other tools":            tools(clock),
+		"more tools":             tools(weather, clock),
+		"another tool schema":    tools(llm.Tool{Name: "get_weather", InputSchema: []byte(`{"type":"object","required":["city"]}`)}),
+		"a forced tool choice":   {Messages: tools(weather).Messages, Tools: []llm.Tool{weather}, ToolChoice: llm.UseTool("get_weather")},
+		"a native schema":        {Messages: image("png one").Messages, ResponseSchema: []byte(`{"type":"object"}`)},
+		"the image as a URL":     {Messages: []llm.Message{{Role: llm.RoleUser, Content: "what is this?", Parts: []llm.Part{llm.ImageURLPart("https://example.com/a.png")}}}},
+		"the text as a part too": {Messages: []llm.Message{{Role: llm.RoleUser, Content: "what is this?", Parts: []llm.Part{llm.TextPart("png one")}}}},
+	} {
+		if res, err := c.Call(ctx, req); !errors.Is(err, chain.ErrNoLastGood) {
+			t.Errorf("%s: served %q %v, %v; want nothing remembered", name, res.Text, res.ToolCalls, err)
+		}
+	}
+	res, err := c.Call(ctx, image("png one"))
+	if err != nil || !res.Degraded || res.Text != "a cat" {
+		t.Errorf("the same image: %q %v", res.Text, err)
+	}
+	res, err = c.Call(ctx, tools(weather))
+	if err != nil || !res.Degraded || len(res.ToolCalls) != 1 || res.ToolCalls[0].ID != "toolu_1" || res.Finish != llm.FinishToolUse {
+		t.Errorf("the same tools: %+v %v", res.Response, err)
+	}
+}

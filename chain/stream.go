@@ -2,6 +2,7 @@ package chain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,10 @@ func (e *IncompleteError) Unwrap() []error { return []error{ErrIncomplete, e.Err
 type Chunk struct {
 	// Text is the next piece of the answer.
 	Text string
+	// ToolCall is a tool call the model finished making, its arguments
+	// whole (they are checked against the tool's InputSchema once the
+	// stream ends); nil in a text chunk. Result().ToolCalls has them all.
+	ToolCall *llm.ToolCall
 	// Restart, with an empty Text, says that the answer so far has failed
 	// and is discarded: the chunks after it are a new answer, from the
 	// next target. It is sent only to streams with Builder.RestartStreams.
@@ -208,7 +213,7 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
 	// The stream keeps its own attempt: the walk's lives on the walk's stack.
-	own := &attempt{t: a.t, n: a.n, ticket: a.ticket, wait: a.wait, start: a.start, obs: a.obs, cancel: a.cancel}
+	own := &attempt{t: a.t, n: a.n, ticket: a.ticket, wait: a.wait, start: a.start, obs: a.obs, cancel: a.cancel, tools: a.tools}
 	*st = streamState{a: own, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
@@ -371,7 +376,7 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	var text strings.Builder
 	text.WriteString(st.first.Text)
 	s.w.obs.firstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
-	if st.first.Text != "" && !s.deliver(yield, st.first.Text) {
+	if (st.first.Text != "" || st.first.ToolCall != nil) && !s.deliver(yield, Chunk{Text: st.first.Text, ToolCall: st.first.ToolCall}) {
 		s.abandon(text.String())
 		return nil, DecisionStop, true
 	}
@@ -385,7 +390,7 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 			break
 		}
 		text.WriteString(ch.Text)
-		if !s.deliver(yield, ch.Text) {
+		if !s.deliver(yield, Chunk{Text: ch.Text, ToolCall: ch.ToolCall}) {
 			s.abandon(text.String())
 			return nil, DecisionStop, true
 		}
@@ -393,10 +398,9 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	r := *st.stream.Response()
 	r.Text = text.String()
 	res.serve(t, &r)
-	if err == nil && t.schema != nil {
-		js, verr := t.schema.Validate(r.Text)
-		if verr != nil {
-			err = invalidOutput(t.Provider.Name(), 200, r.RequestID, verr)
+	if err == nil && (t.schema != nil || len(r.ToolCalls) > 0) {
+		var js json.RawMessage
+		if js, err = s.c.checkAnswer(t, a.tools, &r); err != nil {
 			s.w.obs.validationFailed(&t.ob, err)
 		}
 		res.JSON = js
@@ -419,12 +423,12 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 
 // deliver yields one chunk to the caller, the idle timer stopped while the
 // caller has it (the caller's time is not the provider's silence).
-func (s *Stream) deliver(yield func(Chunk, error) bool, text string) bool {
+func (s *Stream) deliver(yield func(Chunk, error) bool, ch Chunk) bool {
 	st := &s.st
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	ok := yield(Chunk{Text: text}, nil)
+	ok := yield(ch, nil)
 	if st.timer != nil {
 		st.timer.Reset(st.a.t.IdleTimeout)
 	}

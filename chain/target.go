@@ -67,6 +67,22 @@ type Target struct {
 	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
 	// breaker.Settings, the name DESIGN.md uses, is the same type.
 	Breaker breaker.Config
+	// NativeSchema asks this target's provider for native structured
+	// output: the target's Schema (or the chain's) goes out as
+	// Request.ResponseSchema, and the adapter asks for schema-constrained
+	// JSON. The answer is validated against the full schema all the same.
+	// Build fails when there is no Schema, when the provider lacks
+	// llm.CapNativeSchema, or when it cannot take this schema (an
+	// llm.SchemaChecker's refusal, which says what to change). Off by
+	// default.
+	NativeSchema bool
+	// Lacks removes capabilities from what the provider declares
+	// (llm.CapableProvider; a provider that declares nothing is assumed
+	// to take everything): a model without vision on a provider that
+	// takes images says llm.CapImages|llm.CapImageURLs. A request that
+	// carries what a target cannot take skips it, recorded with
+	// ErrCapability, instead of sending a request that must fail.
+	Lacks llm.Capabilities
 }
 
 // Tier is a target's place in the chain. Tiers are ordered: the primary,
@@ -134,6 +150,10 @@ type target struct {
 	schema   *validate.Schema
 	ob       observe.Target    // how events name it
 	throttle *throttle.Limiter // nil when off
+	caps     llm.Capabilities  // what its provider takes, less Lacks
+	// native is the schema sent as Request.ResponseSchema (NativeSchema);
+	// nil when off.
+	native []byte
 }
 
 // prepare turns the caller's request, copied into req, into the request
@@ -145,6 +165,9 @@ func (t *target) prepare(req *llm.Request) {
 	}
 	if t.hasParams {
 		mergeInto(&req.Params, &t.Params)
+	}
+	if t.native != nil {
+		req.ResponseSchema = t.native
 	}
 }
 

@@ -32,6 +32,7 @@ type walk struct {
 	causes    []error            // one per target that failed, in order
 	begin     time.Duration      // when the first attempt started, on the chain's clock; -1 before
 	minWindow int                // after a context-length failure: only larger windows; -1 before
+	needs     llm.Capabilities   // what the request carries beyond text
 	cancel    context.CancelFunc // the deadline's
 }
 
@@ -100,6 +101,9 @@ func (w *walk) run() (served, error) {
 	if len(w.req.Messages) == 0 {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
+	if err := w.check(); err != nil {
+		return served{}, fmt.Errorf("chain %q: %w", c.name, err)
+	}
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
 	}
@@ -148,6 +152,11 @@ func (w *walk) run() (served, error) {
 // cancellation.
 func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err error) {
 	c := w.c
+	if miss := w.needs &^ t.caps; miss != 0 {
+		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
+		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, miss)})
+		return ticket, false, nil
+	}
 	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
 		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,
 			fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow))
@@ -175,6 +184,17 @@ func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err erro
 		return ticket, false, nil
 	}
 	return ticket, true, nil
+}
+
+// check refuses, before anything is sent, a request no target could take
+// (llm.Request.Validate), and a tool whose InputSchema does not compile;
+// it notes what the request needs of a target.
+func (w *walk) check() error {
+	if err := w.req.Validate(); err != nil {
+		return err
+	}
+	w.needs = w.req.Needs()
+	return w.c.tools.compile(w.req.Tools)
 }
 
 // passOver records t passed over without a request, for cause.

@@ -20,7 +20,7 @@ const MaxToolName = 64
 // Message names the message and part by position, never their content; the
 // id or name at fault is in Detail.
 func (r *Request) Validate() error {
-	calls := map[string]bool{} // call id -> answered
+	var calls map[string]bool // call id -> answered; made at the first call
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		if m.Role != RoleUser && m.Role != RoleAssistant {
@@ -30,7 +30,7 @@ func (r *Request) Validate() error {
 			return badRequest(fmt.Sprintf("message %d (%s) is empty: set Content or Parts", i, m.Role), "")
 		}
 		for j := range m.Parts {
-			if err := checkPart(calls, m.Role, i, j, &m.Parts[j]); err != nil {
+			if err := checkPart(&calls, m.Role, i, j, &m.Parts[j]); err != nil {
 				return err
 			}
 		}
@@ -40,7 +40,8 @@ func (r *Request) Validate() error {
 
 // checkPart checks part j of message i (role), recording the tool calls
 // made and answered in calls.
-func checkPart(calls map[string]bool, role Role, i, j int, p *Part) error {
+func checkPart(callsp *map[string]bool, role Role, i, j int, p *Part) error {
+	calls := *callsp
 	at := func(format string, args ...any) string {
 		return fmt.Sprintf("message %d (%s), part %d: ", i, role, j) + fmt.Sprintf(format, args...)
 	}
@@ -75,6 +76,10 @@ func checkPart(calls map[string]bool, role Role, i, j int, p *Part) error {
 		if _, dup := calls[tc.ID]; dup {
 			return badRequest(at("a tool call reuses the ID of an earlier call"), "call "+tc.ID)
 		}
+		if calls == nil {
+			calls = map[string]bool{}
+			*callsp = calls
+		}
 		calls[tc.ID] = false
 	case p.ToolResult != nil:
 		tr := p.ToolResult
@@ -94,23 +99,23 @@ func checkPart(calls map[string]bool, role Role, i, j int, p *Part) error {
 
 // checkTools checks the tools, the tool choice and the response schema.
 func (r *Request) checkTools() error {
-	names := make(map[string]bool, len(r.Tools))
 	for i, t := range r.Tools {
 		if err := checkToolName(t.Name); err != "" {
 			return badRequest(fmt.Sprintf("tool %d: %s", i, err), "tool "+t.Name)
 		}
-		if names[t.Name] {
-			return badRequest(fmt.Sprintf("tool %d: the name is the name of an earlier tool", i), "tool "+t.Name)
+		for _, u := range r.Tools[:i] {
+			if u.Name == t.Name {
+				return badRequest(fmt.Sprintf("tool %d: the name is the name of an earlier tool", i), "tool "+t.Name)
+			}
 		}
-		names[t.Name] = true
-		if len(t.InputSchema) > 0 && !isObject(t.InputSchema) {
+		if len(t.InputSchema) > 0 && !looksObject(t.InputSchema) {
 			return badRequest(fmt.Sprintf("tool %d: InputSchema is not a JSON object", i), "tool "+t.Name)
 		}
 	}
 	switch c := r.ToolChoice; {
 	case c.Mode > ToolNamed:
 		return badRequest(fmt.Sprintf("ToolChoice.Mode %d is not a ToolMode", c.Mode), "")
-	case c.Mode == ToolNamed && !names[c.Name]:
+	case c.Mode == ToolNamed && !hasTool(r.Tools, c.Name):
 		return badRequest("ToolChoice names a tool the request does not have", "tool "+c.Name)
 	case c.Mode != ToolNamed && c.Name != "":
 		return badRequest("ToolChoice sets Name without Mode ToolNamed (use llm.UseTool)", "tool "+c.Name)
@@ -134,6 +139,30 @@ func checkToolName(name string) string {
 		}
 	}
 	return ""
+}
+
+// hasTool reports whether tools has one named name.
+func hasTool(tools []Tool, name string) bool {
+	for i := range tools {
+		if tools[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// looksObject reports whether b starts as a JSON object does: the cheap
+// check of a tool's InputSchema, which a chain compiles (and a provider
+// parses) in full.
+func looksObject(b json.RawMessage) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
 }
 
 // isObject reports whether b is a JSON object.

@@ -172,6 +172,9 @@ const (
 	SkipContextWindow
 	// SkipDeadline: the deadline passed before it was tried.
 	SkipDeadline
+	// SkipCapability: the request carries what it cannot take (tools,
+	// images, documents, a native schema).
+	SkipCapability
 )
 
 // String returns the cause's name.
@@ -189,6 +192,8 @@ func (c SkipCause) String() string {
 		return "context_window"
 	case SkipDeadline:
 		return "deadline"
+	case SkipCapability:
+		return "capability"
 	}
 	return "unknown"
 }

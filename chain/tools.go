@@ -1,0 +1,166 @@
+package chain
+
+// Tool calls: each distinct tool InputSchema compiled once per chain, and
+// the calls of an answer checked against the request's tools.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/validate"
+)
+
+// ErrUnknownTool is matched by the ToolCallError of a call that names no
+// tool of the request.
+var ErrUnknownTool = errors.New("the model called a tool the request does not have")
+
+// ToolCallError is a tool call in an answer that names no tool of the
+// request (ErrUnknownTool) or whose Arguments fail the tool's InputSchema
+// (validate.ErrInvalid, validate.ErrBadJSON). It is the Err of the
+// answer's *llm.Error, of KindInvalidOutput: the chain re-asks the target
+// once, telling the model what was wrong as an error tool result, then
+// moves on.
+type ToolCallError struct {
+	// Call is the call's place in Response.ToolCalls; ID and Name are the
+	// call's.
+	Call     int
+	ID, Name string
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *ToolCallError) Error() string {
+	if errors.Is(e.Err, ErrUnknownTool) {
+		return fmt.Sprintf("tool call %d (%s): %v", e.Call, e.Name, e.Err)
+	}
+	return fmt.Sprintf("tool call %d (%s): the arguments fail the tool's InputSchema: %s", e.Call, e.Name, schemaSummary(e.Err))
+}
+
+func (e *ToolCallError) Unwrap() error { return e.Err }
+
+// feedback is what the model is told of the failed call.
+func (e *ToolCallError) feedback(tools []llm.Tool) string {
+	if errors.Is(e.Err, ErrUnknownTool) {
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		return fmt.Sprintf("There is no tool named %q. The tools are: %s. Call one of them.", e.Name, strings.Join(names, ", "))
+	}
+	return "The arguments do not match the tool's input schema. " + validate.Feedback(e.Err)
+}
+
+// maxToolSchemas bounds the compiled schemas a chain keeps; past it they
+// are all forgotten and compiled again as calls need them.
+const maxToolSchemas = 1024
+
+// toolSchemas holds the compiled InputSchemas of the tools a chain's
+// calls carried, by their bytes: a schema is compiled once, not per call.
+type toolSchemas struct {
+	mu sync.RWMutex
+	m  map[string]*validate.Schema
+}
+
+// get returns raw compiled; nil for an empty schema (any object).
+func (ts *toolSchemas) get(raw []byte) (*validate.Schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	ts.mu.RLock()
+	s := ts.m[string(raw)] // no copy: the conversion is only looked up
+	ts.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	s, err := validate.Compile(raw)
+	if err != nil {
+		return nil, err
+	}
+	ts.mu.Lock()
+	if ts.m == nil || len(ts.m) >= maxToolSchemas {
+		ts.m = make(map[string]*validate.Schema)
+	}
+	ts.m[string(raw)] = s
+	ts.mu.Unlock()
+	return s, nil
+}
+
+// compile compiles every tool's InputSchema (once per distinct schema),
+// refusing a request whose tool schema does not compile before anything
+// is sent.
+func (ts *toolSchemas) compile(tools []llm.Tool) error {
+	for i := range tools {
+		if _, err := ts.get(tools[i].InputSchema); err != nil {
+			return &llm.Error{Provider: "backstop", Kind: llm.KindBadRequest,
+				Message: fmt.Sprintf("tool %d: InputSchema is not a valid JSON Schema", i), Detail: err.Error(), Err: err}
+		}
+	}
+	return nil
+}
+
+// check returns the first of calls that names no tool of tools or whose
+// Arguments fail its InputSchema; nil when every call is valid.
+func (ts *toolSchemas) check(tools []llm.Tool, calls []llm.ToolCall) *ToolCallError {
+	for i := range calls {
+		c := &calls[i]
+		tool := findTool(tools, c.Name)
+		if tool == nil {
+			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: ErrUnknownTool}
+		}
+		s, err := ts.get(tool.InputSchema)
+		if err != nil {
+			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err} // compiled before the call: unreachable
+		}
+		args := c.Arguments
+		if len(args) == 0 {
+			args = []byte("{}")
+		}
+		if s == nil {
+			s = anyObject
+		}
+		if err := s.ValidateJSON(args); err != nil {
+			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// anyObject checks the arguments of a tool without an InputSchema.
+var anyObject = validate.MustCompile([]byte(`{"type":"object"}`))
+
+// checkAnswer validates an answer of t to a request with tools: its tool
+// calls against the tools, or, when it calls none, its text against t's
+// Schema (an answer that calls tools is not the final answer the schema
+// describes). It returns the validated JSON, and the *llm.Error of
+// KindInvalidOutput for an answer that fails.
+func (c *Chain) checkAnswer(t *target, tools []llm.Tool, resp *llm.Response) (json.RawMessage, error) {
+	if len(resp.ToolCalls) > 0 {
+		if terr := c.tools.check(tools, resp.ToolCalls); terr != nil {
+			return nil, &llm.Error{Provider: t.ob.Provider, Status: 200, Kind: llm.KindInvalidOutput, Code: "invalid_tool_call",
+				Message: terr.Error(), RequestID: resp.RequestID, Err: terr}
+		}
+		return nil, nil
+	}
+	if t.schema == nil {
+		return nil, nil
+	}
+	js, verr := t.schema.Validate(resp.Text)
+	if verr != nil {
+		return nil, invalidOutput(t.ob.Provider, 200, resp.RequestID, verr)
+	}
+	return js, nil
+}
+
+// findTool returns the tool of tools named name, or nil.
+func findTool(tools []llm.Tool, name string) *llm.Tool {
+	for i := range tools {
+		if tools[i].Name == name {
+			return &tools[i]
+		}
+	}
+	return nil
+}
