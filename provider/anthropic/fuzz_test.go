@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -59,6 +60,9 @@ func FuzzParseResponse(f *testing.F) {
 		`{"content":[{"type":"text","text":"a"},{"type":"text"},{"text":"b"}],"usage":{"input_tokens":-1}}`,
 		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
 		`{"content":null}`, `[]`, `"text"`, ``,
+		toolBody,
+		`{"type":"message","content":[{"type":"tool_use","id":"toolu_019a016c6d9a97873778a4dd","name":"get","input":null},{"type":"tool_use"}],"stop_reason":"tool_use"}`,
+		`{"content":[{"type":"tool_use","id":"x","name":"y","input":[1,"a"]},{"type":"tool_use","id":7}]}`,
 	} {
 		f.Add([]byte(s), uint(0))
 	}
@@ -67,7 +71,7 @@ func FuzzParseResponse(f *testing.F) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
 			body = suite.WithKey(body, testKey, keyAt/2)
 		}
-		res, err := p.parse(fuzzReply(200, body))
+		res, err := p.parse(fuzzReply(200, body), nil)
 		if err != nil {
 			if res != nil {
 				t.Fatal("both a response and an error")
@@ -78,5 +82,82 @@ func FuzzParseResponse(f *testing.F) {
 		if !json.Valid(body) || res.RequestID != "req_1" {
 			t.Fatalf("accepted %q as %+v", body, res)
 		}
+		checkToolCalls(t, body, res, nil)
 	})
+}
+
+// FuzzParseToolCalls fuzzes the tool_use blocks of an answer to a request
+// whose ids were translated: every call comes back in order, with JSON
+// arguments, and a translated id as the caller's.
+func FuzzParseToolCalls(f *testing.F) {
+	f.Add("toolu_019a016c6d9a97873778a4dd", "get", []byte(`{"city": "Paris"}`), "Hi")
+	f.Add("call_1", "", []byte(`null`), "")
+	f.Add("", "x", []byte(`[]`), "\u0000")
+	f.Add("functions.get:0", "n", []byte(`{"a":{"b":[1,2,{}]}}`), "</script>")
+	p := newProvider(f, "http://127.0.0.1")
+	f.Fuzz(func(t *testing.T, id, name string, input []byte, text string) {
+		ids := newToolIDs()
+		sent := ids.Out("functions.get:0")
+		if id == "functions.get:0" {
+			id = sent // the API echoes the id it was sent
+		}
+		bl := map[string]any{"type": "tool_use", "id": id, "name": name}
+		if json.Valid(input) {
+			bl["input"] = json.RawMessage(input)
+		}
+		body, err := json.Marshal(map[string]any{"type": "message", "stop_reason": "tool_use", "content": []any{
+			map[string]string{"type": "text", "text": text}, bl, map[string]string{"type": "thinking", "thinking": text}, bl}})
+		if err != nil {
+			t.Skip()
+		}
+		res, err := p.parse(fuzzReply(200, body), &ids)
+		if err != nil {
+			t.Fatalf("parse %s: %v", body, err)
+		}
+		checkToolCalls(t, body, res, &ids)
+		var wantName string // name as JSON carries it (invalid UTF-8 replaced)
+		nb, _ := json.Marshal(name)
+		json.Unmarshal(nb, &wantName)
+		if len(res.ToolCalls) != 2 || res.ToolCalls[0].Name != wantName || res.Finish != llm.FinishToolUse {
+			t.Fatalf("calls %+v from %s", res.ToolCalls, body)
+		}
+		if id == sent && res.ToolCalls[0].ID != "functions.get:0" {
+			t.Fatalf("translated id came back as %q", res.ToolCalls[0].ID)
+		}
+	})
+}
+
+// checkToolCalls checks the calls of res parsed from body: one per
+// tool_use block, in order, with valid JSON arguments ({} for none) and the
+// ids mapped back through ids.
+func checkToolCalls(t *testing.T, body []byte, res *llm.Response, ids *wire.ToolIDs) {
+	t.Helper()
+	var b struct {
+		Content []struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return // parse took what a stricter decoder refuses; nothing to compare
+	}
+	var want []string
+	for _, bl := range b.Content {
+		if bl.Type == "tool_use" {
+			id := bl.ID
+			if ids != nil {
+				id = ids.Back(id)
+			}
+			want = append(want, id)
+		}
+	}
+	if got := callIDs(res.ToolCalls); !reflect.DeepEqual(got, want) {
+		t.Fatalf("call ids %q; want %q from %s", got, want, body)
+	}
+	for _, c := range res.ToolCalls {
+		if !json.Valid(c.Arguments) {
+			t.Fatalf("call %s: arguments %q are not JSON", c.ID, c.Arguments)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 // Package anthropic is the backstop adapter for Anthropic's Messages API. It
 // owns the Anthropic wire format: the request body, the response and error
 // bodies, the streamed events, the request-id and anthropic-ratelimit-*
-// headers, and the mapping of Anthropic's error types onto llm.Kind. A
+// headers, and the mapping of Anthropic's error types onto llm.Kind. It
+// carries whole conversations: text, images, documents, tools, tool calls
+// and their results, and native structured output (output_config). A
 // Provider makes exactly one HTTP request per Complete or Stream; retries,
 // waits and fallbacks belong to the chain.
 package anthropic
@@ -63,8 +65,8 @@ type Config struct {
 	// MaxResponseBytes caps the response body read, success or error; a
 	// longer body fails the attempt with an *llm.Error instead of being
 	// read. A stream, whose length has no bound, is capped per line, per
-	// event and in its assembled text instead. Zero means 8 MiB; negative
-	// is an error.
+	// event, in its assembled text and in its assembled tool calls
+	// instead. Zero means 8 MiB; negative is an error.
 	MaxResponseBytes int64
 }
 
@@ -75,7 +77,11 @@ type Provider struct {
 	ep wire.Endpoint
 }
 
-var _ llm.Provider = (*Provider)(nil)
+var (
+	_ llm.Provider        = (*Provider)(nil)
+	_ llm.CapableProvider = (*Provider)(nil)
+	_ llm.SchemaChecker   = (*Provider)(nil)
+)
 
 // New checks cfg and returns a Provider. An error says which field to
 // change.
@@ -116,17 +122,37 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Name() string { return p.ep.Provider }
 
 // Complete sends req to the Messages API as exactly one HTTP request and
-// returns the answer: the text blocks concatenated, the usage with cached
-// input counted as input, and the rate limit announced in the headers.
+// returns the answer: the text blocks concatenated; the tool_use blocks as
+// ToolCalls, in order, their input as Arguments (the blocks of Anthropic's
+// server tools, which the API runs itself, are skipped); the stop reason,
+// as sent and normalized (Finish); the usage with cached input counted as
+// input; and the rate limit announced in the headers.
 //
 // The body carries model; max_tokens (DefaultMaxTokens when
 // Params.MaxTokens is 0); system when not empty; messages; temperature,
-// top_p and stop_sequences when set; then Params.Extra merged at the top
-// level, replacing any of those. Every failure is an *llm.Error whose Kind classifies
-// it: the API's error type, a refusal (KindContentFilter), an unreadable
-// body, or the transport error (KindCanceled when ctx was canceled).
+// top_p and stop_sequences when set; tools, tool_choice and output_config
+// when the request has tools, a tool choice or a ResponseSchema; then
+// Params.Extra merged at the top level, replacing any of those.
+//
+// A message with only Content is sent as {"role", "content": "<text>"}; a
+// message with Parts as a content array: Content as a text block, then
+// each part as a text, image (base64 or url), document (base64 PDF, url,
+// or a plain-text source for text/*), tool_use or tool_result block. A
+// tool-call id the API would refuse (it takes 1 to 64 letters, digits, _
+// and -) is sent as "toolu_" and a hash of it, the same for the call and
+// its result, and an answer echoing it gets the caller's id back.
+//
+// Every failure is an *llm.Error whose Kind classifies it: the API's error
+// type, a refusal (KindContentFilter), an unreadable body, the transport
+// error (KindCanceled when ctx was canceled), or, before anything is sent,
+// a document of a type the API does not take (KindBadRequest).
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	body, err := p.ep.Encode(newRequest(req), req.Params.Extra)
+	ids := newToolIDs()
+	wr, err := p.newRequest(req, &ids)
+	if err != nil {
+		return nil, err
+	}
+	body, err := p.ep.Encode(wr, req.Params.Extra)
 	if err != nil {
 		return nil, err
 	}
@@ -134,5 +160,10 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		return nil, err
 	}
-	return p.parse(r)
+	return p.parse(r, &ids)
 }
+
+// Capabilities returns llm.CapAll: the Messages API takes tools, images
+// and PDFs inline or by URL, plain-text documents, and native structured
+// output (see CheckResponseSchema for the schemas it takes).
+func (p *Provider) Capabilities() llm.Capabilities { return llm.CapAll }

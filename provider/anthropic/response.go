@@ -28,13 +28,21 @@ type reply struct {
 	Error *json.RawMessage `json:"error"`
 }
 
+// block is one content block of an answer: text, tool_use, or a type the
+// adapter skips (thinking, server tools, …).
 type block struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	// tool_use
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 // parse turns a reply into the answer or an *llm.Error, the key redacted.
-func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
+// ids translates the tool-call ids back into the caller's: those the
+// request sent translated (nil: none).
+func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r.Status < 200 || r.Status > 299 {
 		return nil, p.parseError(r)
 	}
@@ -63,7 +71,32 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 			OutputTokens: u.OutputTokens,
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
+		ToolCalls: toolCalls(b.Content, ids),
+		Finish:    llm.FinishOf(b.StopReason),
 	}), nil
+}
+
+// toolCalls returns the calls of the tool_use blocks, in order; nil when
+// there are none. An id the request translated comes back as the caller's;
+// a call without input has the arguments {}.
+func toolCalls(blocks []block, ids *wire.ToolIDs) []llm.ToolCall {
+	var calls []llm.ToolCall
+	for i := range blocks {
+		bl := &blocks[i]
+		if bl.Type != "tool_use" {
+			continue
+		}
+		args := bl.Input
+		if len(args) == 0 || string(args) == "null" {
+			args = emptyInput
+		}
+		id := bl.ID
+		if ids != nil {
+			id = ids.Back(id)
+		}
+		calls = append(calls, llm.ToolCall{ID: id, Name: bl.Name, Arguments: args})
+	}
+	return calls
 }
 
 // refused returns the error for an answer the model declined to give

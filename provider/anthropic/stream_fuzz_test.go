@@ -1,7 +1,12 @@
 package anthropic
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,4 +35,128 @@ func FuzzStream(f *testing.F) {
 		Open: func(rt http.RoundTripper) (llm.StreamProvider, error) {
 			return New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: 256, HTTPClient: &http.Client{Transport: rt}})
 		}})
+}
+
+// FuzzStreamToolCalls fuzzes the assembly of streamed tool calls: event
+// streams of text and tool_use blocks, read in pieces of fuzzed sizes. Every
+// chunk is text or a call with JSON arguments; Response holds exactly the
+// chunks returned; the calls never exceed MaxResponseBytes; a translated id
+// comes back as the caller's; a failure is a clean *llm.Error.
+func FuzzStreamToolCalls(f *testing.F) {
+	translated := newToolIDs()
+	sent := translated.Out("functions.get:0")
+	// Short seeds (see FuzzStream): the events without their "type".
+	start := func(i, id string) string {
+		return "event: content_block_start\ndata: {\"index\":" + i + ",\"content_block\":{\"type\":\"tool_use\",\"id\":\"" + id + "\",\"name\":\"f\"}}\n\n"
+	}
+	piece := func(i, json string) string {
+		return "event: content_block_delta\ndata: {\"index\":" + i + ",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"" + json + "\"}}\n\n"
+	}
+	stop := func(i string) string { return "event: content_block_stop\ndata: {\"index\":" + i + "}\n\n" }
+	text := "event: content_block_delta\ndata: {\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+	end := "event: message_stop\ndata: {}\n\n"
+	seeds := []string{
+		start("0", "a") + piece("0", `{\"a\":`) + piece("0", "1}") + stop("0") + end,
+		start("2", sent) + text + piece("2", "{}") + stop("2") + text + end,
+		start("0", "a") + start("1", "b") + stop("1") + piece("0", "[") + stop("0") + end,
+		start("3", "x") + end,
+		"event: content_block_start\ndata: {\"content_block\":{\"type\":\"tool_use\",\"input\":{\"k\":1}}}\n\n" + stop("0") + end,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), []byte{7, 3, 63})
+	}
+	const maxBytes = 256
+	tr := &piecesTransport{}
+	p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: maxBytes, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	req := llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: "Go"},
+		{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCallPart("functions.get:0", "get", nil)}},
+		{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResultPart("functions.get:0", "ok", false)}},
+	}}
+	f.Fuzz(func(t *testing.T, body, sizes []byte) {
+		tr.body, tr.sizes = body, sizes
+		st, err := p.Stream(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer st.Close()
+		var text strings.Builder
+		var calls []llm.ToolCall
+		size := 0
+		for {
+			c, err := st.Next()
+			if err == io.EOF {
+				if !bytes.Contains(body, []byte("message_stop")) {
+					t.Fatalf("io.EOF from a stream without message_stop: %q", body)
+				}
+				break
+			}
+			if err != nil {
+				suite.CheckError(t, err, "anthropic", testKey, 200)
+				break
+			}
+			switch {
+			case (c.Text == "") == (c.ToolCall == nil):
+				t.Fatalf("chunk %+v: want text or a call", c)
+			case c.ToolCall != nil:
+				if !json.Valid(c.ToolCall.Arguments) {
+					t.Fatalf("call arguments %q are not JSON", c.ToolCall.Arguments)
+				}
+				if c.ToolCall.ID == sent {
+					t.Fatalf("translated id %q returned untranslated", sent)
+				}
+				size += len(c.ToolCall.ID) + len(c.ToolCall.Name) + len(c.ToolCall.Arguments)
+				calls = append(calls, *c.ToolCall)
+			default:
+				text.WriteString(c.Text)
+			}
+		}
+		res := st.Response()
+		if res.Text != text.String() || !reflect.DeepEqual(res.ToolCalls, calls) {
+			t.Fatalf("Response text %q, calls %+v; want the chunks' %q, %+v", res.Text, res.ToolCalls, text.String(), calls)
+		}
+		if size > maxBytes+len(`{}`)*len(calls) { // {} for a call without input is not counted
+			t.Fatalf("%d bytes of calls; the cap is %d", size, maxBytes)
+		}
+		if st.Close() != nil {
+			t.Fatal("Close failed")
+		}
+		if _, err := st.Next(); err == nil {
+			t.Fatal("Next after the end and Close succeeded")
+		}
+	})
+}
+
+// piecesTransport answers every request with a 200 event stream of body,
+// read in pieces of the sizes given (cycling, 1 to 64 bytes).
+type piecesTransport struct {
+	body, sizes []byte
+}
+
+func (p *piecesTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, ContentLength: -1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}, "Request-Id": {"req_1"}},
+		Body:   io.NopCloser(&sizedReader{b: p.body, sizes: p.sizes})}, nil
+}
+
+type sizedReader struct {
+	b, sizes []byte
+	i        int
+}
+
+func (r *sizedReader) Read(buf []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.b)
+	if len(r.sizes) > 0 {
+		n = int(r.sizes[r.i%len(r.sizes)])%64 + 1
+		r.i++
+	}
+	n = copy(buf, r.b[:min(n, len(r.b))])
+	r.b = r.b[n:]
+	return n, nil
 }

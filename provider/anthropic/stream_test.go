@@ -82,14 +82,16 @@ func TestStream(t *testing.T) {
 				res.Usage != (llm.Usage{InputTokens: 20, OutputTokens: 1}) || res.FinishReason != "" {
 				t.Errorf("Response after one chunk: %+v", res)
 			}
-			rest, err := suite.ReadStream(st)
-			if err != io.EOF || !reflect.DeepEqual(rest, []string{", world"}) {
-				t.Fatalf("rest %q, %v; want [\", world\"], io.EOF", rest, err)
+			call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}
+			rest, err := readChunks(st)
+			if err != io.EOF || !reflect.DeepEqual(rest, []llm.Chunk{{Text: ", world"}, {ToolCall: &call}}) {
+				t.Fatalf("rest %s, %v; want \", world\", the call, io.EOF", showChunks(rest), err)
 			}
 			reset := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
 			want := llm.Response{Text: "Hello, world", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_stream",
 				FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 15},
-				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 49, Reset: reset}}}
+				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 49, Reset: reset}},
+				ToolCalls: []llm.ToolCall{call}, Finish: llm.FinishStop}
 			suite.StreamEnds(t, st, want)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -54,6 +55,10 @@ func FuzzParseResponse(f *testing.F) {
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":-1}}`,
 		`{"choices":[],"error":{"message":"x","code":"rate_limit_exceeded"}}`,
 		`{"choices":null}`, `[]`, `"text"`, ``,
+		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"message":{"tool_calls":[{"id":"` + translated + `","function":{"name":"f","arguments":"{"}},{"function":{"name":"g","arguments":{"a":[1]}}},{"id":"c","function":{"name":"","arguments":null}}]}}]}`,
+		`{"choices":[{"message":{"tool_calls":[{"id":1,"function":{"name":"f"}}]}}]}`,
+		`{"choices":[{"message":{"tool_calls":{}}}]}`,
 	} {
 		f.Add([]byte(s), uint(0))
 	}
@@ -62,7 +67,9 @@ func FuzzParseResponse(f *testing.F) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
 			body = suite.WithKey(body, testKey, keyAt/2)
 		}
-		res, err := p.parse(fuzzReply(200, body))
+		ids := newToolIDs()
+		ids.Out(historyID)
+		res, err := p.parse(fuzzReply(200, body), &ids)
 		if err != nil {
 			if res != nil {
 				t.Fatal("both a response and an error")
@@ -70,8 +77,20 @@ func FuzzParseResponse(f *testing.F) {
 			suite.CheckError(t, err, "openai", testKey, 200)
 			return
 		}
-		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() {
+		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != llm.FinishOf(res.FinishReason) {
 			t.Fatalf("accepted %q as %+v", body, res)
+		}
+		for _, c := range res.ToolCalls {
+			if c.ID == "" || c.ID == translated || c.Name == "" || !json.Valid(c.Arguments) {
+				t.Fatalf("tool call %q %q %s from %q", c.ID, c.Name, c.Arguments, body)
+			}
 		}
 	})
 }
+
+// historyID is a tool-call id of a history that OpenAI would refuse;
+// translated is the id it goes out as, which an answer echoing it must
+// turn back into historyID.
+const historyID = "functions.get_weather:0"
+
+var translated = func() string { ids := newToolIDs(); return ids.Out(historyID) }()

@@ -5,6 +5,30 @@
 // mapping of OpenAI's error codes onto llm.Kind. A Provider makes
 // exactly one HTTP request per Complete or Stream; retries, waits and
 // fallbacks belong to the chain.
+//
+// Whole conversations travel through it: text, images (inline as data:
+// URLs, or by URL), inline documents (a PDF as a file part, plain text as
+// text), tools, the model's tool calls and the caller's tool results, and
+// native structured output (Request.ResponseSchema as a strict json_schema
+// response format; see Provider.CheckResponseSchema for what strict mode
+// takes). Where llm's vocabulary and the wire differ:
+//
+//   - a user message's tool results become one "tool" message each,
+//     placed before the rest of that message (they answer the assistant
+//     message before it);
+//   - a tool message has no field saying the tool failed: a ToolResult
+//     with IsError goes out with its Content prefixed by "Error: ";
+//   - a tool-call id OpenAI would refuse (it takes at most 40 bytes; the
+//     adapter sends only letters, digits, _ and -), such as one another
+//     provider issued, goes out as call_ and 24 hex digits, and an answer
+//     echoing it comes back as the caller's id;
+//   - a call's arguments are a JSON string on the wire: they come back as
+//     the JSON text the model wrote ({} when empty), or as a JSON string
+//     holding that text when it is not valid JSON, so that
+//     ToolCall.Arguments is always JSON;
+//   - a call the server sent without an id gets a fresh call_ id, so that
+//     it can be answered; one without a name is dropped;
+//   - a document by URL cannot be sent (Capabilities leaves it out).
 package openai
 
 import (
@@ -89,14 +113,14 @@ type Config struct {
 	// MaxResponseBytes caps the response body read, success or error; a
 	// longer body fails the attempt with an *llm.Error instead of being
 	// read. A stream, whose length has no bound, is capped per line, per
-	// event and in its assembled text instead. Zero means 8 MiB; negative
-	// is an error.
+	// event, in its assembled text and in its assembled tool calls instead.
+	// Zero means 8 MiB; negative is an error.
 	MaxResponseBytes int64
 }
 
 // Provider sends requests to a Chat Completions endpoint. It implements
-// llm.Provider and llm.StreamProvider and is safe for concurrent use.
-// Create one with New.
+// llm.Provider, llm.StreamProvider, llm.CapableProvider and
+// llm.SchemaChecker, and is safe for concurrent use. Create one with New.
 type Provider struct {
 	ep     wire.Endpoint
 	legacy bool
@@ -169,19 +193,49 @@ func (p *Provider) Name() string { return p.ep.Provider }
 //
 // The body carries model; messages, led by req.System as a "system"
 // message when not empty; max_completion_tokens (or max_tokens, see
-// Config.LegacyMaxTokens), temperature, top_p and stop when set; then
-// Params.Extra merged at the top level, replacing any of those. Every failure is an *llm.Error
-// whose Kind classifies it: the API's error code, a content filter or
-// refusal (KindContentFilter), an unreadable body, or the transport error
-// (KindCanceled when ctx was canceled).
+// Config.LegacyMaxTokens), temperature, top_p and stop when set; tools
+// (function tools; a tool without an InputSchema takes
+// {"type":"object","properties":{}}) and, with them, tool_choice when not
+// auto
+// ("none", "required" for llm.ToolAny, {"type":"function","function":
+// {"name":…}} for llm.ToolNamed); response_format {"type":"json_schema",
+// "json_schema":{"name":"response","schema":…,"strict":true}} when
+// req.ResponseSchema is set; then Params.Extra merged at the top level,
+// replacing any of those.
+//
+// A message with only Content goes out as {"role":…,"content":"<text>"},
+// as before parts existed. A user message with parts goes out as one
+// {"role":"tool","tool_call_id":…,"content":…} message per tool result,
+// then, if anything else remains, a user message whose content is an
+// array: Content as a text part first, then text parts, images as
+// image_url parts (a data: URL for inline bytes), PDFs as file parts
+// ({"file_data":"data:application/pdf;base64,…","filename":…}), text
+// documents as text parts. An assistant message with parts carries its
+// text as the content string (omitted when empty and there are tool calls)
+// and its tool calls as tool_calls, each call's arguments as a JSON string
+// ("{}" when empty).
+//
+// The answer's tool calls are in Response.ToolCalls, in order, their ids
+// as the caller knows them; Response.Finish normalizes finish_reason.
+//
+// Every failure is an *llm.Error whose Kind classifies it: the API's error
+// code, a content filter or refusal (KindContentFilter, the model's
+// refusal text in Detail only), an unreadable body, a part Chat
+// Completions cannot carry (KindBadRequest, nothing sent), or the
+// transport error (KindCanceled when ctx was canceled).
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	body, err := p.ep.Encode(p.newRequest(req), req.Params.Extra)
+	ids := newToolIDs()
+	r, err := p.newRequest(req, &ids)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.ep.Post(ctx, body)
+	body, err := p.ep.Encode(r, req.Params.Extra)
 	if err != nil {
 		return nil, err
 	}
-	return p.parse(r)
+	reply, err := p.ep.Post(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return p.parse(reply, &ids)
 }

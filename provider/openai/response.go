@@ -26,14 +26,26 @@ type reply struct {
 
 type choice struct {
 	Message struct {
-		Content string `json:"content"`
-		Refusal string `json:"refusal"`
+		Content   string          `json:"content"`
+		Refusal   string          `json:"refusal"`
+		ToolCalls []replyToolCall `json:"tool_calls"`
 	} `json:"message"`
 	FinishReason string `json:"finish_reason"`
 }
 
+// replyToolCall is a call in the answer's tool_calls.
+type replyToolCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string    `json:"name"`
+		Arguments arguments `json:"arguments"`
+	} `json:"function"`
+}
+
 // parse turns a reply into the answer or an *llm.Error, the key redacted.
-func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
+// ids translates the tool-call ids of the answer back into the caller's
+// (those of the request it answers); nil passes them through.
+func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r.Status < 200 || r.Status > 299 {
 		return nil, p.parseError(r)
 	}
@@ -51,12 +63,21 @@ func (p *Provider) parse(r *wire.Reply) (*llm.Response, error) {
 	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
 		return nil, f
 	}
+	var calls []llm.ToolCall
+	for _, tc := range c.Message.ToolCalls {
+		if tc.Function.Name == "" {
+			continue // not a call anyone can run
+		}
+		calls = append(calls, toolCall(ids, tc.ID, tc.Function.Name, string(tc.Function.Arguments)))
+	}
 	return p.ep.Clean(&llm.Response{
 		Text:         c.Message.Content,
 		Model:        b.Model,
 		ID:           b.ID,
 		RequestID:    r.Header.Get(p.ep.RequestID),
 		FinishReason: c.FinishReason,
+		Finish:       llm.FinishOf(c.FinishReason),
+		ToolCalls:    calls,
 		Usage: llm.Usage{
 			InputTokens:  b.Usage.PromptTokens,
 			OutputTokens: b.Usage.CompletionTokens,

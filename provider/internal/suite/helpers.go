@@ -259,8 +259,11 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 				}
 				break
 			}
-			if ch.Text == "" {
+			if ch.Text == "" && ch.ToolCall == nil {
 				t.Fatal("an empty chunk")
+			}
+			if ch.ToolCall != nil && !json.Valid(ch.ToolCall.Arguments) {
+				t.Fatalf("a tool call whose arguments are not JSON: %q", ch.ToolCall.Arguments)
 			}
 			text.WriteString(ch.Text)
 		}
