@@ -45,7 +45,7 @@ func Example() {
 	// 529 req_fake_1
 	// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_fake_1"}
 	// 200 req_fake_2
-	// {"id":"msg_fake_2","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}
+	// {"id":"msg_fake_2","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[{"type":"text","text":"Hello!","citations":null}],"stop_reason":"end_turn","stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":3,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","inference_geo":"global","speed":"standard"}}
 	// requests: 2
 	// key recorded as: [redacted]
 }
@@ -141,10 +141,10 @@ func ExampleOutcome_ErrorAfter() {
 	// Output:
 	// 200 text/event-stream; charset=utf-8
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
+	// data: {"type":"message_start","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":1,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","inference_geo":"global","speed":"standard"}}}
 	//
 	// event: content_block_start
-	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","citations":null}}
 	//
 	// event: ping
 	// data: {"type":"ping"}
@@ -157,4 +157,41 @@ func ExampleOutcome_ErrorAfter() {
 	//
 	// event: error
 	// data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
+}
+
+// CallTools answers with tool calls; the next request sends the results
+// back, and Calls records them. Here over OpenAI's format.
+func ExampleCallTools() {
+	s := fake.New()
+	s.Script("gpt-5",
+		fake.CallTools(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
+		fake.Answer("It is sunny in Paris."))
+
+	send := func(body string) string {
+		req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		req.Header.Set("authorization", "Bearer sk-test")
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]`
+	first := send(`{"model":"gpt-5",` + tools + `,"messages":[{"role":"user","content":"Weather in Paris?"}]}`)
+	fmt.Println(strings.Contains(first, `"tool_calls":[{"id":"call_fake_1_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]`),
+		strings.Contains(first, `"finish_reason":"tool_calls"`))
+
+	send(`{"model":"gpt-5",` + tools + `,"messages":[{"role":"user","content":"Weather in Paris?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_fake_1_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_fake_1_0","content":"sunny"}]}`)
+	fmt.Printf("%+v\n", s.Calls("gpt-5")[1].ToolResults)
+
+	// Output:
+	// true true
+	// [{ID:call_fake_1_0 Content:sunny IsError:false}]
 }

@@ -138,6 +138,19 @@ func tokens(n int) int { return max(1, (n+3)/4) }
 
 var created = regexp.MustCompile(`"created":\d+`)
 
+// The usage fields of an Anthropic message around output_tokens.
+const (
+	anthropicUsageMid  = `"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},`
+	anthropicUsageTail = `"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},` +
+		`"service_tier":"standard","inference_geo":"global","speed":"standard"}}`
+)
+
+// openaiUsageDetails is the details of an OpenAI usage with cached tokens.
+func openaiUsageDetails(cached int) string {
+	return fmt.Sprintf(`"prompt_tokens_details":{"cached_tokens":%d,"audio_tokens":0},`+
+		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}`, cached)
+}
+
 func TestAnswerShapes(t *testing.T) {
 	forEachMode(t, func(t *testing.T, s *fake.Server, c *http.Client, base string) {
 		// Anthropic: the exact Messages body.
@@ -145,8 +158,9 @@ func TestAnswerShapes(t *testing.T) {
 		r := do(t, c, newRequest(t, context.Background(), base, fake.Anthropic, ab))
 		text := "fake answer from claude-test"
 		want := fmt.Sprintf(`{"id":"msg_fake_1","type":"message","role":"assistant","model":"claude-test",`+
-			`"content":[{"type":"text","text":%q}],"stop_reason":"end_turn","stop_sequence":null,`+
-			`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}}`,
+			`"content":[{"type":"text","text":%q,"citations":null}],"stop_reason":"end_turn","stop_sequence":null,`+
+			`"stop_details":null,"container":null,"diagnostics":null,`+
+			`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,`+anthropicUsageMid+`"output_tokens":%d,`+anthropicUsageTail,
 			text, tokens(len(ab)), tokens(len(text)))
 		if r.status != 200 || r.body != want {
 			t.Errorf("anthropic answer:\n got %d %s\nwant 200 %s", r.status, r.body, want)
@@ -161,8 +175,8 @@ func TestAnswerShapes(t *testing.T) {
 		r = do(t, c, newRequest(t, context.Background(), base, fake.OpenAI, ob))
 		text = "fake answer from gpt-test"
 		want = fmt.Sprintf(`{"id":"chatcmpl-fake-2","object":"chat.completion","created":0,"model":"gpt-test",`+
-			`"choices":[{"index":0,"message":{"role":"assistant","content":%q,"refusal":null},"logprobs":null,"finish_reason":"stop"}],`+
-			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
+			`"choices":[{"index":0,"message":{"role":"assistant","content":%q,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,`+openaiUsageDetails(0)+`},"service_tier":"default","system_fingerprint":"fp_fake"}`,
 			text, tokens(len(ob)), tokens(len(text)), tokens(len(ob))+tokens(len(text)))
 		if got := created.ReplaceAllString(r.body, `"created":0`); r.status != 200 || got != want {
 			t.Errorf("openai answer:\n got %d %s\nwant 200 %s", r.status, got, want)
@@ -196,8 +210,9 @@ func TestAnswerModifiers(t *testing.T) {
 
 	r := call(t, c, s.URL(), fake.Anthropic, "m")
 	want := `{"id":"custom-id","type":"message","role":"assistant","model":"served-1",` +
-		`"content":[{"type":"text","text":"{\"a\":\"<b>\"}"}],"stop_reason":"max_tokens","stop_sequence":null,` +
-		`"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}`
+		`"content":[{"type":"text","text":"{\"a\":\"<b>\"}","citations":null}],"stop_reason":"max_tokens","stop_sequence":null,` +
+		`"stop_details":null,"container":null,"diagnostics":null,` +
+		`"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,` + anthropicUsageMid + `"output_tokens":3,` + anthropicUsageTail
 	if r.body != want {
 		t.Errorf("anthropic:\n got %s\nwant %s", r.body, want)
 	}
@@ -205,8 +220,8 @@ func TestAnswerModifiers(t *testing.T) {
 
 	r = call(t, c, s.URL(), fake.OpenAI, "m")
 	want = `{"id":"custom-id","object":"chat.completion","created":0,"model":"served-1",` +
-		`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\":\"<b>\"}","refusal":null},"logprobs":null,"finish_reason":"max_tokens"}],` +
-		`"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}`
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"{\"a\":\"<b>\"}","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"max_tokens"}],` +
+		`"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,` + openaiUsageDetails(0) + `},"service_tier":"default","system_fingerprint":"fp_fake"}`
 	if got := created.ReplaceAllString(r.body, `"created":0`); got != want {
 		t.Errorf("openai:\n got %s\nwant %s", got, want)
 	}
@@ -222,7 +237,7 @@ func TestAnswerModifiers(t *testing.T) {
 
 	// Answer("") is an empty answer; the zero Outcome is the default answer.
 	s.Script("empty", fake.Answer(""), fake.Outcome{})
-	if r := call(t, c, s.URL(), fake.Anthropic, "empty"); !strings.Contains(r.body, `"content":[{"type":"text","text":""}]`) {
+	if r := call(t, c, s.URL(), fake.Anthropic, "empty"); !strings.Contains(r.body, `"content":[{"type":"text","text":"","citations":null}]`) {
 		t.Errorf("empty answer: %s", r.body)
 	}
 	if r := call(t, c, s.URL(), fake.Anthropic, "empty"); !strings.Contains(r.body, `"text":"fake answer from empty"`) {
@@ -511,13 +526,14 @@ func TestValidation(t *testing.T) {
 	checks := []check{
 		{"anthropic no key", A, del("X-Api-Key"), "", 401, "authentication_error", "x-api-key header is required"},
 		{"anthropic empty key", A, setH("X-Api-Key", ""), "", 401, "authentication_error", ""},
-		{"anthropic bearer is not enough", A, func(r *http.Request) { r.Header.Del("X-Api-Key"); r.Header.Set("Authorization", "Bearer k") }, "", 401, "authentication_error", ""},
+		{"anthropic basic auth is not enough", A, func(r *http.Request) { r.Header.Del("X-Api-Key"); r.Header.Set("Authorization", "Basic k") }, "", 401, "authentication_error", ""},
+		{"anthropic empty bearer", A, func(r *http.Request) { r.Header.Del("X-Api-Key"); r.Header.Set("Authorization", "Bearer ") }, "", 401, "authentication_error", ""},
 		{"anthropic no version", A, del("Anthropic-Version"), "", 400, "invalid_request_error", "anthropic-version: header is required"},
 		{"anthropic not json", A, nil, `{"model":`, 400, "invalid_request_error", ""},
 		{"anthropic null body", A, nil, `null`, 400, "invalid_request_error", ""},
 		{"anthropic no model", A, nil, `{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "model: Field required"},
 		{"anthropic no max_tokens", A, nil, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "max_tokens: Field required"},
-		{"anthropic zero max_tokens", A, nil, `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", ""},
+		{"anthropic negative max_tokens", A, nil, `{"model":"m","max_tokens":-1,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", ""},
 		{"anthropic no messages", A, nil, `{"model":"m","max_tokens":5}`, 400, "invalid_request_error", "messages: Field required"},
 		{"anthropic empty messages", A, nil, `{"model":"m","max_tokens":5,"messages":[]}`, 400, "invalid_request_error", ""},
 		{"anthropic system role", A, nil, `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"be nice"}]}`, 400, "invalid_request_error", "messages.0.role: Input should be 'user' or 'assistant'"},

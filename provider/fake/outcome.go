@@ -61,8 +61,8 @@ type header struct{ k, v string }
 // error in the request's wire format, hang, reset the connection or send a
 // malformed body, optionally after a delay.
 //
-// Build one with Answer, Status, Hang, ConnReset, Malformed or one of the
-// canned failures (RateLimited, Overloaded, ServerError, SpendCap,
+// Build one with Answer, CallTools, Refusal, Status, Hang, ConnReset,
+// Malformed or one of the canned failures (RateLimited, Overloaded, ServerError, SpendCap,
 // ContextTooLong, BadRequest), then refine it with the chainable modifiers.
 // Modifiers have value receivers and return a modified copy, so an Outcome can
 // be shared and reused freely. A modifier that does not apply to the
@@ -89,6 +89,9 @@ type Outcome struct {
 	usageIn   int
 	usageOut  int
 	finish    string
+	tools     []ToolCall // the answer's tool calls (CallTools, ToolCalls)
+	refusal   bool       // Refusal
+	cached    int        // Cached
 	body      optString
 	errType   optString
 	code      optString
@@ -112,9 +115,10 @@ type Outcome struct {
 // Anthropic message or OpenAI chat.completion body, shaped like the real one.
 //
 // By default the served model is the model requested, the finish reason is
-// end_turn (Anthropic) or stop (OpenAI), and usage is estimated at one token
-// per four bytes of the request body (input) and of text (output), at
-// least one each.
+// end_turn (Anthropic) or stop (OpenAI) (tool_use or tool_calls with
+// ToolCalls), and usage is estimated at one token per four bytes of the
+// request body (input) and of text and tool calls (output), at least one
+// each.
 func Answer(text string) Outcome {
 	return Outcome{kind: kindAnswer, text: set(text)}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,37 @@ type Server struct {
 	seq    int // requests recorded, all models
 	models map[string]*model
 	loop   *loopback // the real server, between Start and Close
+
+	buckets   map[string]*bucket // rate-limit state per model
+	ownLimits map[string]bool    // models given limits by RateLimits
+	defLimits *Limits            // RateLimits("", …), if called
+	maxOut    map[string]int     // MaxOutputTokens overrides
+}
+
+// MaxOutputTokens sets the largest max_tokens the fake accepts in an
+// Anthropic request for model, overriding the limit it assumes from the
+// model's name (see the package documentation); n <= 0 restores that limit.
+func (s *Server) MaxOutputTokens(model string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.maxOut, model)
+		return
+	}
+	if s.maxOut == nil {
+		s.maxOut = make(map[string]int)
+	}
+	s.maxOut[model] = n
+}
+
+// outputLimit is the largest max_tokens accepted for model.
+func (s *Server) outputLimit(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.maxOut[model]; ok {
+		return n
+	}
+	return maxOutputTokens(model)
 }
 
 // model is one model's behaviour and history.
@@ -66,6 +98,13 @@ type Call struct {
 	Header http.Header
 	// Body is the raw request body.
 	Body []byte
+	// Tools are the names of the tools the request declared (Anthropic
+	// tools[].name, OpenAI tools[].function.name), in order.
+	Tools []string
+	// ToolResults are the tool results the request sent back, in order:
+	// Anthropic tool_result blocks, OpenAI messages with role "tool". A
+	// rejected request records those found before the error.
+	ToolResults []ToolResult
 
 	ctx context.Context
 }
@@ -83,6 +122,8 @@ func (c Call) Context() context.Context {
 func (c Call) clone() Call {
 	c.Header = c.Header.Clone()
 	c.Body = bytes.Clone(c.Body)
+	c.Tools = slices.Clone(c.Tools)
+	c.ToolResults = slices.Clone(c.ToolResults)
 	return c
 }
 
@@ -180,13 +221,14 @@ func (s *Server) Calls(model string) []Call {
 }
 
 // record stores the arrival of a request and returns it.
-func (s *Server) record(f Format, name string, h http.Header, body []byte) Call {
+func (s *Server) record(f Format, name string, h http.Header, body []byte, cr carried) Call {
 	h = redact(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	m := s.modelLocked(name)
-	c := Call{Model: name, Format: f, N: len(m.calls) + 1, Seq: s.seq, Time: time.Now(), Header: h, Body: body}
+	c := Call{Model: name, Format: f, N: len(m.calls) + 1, Seq: s.seq, Time: time.Now(), Header: h, Body: body,
+		Tools: cr.tools, ToolResults: cr.results}
 	m.calls = append(m.calls, c)
 	return c
 }
@@ -237,9 +279,10 @@ func redact(h http.Header) http.Header {
 // ServeHTTP is the fake's handler: POST /v1/messages speaks the Anthropic
 // Messages API, POST /v1/chat/completions the OpenAI Chat Completions API,
 // and any other path gets a 404 (another method a 405). It checks the
-// request as the real API would (API key, anthropic-version, required body
-// fields; a body over 32 MiB gets a 413), records it, and serves the model's
-// next outcome. An answer to a request with "stream": true is sent as
+// request as the real API would (API key, anthropic-version, the body's
+// fields, messages and tools, as the package documentation lists; a body
+// over 32 MiB gets a 413), records it, and serves the model's next outcome
+// with the model's rate-limit headers. An answer to a request with "stream": true is sent as
 // server-sent events in the request's format, each event flushed as it is
 // written (see Outcome.Chunks); errors, hangs and resets are the same for
 // streamed requests as for others.
@@ -274,15 +317,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the client went away
 	}
 	req := parseRequest(body)
-	call := s.record(f, req.model, r.Header, body)
+	rej, cr := reject(f, r.Header, req, s.outputLimit)
+	call := s.record(f, req.model, r.Header, body, cr)
 	ex := exchange{format: f, model: req.model, seq: call.Seq, reqLen: len(body), stop: req.stop,
-		stream: req.stream, usage: req.usage}
-	if o := reject(f, r.Header, req); o != nil {
-		respond(w, r, ex, *o)
+		stream: req.stream, usage: req.usage, n: cr.n}
+	if rej != nil {
+		respond(w, r, ex, *rej)
 		return
 	}
 	call.ctx = r.Context()
-	respond(w, r, ex, s.next(call))
+	o := s.next(call)
+	in, out := estimate(ex.reqLen), 0
+	if o.kind == kindAnswer && !o.body.ok {
+		a := answerOf(o, ex)
+		in, out = a.in, a.out
+	}
+	ex.limits = s.consume(f, req.model, in, out)
+	respond(w, r, ex, o)
 }
 
 // respond carries out outcome o for the request.
@@ -330,6 +381,7 @@ func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set(requestIDHeader(ex.format), rid)
+	setHeaders(h, ex.limits)
 	setHeaders(h, o.headers)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)

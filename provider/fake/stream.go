@@ -72,10 +72,10 @@ func (s sseWriter) send(evs ...event) bool {
 
 // streamer encodes a streamed answer's events in one wire format.
 type streamer interface {
-	head() []event           // the opening events, sent with the headers
-	delta(text string) event // one chunk of text
-	tail() []event           // the terminal events of a complete answer
-	fail(o Outcome) []event  // the in-stream error of ErrorAfter
+	head() []event             // the opening events, sent with the headers
+	delta(text string) []event // one chunk of text
+	tail() []event             // the terminal events of a complete answer, tool calls first
+	fail(o Outcome) []event    // the in-stream error of ErrorAfter
 }
 
 func newStreamer(ex exchange, a answer) streamer {
@@ -98,6 +98,7 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, ex exchange, o Out
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set(requestIDHeader(ex.format), rid)
+	setHeaders(h, ex.limits)
 	setHeaders(h, o.headers)
 	w.WriteHeader(http.StatusOK)
 
@@ -119,7 +120,7 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, ex exchange, o Out
 		return o.every
 	}
 	for i, p := range parts[:n] {
-		if !wait(ctx, gap(i)) || !s.send(enc.delta(p)) {
+		if !wait(ctx, gap(i)) || !s.send(enc.delta(p)...) {
 			return
 		}
 	}
@@ -170,6 +171,9 @@ type anthropicStreamMessage struct {
 	Content      []anthropicBlock `json:"content"`
 	StopReason   *string          `json:"stop_reason"`
 	StopSequence *string          `json:"stop_sequence"`
+	StopDetails  json.RawMessage  `json:"stop_details"`
+	Container    json.RawMessage  `json:"container"`
+	Diagnostics  json.RawMessage  `json:"diagnostics"`
 	Usage        anthropicUsage   `json:"usage"`
 }
 
@@ -179,17 +183,24 @@ type anthropicMessageStart struct {
 }
 
 type anthropicBlockEvent struct {
-	Type         string          `json:"type"`
-	Index        int             `json:"index"`
-	ContentBlock *anthropicBlock `json:"content_block,omitempty"`
-	Delta        *anthropicBlock `json:"delta,omitempty"`
+	Type         string `json:"type"`
+	Index        int    `json:"index"`
+	ContentBlock any    `json:"content_block,omitempty"`
+	Delta        any    `json:"delta,omitempty"`
+}
+
+type anthropicJSONDelta struct {
+	Type        string `json:"type"`
+	PartialJSON string `json:"partial_json"`
 }
 
 type anthropicMessageDelta struct {
 	Type  string `json:"type"`
 	Delta struct {
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
+		StopReason   string          `json:"stop_reason"`
+		StopSequence *string         `json:"stop_sequence"`
+		StopDetails  json.RawMessage `json:"stop_details"`
+		Container    json.RawMessage `json:"container"`
 	} `json:"delta"`
 	Usage anthropicUsage `json:"usage"`
 }
@@ -207,36 +218,60 @@ func anthropicEvent(name string, v any) event {
 	return event{name: name, data: marshal(v)}
 }
 
+// textBlock reports whether the answer has a text block: it has text, or
+// it has no tool calls.
+func (s anthropicStream) textBlock() bool { return s.a.text != "" || len(s.a.tools) == 0 }
+
 // head is message_start (usage: the input tokens and one output token, as
-// the real API reports before generating), content_block_start and a ping.
+// the real API reports before generating), content_block_start of the text
+// block (if any) and a ping.
 func (s anthropicStream) head() []event {
-	return []event{
+	evs := []event{
 		anthropicEvent("message_start", anthropicMessageStart{Type: "message_start", Message: anthropicStreamMessage{
 			ID: s.a.id, Type: "message", Role: "assistant", Model: s.a.model, Content: []anthropicBlock{},
-			Usage: anthropicUsage{InputTokens: s.a.in, OutputTokens: min(s.a.out, 1)},
+			StopDetails: jsonNull, Container: jsonNull, Diagnostics: jsonNull,
+			Usage: s.a.anthropicUsage(min(s.a.out, 1)),
 		}}),
-		anthropicEvent("content_block_start", anthropicBlockEvent{Type: "content_block_start", Index: 0,
-			ContentBlock: &anthropicBlock{Type: "text", Text: ""}}),
-		anthropicEvent("ping", typeOnly{"ping"}),
 	}
+	if s.textBlock() {
+		evs = append(evs, anthropicEvent("content_block_start", anthropicBlockEvent{Type: "content_block_start", Index: 0,
+			ContentBlock: anthropicTextBlock{Type: "text", Text: "", Citations: jsonNull}}))
+	}
+	return append(evs, anthropicEvent("ping", typeOnly{"ping"}))
 }
 
-func (s anthropicStream) delta(text string) event {
-	return anthropicEvent("content_block_delta", anthropicBlockEvent{Type: "content_block_delta", Index: 0,
-		Delta: &anthropicBlock{Type: "text_delta", Text: text}})
+func (s anthropicStream) delta(text string) []event {
+	return []event{anthropicEvent("content_block_delta", anthropicBlockEvent{Type: "content_block_delta", Index: 0,
+		Delta: anthropicBlock{Type: "text_delta", Text: text}})}
 }
 
-// tail is content_block_stop, message_delta with the stop reason and the
-// cumulative usage, and message_stop.
+// tail is content_block_stop of the text block, each tool_use block
+// (content_block_start, input_json_delta pieces, content_block_stop),
+// message_delta with the stop reason and the cumulative usage, and
+// message_stop.
 func (s anthropicStream) tail() []event {
-	md := anthropicMessageDelta{Type: "message_delta",
-		Usage: anthropicUsage{InputTokens: s.a.in, OutputTokens: s.a.out}}
-	md.Delta.StopReason, md.Delta.StopSequence = s.a.finish, s.a.stop
-	return []event{
-		anthropicEvent("content_block_stop", anthropicBlockEvent{Type: "content_block_stop", Index: 0}),
-		anthropicEvent("message_delta", md),
-		anthropicEvent("message_stop", typeOnly{"message_stop"}),
+	var evs []event
+	i := 0
+	if s.textBlock() {
+		evs = append(evs, anthropicEvent("content_block_stop", anthropicBlockEvent{Type: "content_block_stop", Index: 0}))
+		i++
 	}
+	for _, t := range s.a.tools {
+		evs = append(evs, anthropicEvent("content_block_start", anthropicBlockEvent{Type: "content_block_start", Index: i,
+			ContentBlock: anthropicToolUse{Type: "tool_use", ID: t.id, Name: t.name, Input: json.RawMessage("{}"), Caller: typeOnly{"direct"}}}))
+		for _, p := range splitArgs(t.args) {
+			evs = append(evs, anthropicEvent("content_block_delta", anthropicBlockEvent{Type: "content_block_delta", Index: i,
+				Delta: anthropicJSONDelta{Type: "input_json_delta", PartialJSON: p}}))
+		}
+		evs = append(evs, anthropicEvent("content_block_stop", anthropicBlockEvent{Type: "content_block_stop", Index: i}))
+		i++
+	}
+	md := anthropicMessageDelta{Type: "message_delta", Usage: s.a.anthropicDeltaUsage()}
+	md.Delta.StopReason, md.Delta.StopSequence = s.a.finish, s.a.stop
+	md.Delta.StopDetails, md.Delta.Container = s.a.stopDetails(), jsonNull
+	return append(evs,
+		anthropicEvent("message_delta", md),
+		anthropicEvent("message_stop", typeOnly{"message_stop"}))
 }
 
 func (s anthropicStream) fail(o Outcome) []event {
@@ -258,12 +293,14 @@ type openaiStream struct {
 }
 
 type openaiChunk struct {
-	ID      string              `json:"id"`
-	Object  string              `json:"object"`
-	Created int64               `json:"created"`
-	Model   string              `json:"model"`
-	Choices []openaiChunkChoice `json:"choices"`
-	Usage   json.RawMessage     `json:"usage,omitempty"`
+	ID                string              `json:"id"`
+	Object            string              `json:"object"`
+	Created           int64               `json:"created"`
+	Model             string              `json:"model"`
+	ServiceTier       string              `json:"service_tier"`
+	SystemFingerprint string              `json:"system_fingerprint"`
+	Choices           []openaiChunkChoice `json:"choices"`
+	Usage             json.RawMessage     `json:"usage,omitempty"`
 }
 
 type openaiChunkChoice struct {
@@ -274,9 +311,10 @@ type openaiChunkChoice struct {
 }
 
 type openaiDelta struct {
-	Role    string          `json:"role,omitempty"`
-	Content *string         `json:"content,omitempty"`
-	Refusal json.RawMessage `json:"refusal,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Content   json.RawMessage  `json:"content,omitempty"`
+	Refusal   json.RawMessage  `json:"refusal,omitempty"`
+	ToolCalls []openaiToolCall `json:"tool_calls,omitempty"`
 }
 
 var jsonNull = json.RawMessage("null")
@@ -289,32 +327,60 @@ func (s openaiStream) chunk(choices []openaiChunkChoice, usage json.RawMessage) 
 	}
 	return event{data: marshal(openaiChunk{
 		ID: s.a.id, Object: "chat.completion.chunk", Created: s.created, Model: s.a.model,
+		ServiceTier: openaiServiceTier, SystemFingerprint: openaiFingerprint,
 		Choices: choices, Usage: usage,
 	})}
 }
 
-// head is the chunk with the assistant role and empty content.
+// each is one chunk per choice, with delta d.
+func (s openaiStream) each(d openaiDelta, finish *string) []event {
+	evs := make([]event, s.a.n)
+	for i := range evs {
+		evs[i] = s.chunk([]openaiChunkChoice{{Index: i, Delta: d, FinishReason: finish}}, nil)
+	}
+	return evs
+}
+
+// head is the chunk with the assistant role and empty content (null content
+// for a refusal or an answer of tool calls alone).
 func (s openaiStream) head() []event {
-	empty := ""
-	return []event{s.chunk([]openaiChunkChoice{{
-		Delta: openaiDelta{Role: "assistant", Content: &empty, Refusal: jsonNull},
-	}}, nil)}
+	d := openaiDelta{Role: "assistant", Content: json.RawMessage(`""`), Refusal: jsonNull}
+	switch {
+	case s.a.refusal:
+		d.Content, d.Refusal = jsonNull, json.RawMessage(`""`)
+	case s.a.text == "" && len(s.a.tools) > 0:
+		d.Content = jsonNull
+	}
+	return s.each(d, nil)
 }
 
-func (s openaiStream) delta(text string) event {
-	return s.chunk([]openaiChunkChoice{{Delta: openaiDelta{Content: &text}}}, nil)
+func (s openaiStream) delta(text string) []event {
+	if s.a.refusal {
+		return s.each(openaiDelta{Refusal: marshal(text)}, nil)
+	}
+	return s.each(openaiDelta{Content: marshal(text)}, nil)
 }
 
-// tail is the chunk with the finish reason and an empty delta, the usage
-// chunk (empty choices) when the request set stream_options.include_usage,
-// and [DONE].
+// tail is each tool call (a chunk with its index, id, type, name and empty
+// arguments, then chunks of its arguments), the chunk with the finish
+// reason and an empty delta, the usage chunk (empty choices) when the
+// request set stream_options.include_usage, and [DONE].
 func (s openaiStream) tail() []event {
+	var evs []event
+	for i, t := range s.a.tools {
+		idx := i
+		for k, p := range splitArgs(t.args) {
+			tc := openaiToolCall{Index: &idx, Function: openaiToolFunction{Arguments: p}}
+			if k == 0 {
+				tc.ID, tc.Type, tc.Function.Name = t.id, "function", t.name
+			}
+			evs = append(evs, s.each(openaiDelta{ToolCalls: []openaiToolCall{tc}}, nil)...)
+		}
+	}
 	finish := s.a.finish
-	evs := []event{s.chunk([]openaiChunkChoice{{FinishReason: &finish}}, nil)}
+	evs = append(evs, s.each(openaiDelta{}, &finish)...)
 	if s.usage {
-		evs = append(evs, s.chunk([]openaiChunkChoice{}, marshal(openaiUsage{
-			PromptTokens: s.a.in, CompletionTokens: s.a.out, TotalTokens: s.a.in + s.a.out,
-		})))
+		evs = append(evs, s.chunk([]openaiChunkChoice{}, marshal(s.a.openaiUsage())))
 	}
 	return append(evs, event{data: []byte("[DONE]")})
 }

@@ -240,13 +240,16 @@ func TestStreamAnthropicWire(t *testing.T) {
 			t.Fatal(err)
 		}
 		in, out := tokens(len(body)), tokens(len("Hi there, you"))
-		usage := func(out int) string {
-			return fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}`, in, out)
-		}
+		startUsage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,`+
+			`"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":1,`+
+			`"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},`+
+			`"service_tier":"standard","inference_geo":"global","speed":"standard"}`, in)
+		deltaUsage := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d,`+
+			`"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0}}`, in, out)
 		want := "event: message_start\n" +
-			`data: {"type":"message_start","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":` + usage(1) + "}}\n\n" +
+			`data: {"type":"message_start","message":{"id":"msg_fake_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,"usage":` + startUsage + "}}\n\n" +
 			"event: content_block_start\n" +
-			`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+			`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","citations":null}}` + "\n\n" +
 			"event: ping\n" +
 			`data: {"type":"ping"}` + "\n\n"
 		for _, p := range []string{"Hi", " there,", " you"} {
@@ -256,7 +259,7 @@ func TestStreamAnthropicWire(t *testing.T) {
 		want += "event: content_block_stop\n" +
 			`data: {"type":"content_block_stop","index":0}` + "\n\n" +
 			"event: message_delta\n" +
-			`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":` + usage(out) + "}\n\n" +
+			`data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null,"stop_details":null,"container":null},"usage":` + deltaUsage + "}\n\n" +
 			"event: message_stop\n" +
 			`data: {"type":"message_stop"}` + "\n\n"
 		if string(raw) != want {
@@ -296,7 +299,7 @@ func TestStreamOpenAIWire(t *testing.T) {
 				u = `,"usage":null`
 			}
 			chunk := func(choice string) string {
-				return `data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":0,"model":"gpt-served","choices":[` +
+				return `data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":0,"model":"gpt-served","service_tier":"default","system_fingerprint":"fp_fake","choices":[` +
 					choice + `]` + u + "}\n\n"
 			}
 			want := chunk(`{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`) +
@@ -305,8 +308,10 @@ func TestStreamOpenAIWire(t *testing.T) {
 				chunk(`{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}`)
 			if includeUsage {
 				in, out := tokens(len(body)), tokens(len("Hi there"))
-				want += fmt.Sprintf(`data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":0,"model":"gpt-served","choices":[],`+
-					`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", in, out, in+out)
+				want += fmt.Sprintf(`data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":0,"model":"gpt-served","service_tier":"default","system_fingerprint":"fp_fake","choices":[],`+
+					`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,`+
+					`"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},`+
+					`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`+"\n\n", in, out, in+out)
 			}
 			want += "data: [DONE]\n\n"
 			if got := created.ReplaceAllString(string(raw), `"created":0`); got != want {
@@ -331,8 +336,8 @@ func TestStreamAnswerModifiers(t *testing.T) {
 	body := `{"model":"m","max_tokens":5,"stream":true,"stop_sequences":["END"],"messages":[{"role":"user","content":"hi"}]}`
 	r := do(t, s.Client(), newRequest(t, context.Background(), s.URL(), fake.Anthropic, body))
 	for _, frag := range []string{
-		`"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`,
-		`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}`,
+		`"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":1,`,
+		`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END","stop_details":null,"container":null},"usage":{"input_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3,`,
 	} {
 		if !strings.Contains(r.body, frag) {
 			t.Errorf("stream lacks %s:\n%s", frag, r.body)

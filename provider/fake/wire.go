@@ -59,12 +59,14 @@ func requestIDHeader(f Format) string {
 // exchange is what the response to one request needs to know about it.
 type exchange struct {
 	format Format
-	model  string // the model requested
-	seq    int    // the server's request sequence number
-	reqLen int    // bytes of request body, for the usage estimate
-	stop   string // the request's first stop sequence, if any
-	stream bool   // the request asked for a stream ("stream": true)
-	usage  bool   // OpenAI: stream_options.include_usage is true
+	model  string   // the model requested
+	seq    int      // the server's request sequence number
+	reqLen int      // bytes of request body, for the usage estimate
+	stop   string   // the request's first stop sequence, if any
+	stream bool     // the request asked for a stream ("stream": true)
+	usage  bool     // OpenAI: stream_options.include_usage is true
+	n      int      // OpenAI: the choices asked for ("n"), 1 by default
+	limits []header // the rate-limit headers
 }
 
 // request is the part of a request body the fake looks at.
@@ -100,128 +102,6 @@ func parseRequest(body []byte) request {
 		r.usage = opts.IncludeUsage
 	}
 	return r
-}
-
-// reject returns the error a real API would answer an invalid request with,
-// or nil when the request is acceptable. Authentication is checked first, as
-// the real APIs do.
-func reject(f Format, h http.Header, r request) *Outcome {
-	if f == Anthropic {
-		return rejectAnthropic(h, r)
-	}
-	return rejectOpenAI(h, r)
-}
-
-func invalid(status int, msg string) *Outcome {
-	o := Status(status).Message(msg)
-	return &o
-}
-
-func invalidParam(msg, param, code string) *Outcome {
-	o := Status(400).Message(msg).Code(code)
-	o.param = set(param)
-	return &o
-}
-
-func rejectAnthropic(h http.Header, r request) *Outcome {
-	if h.Get("X-Api-Key") == "" {
-		return invalid(401, "x-api-key header is required")
-	}
-	if h.Get("Anthropic-Version") == "" {
-		return invalid(400, "anthropic-version: header is required")
-	}
-	if r.err != nil {
-		return invalid(400, "There was an error parsing the body of your request: "+r.err.Error())
-	}
-	if !isString(r.fields["model"]) {
-		return invalid(400, "model: Field required")
-	}
-	if r.model == "" {
-		return invalid(400, "model: String should have at least 1 character")
-	}
-	mt, ok := r.fields["max_tokens"]
-	if !ok {
-		return invalid(400, "max_tokens: Field required")
-	}
-	var n int
-	if json.Unmarshal(mt, &n) != nil {
-		return invalid(400, "max_tokens: Input should be a valid integer")
-	}
-	if n < 1 {
-		return invalid(400, "max_tokens: Input should be greater than or equal to 1")
-	}
-	msgs, ok := r.fields["messages"]
-	if !ok {
-		return invalid(400, "messages: Field required")
-	}
-	var list []map[string]json.RawMessage
-	if json.Unmarshal(msgs, &list) != nil {
-		return invalid(400, "messages: Input should be a valid list of message objects")
-	}
-	if len(list) == 0 {
-		return invalid(400, "messages: at least one message is required")
-	}
-	for i, m := range list {
-		var role string
-		_ = json.Unmarshal(m["role"], &role)
-		if role != "user" && role != "assistant" {
-			return invalid(400, fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
-		}
-		if _, ok := m["content"]; !ok {
-			return invalid(400, fmt.Sprintf("messages.%d.content: Field required", i))
-		}
-	}
-	if !isBoolOrAbsent(r.fields["stream"]) {
-		return invalid(400, "stream: Input should be a valid boolean")
-	}
-	return nil
-}
-
-func rejectOpenAI(h http.Header, r request) *Outcome {
-	auth := h.Get("Authorization")
-	if auth == "" {
-		o := Status(401).Message("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).").Code("")
-		return &o
-	}
-	if scheme, key, _ := strings.Cut(auth, " "); !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-		return invalid(401, "Incorrect API key provided.")
-	}
-	if r.err != nil {
-		return invalid(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
-	}
-	if r.model == "" {
-		return invalid(400, "you must provide a model parameter")
-	}
-	msgs, ok := r.fields["messages"]
-	if !ok {
-		return invalidParam("Missing required parameter: 'messages'.", "messages", "missing_required_parameter")
-	}
-	var list []map[string]json.RawMessage
-	if json.Unmarshal(msgs, &list) != nil {
-		return invalidParam("Invalid type for 'messages': expected an array of objects.", "messages", "invalid_type")
-	}
-	if len(list) == 0 {
-		return invalidParam("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array")
-	}
-	for i, m := range list {
-		var role string
-		_ = json.Unmarshal(m["role"], &role)
-		switch role {
-		case "system", "developer", "user", "assistant", "tool", "function":
-		default:
-			return invalidParam(fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", role),
-				fmt.Sprintf("messages[%d].role", i), "invalid_value")
-		}
-	}
-	if raw := r.fields["stream"]; !isBoolOrAbsent(raw) {
-		return invalidParam("Invalid type for 'stream': expected a boolean, but got "+jsonKind(raw)+" instead.", "stream", "invalid_type")
-	}
-	if raw := r.fields["stream_options"]; !r.stream && raw != nil && string(raw) != "null" {
-		o := Status(400).Message("The 'stream_options' parameter is only allowed when 'stream' is enabled.").Code("")
-		o.param = set("stream_options")
-		return &o
-	}
-	return nil
 }
 
 func isString(raw json.RawMessage) bool {
@@ -269,26 +149,91 @@ func marshal(v any) []byte {
 func estimate(n int) int { return max(1, (n+3)/4) }
 
 type anthropicMessage struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []anthropicBlock `json:"content"`
-	StopReason   string           `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	Usage        anthropicUsage   `json:"usage"`
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Role         string          `json:"role"`
+	Model        string          `json:"model"`
+	Content      []any           `json:"content"`
+	StopReason   string          `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	StopDetails  json.RawMessage `json:"stop_details"`
+	Container    json.RawMessage `json:"container"`
+	Diagnostics  json.RawMessage `json:"diagnostics"`
+	Usage        anthropicUsage  `json:"usage"`
 }
 
+// anthropicBlock is a text block or a delta of one.
 type anthropicBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
 
+// anthropicTextBlock is a text block of a complete message.
+type anthropicTextBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Citations json.RawMessage `json:"citations"`
+}
+
+type anthropicToolUse struct {
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input"`
+	Caller typeOnly        `json:"caller"`
+}
+
 type anthropicUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+	InputTokens              int                     `json:"input_tokens"`
+	CacheCreationInputTokens int                     `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                     `json:"cache_read_input_tokens"`
+	CacheCreation            *anthropicCacheCreation `json:"cache_creation,omitempty"`
+	OutputTokens             int                     `json:"output_tokens"`
+	OutputTokensDetails      *anthropicOutputDetails `json:"output_tokens_details,omitempty"`
+	ServerToolUse            *anthropicServerToolUse `json:"server_tool_use,omitempty"`
+	ServiceTier              string                  `json:"service_tier,omitempty"`
+	InferenceGeo             string                  `json:"inference_geo,omitempty"`
+	Speed                    string                  `json:"speed,omitempty"`
+}
+
+type anthropicCacheCreation struct {
+	Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
+}
+
+type anthropicOutputDetails struct {
+	ThinkingTokens int `json:"thinking_tokens"`
+}
+
+type anthropicServerToolUse struct {
+	WebSearchRequests int `json:"web_search_requests"`
+	WebFetchRequests  int `json:"web_fetch_requests"`
+}
+
+// usage is the full usage object of a message (and of message_start).
+func (a answer) anthropicUsage(out int) anthropicUsage {
+	return anthropicUsage{
+		InputTokens: a.in, CacheReadInputTokens: a.cached,
+		CacheCreation: &anthropicCacheCreation{}, OutputTokens: out,
+		OutputTokensDetails: &anthropicOutputDetails{}, ServerToolUse: &anthropicServerToolUse{},
+		ServiceTier: "standard", InferenceGeo: "global", Speed: "standard",
+	}
+}
+
+// deltaUsage is the cumulative usage of message_delta.
+func (a answer) anthropicDeltaUsage() anthropicUsage {
+	return anthropicUsage{
+		InputTokens: a.in, CacheReadInputTokens: a.cached, OutputTokens: a.out,
+		OutputTokensDetails: &anthropicOutputDetails{}, ServerToolUse: &anthropicServerToolUse{},
+	}
+}
+
+// stopDetails is a message's stop_details: null but for a refusal.
+func (a answer) stopDetails() json.RawMessage {
+	if a.refusal {
+		return json.RawMessage(`{"type":"refusal","category":null,"explanation":null}`)
+	}
+	return jsonNull
 }
 
 type anthropicError struct {
@@ -308,12 +253,14 @@ type anthropicErrorDetails struct {
 }
 
 type openaiCompletion struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Created int64          `json:"created"`
-	Model   string         `json:"model"`
-	Choices []openaiChoice `json:"choices"`
-	Usage   openaiUsage    `json:"usage"`
+	ID                string         `json:"id"`
+	Object            string         `json:"object"`
+	Created           int64          `json:"created"`
+	Model             string         `json:"model"`
+	Choices           []openaiChoice `json:"choices"`
+	Usage             openaiUsage    `json:"usage"`
+	ServiceTier       string         `json:"service_tier"`
+	SystemFingerprint string         `json:"system_fingerprint"`
 }
 
 type openaiChoice struct {
@@ -324,16 +271,55 @@ type openaiChoice struct {
 }
 
 type openaiMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role        string           `json:"role"`
+	Content     *string          `json:"content"`
+	Refusal     *string          `json:"refusal"`
+	ToolCalls   []openaiToolCall `json:"tool_calls,omitempty"`
+	Annotations []struct{}       `json:"annotations"`
+}
+
+type openaiToolCall struct {
+	Index    *int               `json:"index,omitempty"` // in stream deltas only
+	ID       string             `json:"id,omitempty"`
+	Type     string             `json:"type,omitempty"`
+	Function openaiToolFunction `json:"function"`
+}
+
+type openaiToolFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 type openaiUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens            int                    `json:"prompt_tokens"`
+	CompletionTokens        int                    `json:"completion_tokens"`
+	TotalTokens             int                    `json:"total_tokens"`
+	PromptTokensDetails     openaiPromptDetails    `json:"prompt_tokens_details"`
+	CompletionTokensDetails openaiCompletionDetail `json:"completion_tokens_details"`
 }
+
+type openaiPromptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+	AudioTokens  int `json:"audio_tokens"`
+}
+
+type openaiCompletionDetail struct {
+	ReasoningTokens          int `json:"reasoning_tokens"`
+	AudioTokens              int `json:"audio_tokens"`
+	AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
+}
+
+func (a answer) openaiUsage() openaiUsage {
+	return openaiUsage{PromptTokens: a.in, CompletionTokens: a.out, TotalTokens: a.in + a.out,
+		PromptTokensDetails: openaiPromptDetails{CachedTokens: a.cached}}
+}
+
+// The service_tier and system_fingerprint of OpenAI answers.
+const (
+	openaiServiceTier = "default"
+	openaiFingerprint = "fp_fake"
+)
 
 type openaiError struct {
 	Error openaiErrorDetail `json:"error"`
@@ -349,21 +335,30 @@ type openaiErrorDetail struct {
 // answer is what an answer outcome says, in either format and either shape
 // (one body or a stream).
 type answer struct {
-	text   string
-	model  string  // the model that says it served the request
-	id     string  // msg_… or chatcmpl-…
-	finish string  // stop_reason or finish_reason
-	stop   *string // Anthropic stop_sequence
-	in     int     // input (prompt) tokens
-	out    int     // output (completion) tokens
+	text    string
+	model   string  // the model that says it served the request
+	id      string  // msg_… or chatcmpl-…
+	finish  string  // stop_reason or finish_reason
+	stop    *string // Anthropic stop_sequence
+	in      int     // input (prompt) tokens
+	out     int     // output (completion) tokens
+	cached  int     // cached input tokens
+	tools   []toolCall
+	refusal bool
+	n       int // OpenAI choices
 }
 
 func answerOf(o Outcome, ex exchange) answer {
-	a := answer{text: o.text.or("fake answer from " + ex.model), model: ex.model, id: o.id, finish: o.finish}
+	a := answer{text: o.text.or("fake answer from " + ex.model), model: ex.model, id: o.id, finish: o.finish,
+		tools: resolveTools(o.tools, ex.format, ex.seq), refusal: o.refusal, cached: o.cached, n: max(ex.n, 1)}
 	if o.model != "" {
 		a.model = o.model
 	}
-	a.in, a.out = estimate(ex.reqLen), estimate(len(a.text))
+	outLen := len(a.text)
+	for _, t := range a.tools {
+		outLen += len(t.name) + len(t.args)
+	}
+	a.in, a.out = estimate(ex.reqLen), estimate(outLen)
 	if o.usageSet {
 		a.in, a.out = o.usageIn, o.usageOut
 	}
@@ -371,7 +366,13 @@ func answerOf(o Outcome, ex exchange) answer {
 		if a.id == "" {
 			a.id = "msg_fake_" + strconv.Itoa(ex.seq)
 		}
-		if a.finish == "" {
+		switch {
+		case a.finish != "":
+		case len(a.tools) > 0:
+			a.finish = "tool_use"
+		case a.refusal:
+			a.finish = "refusal"
+		default:
 			a.finish = "end_turn"
 		}
 		if a.finish == "stop_sequence" && ex.stop != "" {
@@ -384,8 +385,44 @@ func answerOf(o Outcome, ex exchange) answer {
 	}
 	if a.finish == "" {
 		a.finish = "stop"
+		if len(a.tools) > 0 {
+			a.finish = "tool_calls"
+		}
 	}
 	return a
+}
+
+// anthropicContent is the content of a complete Anthropic message: the text
+// block (left out when the text is empty and there are tool calls) and the
+// tool_use blocks.
+func (a answer) anthropicContent() []any {
+	var content []any
+	if a.text != "" || len(a.tools) == 0 {
+		content = append(content, anthropicTextBlock{Type: "text", Text: a.text, Citations: jsonNull})
+	}
+	for _, t := range a.tools {
+		content = append(content, anthropicToolUse{Type: "tool_use", ID: t.id, Name: t.name,
+			Input: json.RawMessage(t.args), Caller: typeOnly{"direct"}})
+	}
+	return content
+}
+
+// openaiMessage is the message of a complete OpenAI choice.
+func (a answer) openaiMessage() openaiMessage {
+	m := openaiMessage{Role: "assistant", Annotations: []struct{}{}}
+	text := a.text
+	switch {
+	case a.refusal:
+		m.Refusal = &text
+	case text == "" && len(a.tools) > 0:
+	default:
+		m.Content = &text
+	}
+	for _, t := range a.tools {
+		m.ToolCalls = append(m.ToolCalls, openaiToolCall{ID: t.id, Type: "function",
+			Function: openaiToolFunction{Name: t.name, Arguments: t.args}})
+	}
+	return m
 }
 
 // answerBody is the success body of an answer outcome.
@@ -394,18 +431,20 @@ func answerBody(o Outcome, ex exchange) []byte {
 	if ex.format == Anthropic {
 		return marshal(anthropicMessage{
 			ID: a.id, Type: "message", Role: "assistant", Model: a.model,
-			Content:    []anthropicBlock{{Type: "text", Text: a.text}},
-			StopReason: a.finish, StopSequence: a.stop,
-			Usage: anthropicUsage{InputTokens: a.in, OutputTokens: a.out},
+			Content:    a.anthropicContent(),
+			StopReason: a.finish, StopSequence: a.stop, StopDetails: a.stopDetails(),
+			Container: jsonNull, Diagnostics: jsonNull,
+			Usage: a.anthropicUsage(a.out),
 		})
+	}
+	choices := make([]openaiChoice, a.n)
+	for i := range choices {
+		choices[i] = openaiChoice{Index: i, Message: a.openaiMessage(), FinishReason: a.finish}
 	}
 	return marshal(openaiCompletion{
 		ID: a.id, Object: "chat.completion", Created: time.Now().Unix(), Model: a.model,
-		Choices: []openaiChoice{{
-			Message:      openaiMessage{Role: "assistant", Content: a.text},
-			FinishReason: a.finish,
-		}},
-		Usage: openaiUsage{PromptTokens: a.in, CompletionTokens: a.out, TotalTokens: a.in + a.out},
+		Choices: choices, Usage: a.openaiUsage(),
+		ServiceTier: openaiServiceTier, SystemFingerprint: openaiFingerprint,
 	})
 }
 
