@@ -107,8 +107,12 @@ type RateLimit struct {
 // Allowance is one rate-limit bucket as announced by the provider. The
 // zero value means the provider announced nothing for this bucket.
 type Allowance struct {
-	// Limit is the bucket's size; Remaining what is left of it now.
-	Limit, Remaining int
+	// Limit is the bucket's size; Remaining what is left of it now. They
+	// are per-minute counts of requests or tokens; a header announcing more
+	// than math.MaxInt32 is read as math.MaxInt32. (int32 keeps a
+	// Response, and so a chain's Result, within the allocator's 512-byte
+	// size class.)
+	Limit, Remaining int32
 	// Reset is when the bucket is full again; zero when not reported.
 	// Providers that send a relative duration are converted against the
 	// time the response arrived.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,10 +46,10 @@ func Allowance(h http.Header, limit, remaining, reset string, received time.Time
 	parseReset func(v string, received time.Time) (time.Time, bool)) llm.Allowance {
 	var a llm.Allowance
 	if n, ok := Int(h, limit); ok {
-		a.Limit = n
+		a.Limit = int32(min(n, math.MaxInt32))
 	}
 	if n, ok := Int(h, remaining); ok {
-		a.Remaining = n
+		a.Remaining = int32(min(n, math.MaxInt32))
 	}
 	if v := h.Get(reset); v != "" {
 		if t, ok := parseReset(strings.TrimSpace(v), received); ok {

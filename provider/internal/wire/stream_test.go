@@ -41,7 +41,7 @@ func stubEndpoint(rt http.RoundTripper, maxBytes int64) *Endpoint {
 		Header: http.Header{"Accept": {"application/json"}}, Client: &http.Client{Transport: rt},
 		RateLimit: func(h http.Header, _ time.Time) llm.RateLimit {
 			n, _ := Int(h, "X-Limit")
-			return llm.RateLimit{Requests: llm.Allowance{Limit: n}}
+			return llm.RateLimit{Requests: llm.Allowance{Limit: int32(n)}}
 		}}
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 	"unicode/utf8"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -300,5 +302,15 @@ func TestRedactLongKey(t *testing.T) {
 		if f := e.Redact(&llm.Error{RequestID: in}); f.RequestID != want {
 			t.Errorf("Redact(%q) = %q; want %q", in, f.RequestID, want)
 		}
+	}
+}
+
+// TestAllowanceClampsHugeCounts: a count past int32 (a misbehaving proxy,
+// a fuzzed header) is read as the largest one, never wrapped negative.
+func TestAllowanceClampsHugeCounts(t *testing.T) {
+	h := http.Header{"L": {"99999999999"}, "R": {"2147483647"}}
+	a := Allowance(h, "L", "R", "X", time.Now(), func(string, time.Time) (time.Time, bool) { return time.Time{}, false })
+	if a.Limit != math.MaxInt32 || a.Remaining != math.MaxInt32 {
+		t.Fatalf("%+v", a)
 	}
 }
