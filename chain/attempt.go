@@ -196,7 +196,7 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
 	}
 	if err == nil && (t.schema != nil || len(resp.ToolCalls) > 0) {
-		if s.js, err = c.checkAnswer(t, a.tools, resp); err != nil {
+		if s.js, err = c.checkAnswer(t, a.tools, resp); err != nil && llm.KindOf(err) == llm.KindInvalidOutput {
 			s.invalid = resp
 		}
 	}

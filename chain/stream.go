@@ -400,7 +400,7 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	res.serve(t, &r)
 	if err == nil && (t.schema != nil || len(r.ToolCalls) > 0) {
 		var js json.RawMessage
-		if js, err = s.c.checkAnswer(t, a.tools, &r); err != nil {
+		if js, err = s.c.checkAnswer(t, a.tools, &r); err != nil && llm.KindOf(err) == llm.KindInvalidOutput {
 			s.w.obs.validationFailed(&t.ob, err)
 		}
 		res.JSON = js

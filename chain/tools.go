@@ -89,19 +89,6 @@ func (ts *toolSchemas) get(raw []byte) (*validate.Schema, error) {
 	return s, nil
 }
 
-// compile compiles every tool's InputSchema (once per distinct schema),
-// refusing a request whose tool schema does not compile before anything
-// is sent.
-func (ts *toolSchemas) compile(tools []llm.Tool) error {
-	for i := range tools {
-		if _, err := ts.get(tools[i].InputSchema); err != nil {
-			return &llm.Error{Provider: "backstop", Kind: llm.KindBadRequest,
-				Message: fmt.Sprintf("tool %d: InputSchema is not a valid JSON Schema", i), Detail: err.Error(), Err: err}
-		}
-	}
-	return nil
-}
-
 // check returns the first of calls that names no tool of tools or whose
 // Arguments fail its InputSchema; nil when every call is valid.
 func (ts *toolSchemas) check(tools []llm.Tool, calls []llm.ToolCall) *ToolCallError {
@@ -113,7 +100,7 @@ func (ts *toolSchemas) check(tools []llm.Tool, calls []llm.ToolCall) *ToolCallEr
 		}
 		s, err := ts.get(tool.InputSchema)
 		if err != nil {
-			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err} // compiled before the call: unreachable
+			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err} // validate.ErrBadSchema: the caller's
 		}
 		args := c.Arguments
 		if len(args) == 0 {
@@ -140,6 +127,11 @@ var anyObject = validate.MustCompile([]byte(`{"type":"object"}`))
 func (c *Chain) checkAnswer(t *target, tools []llm.Tool, resp *llm.Response) (json.RawMessage, error) {
 	if len(resp.ToolCalls) > 0 {
 		if terr := c.tools.check(tools, resp.ToolCalls); terr != nil {
+			if errors.Is(terr.Err, validate.ErrBadSchema) {
+				// The request's fault, not the model's: wrong everywhere.
+				return nil, &llm.Error{Provider: "backstop", Kind: llm.KindBadRequest,
+					Message: fmt.Sprintf("tool %q: InputSchema is not a valid JSON Schema", terr.Name), Detail: terr.Err.Error(), Err: terr}
+			}
 			return nil, &llm.Error{Provider: t.ob.Provider, Status: 200, Kind: llm.KindInvalidOutput, Code: "invalid_tool_call",
 				Message: terr.Error(), RequestID: resp.RequestID, Err: terr}
 		}

@@ -166,17 +166,24 @@ func TestToolCallsAreNotCheckedAgainstTheAnswerSchema(t *testing.T) {
 	}
 }
 
-func TestBadToolSchemaIsABadRequestSentNowhere(t *testing.T) {
-	p := &recorder{name: "anthropic"}
-	c, err := chain.New("agent").Primary(chain.Target{Name: "sonnet", Provider: p, Model: "sonnet-5"}).Build()
+// TestBadToolSchemaStopsTheChain: a call of a tool whose InputSchema is
+// not a JSON Schema cannot be checked; the request is wrong everywhere, so
+// the chain stops (no re-ask, no next target) with a bad request.
+func TestBadToolSchemaStopsTheChain(t *testing.T) {
+	call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}
+	p := &recorder{name: "anthropic", answers: []*llm.Response{calls(call)}}
+	other := &recorder{name: "openai"}
+	c, err := chain.New("agent").Primary(chain.Target{Name: "sonnet", Provider: p, Model: "sonnet-5"}).
+		OrProvider(chain.Target{Name: "gpt", Provider: other, Model: "gpt-6"}).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := askWeather()
 	req.Tools[0].InputSchema = json.RawMessage(`{"type": 12}`)
 	_, err = c.Call(context.Background(), req)
-	if llm.KindOf(err) != llm.KindBadRequest || len(p.reqs) != 0 || !strings.Contains(err.Error(), "tool 0: InputSchema is not a valid JSON Schema") {
-		t.Fatalf("%v, %d requests", err, len(p.reqs))
+	if llm.KindOf(err) != llm.KindBadRequest || len(p.reqs) != 1 || len(other.reqs) != 0 ||
+		!strings.Contains(err.Error(), `tool "get_weather": InputSchema is not a valid JSON Schema`) {
+		t.Fatalf("%v; %d and %d requests", err, len(p.reqs), len(other.reqs))
 	}
 }
 

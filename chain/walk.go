@@ -187,14 +187,16 @@ func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err erro
 }
 
 // check refuses, before anything is sent, a request no target could take
-// (llm.Request.Validate), and a tool whose InputSchema does not compile;
-// it notes what the request needs of a target.
+// (llm.Request.Validate), and notes what the request needs of a target.
+// The tools' InputSchemas are compiled when a call of the tool is checked
+// (once per distinct schema per chain), not here: hashing every schema of
+// every request would cost more than checking the one called.
 func (w *walk) check() error {
 	if err := w.req.Validate(); err != nil {
 		return err
 	}
 	w.needs = w.req.Needs()
-	return w.c.tools.compile(w.req.Tools)
+	return nil
 }
 
 // passOver records t passed over without a request, for cause.

@@ -99,12 +99,13 @@ func checkPart(callsp *map[string]bool, role Role, i, j int, p *Part) error {
 
 // checkTools checks the tools, the tool choice and the response schema.
 func (r *Request) checkTools() error {
-	for i, t := range r.Tools {
+	for i := range r.Tools {
+		t := &r.Tools[i] // by pointer: a Tool is 56 bytes, and each is compared with all before it
 		if err := checkToolName(t.Name); err != "" {
 			return badRequest(fmt.Sprintf("tool %d: %s", i, err), "tool "+t.Name)
 		}
-		for _, u := range r.Tools[:i] {
-			if u.Name == t.Name {
+		for j := range i {
+			if r.Tools[j].Name == t.Name {
 				return badRequest(fmt.Sprintf("tool %d: the name is the name of an earlier tool", i), "tool "+t.Name)
 			}
 		}
@@ -133,13 +134,21 @@ func checkToolName(name string) string {
 	if name == "" || len(name) > MaxToolName {
 		return fmt.Sprintf("a tool name has 1 to %d bytes", MaxToolName)
 	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+	for i := 0; i < len(name); i++ {
+		if !nameByte[name[i]] {
 			return "a tool name holds only letters, digits, _ and -"
 		}
 	}
 	return ""
 }
+
+// nameByte marks the bytes a tool name may hold.
+var nameByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	return t
+}()
 
 // hasTool reports whether tools has one named name.
 func hasTool(tools []Tool, name string) bool {
