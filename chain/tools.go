@@ -1,14 +1,13 @@
 package chain
 
-// Tool calls: each distinct tool InputSchema compiled once per chain, and
-// the calls of an answer checked against the request's tools.
+// Tool calls: the calls of an answer checked against the request's tools,
+// each tool's InputSchema compiled once per chain (validate.SchemaCache).
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/validate"
@@ -54,40 +53,9 @@ func (e *ToolCallError) feedback(tools []llm.Tool) string {
 	return "The arguments do not match the tool's input schema. " + validate.Feedback(e.Err)
 }
 
-// maxToolSchemas bounds the compiled schemas a chain keeps; past it they
-// are all forgotten and compiled again as calls need them.
-const maxToolSchemas = 1024
-
-// toolSchemas holds the compiled InputSchemas of the tools a chain's
-// calls carried, by their bytes: a schema is compiled once, not per call.
-type toolSchemas struct {
-	mu sync.RWMutex
-	m  map[string]*validate.Schema
-}
-
-// get returns raw compiled; nil for an empty schema (any object).
-func (ts *toolSchemas) get(raw []byte) (*validate.Schema, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	ts.mu.RLock()
-	s := ts.m[string(raw)] // no copy: the conversion is only looked up
-	ts.mu.RUnlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := validate.Compile(raw)
-	if err != nil {
-		return nil, err
-	}
-	ts.mu.Lock()
-	if ts.m == nil || len(ts.m) >= maxToolSchemas {
-		ts.m = make(map[string]*validate.Schema)
-	}
-	ts.m[string(raw)] = s
-	ts.mu.Unlock()
-	return s, nil
-}
+// toolSchemas checks tool calls against the tools' InputSchemas, each
+// compiled once for the chain's life (validate.SchemaCache).
+type toolSchemas struct{ cache validate.SchemaCache }
 
 // check returns the first of calls that names no tool of tools or whose
 // Arguments fail its InputSchema; nil when every call is valid.
@@ -98,26 +66,12 @@ func (ts *toolSchemas) check(tools []llm.Tool, calls []llm.ToolCall) *ToolCallEr
 		if tool == nil {
 			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: ErrUnknownTool}
 		}
-		s, err := ts.get(tool.InputSchema)
-		if err != nil {
-			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err} // validate.ErrBadSchema: the caller's
-		}
-		args := c.Arguments
-		if len(args) == 0 {
-			args = []byte("{}")
-		}
-		if s == nil {
-			s = anyObject
-		}
-		if err := s.ValidateJSON(args); err != nil {
+		if err := ts.cache.Arguments(tool.InputSchema, c.Arguments); err != nil {
 			return &ToolCallError{Call: i, ID: c.ID, Name: c.Name, Err: err}
 		}
 	}
 	return nil
 }
-
-// anyObject checks the arguments of a tool without an InputSchema.
-var anyObject = validate.MustCompile([]byte(`{"type":"object"}`))
 
 // checkAnswer validates an answer of t to a request with tools: its tool
 // calls against the tools, or, when it calls none, its text against t's

@@ -1,0 +1,60 @@
+package validate
+
+import "sync"
+
+// MaxCached bounds the schemas a SchemaCache keeps; past it they are all
+// forgotten and compiled again as they are asked for.
+const MaxCached = 1024
+
+// anyObject checks the arguments of a tool without an input schema.
+var anyObject = MustCompile([]byte(`{"type":"object"}`))
+
+// SchemaCache compiles each distinct schema once and keeps it, by its
+// bytes: the tool-call argument checks of a chain, whose requests carry the
+// same tools call after call. The zero value is ready to use; it is safe
+// for concurrent use.
+type SchemaCache struct {
+	mu sync.RWMutex
+	m  map[string]*Schema
+}
+
+// Get returns schema compiled, from the cache when it was compiled
+// before. An empty schema means any JSON object.
+func (c *SchemaCache) Get(schema []byte) (*Schema, error) {
+	if len(schema) == 0 {
+		return anyObject, nil
+	}
+	c.mu.RLock()
+	s := c.m[string(schema)] // no copy: the conversion is only looked up
+	c.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	s, err := Compile(schema)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= MaxCached {
+		c.m = make(map[string]*Schema)
+	}
+	c.m[string(schema)] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+// Arguments checks a tool call's arguments (a JSON object; empty means
+// {}) against the tool's input schema (empty means any object), compiled
+// once. It returns an error matching ErrBadSchema when the schema does not
+// compile, ErrBadJSON when the arguments are not JSON, and a
+// *ValidationError (ErrInvalid) when they fail the schema.
+func (c *SchemaCache) Arguments(schema, args []byte) error {
+	s, err := c.Get(schema)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	return s.ValidateJSON(args)
+}

@@ -1,0 +1,57 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestSchemaCacheCompilesOnce(t *testing.T) {
+	var c SchemaCache
+	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+	a, err := c.Get(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Get(append([]byte(nil), schema...)) // equal bytes, another slice
+	if err != nil || a != b {
+		t.Fatalf("compiled twice: %p %p %v", a, b, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = c.Get(schema) }); n != 0 {
+		t.Fatalf("a cached Get allocates %v times", n)
+	}
+}
+
+func TestSchemaCacheArguments(t *testing.T) {
+	var c SchemaCache
+	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+	for _, tc := range []struct {
+		schema, args string
+		want         error
+	}{
+		{string(schema), `{"city":"Paris"}`, nil},
+		{string(schema), `{"town":"Paris"}`, ErrInvalid},
+		{string(schema), `{"city":`, ErrBadJSON},
+		{string(schema), ``, ErrInvalid}, // {} lacks city
+		{``, ``, nil},                    // no schema: any object
+		{``, `[1]`, ErrInvalid},          // but an object
+		{`{"type": 12}`, `{}`, ErrBadSchema},
+	} {
+		err := c.Arguments([]byte(tc.schema), []byte(tc.args))
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("Arguments(%s, %s) = %v, want %v", tc.schema, tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSchemaCacheIsBounded(t *testing.T) {
+	var c SchemaCache
+	for i := range MaxCached + 10 {
+		if _, err := c.Get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.m); n > MaxCached {
+		t.Fatalf("%d schemas kept, more than MaxCached", n)
+	}
+}
