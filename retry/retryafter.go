@@ -4,12 +4,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/backstop-llm/backstop/internal/retryafter"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // MaxRetryAfter is the longest wait ParseRetryAfter reports: larger values
 // (a far-off date, an overflowing number) are clamped to it.
-const MaxRetryAfter = retryafter.Max
+const MaxRetryAfter = llm.MaxRetryAfter
 
 // ParseRetryAfter reads the wait a response asks for. It looks at
 // retry-after-ms first (milliseconds, as the official SDKs do), then at
@@ -20,5 +20,5 @@ const MaxRetryAfter = retryafter.Max
 // Negative numbers and garbage report false; absurd values are clamped to
 // MaxRetryAfter.
 func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	return retryafter.FromHeader(h, now)
+	return llm.RetryAfter(h, now)
 }

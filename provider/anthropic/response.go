@@ -137,26 +137,8 @@ func text(blocks []block) string {
 	return sb.String()
 }
 
-// rateHeaders holds the canonical names of the rate-limit headers, one row
-// per bucket: limit, remaining, reset.
-var rateHeaders = [4][3]string{
-	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
-	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
-	{"Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
-	{"Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
-}
-
-// rateLimit reads the anthropic-ratelimit-* headers.
+// rateLimit reads the anthropic-ratelimit-* headers, as every adapter of
+// Anthropic's API reads them (llm.Vendor.RateLimit).
 func rateLimit(h http.Header, received time.Time) llm.RateLimit {
-	bucket := func(i int) llm.Allowance {
-		n := &rateHeaders[i]
-		return wire.Allowance(h, n[0], n[1], n[2], received, parseReset)
-	}
-	return llm.RateLimit{Requests: bucket(0), Tokens: bucket(1), InputTokens: bucket(2), OutputTokens: bucket(3)}
-}
-
-// parseReset reads a reset time, sent as RFC 3339.
-func parseReset(v string, _ time.Time) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, v)
-	return t, err == nil
+	return llm.VendorAnthropic.RateLimit(h, received)
 }

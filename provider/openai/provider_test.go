@@ -202,23 +202,6 @@ func TestSuccess(t *testing.T) {
 	}
 }
 
-func TestParseReset(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"1s": time.Second, "6m0s": 6 * time.Minute, "12ms": 12 * time.Millisecond,
-		"1h2m3.5s": time.Hour + 2*time.Minute + 3500*time.Millisecond, "0": 0, "2": 2 * time.Second, "0.5": 500 * time.Millisecond,
-	} {
-		if got, ok := parseReset(in, now); !ok || got.Sub(now) != want {
-			t.Errorf("parseReset(%q) = %v, %v; want now+%v", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "-1s", "soon", "1x"} {
-		if got, ok := parseReset(in, now); ok {
-			t.Errorf("parseReset(%q) = %v; want not ok", in, got)
-		}
-	}
-}
-
 func TestSuccessNullContent(t *testing.T) {
 	s := suite.NewServer(t, suite.Respond(200, `{"id":"c","model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[]},"finish_reason":"tool_calls"}]}`))
 	res, err := newProvider(t, s.URL).Complete(context.Background(), userReq)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/backstop-llm/backstop/internal/retryafter"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -107,29 +106,8 @@ func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Er
 	return p.ep.Redact(f)
 }
 
-// rateLimit reads the x-ratelimit-* headers.
+// rateLimit reads the x-ratelimit-* headers, as every adapter of OpenAI's
+// API reads them (llm.Vendor.RateLimit).
 func rateLimit(h http.Header, received time.Time) llm.RateLimit {
-	return llm.RateLimit{
-		Requests: wire.Allowance(h, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests",
-			"X-Ratelimit-Reset-Requests", received, parseReset),
-		Tokens: wire.Allowance(h, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens",
-			"X-Ratelimit-Reset-Tokens", received, parseReset),
-	}
-}
-
-// parseReset reads a reset sent as a Go-style duration ("1s", "6m0s",
-// "12ms") measured from when the response arrived. Some compatible servers
-// send plain seconds instead; those are accepted too.
-func parseReset(v string, received time.Time) (time.Time, bool) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		var ok bool
-		if d, ok = retryafter.Parse(v, received); !ok {
-			return time.Time{}, false
-		}
-	}
-	if d < 0 {
-		return time.Time{}, false
-	}
-	return received.Add(d), true
+	return llm.VendorOpenAI.RateLimit(h, received)
 }

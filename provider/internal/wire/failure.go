@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/backstop-llm/backstop/internal/retryafter"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -36,12 +35,12 @@ func (e *Endpoint) Failure(r *Reply, kind llm.Kind) *llm.Error {
 		Provider:    e.Provider,
 		Status:      r.Status,
 		Kind:        kind,
-		ShouldRetry: ShouldRetry(r.Header),
+		ShouldRetry: llm.ShouldRetry(r.Header),
 	}
 	if e.RequestID != "" {
 		f.RequestID = r.Header.Get(e.RequestID)
 	}
-	f.RetryAfter, _ = retryafter.FromHeader(r.Header, r.Received)
+	f.RetryAfter, _ = llm.RetryAfter(r.Header, r.Received)
 	if e.RateLimit != nil {
 		f.RateLimit = e.RateLimit(r.Header, r.Received)
 	}

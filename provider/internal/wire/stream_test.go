@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -40,7 +41,7 @@ func stubEndpoint(rt http.RoundTripper, maxBytes int64) *Endpoint {
 	return &Endpoint{Provider: "p", URL: "http://h/v1", MaxBytes: maxBytes, RequestID: "Request-Id", Secret: key,
 		Header: http.Header{"Accept": {"application/json"}}, Client: &http.Client{Transport: rt},
 		RateLimit: func(h http.Header, _ time.Time) llm.RateLimit {
-			n, _ := Int(h, "X-Limit")
+			n, _ := strconv.Atoi(h.Get("X-Limit"))
 			return llm.RateLimit{Requests: llm.Allowance{Limit: int32(n)}}
 		}}
 }

@@ -1,4 +1,4 @@
-package retryafter
+package llm
 
 import (
 	"net/http"
@@ -22,8 +22,8 @@ func TestParse(t *testing.T) {
 		{"Sunday, 06-Nov-94 08:49:37 GMT", 7 * time.Second, true}, // RFC 850
 		{"Sun Nov  6 08:49:37 1994", 7 * time.Second, true},       // asctime
 		{"Sun, 06 Nov 1994 08:49:00 GMT", 0, true},                // past: no wait
-		{"Sun, 06 Nov 2094 08:49:37 GMT", Max, true},              // absurd: clamped
-		{"99999999999999999999999", Max, true},
+		{"Sun, 06 Nov 2094 08:49:37 GMT", MaxRetryAfter, true},    // absurd: clamped
+		{"99999999999999999999999", MaxRetryAfter, true},
 		{"1e3", 0, false},
 		{"0x10", 0, false},
 		{"Inf", 0, false},
@@ -36,28 +36,28 @@ func TestParse(t *testing.T) {
 		{"Sun, 06 Nov 1994 08:49:37 PST", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := Parse(tt.in, now)
+		got, ok := ParseRetryAfter(tt.in, now)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("Parse(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }
 
 func TestFromHeader(t *testing.T) {
 	h := http.Header{}
-	if _, ok := FromHeader(h, now); ok {
+	if _, ok := RetryAfter(h, now); ok {
 		t.Fatal("empty header reported a wait")
 	}
 	h.Set("Retry-After", "3")
-	if d, ok := FromHeader(h, now); !ok || d != 3*time.Second {
+	if d, ok := RetryAfter(h, now); !ok || d != 3*time.Second {
 		t.Fatalf("retry-after 3 = %v, %v", d, ok)
 	}
 	h.Set("Retry-After-Ms", "1574")
-	if d, ok := FromHeader(h, now); !ok || d != 1574*time.Millisecond {
+	if d, ok := RetryAfter(h, now); !ok || d != 1574*time.Millisecond {
 		t.Fatalf("retry-after-ms wins: got %v, %v", d, ok)
 	}
 	h.Set("Retry-After-Ms", "garbage")
-	if d, ok := FromHeader(h, now); !ok || d != 3*time.Second {
+	if d, ok := RetryAfter(h, now); !ok || d != 3*time.Second {
 		t.Fatalf("bad retry-after-ms falls back to retry-after: got %v, %v", d, ok)
 	}
 }
@@ -68,16 +68,16 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := Parse(s, now)
-		if d < 0 || d > Max {
-			t.Fatalf("Parse(%q) = %v out of [0, %v]", s, d, Max)
+		d, ok := ParseRetryAfter(s, now)
+		if d < 0 || d > MaxRetryAfter {
+			t.Fatalf("ParseRetryAfter(%q) = %v out of [0, %v]", s, d, MaxRetryAfter)
 		}
 		if !ok && d != 0 {
-			t.Fatalf("Parse(%q) = %v but not ok", s, d)
+			t.Fatalf("ParseRetryAfter(%q) = %v but not ok", s, d)
 		}
-		m, ok := ParseMillis(s)
-		if m < 0 || m > Max || !ok && m != 0 {
-			t.Fatalf("ParseMillis(%q) = %v, %v", s, m, ok)
+		m, ok := ParseRetryAfterMillis(s)
+		if m < 0 || m > MaxRetryAfter || !ok && m != 0 {
+			t.Fatalf("ParseRetryAfterMillis(%q) = %v, %v", s, m, ok)
 		}
 	})
 }

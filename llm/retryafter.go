@@ -1,8 +1,9 @@
-// Package retryafter parses the waits a server asks for: the Retry-After
-// header of RFC 9110 (delay-seconds or an HTTP-date in any of its three
-// forms) and the retry-after-ms header some providers send beside it. It is
-// shared by the provider adapters and by package retry, which exports it.
-package retryafter
+package llm
+
+// The waits a server asks for: the Retry-After header of RFC 9110
+// (delay-seconds or an HTTP-date in any of its three forms) and the
+// retry-after-ms header some providers send beside it; shared by every
+// adapter (through Classify) and by package retry.
 
 import (
 	"math"
@@ -12,32 +13,32 @@ import (
 	"time"
 )
 
-// Max is the longest wait Parse reports. Larger values (a year, an overflow,
+// MaxRetryAfter is the longest wait RetryAfter and ParseRetryAfter report. Larger values (a year, an overflow,
 // a clock far off) are clamped to it: long enough to mean "not soon", short
 // enough that a garbage header cannot close a target for good.
-const Max = 24 * time.Hour
+const MaxRetryAfter = 24 * time.Hour
 
-// FromHeader reads the wait h asks for: retry-after-ms first (as the official
+// RetryAfter reads the wait h asks for: retry-after-ms first (as the official
 // SDKs do), then retry-after. It reports false when neither header holds a
 // usable value. An HTTP-date is measured from now; a date in the past means
 // no wait (0, true).
-func FromHeader(h http.Header, now time.Time) (time.Duration, bool) {
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if d, ok := ParseMillis(v); ok {
+		if d, ok := ParseRetryAfterMillis(v); ok {
 			return d, true
 		}
 	}
 	if v := h.Get("Retry-After"); v != "" {
-		return Parse(v, now)
+		return ParseRetryAfter(v, now)
 	}
 	return 0, false
 }
 
-// Parse reads one Retry-After value: delay-seconds (a decimal fraction is
+// ParseRetryAfter reads one Retry-After value: delay-seconds (a decimal fraction is
 // accepted, as some gateways send one) or an HTTP-date in IMF-fixdate,
 // RFC 850 or asctime form. Negative numbers, garbage and dates that are not
 // GMT report false.
-func Parse(v string, now time.Time) (time.Duration, bool) {
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
@@ -53,12 +54,12 @@ func Parse(v string, now time.Time) (time.Duration, bool) {
 	if d < 0 {
 		return 0, true
 	}
-	return min(d, Max), true
+	return min(d, MaxRetryAfter), true
 }
 
-// ParseMillis reads a retry-after-ms value: a non-negative number of
+// ParseRetryAfterMillis reads a retry-after-ms value: a non-negative number of
 // milliseconds, possibly fractional.
-func ParseMillis(v string) (time.Duration, bool) {
+func ParseRetryAfterMillis(v string) (time.Duration, bool) {
 	return seconds(strings.TrimSpace(v), float64(time.Millisecond))
 }
 
@@ -78,8 +79,8 @@ func seconds(v string, unit float64) (time.Duration, bool) {
 		}
 	}
 	d := f * unit
-	if d >= float64(Max) {
-		return Max, true
+	if d >= float64(MaxRetryAfter) {
+		return MaxRetryAfter, true
 	}
 	return time.Duration(d), true
 }
