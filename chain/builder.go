@@ -108,9 +108,18 @@ func (b *Builder) Observe(obs ...observe.Observer) *Builder {
 }
 
 // AllowRegions restricts where the chain's model targets may process data.
-// Build fails naming every model target whose Region is not one of regions,
-// including targets with no Region. Degradations are exempt: they run in
-// your process. Calling it again adds regions.
+// An entry is a region ("eu-west-1", "europe-west4", "westeurope"), which
+// allows that region, or a geography ("eu", "uk", "ch", "us", "ca", "sa",
+// "apac", "me", "af"), which allows every region in it (the table is in
+// docs/concepts.md, "Data residency"); case does not matter. A target
+// processes data in its Region or, when that is empty, in its provider's
+// (llm.DeployedProvider). A Bedrock cross-region inference profile is
+// judged by where it routes, whatever Region says: an "eu." Model is
+// allowed only by "eu" (likewise "us.", "apac."), a "global." Model only by
+// a list naming every geography. Build fails naming every model target
+// outside regions, including targets whose region is unknown.
+// Degradations are exempt: they run in your process. Calling it again adds
+// regions.
 func (b *Builder) AllowRegions(regions ...string) *Builder {
 	b.regions = append(b.regions, regions...)
 	return b
@@ -356,13 +365,7 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
 	}
 	p.wrap(label, "Retry is invalid", t.Retry.Validate())
-	if regions := p.b.regions; len(regions) > 0 && !slices.Contains(regions, t.Region) {
-		if t.Region == "" {
-			p.fail(label, "Region is empty, but the chain allows only regions %q; set the target's Region", regions)
-		} else {
-			p.fail(label, "Region %q is outside the allowed regions %q; remove the target or allow its region", t.Region, regions)
-		}
-	}
+	p.checkDeployment(label, t) // Serves, and AllowRegions (deployment.go)
 }
 
 // compileTarget makes what a call needs of target t: its breaker
@@ -472,20 +475,23 @@ func capabilityWarnings(targets []*target) []string {
 	return out
 }
 
-// checkTier reports a target that contradicts its tier's name.
+// checkTier reports a target that contradicts its tier's name. Models are
+// compared as sameModel does (deployment.go), each target's Serves
+// standing for its Model when set: one model in any platform's id form is
+// one model, and an alias is any snapshot of it.
 func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) {
 	same := t.Provider.Name() == primary.Provider.Name()
 	switch tier {
 	case TierDeployment:
-		if t.Model != primary.Model {
-			fail("OrDeployment serves model %q but the primary serves %q; another deployment serves the same model (use OrSibling or OrProvider for another model)", t.Model, primary.Model)
+		if !sameModel(servedModel(&t), servedModel(primary)) {
+			fail("OrDeployment serves model %s but the primary serves %s; another deployment serves the same model (use OrSibling or OrProvider for another model)", describeModel(&t), describeModel(primary))
 		}
 	case TierSibling:
 		if !same {
 			fail("OrSibling is on provider %q but the primary is on %q; a sibling is another model of the same provider (use OrProvider)", t.Provider.Name(), primary.Provider.Name())
 		}
-		if t.Model == primary.Model {
-			fail("OrSibling serves the primary's model %q; a sibling is another model (use OrDeployment for the same model elsewhere)", t.Model)
+		if sameModel(servedModel(&t), servedModel(primary)) {
+			fail("OrSibling serves the primary's model %s (the primary: %s); a sibling is another model (use OrDeployment for the same model elsewhere)", describeModel(&t), describeModel(primary))
 		}
 	case TierProvider:
 		if same {

@@ -22,8 +22,17 @@ type Target struct {
 	Provider llm.Provider
 	// Model is the model to request. Required.
 	Model string
+	// Serves is the model Model serves, when Model is a name of your own
+	// rather than a model id: an Azure deployment name ("my-gpt-eu"), a
+	// Bedrock application inference profile. Build compares it instead of
+	// Model to check the tiers (OrDeployment serves the primary's model,
+	// OrSibling another), and fails when Model is itself a recognisable
+	// model id of another model. Empty: Model itself.
+	Serves string
 	// Region is where the target processes data ("eu", "us-east-1", …).
-	// Informational unless the chain restricts regions.
+	// Empty means its provider's deployment region (llm.DeployedProvider),
+	// if it says. Informational unless the chain restricts regions
+	// (Builder.AllowRegions).
 	Region string
 	// System is this target's system prompt. When empty, the caller's
 	// Request.System is sent.

@@ -1,0 +1,316 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// deployed is an llm.DeployedProvider that answers "ok" without a network:
+// a provider that says where it is deployed.
+type deployed struct {
+	name string
+	dep  llm.Deployment
+	oops bool // Deployment panics
+}
+
+func (d *deployed) Name() string { return d.name }
+func (d *deployed) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return &llm.Response{Text: "ok", Model: req.Model}, nil
+}
+func (d *deployed) Deployment() llm.Deployment {
+	if d.oops {
+		panic("no deployment")
+	}
+	return d.dep
+}
+
+// plain is an llm.Provider that does not say where it is deployed.
+type plain struct{ name string }
+
+func (p *plain) Name() string { return p.name }
+func (p *plain) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return &llm.Response{Text: "ok", Model: req.Model}, nil
+}
+
+// buildErr builds b and returns its error's text, "" when Build succeeds,
+// failing the test when an error does not match ErrInvalidConfig.
+func buildErr(t *testing.T, b *chain.Builder) string {
+	t.Helper()
+	c, err := b.Build()
+	if err == nil {
+		if c == nil {
+			t.Fatal("Build returned neither a chain nor an error")
+		}
+		return ""
+	}
+	if !errors.Is(err, chain.ErrInvalidConfig) {
+		t.Fatalf("Build error does not match ErrInvalidConfig: %v", err)
+	}
+	return err.Error()
+}
+
+const sonnet45 = "claude-sonnet-4-5-20250929"
+
+// TestModelIdentity checks, through Build, which model ids name one model:
+// each pair is tried as Primary and OrDeployment (accepted when the same
+// model, refused otherwise) and as Primary and OrSibling (the reverse).
+func TestModelIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		primary, other string
+		same           bool
+	}{
+		// One Claude model in every platform's form.
+		{sonnet45, sonnet45, true},
+		{sonnet45, "claude-sonnet-4-5", true},
+		{sonnet45, "anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "apac.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "global.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "jp.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{sonnet45, "claude-sonnet-4-5@20250929", true},
+		{sonnet45, "publishers/anthropic/models/claude-sonnet-4-5@20250929", true},
+		{sonnet45, "CLAUDE-SONNET-4-5-20250929", true},
+		{"claude-sonnet-4-5", "claude-sonnet-4-5@20250929", true},
+		{"claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true},
+		{"claude-sonnet-4-5", "claude-sonnet-4-5", true},
+		{"claude-sonnet-4-0", "claude-sonnet-4-20250514", true},
+		{"claude-opus-4-1@20250805", "claude-opus-4-1-20250805", true},
+		{"claude-haiku-4-5", "anthropic.claude-haiku-4-5-20251001-v1:0", true},
+		{"claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022", true},
+		{"claude-3-5-sonnet-20241022", "anthropic.claude-3-5-sonnet-20241022-v2:0", true},
+		{"claude-3-sonnet-20240229", "anthropic.claude-3-sonnet-20240229-v1:0:200k", true},
+		// The Bedrock version is not the snapshot: the date is.
+		{sonnet45, "anthropic.claude-sonnet-4-5-20250929-v2:0", true},
+		// Near misses: another model.
+		{sonnet45, "claude-sonnet-4-5-20250514", false},
+		{"claude-sonnet-4-5@20250929", "claude-sonnet-4-5@20251231", false},
+		{"claude-3-5-sonnet-20240620", "anthropic.claude-3-5-sonnet-20241022-v2:0", false},
+		{"claude-sonnet-4-5", "claude-sonnet-4-20250514", false},
+		{"claude-sonnet-4", "claude-sonnet-4-5", false},
+		{"claude-sonnet-4-0", "claude-sonnet-4-5", false},
+		{"claude-opus-4-1", "claude-opus-4-20250514", false},
+		{"claude-haiku-4-5-20251001", sonnet45, false},
+		{"claude-haiku-4-5", "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", false},
+		{"claude-sonnet-4-5", "claude-3-5-sonnet-20241022", false},
+		{sonnet45, "claude-sonnet-4-5-2025092", false},
+		{sonnet45, "eu.claude-sonnet-4-5-20250929", false}, // no vendor: not a profile
+		// Other vendors pass through, compared without case.
+		{"gpt-4o", "GPT-4o", true},
+		{"gpt-4o", "gpt-4o-mini", false},
+		{"gpt-4o", "gpt-4o-2024-08-06", false},
+		{"o3", "o3-mini", false},
+		{"models/gemini-2.5-pro", "gemini-2.5-pro", true},
+		{"projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro", "gemini-2.5-pro", true},
+		{"gemini-2.5-pro", "gemini-2.5-flash", false},
+		{"us.amazon.nova-pro-v1:0", "eu.amazon.nova-pro-v1:0", true},
+		{"my-gpt-eu", "gpt-4o", false},
+		// Legacy Bedrock ids without a date: the version names the model.
+		{"anthropic.claude-v2", "anthropic.claude-v2:1", false},
+		{"anthropic.claude-v2:1", "ANTHROPIC.claude-v2:1", true},
+	} {
+		t.Run(tc.primary+"|"+tc.other, func(t *testing.T) {
+			a, b := &plain{name: "anthropic"}, &plain{name: "aws.bedrock"}
+			msg := buildErr(t, chain.New("c").
+				Primary(chain.Target{Name: "p", Provider: a, Model: tc.primary}).
+				OrDeployment(chain.Target{Name: "d", Provider: b, Model: tc.other}))
+			refused := fmt.Sprintf(`target "d": OrDeployment serves model %q but the primary serves %q; another deployment serves the same model`, tc.other, tc.primary)
+			switch {
+			case tc.same && msg != "":
+				t.Errorf("OrDeployment of the same model refused:\n%s", msg)
+			case !tc.same && !strings.Contains(msg, refused):
+				t.Errorf("OrDeployment of another model: want %q, got:\n%s", refused, msg)
+			}
+			msg = buildErr(t, chain.New("c").
+				Primary(chain.Target{Name: "p", Provider: a, Model: tc.primary}).
+				OrSibling(chain.Target{Name: "s", Provider: a, Model: tc.other}))
+			refused = fmt.Sprintf(`target "s": OrSibling serves the primary's model %q`, tc.other)
+			switch {
+			case tc.same && !strings.Contains(msg, refused):
+				t.Errorf("OrSibling of the same model: want %q, got:\n%s", refused, msg)
+			case !tc.same && msg != "":
+				t.Errorf("OrSibling of another model refused:\n%s", msg)
+			}
+		})
+	}
+}
+
+// TestServesDeclaresTheModel checks that tiers compare Serves when set, and
+// that a Serves contradicting a Model that is itself a model id fails.
+func TestServesDeclaresTheModel(t *testing.T) {
+	openai := &plain{name: "openai"}
+	azure := &deployed{name: "azure", dep: llm.Deployment{Platform: "azure", Region: "westeurope"}}
+	for _, tc := range []struct {
+		name    string
+		primary chain.Target
+		tier    string // "deployment" or "sibling"
+		other   chain.Target
+		want    string // "" for success
+	}{
+		{"azure deployment of the primary's model", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"deployment", chain.Target{Provider: azure, Model: "my-gpt-eu", Serves: "gpt-4o"}, ""},
+		{"azure name without Serves", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"deployment", chain.Target{Provider: azure, Model: "my-gpt-eu"},
+			`target "o": OrDeployment serves model "my-gpt-eu" but the primary serves "gpt-4o"`},
+		{"azure deployment of another model", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"deployment", chain.Target{Provider: azure, Model: "my-gpt-eu", Serves: "gpt-4o-mini"},
+			`target "o": OrDeployment serves model "my-gpt-eu" (Serves "gpt-4o-mini") but the primary serves "gpt-4o"`},
+		{"primary's Serves", chain.Target{Provider: azure, Model: "prod", Serves: "GPT-4o"},
+			"deployment", chain.Target{Provider: openai, Model: "gpt-4o"}, ""},
+		{"both named", chain.Target{Provider: azure, Model: "prod-eu", Serves: "gpt-4o"},
+			"deployment", chain.Target{Provider: azure, Model: "prod-us", Serves: "gpt-4o"}, ""},
+		{"sibling by Serves", chain.Target{Provider: azure, Model: "prod", Serves: "gpt-4o"},
+			"sibling", chain.Target{Provider: azure, Model: "small", Serves: "gpt-4o-mini"}, ""},
+		{"sibling serving the primary's model", chain.Target{Provider: azure, Model: "prod", Serves: "gpt-4o"},
+			"sibling", chain.Target{Provider: azure, Model: "spare", Serves: "gpt-4o"},
+			`target "o": OrSibling serves the primary's model "spare" (Serves "gpt-4o") (the primary: "prod" (Serves "gpt-4o"))`},
+		{"consistent Serves on a model id", chain.Target{Provider: openai, Model: sonnet45},
+			"deployment", chain.Target{Provider: openai, Model: "eu.anthropic.claude-sonnet-4-5-20250929-v1:0", Serves: "claude-sonnet-4-5"}, ""},
+		{"wrong Serves on a GPT id", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"deployment", chain.Target{Provider: azure, Model: "gpt-4o", Serves: "gpt-4.1"},
+			`target "o": Serves is "gpt-4.1" but Model "gpt-4o" is itself a model id, of another model`},
+		{"wrong Serves on a Bedrock profile", chain.Target{Provider: openai, Model: sonnet45},
+			"sibling", chain.Target{Provider: openai, Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Serves: "claude-haiku-4-5"},
+			`target "o": Serves is "claude-haiku-4-5" but Model "us.anthropic.claude-sonnet-4-5-20250929-v1:0" is itself a model id, of another model`},
+		{"wrong Serves on an o-series id", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"sibling", chain.Target{Provider: openai, Model: "o3", Serves: "o4-mini"},
+			`target "o": Serves is "o4-mini" but Model "o3" is itself a model id`},
+		{"wrong Serves on a Gemini id", chain.Target{Provider: openai, Model: "gpt-4o"},
+			"sibling", chain.Target{Provider: openai, Model: "models/gemini-2.5-pro", Serves: "gemini-2.5-flash"},
+			`target "o": Serves is "gemini-2.5-flash" but Model "models/gemini-2.5-pro" is itself a model id`},
+		{"wrong Serves on the primary", chain.Target{Provider: openai, Model: sonnet45, Serves: "claude-opus-4-1"},
+			"sibling", chain.Target{Provider: openai, Model: "claude-haiku-4-5"},
+			`target "p": Serves is "claude-opus-4-1" but Model "claude-sonnet-4-5-20250929" is itself a model id`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.primary.Name, tc.other.Name = "p", "o"
+			b := chain.New("c").Primary(tc.primary)
+			if tc.tier == "sibling" {
+				b.OrSibling(tc.other)
+			} else {
+				b.OrDeployment(tc.other)
+			}
+			msg := buildErr(t, b)
+			switch {
+			case tc.want == "" && msg != "":
+				t.Errorf("Build failed:\n%s", msg)
+			case tc.want != "" && !strings.Contains(msg, tc.want):
+				t.Errorf("Build error lacks %q; got:\n%s", tc.want, msg)
+			}
+		})
+	}
+}
+
+// TestServesOnANameIsNotChecked checks that any Serves is taken on trust
+// when Model is not a recognisable model id.
+func TestServesOnANameIsNotChecked(t *testing.T) {
+	for _, model := range []string{"my-gpt-eu", "prod", "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/a1b2c3"} {
+		msg := buildErr(t, chain.New("c").Primary(chain.Target{Name: "p", Provider: &plain{name: "x"}, Model: model, Serves: sonnet45}))
+		if msg != "" {
+			t.Errorf("Model %q with Serves: %s", model, msg)
+		}
+	}
+}
+
+// allGeographies is every geography AllowRegions knows.
+var allGeographies = []string{"eu", "uk", "ch", "us", "ca", "sa", "apac", "me", "af"}
+
+// TestResidency checks, through Build, where AllowRegions lets a target
+// process data: its Region, else its provider's deployment; a geography
+// entry holding the region; a Bedrock profile by where it routes.
+func TestResidency(t *testing.T) {
+	at := func(region string) *deployed {
+		return &deployed{name: "aws.bedrock", dep: llm.Deployment{Platform: "bedrock", Region: region}}
+	}
+	const euProfile = "eu.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	const globalProfile = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		target  chain.Target
+		want    string // "" for success
+	}{
+		{"provider's region in the geography", []string{"eu"}, chain.Target{Provider: at("eu-west-1"), Model: "m"}, ""},
+		{"provider's region outside", []string{"eu"}, chain.Target{Provider: at("us-east-1"), Model: "m"},
+			`target "t": Region "us-east-1" (its provider's deployment, geography "us") is outside the allowed regions ["eu"]`},
+		{"explicit Region wins, inside", []string{"eu"}, chain.Target{Provider: at("us-east-1"), Model: "m", Region: "eu-west-1"}, ""},
+		{"explicit Region wins, outside", []string{"eu"}, chain.Target{Provider: at("eu-west-1"), Model: "m", Region: "us-east-1"},
+			`target "t": Region "us-east-1" (geography "us") is outside the allowed regions ["eu"]`},
+		{"region entry", []string{"eu-west-1"}, chain.Target{Provider: at("eu-west-1"), Model: "m"}, ""},
+		{"another region entry", []string{"eu-central-1"}, chain.Target{Provider: at("eu-west-1"), Model: "m"},
+			`Region "eu-west-1" (its provider's deployment, geography "eu") is outside the allowed regions ["eu-central-1"]`},
+		{"a geography region is not a region entry", []string{"eu-west-1"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "eu"},
+			`Region "eu" is outside the allowed regions ["eu-west-1"]`},
+		{"case does not matter", []string{"EU"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "EU-West-1"}, ""},
+		{"GCP europe", []string{"eu"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "europe-west4"}, ""},
+		{"GCP london is uk", []string{"eu"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "europe-west2"},
+			`Region "europe-west2" (geography "uk") is outside`},
+		{"AWS london is uk", []string{"eu"}, chain.Target{Provider: at("eu-west-2"), Model: "m"}, `geography "uk"`},
+		{"uk entry", []string{"uk"}, chain.Target{Provider: at("eu-west-2"), Model: "m"}, ""},
+		{"AWS zurich is ch", []string{"eu"}, chain.Target{Provider: at("eu-central-2"), Model: "m"}, `geography "ch"`},
+		{"azure westeurope", []string{"eu"}, chain.Target{Provider: &deployed{name: "azure", dep: llm.Deployment{Region: "westeurope"}}, Model: "m"}, ""},
+		{"azure swedencentral", []string{"eu"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "swedencentral"}, ""},
+		{"azure uksouth", []string{"eu"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "uksouth"}, `geography "uk"`},
+		{"azure eastus", []string{"us"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "eastus2"}, ""},
+		{"AWS govcloud", []string{"us"}, chain.Target{Provider: at("us-gov-west-1"), Model: "m"}, ""},
+		{"AWS tokyo", []string{"apac"}, chain.Target{Provider: at("ap-northeast-1"), Model: "m"}, ""},
+		{"GCP sydney", []string{"apac"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "australia-southeast1"}, ""},
+		{"GCP montreal", []string{"ca"}, chain.Target{Provider: &plain{name: "x"}, Model: "m", Region: "northamerica-northeast1"}, ""},
+		{"unlisted region", []string{"us"}, chain.Target{Provider: at("mx-central-1"), Model: "m"},
+			`Region "mx-central-1" (its provider's deployment) is outside the allowed regions ["us"]`},
+		{"unlisted region named", []string{"mx-central-1"}, chain.Target{Provider: at("mx-central-1"), Model: "m"}, ""},
+		{"no region anywhere", []string{"eu"}, chain.Target{Provider: &plain{name: "x"}, Model: "m"}, `target "t": Region is empty`},
+		{"provider without a region", []string{"eu"}, chain.Target{Provider: at(""), Model: "m"}, `target "t": Region is empty`},
+		{"Deployment panics", []string{"eu"}, chain.Target{Provider: &deployed{name: "x", oops: true}, Model: "m"},
+			`target "t": Provider.Deployment panicked (no deployment)`},
+		{"eu profile from a us client", []string{"eu"}, chain.Target{Provider: at("us-east-1"), Model: euProfile}, ""},
+		{"eu profile ARN", []string{"eu"}, chain.Target{Provider: at("eu-west-1"),
+			Model: "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/" + euProfile}, ""},
+		{"eu profile, one region allowed", []string{"eu-west-1"}, chain.Target{Provider: at("eu-west-1"), Model: euProfile, Region: "eu-west-1"},
+			`target "t": Model "eu.anthropic.claude-sonnet-4-5-20250929-v1:0" is an eu. inference profile, which routes anywhere in geography "eu", outside the allowed regions ["eu-west-1"]`},
+		{"us profile from an eu client", []string{"eu"}, chain.Target{Provider: at("eu-west-1"), Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+			`which routes anywhere in geography "us", outside the allowed regions ["eu"]`},
+		{"apac profile", []string{"apac"}, chain.Target{Provider: at("ap-southeast-2"), Model: "apac.anthropic.claude-sonnet-4-5-20250929-v1:0"}, ""},
+		{"global profile", []string{"eu"}, chain.Target{Provider: at("eu-west-1"), Model: globalProfile},
+			`target "t": Model "global.anthropic.claude-sonnet-4-5-20250929-v1:0" is outside the allowed regions ["eu"]: global. inference profiles route worldwide; use an eu. profile`},
+		{"global profile, us allowed", []string{"us-east-1", "us"}, chain.Target{Provider: at("us-east-1"), Model: globalProfile, Region: "us-east-1"},
+			`global. inference profiles route worldwide; use a us. profile`},
+		{"global profile, regions allowed", []string{"eu-west-1"}, chain.Target{Provider: at("eu-west-1"), Model: globalProfile},
+			`global. inference profiles route worldwide; use a model id or inference profile inside them`},
+		{"global profile, all but one geography", allGeographies[1:], chain.Target{Provider: at("eu-west-1"), Model: globalProfile},
+			`global. inference profiles route worldwide`},
+		{"global profile, every geography", allGeographies, chain.Target{Provider: at("eu-west-1"), Model: globalProfile}, ""},
+		{"a deployment name is no profile", []string{"eu"}, chain.Target{Provider: at("westeurope"), Model: "us.gpt-4.1"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.target.Name = "t"
+			msg := buildErr(t, chain.New("c").AllowRegions(tc.allowed...).Primary(tc.target).
+				OrDegrade(chain.Static(llm.Response{Text: "busy"})))
+			switch {
+			case tc.want == "" && msg != "":
+				t.Errorf("Build failed:\n%s", msg)
+			case tc.want != "" && !strings.Contains(msg, tc.want):
+				t.Errorf("Build error lacks %q; got:\n%s", tc.want, msg)
+			}
+		})
+	}
+}
+
+// TestNoRegionsNoResidencyCheck checks that without AllowRegions no target
+// is refused for where it runs, a global. profile included.
+func TestNoRegionsNoResidencyCheck(t *testing.T) {
+	msg := buildErr(t, chain.New("c").
+		Primary(chain.Target{Name: "p", Provider: &plain{name: "x"}, Model: "global.anthropic.claude-sonnet-4-5-20250929-v1:0"}).
+		OrDeployment(chain.Target{Name: "d", Provider: &deployed{name: "y", oops: true}, Model: sonnet45}))
+	if msg != "" {
+		t.Fatal(msg)
+	}
+}
