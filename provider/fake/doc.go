@@ -1,7 +1,10 @@
-// Package fake is backstop's fault injector: one HTTP server that speaks both
-// the Anthropic Messages API (POST /v1/messages) and the OpenAI Chat
-// Completions API (POST /v1/chat/completions), and fails on cue. It serves
-// backstop's own tests, its examples, and users' tests of their chains.
+// Package fake is backstop's fault injector: one HTTP server that speaks
+// the Anthropic Messages API (POST /v1/messages), the OpenAI Chat
+// Completions API (POST /v1/chat/completions), and the cloud deployments of
+// models (Anthropic on Amazon Bedrock and Google Vertex AI, Gemini on the
+// Gemini API and Vertex AI, Azure OpenAI; see Cloud platforms), and fails
+// on cue. It serves backstop's own tests, its examples, and users' tests of
+// their chains.
 //
 // The real provider adapters talk to it over HTTP through their Config
 // (BaseURL: s.URL(), HTTPClient: s.Client()), so the wire format is
@@ -91,6 +94,122 @@
 // What a request carried is recorded in its Call: Tools (the names of the
 // tools it declared) and ToolResults (the tool results it sent back), next
 // to its raw Body and redacted Header.
+//
+// # Cloud platforms
+//
+// The same server answers the platforms' paths, and Call.Format tells them
+// apart. Scripts are keyed by the model as the path names it (URL-decoded),
+// so one Script drives every format; every outcome (Answer, CallTools,
+// Refusal, the canned errors, Hang, ConnReset, After, the stream faults)
+// is rendered in each platform's wire format. The shapes were read from the
+// official SDKs: anthropic-sdk-go/v2 v2.15.0 (bedrock, vertex), genai
+// v1.77.0, openai-go/v3 v3.98.0 (azure) and aws-sdk-go-v2's
+// aws/protocol/eventstream v1.7.27.
+//
+// Bedrock (Format Bedrock): POST /model/{modelId}/invoke and
+// /model/{modelId}/invoke-with-response-stream, modelId a model id, an
+// inference profile (us., eu., apac., global.) or an ARN (its slash sent
+// as %2F, as the SDK does).
+//
+//   - Authentication: an Authorization header of SigV4 shape,
+//     AWS4-HMAC-SHA256 Credential=AKID/YYYYMMDD/REGION/bedrock/aws4_request,
+//     SignedHeaders=… (including host), Signature=<64 hex digits>, with an
+//     X-Amz-Date of the scope's date. The scope's service must be bedrock
+//     and its region the server's (Region, by default us-east-1). The
+//     signature is not verified. A Bedrock API key (Authorization: Bearer)
+//     is accepted too. Failures are 403 MissingAuthenticationTokenException,
+//     IncompleteSignatureException or InvalidSignatureException.
+//   - Body: the Anthropic Messages body without model and stream
+//     ("extraneous key [model] is not permitted"), with anthropic_version
+//     bedrock-2023-05-31 or an anthropic-version value (anthropic-sdk-go
+//     v2.15.0 forwards its header, 2026-10-21); anthropic_beta is allowed.
+//     The rest is checked as for Anthropic.
+//   - Answers: the Anthropic message JSON; x-amzn-RequestId carries the
+//     request id; no rate-limit headers.
+//   - Streams: Content-Type application/vnd.amazon.eventstream, each
+//     Anthropic event one event-stream message (headers :event-type chunk,
+//     :content-type application/json, :message-type event; payload
+//     {"bytes":"<base64 of the event's JSON>"}), encoded by the fake itself
+//     with both CRCs. ErrorAfter sends an exception message
+//     (:message-type exception, :exception-type internalServerException
+//     unless Type sets another, such as throttlingException or
+//     modelStreamErrorException; payload {"message":…}).
+//   - Errors: {"message":…} with x-amzn-ErrorType: 400
+//     ValidationException, 403 AccessDeniedException, 404
+//     ResourceNotFoundException, 408 ModelTimeoutException, 424
+//     ModelErrorException, 429 ThrottlingException, 500
+//     InternalServerException, 503 ServiceUnavailableException (Overloaded);
+//     SpendCap is a 400 ServiceQuotaExceededException, ContextTooLong a 400
+//     "Input is too long for requested model.". Type sets the error type.
+//
+// Vertex AI, Anthropic (Format Vertex): POST
+// /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict
+// and :streamRawPredict, model such as claude-sonnet-4-5@20250929.
+// Authorization: Bearer <token> is required (not verified; else a 401
+// UNAUTHENTICATED). The body is the Messages body with anthropic_version
+// vertex-2023-10-16 (or an anthropic-version value, as the SDK sends it);
+// a model in it is ignored. A stream is asked for with "stream": true, as
+// the SDK sends it, and answers and streams are exactly Anthropic's. Errors
+// that are Vertex's own are google.rpc.Status (see Gemini): 401, 403, 404,
+// request checks before Anthropic's and the rate limit, a 429
+// RESOURCE_EXHAUSTED with RetryInfo; the others (Overloaded's 529,
+// ServerError, BadRequest, SpendCap, …) are passed through in Anthropic's
+// error body.
+//
+// Gemini (Format Gemini, POST /v1beta/models/{model}:generateContent and
+// :streamGenerateContent?alt=sse, key in x-goog-api-key or ?key=, else a
+// 403 PERMISSION_DENIED) and Gemini on Vertex AI (Format VertexGemini,
+// /v1/projects/{p}/locations/{l}/publishers/google/models/{model}:… or, in
+// express mode, /v1/publishers/google/models/{model}:… (v1beta1 too, as
+// genai sends it), Bearer or an API key, else a 401 UNAUTHENTICATED):
+//
+//   - Requests: contents is a non-empty list of {role user|model, parts},
+//     parts non-empty, each with exactly one data field (text, inlineData
+//     with mimeType and data, fileData, functionCall with a name,
+//     functionResponse with a name, …); systemInstruction, tools
+//     (functionDeclarations with names, recorded in Call.Tools),
+//     generationConfig (temperature in [0, 2], topP in [0, 1],
+//     maxOutputTokens >= 1, candidateCount in [1, 8], at most 5
+//     stopSequences, responseMimeType text/plain, application/json or
+//     text/x.enum, required for responseSchema / responseJsonSchema).
+//     Unknown fields are 400 "Unknown name". snake_case names are accepted
+//     as the APIs accept them. functionResponse parts are recorded in
+//     Call.ToolResults (ID the response's id, else its name; Content its
+//     response as JSON).
+//   - Answers: {candidates:[{content:{role:model, parts}, finishReason,
+//     index}], usageMetadata:{promptTokenCount, candidatesTokenCount,
+//     totalTokenCount, cachedContentTokenCount}, modelVersion, responseId
+//     resp_fake_N}. finishReason is STOP (tool calls too) unless Finish
+//     sets MAX_TOKENS, SAFETY, …; tool calls are functionCall parts (with
+//     an id only when the ToolCall sets one); a Refusal is a candidate with
+//     finishReason SAFETY and no content.
+//   - Streams (alt=sse only: without it the fake answers 400): one
+//     data: line per chunk of text, then a last chunk with the tool calls
+//     (or an empty text part), the finish reason and the full usage.
+//     ErrorAfter sends data: {"error":{"code":503,…,"status":"UNAVAILABLE"}}.
+//   - Errors: {"error":{"code":…,"message":…,"status":…,"details":[…]}}:
+//     400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404
+//     NOT_FOUND, 429 RESOURCE_EXHAUSTED (RateLimited with a retry-after in
+//     seconds adds {"@type":"type.googleapis.com/google.rpc.RetryInfo",
+//     "retryDelay":"30s"}; SpendCap has none), 500 INTERNAL, 503 UNAVAILABLE
+//     (Overloaded), 504 DEADLINE_EXCEEDED. Type sets error.status. The
+//     outcome's Retry-After header is sent as set (the real APIs send none;
+//     remove it with Header("Retry-After", "")).
+//
+// Azure OpenAI (Format Azure): POST
+// /openai/deployments/{deployment}/chat/completions?api-version=YYYY-MM-DD[-preview]
+// (scripts keyed by the deployment; model in the body optional) and
+// /openai/v1/chat/completions (model in the body, api-version optional: v1,
+// preview or a date). A missing api-version on the deployments path is a
+// 404 {"error":{"code":"404","message":"Resource not found"}}, a malformed
+// one or one before 2022-12-01 a 400 "API version not supported". The key
+// is api-key or Authorization: Bearer (Entra ID), else a 401 "Access
+// denied due to invalid subscription key or wrong API endpoint…". Bodies,
+// answers and streams are OpenAI's (data_sources is allowed); Azure's own
+// errors are {"error":{"code":"<string>","message":…}}: 401, 404
+// DeploymentNotFound and the rate limit (429, "Please retry after N
+// seconds."); the others are OpenAI's. Answers carry the x-ratelimit
+// headers and the request id in apim-request-id.
 //
 // # Answers
 //

@@ -97,6 +97,7 @@ type Outcome struct {
 	code      optString
 	message   optString
 	param     optString // OpenAI error.param; set only by request validation
+	platform  bool      // Vertex, Azure: the platform's own error body, not the provider's; set only by request validation
 	requestID string
 	headers   []header
 	delay     time.Duration
@@ -138,6 +139,10 @@ func Answer(text string) Outcome {
 // invalid_request_error for 4xx (401 code invalid_api_key, 404 code
 // model_not_found), type requests and code rate_limit_exceeded for 429, and
 // type server_error for 5xx.
+//
+// The cloud platforms render it in their own error bodies (Bedrock's
+// x-amzn-ErrorType, Google's google.rpc.Status, Azure's string codes; see
+// the package documentation).
 //
 // Refine it with Type, Code, Message, Body, Header, RetryAfter and
 // RequestID.
@@ -222,8 +227,9 @@ func (o Outcome) Model(served string) Outcome {
 }
 
 // ID sets the message or completion id in an answer's body; by default
-// msg_fake_N (Anthropic) or chatcmpl-fake-N (OpenAI), where N is the
-// server's request sequence number.
+// msg_fake_N (Anthropic, Bedrock, Vertex), chatcmpl-fake-N (OpenAI, Azure)
+// or resp_fake_N (Gemini's responseId), where N is the server's request
+// sequence number.
 func (o Outcome) ID(id string) Outcome {
 	o.id = id
 	return o
@@ -238,7 +244,8 @@ func (o Outcome) Usage(in, out int) Outcome {
 }
 
 // Finish sets an answer's stop_reason (Anthropic) or finish_reason (OpenAI),
-// sent as given: end_turn, max_tokens, refusal, length, content_filter, …
+// or Gemini's finishReason, sent as given: end_turn, max_tokens, refusal,
+// length, content_filter, MAX_TOKENS, SAFETY, …
 func (o Outcome) Finish(reason string) Outcome {
 	o.finish = reason
 	return o
@@ -373,6 +380,9 @@ func (o Outcome) FirstChunkAfter(d time.Duration) Outcome {
 // then data: [DONE], as OpenAI has been seen to send it (a client that
 // ignores the error sees a stream that ends normally), with no finish_reason
 // or usage chunk. Type, Code and Message set the error's fields.
+//
+// Bedrock sends an event-stream exception message instead, and Gemini a
+// data: {"error": …} chunk (see the package documentation).
 //
 // ErrorAfter, StallAfter and CutAfter are exclusive: the last one called
 // wins.

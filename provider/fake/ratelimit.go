@@ -44,7 +44,9 @@ type bucket struct {
 //     Go duration rounded to the millisecond ("0s", "12ms", "1.5s",
 //     "6m0s"); tokens is input and output tokens together.
 //
-// An outcome's Header overrides any of them. By default every model has
+// Azure answers carry the OpenAI headers; Bedrock, Vertex and Gemini
+// answers carry none (their requests still drain the buckets). An
+// outcome's Header overrides any of them. By default every model has
 // Limits{Requests: 4000, InputTokens: 2000000, OutputTokens: 400000}. Model
 // "" sets the limits of every model that has none of its own. The zero
 // Limits turns the headers off.
@@ -101,6 +103,9 @@ func (s *Server) consume(f Format, model string, in, out int) []header {
 	b.req = math.Max(0, b.req-1)
 	b.in = math.Max(0, b.in-float64(in))
 	b.out = math.Max(0, b.out-float64(out))
+	if f == Bedrock || f == Vertex || f.family() == Gemini {
+		return nil // the platforms send no rate-limit headers
+	}
 
 	// wait is how long a bucket of limit with rem left takes to fill.
 	wait := func(limit int, rem float64) time.Duration {

@@ -40,6 +40,7 @@ type Server struct {
 	ownLimits map[string]bool    // models given limits by RateLimits
 	defLimits *Limits            // RateLimits("", …), if called
 	maxOut    map[string]int     // MaxOutputTokens overrides
+	awsRegion string             // Region; "" is defaultRegion
 }
 
 // MaxOutputTokens sets the largest max_tokens the fake accepts in an
@@ -78,8 +79,10 @@ type model struct {
 
 // Call is one request as the fake received it.
 type Call struct {
-	// Model is the model named in the request body ("" when the body did not
-	// name one).
+	// Model is the model named in the request: in the body for Anthropic,
+	// OpenAI and Azure's /openai/v1; in the path, URL-decoded, for Bedrock
+	// (the model id), Vertex, Gemini and Azure's /openai/deployments (the
+	// deployment). It is "" when the request did not name one.
 	Model string
 	// Format is the wire format, from the request's path.
 	Format Format
@@ -92,7 +95,8 @@ type Call struct {
 	// testing/synctest).
 	Time time.Time
 	// Header is the request's header, with the values of Authorization,
-	// Proxy-Authorization, X-Api-Key, Api-Key and Cookie replaced by
+	// Proxy-Authorization, X-Api-Key, Api-Key, X-Goog-Api-Key,
+	// X-Amz-Security-Token and Cookie replaced by
 	// "[redacted]" (an Authorization scheme is kept: "Bearer [redacted]"), so
 	// tests can check that a key was sent without the key being stored.
 	Header http.Header
@@ -266,7 +270,7 @@ func redact(h http.Header) http.Header {
 					vs[i] = redacted
 				}
 			}
-		case "X-Api-Key", "Api-Key", "Cookie":
+		case "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token", "Cookie":
 			for i := range vs {
 				vs[i] = redacted
 			}
@@ -278,7 +282,9 @@ func redact(h http.Header) http.Header {
 
 // ServeHTTP is the fake's handler: POST /v1/messages speaks the Anthropic
 // Messages API, POST /v1/chat/completions the OpenAI Chat Completions API,
-// and any other path gets a 404 (another method a 405). It checks the
+// the platforms' paths (Bedrock, Vertex AI, Gemini, Azure OpenAI) their
+// formats (see the package documentation's Cloud platforms), and any other
+// path gets a 404 (another method a 405). It checks the
 // request as the real API would (API key, anthropic-version, the body's
 // fields, messages and tools, as the package documentation lists; a body
 // over 32 MiB gets a 413), records it, and serves the model's next outcome
@@ -290,11 +296,12 @@ func redact(h http.Header) http.Header {
 // Mount it in an httptest.Server or a mux of your own if you like; Client,
 // Transport and Start are the usual ways in.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f, ok := route(r.URL.Path)
+	ep, ok := route(r.URL)
 	if !ok {
 		noRoute(w, r, http.StatusNotFound)
 		return
 	}
+	f := ep.format
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		noRoute(w, r, http.StatusMethodNotAllowed)
@@ -312,12 +319,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.seq++
 			seq := s.seq
 			s.mu.Unlock()
-			respond(w, r, exchange{format: f, seq: seq}, Status(http.StatusRequestEntityTooLarge))
+			respond(w, r, exchange{format: f, seq: seq, model: ep.model}, Status(http.StatusRequestEntityTooLarge))
 		}
 		return // the client went away
 	}
 	req := parseRequest(body)
-	rej, cr := reject(f, r.Header, req, s.outputLimit)
+	if f.family() == Gemini {
+		req = parseGemini(body)
+	}
+	if ep.pathModel {
+		req.model = ep.model
+	}
+	if ep.pathStream {
+		req.stream = ep.stream
+	}
+	rej, cr := reject(ep, r, req, s.outputLimit, s.region())
 	call := s.record(f, req.model, r.Header, body, cr)
 	ex := exchange{format: f, model: req.model, seq: call.Seq, reqLen: len(body), stop: req.stop,
 		stream: req.stream, usage: req.usage, n: cr.n}
@@ -365,22 +381,24 @@ func respond(w http.ResponseWriter, r *http.Request, ex exchange, o Outcome) {
 	status := http.StatusOK
 	contentType := "application/json"
 	var body []byte
+	var extra []header
 	switch {
 	case o.body.ok:
 		if o.kind == kindError {
 			status = errorStatus(o, ex.format)
 		} else if ex.stream {
-			contentType = "text/event-stream; charset=utf-8"
+			contentType = streamContentType(ex.format)
 		}
 		body = []byte(o.body.v)
 	case o.kind == kindError:
-		status, body = errorBody(o, ex, rid)
+		status, body, extra = errorBody(o, ex, rid)
 	default:
 		body = answerBody(o, ex)
 	}
 	h := w.Header()
 	h.Set("Content-Type", contentType)
-	h.Set(requestIDHeader(ex.format), rid)
+	setRequestID(h, ex.format, rid)
+	setHeaders(h, extra)
 	setHeaders(h, ex.limits)
 	setHeaders(h, o.headers)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -454,7 +472,11 @@ func noRoute(w http.ResponseWriter, r *http.Request, status int) {
 		Type  string               `json:"type"`
 		Error anthropicErrorDetail `json:"error"`
 	}{"error", anthropicErrorDetail{Type: typ, Message: fmt.Sprintf(
-		"fake: no route for %s %s: the fake serves POST %s (Anthropic) and POST %s (OpenAI)",
+		"fake: no route for %s %s: the fake serves POST %s (Anthropic), POST %s (OpenAI), "+
+			"/model/{id}/invoke[-with-response-stream] (Bedrock), "+
+			"/v1/projects/{p}/locations/{l}/publishers/{anthropic|google}/models/{m}:{method} (Vertex), "+
+			"/v1beta/models/{m}:{generateContent|streamGenerateContent} (Gemini) and "+
+			"/openai/deployments/{d}/chat/completions, /openai/v1/chat/completions (Azure)",
 		r.Method, r.URL.Path, anthropicPath, openaiPath)}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

@@ -70,6 +70,20 @@ func (s sseWriter) send(evs ...event) bool {
 	return true
 }
 
+// eventSender sends a stream's events: as server-sent events, or (Bedrock)
+// as AWS event-stream messages.
+type eventSender interface {
+	send(evs ...event) bool
+}
+
+// streamContentType is the Content-Type of a streamed answer in format f.
+func streamContentType(f Format) string {
+	if f == Bedrock {
+		return "application/vnd.amazon.eventstream"
+	}
+	return "text/event-stream; charset=utf-8"
+}
+
 // streamer encodes a streamed answer's events in one wire format.
 type streamer interface {
 	head() []event             // the opening events, sent with the headers
@@ -79,8 +93,14 @@ type streamer interface {
 }
 
 func newStreamer(ex exchange, a answer) streamer {
-	if ex.format == Anthropic {
+	switch ex.format.family() {
+	case Anthropic:
+		if ex.format == Bedrock {
+			return bedrockStream{anthropicStream{a}}
+		}
 		return anthropicStream{a}
+	case Gemini:
+		return geminiStream{a}
 	}
 	return openaiStream{a: a, created: time.Now().Unix(), usage: ex.usage}
 }
@@ -95,14 +115,17 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, ex exchange, o Out
 		parts = split(a.text)
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Content-Type", streamContentType(ex.format))
 	h.Set("Cache-Control", "no-cache")
-	h.Set(requestIDHeader(ex.format), rid)
+	setRequestID(h, ex.format, rid)
 	setHeaders(h, ex.limits)
 	setHeaders(h, o.headers)
 	w.WriteHeader(http.StatusOK)
 
-	s := sseWriter{w: w, rc: http.NewResponseController(w)}
+	var s eventSender = sseWriter{w: w, rc: http.NewResponseController(w)}
+	if ex.format == Bedrock {
+		s = &bedrockWriter{w: w, rc: http.NewResponseController(w)}
+	}
 	enc := newStreamer(ex, a)
 	if !s.send(enc.head()...) {
 		return

@@ -12,6 +12,7 @@ type ToolCall struct {
 	// ID is the call's id. By default the fake generates one in the format's
 	// style: toolu_fake_N_I on Anthropic, call_fake_N_I on OpenAI, where N is
 	// the server's request sequence number and I the call's 0-based index.
+	// Gemini function calls carry an id only when ID is set.
 	ID string
 	// Name is the tool's name.
 	Name string
@@ -22,12 +23,14 @@ type ToolCall struct {
 }
 
 // ToolResult is one tool result a request sent back: an Anthropic
-// tool_result content block or an OpenAI message with role "tool".
+// tool_result content block, an OpenAI message with role "tool" or a Gemini
+// functionResponse part.
 type ToolResult struct {
-	// ID is the id of the call it answers: tool_use_id or tool_call_id.
+	// ID is the id of the call it answers: tool_use_id or tool_call_id (for
+	// Gemini, the functionResponse's id, else its name).
 	ID string
 	// Content is the result's text: the content string, or its text blocks
-	// (parts) concatenated.
+	// (parts) concatenated (for Gemini, the response object as compact JSON).
 	Content string
 	// IsError is Anthropic's is_error (always false on OpenAI).
 	IsError bool

@@ -23,10 +23,20 @@ type carried struct {
 // reject returns the error a real API would answer an invalid request with,
 // or nil when the request is acceptable, and what the request carried.
 // Authentication is checked first, as the real APIs do.
-func reject(f Format, h http.Header, r request, maxOut func(string) int) (*Outcome, carried) {
+func reject(ep endpoint, hr *http.Request, r request, maxOut func(string) int, region string) (*Outcome, carried) {
 	var c carried
-	if f == Anthropic {
+	h := hr.Header
+	switch ep.format {
+	case Anthropic:
 		return rejectAnthropic(h, r, maxOut, &c), c
+	case Bedrock:
+		return rejectBedrock(h, r, maxOut, region, &c), c
+	case Vertex:
+		return rejectVertex(h, r, maxOut, &c), c
+	case Gemini, VertexGemini:
+		return rejectGemini(ep, hr, r, &c), c
+	case Azure:
+		return rejectAzure(ep, hr, r, &c), c
 	}
 	return rejectOpenAI(h, r, &c), c
 }
@@ -164,6 +174,11 @@ func rejectAnthropic(h http.Header, r request, maxOut func(string) int, c *carri
 		return invalid(400, fmt.Sprintf("anthropic-version: invalid version %q; supported versions: %s",
 			v, strings.Join(anthropicVersions, ", ")))
 	}
+	return checkAnthropicBody(r, maxOut, c)
+}
+
+// checkAnthropicBody checks the body of a Messages request.
+func checkAnthropicBody(r request, maxOut func(string) int, c *carried) *Outcome {
 	if r.err != nil {
 		return invalid(400, "There was an error parsing the body of your request: "+r.err.Error())
 	}
@@ -519,6 +534,11 @@ func rejectOpenAI(h http.Header, r request, c *carried) *Outcome {
 	if scheme, key, _ := strings.Cut(auth, " "); !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		return invalid(401, "Incorrect API key provided.")
 	}
+	return checkOpenAIBody(r, c)
+}
+
+// checkOpenAIBody checks the body of a Chat Completions request.
+func checkOpenAIBody(r request, c *carried) *Outcome {
 	if r.err != nil {
 		return invalid(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
 	}

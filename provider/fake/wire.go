@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,17 +20,60 @@ const (
 	Anthropic Format = iota + 1
 	// OpenAI is the OpenAI Chat Completions API: POST /v1/chat/completions.
 	OpenAI
+	// Bedrock is Anthropic on Amazon Bedrock: POST /model/{modelId}/invoke
+	// and /model/{modelId}/invoke-with-response-stream.
+	Bedrock
+	// Vertex is Anthropic on Google Vertex AI: POST
+	// /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}:rawPredict
+	// and :streamRawPredict.
+	Vertex
+	// Gemini is the Gemini API: POST /v1beta/models/{m}:generateContent and
+	// :streamGenerateContent?alt=sse.
+	Gemini
+	// VertexGemini is Gemini on Vertex AI: POST
+	// /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent
+	// and :streamGenerateContent?alt=sse.
+	VertexGemini
+	// Azure is Azure OpenAI Chat Completions: POST
+	// /openai/deployments/{deployment}/chat/completions?api-version=… and
+	// /openai/v1/chat/completions.
+	Azure
 )
 
-// String returns "anthropic" or "openai".
+// String returns "anthropic", "openai", "bedrock", "vertex", "gemini",
+// "vertex-gemini" or "azure".
 func (f Format) String() string {
 	switch f {
 	case Anthropic:
 		return "anthropic"
 	case OpenAI:
 		return "openai"
+	case Bedrock:
+		return "bedrock"
+	case Vertex:
+		return "vertex"
+	case Gemini:
+		return "gemini"
+	case VertexGemini:
+		return "vertex-gemini"
+	case Azure:
+		return "azure"
 	}
 	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// family is the API whose bodies f carries: Anthropic (Anthropic, Bedrock,
+// Vertex), OpenAI (OpenAI, Azure) or Gemini (Gemini, VertexGemini).
+func (f Format) family() Format {
+	switch f {
+	case Bedrock, Vertex:
+		return Anthropic
+	case Azure:
+		return OpenAI
+	case VertexGemini:
+		return Gemini
+	}
+	return f
 }
 
 // The paths the fake serves.
@@ -38,22 +82,122 @@ const (
 	openaiPath    = "/v1/chat/completions"
 )
 
-func route(path string) (Format, bool) {
-	switch path {
-	case anthropicPath:
-		return Anthropic, true
-	case openaiPath:
-		return OpenAI, true
-	}
-	return 0, false
+// endpoint is what a request's path says: its format and, for the formats
+// that carry them in the path, its model and whether it asks for a stream.
+type endpoint struct {
+	format     Format
+	model      string // the model (or deployment) named in the path, if any
+	pathModel  bool   // the path names the model
+	stream     bool   // the path asks for a stream
+	pathStream bool   // the path decides streaming (Bedrock, Gemini)
+	sse        bool   // Gemini streaming: alt=sse was given
+	azureV1    bool   // Azure's /openai/v1 form (no api-version needed)
 }
 
-// requestIDHeader is the header each format carries its request id in.
+func route(u *url.URL) (endpoint, bool) {
+	path := u.Path
+	switch path {
+	case anthropicPath:
+		return endpoint{format: Anthropic}, true
+	case openaiPath:
+		return endpoint{format: OpenAI}, true
+	case "/openai/v1/chat/completions":
+		return endpoint{format: Azure, azureV1: true}, true
+	}
+	if rest, ok := strings.CutPrefix(path, "/model/"); ok {
+		for _, m := range []struct {
+			suffix string
+			stream bool
+		}{{"/invoke-with-response-stream", true}, {"/invoke", false}} {
+			if id, ok := strings.CutSuffix(rest, m.suffix); ok && id != "" {
+				return endpoint{format: Bedrock, model: id, pathModel: true, stream: m.stream, pathStream: true}, true
+			}
+		}
+		return endpoint{}, false
+	}
+	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
+		if d, ok := strings.CutSuffix(rest, "/chat/completions"); ok && d != "" && !strings.Contains(d, "/") {
+			return endpoint{format: Azure, model: d, pathModel: true}, true
+		}
+		return endpoint{}, false
+	}
+	// Google: {version}/models/{m}:{method} (Gemini API),
+	// {version}/projects/{p}/locations/{l}/publishers/{pub}/models/{m}:{method}
+	// or, in Vertex express mode, {version}/publishers/google/models/{m}:{method}.
+	ver, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok || (ver != "v1" && ver != "v1beta" && ver != "v1beta1") {
+		return endpoint{}, false
+	}
+	i := strings.LastIndex(rest, ":")
+	if i < 0 {
+		return endpoint{}, false
+	}
+	resource, method := rest[:i], rest[i+1:]
+	var ep endpoint
+	var name string
+	if m, ok := strings.CutPrefix(resource, "models/"); ok && ver != "v1beta1" {
+		ep.format, name = Gemini, m
+	} else {
+		if strings.HasPrefix(resource, "publishers/google/") {
+			resource = "projects/-/locations/-/" + resource // Vertex express mode: no project
+		}
+		parts := strings.Split(resource, "/")
+		if len(parts) != 8 || parts[0] != "projects" || parts[2] != "locations" || parts[4] != "publishers" ||
+			parts[6] != "models" || parts[1] == "" || parts[3] == "" {
+			return endpoint{}, false
+		}
+		switch parts[5] {
+		case "anthropic":
+			ep.format = Vertex
+		case "google":
+			ep.format = VertexGemini
+		default:
+			return endpoint{}, false
+		}
+		name = parts[7]
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return endpoint{}, false
+	}
+	ep.model, ep.pathModel = name, true
+	switch {
+	case ep.format == Vertex && method == "rawPredict":
+	case ep.format == Vertex && method == "streamRawPredict":
+		ep.stream = true
+	case ep.format != Vertex && method == "generateContent":
+		ep.pathStream = true
+	case ep.format != Vertex && method == "streamGenerateContent":
+		ep.stream, ep.pathStream = true, true
+		ep.sse = u.Query().Get("alt") == "sse"
+	default:
+		return endpoint{}, false
+	}
+	return ep, true
+}
+
+// requestIDHeader is the header each format carries its request id in ("":
+// none).
 func requestIDHeader(f Format) string {
-	if f == Anthropic {
+	switch f {
+	case Anthropic, Vertex:
 		return "Request-Id"
+	case Bedrock:
+		return "X-Amzn-Requestid"
+	case Gemini, VertexGemini:
+		return ""
 	}
 	return "X-Request-Id"
+}
+
+// setRequestID sets the request id header of format f (Azure sends it as
+// apim-request-id and x-request-id).
+func setRequestID(h http.Header, f Format, rid string) {
+	if k := requestIDHeader(f); k != "" {
+		h.Set(k, rid)
+	}
+	if f == Azure {
+		h.Set("Apim-Request-Id", rid)
+	}
 }
 
 // exchange is what the response to one request needs to know about it.
@@ -350,7 +494,7 @@ type answer struct {
 
 func answerOf(o Outcome, ex exchange) answer {
 	a := answer{text: o.text.or("fake answer from " + ex.model), model: ex.model, id: o.id, finish: o.finish,
-		tools: resolveTools(o.tools, ex.format, ex.seq), refusal: o.refusal, cached: o.cached, n: max(ex.n, 1)}
+		tools: resolveTools(o.tools, ex.format.family(), ex.seq), refusal: o.refusal, cached: o.cached, n: max(ex.n, 1)}
 	if o.model != "" {
 		a.model = o.model
 	}
@@ -362,7 +506,10 @@ func answerOf(o Outcome, ex exchange) answer {
 	if o.usageSet {
 		a.in, a.out = o.usageIn, o.usageOut
 	}
-	if ex.format == Anthropic {
+	switch ex.format.family() {
+	case Gemini:
+		return geminiAnswer(a, o, ex)
+	case Anthropic:
 		if a.id == "" {
 			a.id = "msg_fake_" + strconv.Itoa(ex.seq)
 		}
@@ -428,7 +575,10 @@ func (a answer) openaiMessage() openaiMessage {
 // answerBody is the success body of an answer outcome.
 func answerBody(o Outcome, ex exchange) []byte {
 	a := answerOf(o, ex)
-	if ex.format == Anthropic {
+	switch ex.format.family() {
+	case Gemini:
+		return geminiBody(a)
+	case Anthropic:
 		return marshal(anthropicMessage{
 			ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 			Content:    a.anthropicContent(),
@@ -485,16 +635,41 @@ var openaiMessages = map[int]string{
 
 // errorStatus is the HTTP status an error outcome has in format f.
 func errorStatus(o Outcome, f Format) int {
-	if o.preset == presetOverloaded && f == OpenAI {
-		return 503
+	switch {
+	case o.preset == presetOverloaded && f != Anthropic && f != Vertex:
+		return 503 // only Anthropic's own API (and Vertex, passing it through) sends 529
+	case o.preset == presetSpendCap && f == Bedrock:
+		return 400 // ServiceQuotaExceededException
 	}
 	return o.status
 }
 
-// errorBody is the body of an error outcome, and its status.
-func errorBody(o Outcome, ex exchange, requestID string) (int, []byte) {
+// errorBody is the body of an error outcome, its status and any headers
+// the format adds.
+func errorBody(o Outcome, ex exchange, requestID string) (int, []byte, []header) {
+	switch ex.format {
+	case Bedrock:
+		return bedrockError(o, ex)
+	case Gemini, VertexGemini:
+		return googleError(o, ex)
+	case Vertex:
+		if status, body, ok := vertexError(o, ex); ok {
+			return status, body, nil
+		}
+	case Azure:
+		if status, body, ok := azureError(o, ex); ok {
+			return status, body, nil
+		}
+	}
+	status, body := providerError(o, ex, requestID)
+	return status, body, nil
+}
+
+// providerError is the Anthropic or OpenAI error body of an error outcome,
+// and its status.
+func providerError(o Outcome, ex exchange, requestID string) (int, []byte) {
 	status := errorStatus(o, ex.format)
-	if ex.format == Anthropic {
+	if ex.format.family() == Anthropic {
 		typ, ok := anthropicTypes[status]
 		if !ok {
 			typ = "api_error"

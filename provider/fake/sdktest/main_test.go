@@ -7,5 +7,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// opencensus (imported by anthropic-sdk-go's vertex, through
+	// google.golang.org/api) starts a worker goroutine in its init.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
