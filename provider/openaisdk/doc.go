@@ -1,0 +1,132 @@
+// Package openaisdk is the backstop adapter over the official OpenAI Go SDK
+// (github.com/openai/openai-go/v3, pinned at v3.98.0 by this module's
+// go.mod). It is its own Go module, so that backstop itself does not
+// depend on the SDK: only programs that import this package do.
+//
+// Use it when the program already builds an openai.Client (its
+// credentials, Azure identity, middleware, proxies, organization and
+// project headers) and wants the chain to call through it; the native
+// adapter, provider/openai, needs no SDK at all.
+//
+// # What it owns
+//
+// The translation between llm and the SDK's params and answers, for two
+// APIs (Options.API):
+//
+//   - "chat" (the default): Chat Completions, exactly as the native
+//     adapter sends and reads it: system prompt as a system message;
+//     images as image_url parts (a data: URL for inline bytes), PDFs as
+//     file parts, text documents as text; a user message's tool results
+//     as "tool" messages placed before it; an assistant message's tool
+//     calls as tool_calls; tools, tool_choice, response_format json_schema
+//     strict from Request.ResponseSchema; max_completion_tokens,
+//     temperature, top_p, stop; Params.Extra merged at the top level
+//     (option.WithJSONSet: a key replaces the SDK's, nil sends null). The
+//     answer's text, tool calls (arguments always valid JSON), finish
+//     reason (llm.FinishOf), usage, model and id; a refusal or a
+//     content_filter finish is a KindContentFilter error.
+//   - "responses": the Responses API, with the equivalent input items:
+//     System as instructions, messages as input messages (input_text,
+//     input_image, input_file with file_data, or file_url for a document
+//     by URL), tool calls as function_call items, tool results as
+//     function_call_output items; function tools sent with strict false
+//     (the API's default is true, which would refuse schemas Chat
+//     Completions takes); text.format json_schema strict;
+//     max_output_tokens. It has no stop sequences: a request with
+//     Params.Stop fails with KindBadRequest, nothing sent. A response has
+//     no finish_reason: FinishReason is its status ("completed") or the
+//     reason it is incomplete ("max_output_tokens": FinishLength), and
+//     Finish is FinishToolUse when it holds function calls.
+//
+// Tool-call ids are translated as the native adapter translates them: an
+// id OpenAI would refuse (over 40 bytes, or not letters, digits, _ and -)
+// goes out as call_ and 24 hex digits and comes back as the caller's.
+//
+// Every failure is an *llm.Error. An SDK error (*openai.Error) is
+// classified by llm.Classify with the llm.VendorOpenAI table, from its
+// status, headers, type, code, message and raw body: the same Kind,
+// RetryAfter, RequestID and rate limit the native adapter gives the same
+// reply (the shared table, suite.Classes("openai"), is tested). A body the
+// SDK cannot read is classified by status; a transport error by
+// llm.KindOf (KindCanceled when the context was canceled). A panic inside
+// the SDK, a middleware or a RoundTripper is recovered into a KindUnknown
+// error. Options.APIKey, when given, is redacted from everything quoted.
+//
+// Streams read the SDK's ssestream on the caller's goroutine. Chat: text
+// deltas are chunks; tool calls are assembled by index and delivered as
+// Chunk{ToolCall} once finish_reason arrives; the usage chunk is read
+// (stream_options.include_usage is sent); an event carrying an "error"
+// object is classified as the same error before the stream, with status
+// 200. Responses: response.output_text.delta is text; a function call's
+// arguments are assembled from response.function_call_arguments.delta and
+// the call delivered at response.output_item.done; response.completed
+// (or response.incomplete) ends the answer; an "error" event or
+// response.failed is classified by its code. A stream that ends before
+// its end (Chat: no "data: [DONE]", which the SDK consumes without a
+// trace, so the adapter watches the body for it; Responses: no
+// response.completed) fails with KindConnection, as with the native
+// adapter. A server that answers a streaming request with a JSON body is
+// read as Complete reads it: its text as one chunk, then its tool calls.
+//
+// # Building the client
+//
+// OpenAI:
+//
+//	client := openai.NewClient(option.WithAPIKey(key))
+//	p, err := openaisdk.New(client, openaisdk.Options{APIKey: key})
+//
+// Azure OpenAI (the model names the deployment; requests go to
+// /openai/deployments/{model}/chat/completions?api-version=…, the key in
+// the api-key header):
+//
+//	client := openai.NewClient(
+//		azure.WithEndpoint("https://RESOURCE.openai.azure.com", "2024-10-21"),
+//		azure.WithAPIKey(key), // or azure.WithTokenCredential(cred)
+//	)
+//	p, err := openaisdk.New(client, openaisdk.Options{Platform: "azure", Region: "westeurope", APIKey: key})
+//
+// Compatible servers take option.WithBaseURL and, usually, a key (any
+// placeholder for a local server); name the platform so that errors and
+// telemetry say where the call went:
+//
+//	vLLM     option.WithBaseURL("http://localhost:8000/v1")
+//	Ollama   option.WithBaseURL("http://localhost:11434/v1")
+//	Groq     option.WithBaseURL("https://api.groq.com/openai/v1")
+//	Mistral  option.WithBaseURL("https://api.mistral.ai/v1")
+//	Together option.WithBaseURL("https://api.together.xyz/v1")
+//
+//	client := openai.NewClient(option.WithBaseURL("https://api.groq.com/openai/v1"), option.WithAPIKey(key))
+//	p, err := openaisdk.New(client, openaisdk.Options{Platform: "groq", APIKey: key})
+//
+// The SDK decodes a success body only when its Content-Type is JSON; a
+// compatible server sending another type fails with KindServer.
+//
+// # Retries are off, per request
+//
+// The SDK retries by default (2 retries; connection errors, 408, 409, 429
+// and 5xx; its own backoff and Retry-After handling). Under backstop the
+// chain owns retries, waits and fallbacks, and a provider makes exactly
+// one attempt: retry layers that stack multiply the load on a provider
+// that is already failing, and hide each attempt from the breaker, the
+// budget and the telemetry. So every call passes option.WithMaxRetries(0)
+// after the client's options, which wins whatever the client was built
+// with (a client built with option.WithMaxRetries(5) still sends one
+// request), and option.WithResponseInto, to read the request id and the
+// rate-limit headers. The client's other options (timeouts, middleware,
+// headers) apply as configured; give it no retrying RoundTripper either.
+//
+// # Moving the pinned SDK version
+//
+// The SDK is pinned in go.mod (require github.com/openai/openai-go/v3
+// v3.98.0). To move it: in this folder, go get
+// github.com/openai/openai-go/v3@vX.Y.Z && go mod tidy; read the SDK's
+// CHANGELOG for changes to the params and unions used here (chat
+// completion messages, content parts, tools, tool_choice, response_format;
+// responses input items, output items and stream events), to
+// option.WithMaxRetries, option.WithResponseInto and option.WithJSONSet, to
+// packages/ssestream and to *openai.Error; then run go vet ./... and go
+// test -race ./... here, which check the bodies sent, the one-request rule
+// and the error classes against loopback servers. The error-code table is
+// llm's (llm.VendorOpenAI), shared with the native adapter: new codes the
+// SDK documents belong there.
+package openaisdk

@@ -1,0 +1,227 @@
+package openaisdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+	"github.com/openai/openai-go/v3"
+)
+
+// maxErrorBody caps how much of an error body is read for classification.
+const maxErrorBody = 1 << 20
+
+// fail turns what a call returned (err, and raw, the response if one
+// arrived) into an *llm.Error, the key redacted:
+//
+//   - an *openai.Error (a status of 400 or more with an error object) is
+//     classified by llm.Classify with the VendorOpenAI table, exactly as
+//     the native adapter classifies the same reply;
+//   - a status of 400 or more whose body is not an error object (a proxy's
+//     HTML page), or a 2xx whose body the SDK could not decode, is
+//     classified by status and quotes the start of the body;
+//   - anything else is the transport: KindCanceled or KindTimeout when ctx
+//     is done, else llm.KindOf (a net error the request never got past is
+//     KindConnection).
+func (p *Provider) fail(ctx context.Context, err error, raw *http.Response, received time.Time) *llm.Error {
+	var ae *openai.Error
+	if errors.As(err, &ae) && ae != nil {
+		resp := ae.Response
+		if resp == nil {
+			resp = raw
+		}
+		r := llm.Reply{Status: ae.StatusCode, Type: ae.Type, Code: ae.Code, Message: ae.Message, Received: received}
+		if resp != nil {
+			r.Header = resp.Header
+			r.Body = body(resp)
+		}
+		if len(r.Body) == 0 {
+			r.Body = []byte(ae.RawJSON())
+		}
+		lenient, ok := errorObject(r.Body)
+		if !ok && r.Type == "" && r.Code == "" && r.Message == "" {
+			// Not an error object (a proxy's HTML page): classified by
+			// status, its start quoted.
+			return p.classified(r, errors.New(`no "error" object`))
+		}
+		// Numbers as codes, as the native adapter reads them.
+		r.Type, r.Code, r.Message = first(r.Type, lenient.Type), first(r.Code, lenient.Code), first(r.Message, lenient.Message)
+		return p.classified(r, nil)
+	}
+	if ctx.Err() != nil {
+		return p.transport(ctx, err, raw, received)
+	}
+	if raw != nil && raw.StatusCode != 0 {
+		r := llm.Reply{Status: raw.StatusCode, Header: raw.Header, Body: body(raw), Received: received}
+		if e, ok := errorObject(r.Body); ok { // an error object the SDK could not decode, or sent with a 2xx
+			r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
+			return p.classified(r, nil)
+		}
+		return p.classified(r, err)
+	}
+	return p.transport(ctx, err, raw, received)
+}
+
+// classified is llm.Classify's error for r, with the provider's message
+// (cut, redacted) as Detail; a non-nil cause means the body was not the
+// expected JSON, quoted instead.
+func (p *Provider) classified(r llm.Reply, cause error) *llm.Error {
+	f := llm.Classify(p.Name(), llm.VendorOpenAI, r)
+	f.Detail = p.ep.Detail(r.Message)
+	if r.Status >= 300 && r.Status <= 399 { // a redirect not followed: the URL is wrong
+		f.Kind = llm.KindNotFound
+		f.Message = "the server answered with a redirect (HTTP " + fmt.Sprint(r.Status) + "), which is not followed"
+		if loc := r.Header.Get("Location"); loc != "" {
+			if u, err := url.Parse(loc); err == nil {
+				f.Message += " to " + u.Redacted()
+			}
+		}
+	}
+	if cause != nil {
+		m := p.ep.Malformed(&wire.Reply{Status: r.Status, Header: r.Header, Body: r.Body, Received: r.Received}, cause)
+		if len(bytes.TrimSpace(r.Body)) == 0 && r.Status >= 200 && r.Status <= 299 {
+			// The SDK read the body and kept only its complaint.
+			m.Message = fmt.Sprintf("the response body could not be decoded (%v)", cause)
+		}
+		if f.Message == "" {
+			f.Message = m.Message
+		}
+		f.Detail, f.Err = m.Detail, cause
+	}
+	return p.ep.Redact(f)
+}
+
+// transport is the error of a call that got no usable response.
+func (p *Provider) transport(ctx context.Context, err error, raw *http.Response, received time.Time) *llm.Error {
+	f := &llm.Error{Provider: p.Name(), Err: err}
+	if raw != nil {
+		f.Status = raw.StatusCode
+		f.RequestID = llm.VendorOpenAI.RequestID(raw.Header)
+		f.RateLimit = llm.VendorOpenAI.RateLimit(raw.Header, received)
+	}
+	var ue *url.Error
+	switch {
+	case ctx.Err() != nil:
+		f.Kind = llm.KindOf(ctx.Err())
+		if !errors.Is(err, ctx.Err()) {
+			f.Err = errors.Join(ctx.Err(), err)
+		}
+	default:
+		f.Kind = llm.KindOf(err)
+		if f.Kind == llm.KindUnknown && errors.As(err, &ue) {
+			f.Kind = llm.KindConnection // the exchange failed in transit
+		}
+	}
+	if f.Kind == llm.KindUnknown {
+		// Neither the network nor the provider: the SDK refused the request
+		// (its configuration, a middleware's error).
+		f.Message = "the OpenAI SDK failed the request: " + err.Error()
+	}
+	return p.ep.Redact(f)
+}
+
+// body reads the body of an error response (the SDK leaves it readable
+// after reading it) and puts it back.
+func body(resp *http.Response) []byte {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return b
+}
+
+// apiError is an error object as the native adapter reads it: type and
+// code may be numbers; {"error":"message"} is a message alone.
+type apiError struct {
+	Message string `json:"message"`
+	Type    text   `json:"type"`
+	Code    text   `json:"code"`
+}
+
+// errorFields are the fields of an error object.
+type errorFields struct{ Type, Code, Message string }
+
+// errorObject reads the top-level "error" of body, an object or a string.
+func errorObject(body []byte) (errorFields, bool) {
+	var b struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
+		return errorFields{}, false
+	}
+	switch e := bytes.TrimSpace(b.Error); {
+	case len(e) > 0 && e[0] == '"':
+		var msg string
+		_ = json.Unmarshal(e, &msg)
+		return errorFields{Message: msg}, true
+	case len(e) > 0 && e[0] == '{':
+		var a apiError
+		if json.Unmarshal(e, &a) != nil {
+			return errorFields{}, false
+		}
+		return errorFields{Type: string(a.Type), Code: string(a.Code), Message: a.Message}, true
+	}
+	return errorFields{}, false
+}
+
+// text decodes a JSON string, number or boolean as its text; null and
+// anything else as "".
+type text string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *text) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) == 0:
+	case b[0] == '"':
+		return json.Unmarshal(b, (*string)(t))
+	case b[0] == '-' || b[0] >= '0' && b[0] <= '9' || b[0] == 't' || b[0] == 'f':
+		*t = text(b)
+	}
+	return nil
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// withheld returns the error for an answer withheld by the content filter
+// (finish_reason content_filter) or refused by the model (a refusal text),
+// as the native adapter reports them; nil for neither.
+func (p *Provider) withheld(header http.Header, status int, received time.Time, finishReason, refusal string) *llm.Error {
+	var f *llm.Error
+	switch {
+	case finishReason == "content_filter":
+		f = p.answerFailure(header, status, received, llm.KindContentFilter)
+		f.Code = finishReason
+		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
+	case refusal != "":
+		f = p.answerFailure(header, status, received, llm.KindContentFilter)
+		f.Code = "refusal"
+		f.Message = "the model refused to answer"
+		f.Detail = p.ep.Detail(refusal)
+	default:
+		return nil
+	}
+	return p.ep.Redact(f)
+}
+
+// answerFailure starts the error for an answer that arrived but cannot be
+// used: the status and what the headers say.
+func (p *Provider) answerFailure(header http.Header, status int, received time.Time, kind llm.Kind) *llm.Error {
+	f := llm.Classify(p.Name(), llm.VendorOpenAI, llm.Reply{Status: status, Header: header, Received: received})
+	f.Kind = kind
+	return f
+}

@@ -1,0 +1,423 @@
+package openaisdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// responsesParams translates req into Responses API params: System as
+// instructions; each message as an input message, a user message's tool
+// results as function_call_output items before it and an assistant
+// message's tool calls as function_call items after its text; tools as
+// function tools with strict false (the API's default is true, which
+// would refuse schemas Chat Completions takes); tool_choice; text.format
+// json_schema strict from ResponseSchema; max_output_tokens, temperature
+// and top_p. The Responses API has no stop sequences: a request with
+// Params.Stop is a KindBadRequest error, nothing sent.
+func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (responses.ResponseNewParams, error) {
+	params := responses.ResponseNewParams{Model: shared.ResponsesModel(req.Model)}
+	if len(req.Params.Stop) > 0 {
+		return params, p.badRequest("the Responses API takes no stop sequences (Params.Stop): use the Chat Completions API (Options.API \"chat\")", nil)
+	}
+	if req.System != "" {
+		params.Instructions = openai.String(req.System)
+	}
+	if req.Params.MaxTokens > 0 {
+		params.MaxOutputTokens = openai.Int(int64(req.Params.MaxTokens))
+	}
+	if t := req.Params.Temperature; t != nil {
+		params.Temperature = openai.Float(*t)
+	}
+	if t := req.Params.TopP; t != nil {
+		params.TopP = openai.Float(*t)
+	}
+	items := make(responses.ResponseInputParam, 0, len(req.Messages))
+	docs := 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		var err error
+		switch {
+		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
+			return params, p.badRequest(fmt.Sprintf("message %d has role %q; want user or assistant", i, m.Role), nil)
+		case len(m.Parts) == 0:
+			items = append(items, easyMessage(m.Role, m.Content))
+		case m.Role == llm.RoleAssistant:
+			items, err = p.responsesAssistant(items, i, m, ids)
+		default:
+			items, err = p.responsesUser(items, i, m, ids, &docs)
+		}
+		if err != nil {
+			return params, err
+		}
+	}
+	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
+	if len(req.Tools) > 0 {
+		params.Tools = make([]responses.ToolUnionParam, len(req.Tools))
+		for i, t := range req.Tools {
+			schema, err := toolSchema(t)
+			if err != nil {
+				return params, p.badRequest(fmt.Sprintf("tool %q: its InputSchema is not a JSON object (%v)", t.Name, err), err)
+			}
+			fn := &responses.FunctionToolParam{Name: t.Name, Parameters: schema, Strict: openai.Bool(false)}
+			if t.Description != "" {
+				fn.Description = openai.String(t.Description)
+			}
+			params.Tools[i] = responses.ToolUnionParam{OfFunction: fn}
+		}
+		switch req.ToolChoice.Mode {
+		case llm.ToolNone:
+			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsNone)
+		case llm.ToolAny:
+			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsRequired)
+		case llm.ToolNamed:
+			params.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: req.ToolChoice.Name}
+		}
+	}
+	if len(req.ResponseSchema) > 0 {
+		schema, err := jsonObject(req.ResponseSchema)
+		if err != nil {
+			return params, p.badRequest(fmt.Sprintf("the response schema is not a JSON object (%v)", err), err)
+		}
+		params.Text.Format.OfJSONSchema = &responses.ResponseFormatTextJSONSchemaConfigParam{
+			Name: schemaName, Schema: schema, Strict: openai.Bool(true)}
+	}
+	return params, nil
+}
+
+// easyMessage is a message of plain text.
+func easyMessage(role llm.Role, text string) responses.ResponseInputItemUnionParam {
+	r := responses.EasyInputMessageRoleUser
+	if role == llm.RoleAssistant {
+		r = responses.EasyInputMessageRoleAssistant
+	}
+	return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{Role: r,
+		Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String(text)}}}
+}
+
+// responsesAssistant appends an assistant message with parts: its text as
+// a message (when not empty), then each tool call as a function_call item.
+func (p *Provider) responsesAssistant(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs) (responses.ResponseInputParam, error) {
+	var text strings.Builder
+	text.WriteString(m.Content)
+	var calls responses.ResponseInputParam
+	for j := range m.Parts {
+		part := &m.Parts[j]
+		switch {
+		case part.ToolCall != nil:
+			calls = append(calls, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
+				CallID: ids.Out(part.ToolCall.ID), Name: part.ToolCall.Name, Arguments: callArguments(part.ToolCall.Arguments)}})
+		case part.Media != nil, part.ToolResult != nil:
+			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
+		default:
+			text.WriteString(part.Text)
+		}
+	}
+	if text.Len() > 0 || len(calls) == 0 {
+		out = append(out, easyMessage(llm.RoleAssistant, text.String()))
+	}
+	return append(out, calls...), nil
+}
+
+// responsesUser appends a user message with parts: one function_call_output
+// item per tool result first, then a message of the other parts, if any:
+// text as input_text, images as input_image (a URL or a data: URL), PDFs
+// and other binary documents as input_file (file_data, or file_url for a
+// document by URL), text documents as input_text.
+func (p *Provider) responsesUser(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs, docs *int) (responses.ResponseInputParam, error) {
+	var content responses.ResponseInputMessageContentListParam
+	text := func(s string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: s}}
+	}
+	if m.Content != "" {
+		content = append(content, text(m.Content))
+	}
+	for j := range m.Parts {
+		part := &m.Parts[j]
+		switch md := part.Media; {
+		case part.ToolResult != nil:
+			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+				CallID: openai.String(ids.Out(part.ToolResult.CallID)),
+				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(toolResultText(part.ToolResult))}}})
+		case part.ToolCall != nil:
+			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
+		case md == nil:
+			content = append(content, text(part.Text))
+		case !md.IsDocument():
+			u := md.URL
+			if u == "" {
+				u = dataURL(md.MediaType, md.Data)
+			}
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+				ImageURL: openai.String(u), Detail: responses.ResponseInputImageDetailAuto}})
+		case md.URL != "":
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
+				FileURL: openai.String(md.URL)}})
+		case strings.HasPrefix(md.MediaType, "text/"):
+			content = append(content, text(string(md.Data)))
+		default:
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
+				FileData: openai.String(dataURL(md.MediaType, md.Data)), Filename: openai.String(docName(docs, md.MediaType))}})
+		}
+	}
+	if len(content) > 0 {
+		out = append(out, responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+			Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content}}})
+	}
+	return out, nil
+}
+
+// completeResponses is Complete on the Responses API.
+func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (*llm.Response, error) {
+	params, err := p.responsesParams(req, ids)
+	if err != nil {
+		return nil, err
+	}
+	var raw *http.Response
+	opts, err := p.callOptions(req.Params.Extra, &raw)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.client.Responses.New(ctx, params, opts...)
+	received := time.Now()
+	if err != nil {
+		return nil, p.fail(ctx, err, raw, received)
+	}
+	header, status := http.Header{}, 200
+	if raw != nil {
+		header, status = raw.Header, raw.StatusCode
+	}
+	return p.responsesAnswer(r, header, status, received, ids)
+}
+
+// responsesAnswer turns a response into the answer: the text of its
+// output messages, its function calls, the finish (see finish), or the
+// error it stands for (a failed response, a refusal, a content filter).
+func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, status int, received time.Time, ids *wire.ToolIDs) (*llm.Response, error) {
+	if r == nil || r.ID == "" && len(r.Output) == 0 {
+		var body []byte
+		if r != nil {
+			body = []byte(r.RawJSON())
+		}
+		rep := llm.Reply{Status: status, Header: header, Body: body, Received: received}
+		if e, ok := errorObject(body); ok {
+			rep.Type, rep.Code, rep.Message = e.Type, e.Code, e.Message
+			return nil, p.classified(rep, nil)
+		}
+		return nil, p.classified(rep, errors.New("no response object"))
+	}
+	if r.Status == responses.ResponseStatusFailed || r.Error.Code != "" {
+		return nil, p.responseFailed(r, header, status, received)
+	}
+	var text, refusal strings.Builder
+	var calls []llm.ToolCall
+	for i := range r.Output {
+		item := &r.Output[i]
+		switch item.Type {
+		case "message":
+			for _, c := range item.Content {
+				switch c.Type {
+				case "output_text":
+					text.WriteString(c.Text)
+				case "refusal":
+					refusal.WriteString(c.Refusal)
+				}
+			}
+		case "function_call":
+			if item.Name != "" {
+				calls = append(calls, toolCall(ids, item.CallID, item.Name,
+					rawArguments(item.Arguments.OfString, item.Arguments.JSON.OfString.Raw())))
+			}
+		}
+	}
+	reason, fin := finish(r, len(calls) > 0)
+	if f := p.withheld(header, status, received, reason, refusal.String()); f != nil {
+		return nil, f
+	}
+	return p.ep.Clean(&llm.Response{
+		Text:         text.String(),
+		Model:        string(r.Model),
+		ID:           r.ID,
+		RequestID:    llm.VendorOpenAI.RequestID(header),
+		FinishReason: reason,
+		Finish:       fin,
+		ToolCalls:    calls,
+		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
+		RateLimit:    llm.VendorOpenAI.RateLimit(header, received),
+	}), nil
+}
+
+// finish returns the finish reason of a response, which has none as such:
+// the reason an incomplete response gives (max_output_tokens, which is
+// FinishLength; content_filter) or its status (completed: FinishStop, or
+// FinishToolUse when it holds function calls).
+func finish(r *responses.Response, calls bool) (string, llm.Finish) {
+	reason := string(r.Status)
+	if r.IncompleteDetails.Reason != "" {
+		reason = r.IncompleteDetails.Reason
+	}
+	switch {
+	case reason == "max_output_tokens":
+		return reason, llm.FinishLength
+	case reason == "completed" && calls:
+		return reason, llm.FinishToolUse
+	case reason == "completed":
+		return reason, llm.FinishStop
+	}
+	return reason, llm.FinishOf(reason)
+}
+
+// responseFailed classifies a failed response by its error code, with the
+// status of the reply that carried it (200).
+func (p *Provider) responseFailed(r *responses.Response, header http.Header, status int, received time.Time) *llm.Error {
+	return p.classified(llm.Reply{Status: status, Header: header, Code: string(r.Error.Code), Type: r.Error.Type,
+		Message: r.Error.Message, Body: []byte(r.Error.RawJSON()), Received: received}, nil)
+}
+
+// streamResponses is Stream on the Responses API.
+func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (llm.Stream, error) {
+	params, err := p.responsesParams(req, ids)
+	if err != nil {
+		return nil, err
+	}
+	var raw *http.Response
+	opts, err := p.callOptions(req.Params.Extra, &raw)
+	if err != nil {
+		return nil, err
+	}
+	sdk := p.client.Responses.NewStreaming(ctx, params, opts...)
+	received := time.Now()
+	if err := sdk.Err(); err != nil {
+		sdk.Close()
+		return nil, p.fail(ctx, err, raw, received)
+	}
+	s := newStream(p, ctx, raw, received, sdk.Close)
+	if isJSON(raw) { // a server that does not stream answered whole
+		var r responses.Response
+		err := readJSON(raw, &r)
+		sdk.Close()
+		if err != nil {
+			return nil, p.classified(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Received: received}, err)
+		}
+		res, err := p.responsesAnswer(&r, s.header, s.status, received, ids)
+		if err != nil {
+			return nil, err
+		}
+		s.whole(res)
+		return s, nil
+	}
+	rs := &responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}
+	s.step = rs.step
+	return s, nil
+}
+
+// responseEvents reads a Responses API stream.
+type responseEvents struct {
+	s       *stream
+	sdk     *ssestream.Stream[responses.ResponseStreamEventUnion]
+	ids     *wire.ToolIDs
+	refusal strings.Builder
+	calls   map[string]*pendingCall // function calls being assembled, by item id
+	size    int
+}
+
+// step reads one event: the text of response.output_text.delta; a
+// function call's arguments from response.function_call_arguments.delta,
+// the call made ready at response.output_item.done; the end at
+// response.completed or response.incomplete; the failure at
+// response.failed or an error event.
+func (e *responseEvents) step() (string, bool, error) {
+	s := e.s
+	if !e.sdk.Next() {
+		if err := e.sdk.Err(); err != nil {
+			return "", false, s.eventError(err)
+		}
+		return "", false, s.cut() // no response.completed
+	}
+	ev := e.sdk.Current()
+	switch ev.Type {
+	case "response.created", "response.in_progress":
+		e.meta(&ev.Response)
+	case "response.output_text.delta":
+		return ev.Delta, false, nil
+	case "response.refusal.delta":
+		if e.refusal.Len()+len(ev.Delta) <= maxStreamedCalls {
+			e.refusal.WriteString(ev.Delta)
+		}
+	case "response.output_item.added":
+		if ev.Item.Type == "function_call" {
+			pc := &pendingCall{id: ev.Item.CallID, name: ev.Item.Name}
+			pc.args.WriteString(ev.Item.Arguments.OfString)
+			e.calls[ev.Item.ID] = pc
+			if err := e.grow(len(pc.id) + len(pc.name) + pc.args.Len() + 64); err != nil {
+				return "", false, err
+			}
+		}
+	case "response.function_call_arguments.delta":
+		if pc := e.calls[ev.ItemID]; pc != nil {
+			if err := e.grow(len(ev.Delta)); err != nil {
+				return "", false, err
+			}
+			pc.args.WriteString(ev.Delta)
+		}
+	case "response.output_item.done":
+		if ev.Item.Type == "function_call" {
+			pc := e.calls[ev.Item.ID]
+			delete(e.calls, ev.Item.ID)
+			id, name, args := ev.Item.CallID, ev.Item.Name, rawArguments(ev.Item.Arguments.OfString, ev.Item.Arguments.JSON.OfString.Raw())
+			if pc != nil {
+				id, name = first(id, pc.id), first(name, pc.name)
+				if args == "" {
+					args = pc.args.String()
+				}
+			}
+			if name != "" {
+				s.ready = append(s.ready, toolCall(e.ids, id, name, args))
+			}
+		}
+	case "response.completed", "response.incomplete":
+		r := &ev.Response
+		e.meta(r)
+		s.res.Usage = llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)}
+		s.res.FinishReason, s.res.Finish = finish(r, len(s.delivered)+len(s.ready) > 0)
+		if f := s.p.withheld(s.header, s.status, s.received, s.res.FinishReason, e.refusal.String()); f != nil {
+			return "", false, f
+		}
+		return "", true, nil
+	case "response.failed":
+		e.meta(&ev.Response)
+		return "", false, s.p.responseFailed(&ev.Response, s.header, s.status, s.received)
+	case "error":
+		return "", false, s.p.classified(llm.Reply{Status: s.status, Header: s.header, Code: ev.Code,
+			Message: ev.Message, Body: []byte(ev.RawJSON()), Received: s.received}, nil)
+	}
+	return "", false, nil
+}
+
+// meta records the id and the model of a response event.
+func (e *responseEvents) meta(r *responses.Response) {
+	if r.ID != "" {
+		e.s.res.ID = r.ID
+	}
+	if r.Model != "" {
+		e.s.res.Model = string(r.Model)
+	}
+}
+
+// grow counts n more bytes of tool calls against the cap.
+func (e *responseEvents) grow(n int) error {
+	if e.size += n; e.size > maxStreamedCalls {
+		return e.s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls), nil)
+	}
+	return nil
+}
