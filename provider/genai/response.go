@@ -1,0 +1,138 @@
+package genai
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	gg "google.golang.org/genai"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// answer assembles a response: a whole one, or a stream's chunks one by
+// one.
+type answer struct {
+	text       strings.Builder
+	calls      []llm.ToolCall
+	toolBase   int // ids made up for id-less calls are call_<toolBase+n>
+	model, id  string
+	requestID  string
+	finish     string // the first candidate's finishReason as sent
+	finishMsg  string
+	usage      llm.Usage
+	candidates int // responses that carried a candidate
+	feedback   *gg.GenerateContentResponsePromptFeedback
+}
+
+// add folds one response in and returns the text and the tool calls it
+// added. Thought parts (the model's reasoning summaries) are left out.
+func (a *answer) add(r *gg.GenerateContentResponse) (string, []llm.ToolCall) {
+	if r == nil {
+		return "", nil
+	}
+	if r.ModelVersion != "" {
+		a.model = r.ModelVersion
+	}
+	if r.ResponseID != "" {
+		a.id = r.ResponseID
+	}
+	if a.requestID == "" && r.SDKHTTPResponse != nil && r.SDKHTTPResponse.Headers != nil {
+		a.requestID = llm.VendorGoogle.RequestID(r.SDKHTTPResponse.Headers)
+	}
+	if u := r.UsageMetadata; u != nil {
+		// A stream's usage is a running total: the latest replaces it.
+		a.usage = llm.Usage{
+			InputTokens:  int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
+			OutputTokens: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
+		}
+	}
+	if f := r.PromptFeedback; f != nil && f.BlockReason != "" && f.BlockReason != gg.BlockedReasonUnspecified {
+		a.feedback = f
+	}
+	if len(r.Candidates) == 0 || r.Candidates[0] == nil {
+		return "", nil
+	}
+	a.candidates++
+	c := r.Candidates[0]
+	if c.FinishReason != "" && c.FinishReason != gg.FinishReasonUnspecified {
+		a.finish, a.finishMsg = string(c.FinishReason), c.FinishMessage
+	}
+	if c.Content == nil {
+		return "", nil
+	}
+	var text strings.Builder
+	first := len(a.calls)
+	for _, part := range c.Content.Parts {
+		switch {
+		case part == nil:
+		case part.FunctionCall != nil:
+			if tc, ok := a.toolCall(part.FunctionCall, part.ThoughtSignature); ok {
+				a.calls = append(a.calls, tc)
+			}
+		case part.Thought:
+		case part.Text != "":
+			text.WriteString(part.Text)
+		}
+	}
+	a.text.WriteString(text.String())
+	return text.String(), a.calls[first:]
+}
+
+// toolCall returns the llm.ToolCall of a call the model made: its id (a
+// stable call_<n> when Gemini sent none, n counting the calls of the
+// conversation) with its thought signature appended (see joinID), and its
+// arguments as a JSON object. A call without a name is dropped.
+func (a *answer) toolCall(fc *gg.FunctionCall, sig []byte) (llm.ToolCall, bool) {
+	if fc.Name == "" {
+		return llm.ToolCall{}, false
+	}
+	id := fc.ID
+	if id == "" {
+		id = "call_" + strconv.Itoa(a.toolBase+len(a.calls))
+	}
+	args := json.RawMessage("{}")
+	if len(fc.Args) > 0 {
+		if b, err := json.Marshal(fc.Args); err == nil {
+			args = b
+		}
+	}
+	return llm.ToolCall{ID: joinID(id, sig), Name: fc.Name, Arguments: args}, true
+}
+
+// blocked returns the error of a blocked prompt (promptFeedback.blockReason)
+// or of a candidate a content filter stopped (SAFETY, PROHIBITED_CONTENT,
+// BLOCKLIST, SPII, RECITATION, …), or nil.
+func (a *answer) blocked(p *Provider) *llm.Error {
+	switch {
+	case a.feedback != nil:
+		return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
+			Type: string(a.feedback.BlockReason), Message: "the prompt was blocked (" + string(a.feedback.BlockReason) + ")",
+			Detail: p.detail(a.feedback.BlockReasonMessage)})
+	case llm.FinishOf(a.finish) == llm.FinishContentFilter:
+		return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
+			Type: a.finish, Message: "the answer was blocked (" + a.finish + ")", Detail: p.detail(a.finishMsg)})
+	}
+	return nil
+}
+
+// response returns the answer assembled so far. Gemini ends a turn that
+// calls tools with STOP: with tool calls, Finish is FinishToolUse.
+func (a *answer) response() *llm.Response {
+	r := &llm.Response{
+		Text:         a.text.String(),
+		Model:        a.model,
+		ID:           a.id,
+		RequestID:    a.requestID,
+		FinishReason: a.finish,
+		Usage:        a.usage,
+		Finish:       llm.FinishOf(a.finish),
+	}
+	if len(a.calls) > 0 {
+		r.ToolCalls = append([]llm.ToolCall(nil), a.calls...)
+		if r.Finish == llm.FinishStop {
+			r.Finish = llm.FinishToolUse
+		}
+	}
+	return r
+}
