@@ -35,8 +35,9 @@ import (
 // with a leading "models/" (Gemini) or a resource path up to ".../models/"
 // (Vertex) removed, and a Bedrock profile prefix removed from another
 // vendor's Bedrock id (us.amazon.nova-pro-v1:0 is amazon.nova-pro-v1:0);
-// it is known when it starts with a known OpenAI or Gemini family: gpt-,
-// chatgpt-, o1, o3, o4 (alone or followed by "-"), gemini-.
+// it is known when it starts with a known OpenAI or Gemini family and a
+// version (gpt-4o, chatgpt-4o-latest, gemini-2.5-pro; o1, o3, o4 alone or
+// followed by "-").
 func canonicalModel(id string) (family, date string, known bool) {
 	s := strings.ToLower(strings.TrimSpace(id))
 	s = stripModelPath(s)
@@ -132,10 +133,11 @@ func isDate(s string) bool {
 }
 
 // knownFamily reports whether s (lowercased) starts with a known OpenAI or
-// Gemini model family.
+// Gemini model family and a version: gpt-4o, chatgpt-4o-latest,
+// gemini-2.5-pro; not gpt-eu, a deployment name of someone's own.
 func knownFamily(s string) bool {
 	for _, p := range []string{"gpt-", "chatgpt-", "gemini-"} {
-		if strings.HasPrefix(s, p) {
+		if r, ok := strings.CutPrefix(s, p); ok && r != "" && r[0] >= '0' && r[0] <= '9' {
 			return true
 		}
 	}
@@ -145,6 +147,14 @@ func knownFamily(s string) bool {
 		}
 	}
 	return false
+}
+
+// namedAfter reports whether the deployment name model is the id serves
+// with a suffix of its own ("gpt-4o-prod" serving gpt-4o): a name, not a
+// contradiction.
+func namedAfter(model, serves string) bool {
+	m, s := strings.ToLower(strings.TrimSpace(model)), strings.ToLower(strings.TrimSpace(serves))
+	return strings.HasPrefix(m, s+"-")
 }
 
 // servedModel is the model t serves: Serves, or Model when Serves is empty.
@@ -169,7 +179,7 @@ func describeModel(t *Target) string {
 // chain restricts regions, that t processes data inside them.
 func (p *build) checkDeployment(label string, t *Target) {
 	if t.Serves != "" && t.Model != "" {
-		if _, _, known := canonicalModel(t.Model); known && !sameModel(t.Model, t.Serves) {
+		if _, _, known := canonicalModel(t.Model); known && !sameModel(t.Model, t.Serves) && !namedAfter(t.Model, t.Serves) {
 			p.fail(label, "Serves is %q but Model %q is itself a model id, of another model; correct Serves, or leave it empty (it is for names that are not model ids, such as an Azure deployment name)", t.Serves, t.Model)
 		}
 	}
