@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -67,7 +68,7 @@ func FuzzParseResponse(f *testing.F) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
 			body = suite.WithKey(body, testKey, keyAt/2)
 		}
-		ids := newToolIDs()
+		ids := openaiwire.ToolIDs()
 		ids.Out(historyID)
 		res, err := p.parse(fuzzReply(200, body), &ids)
 		if err != nil {
@@ -93,4 +94,4 @@ func FuzzParseResponse(f *testing.F) {
 // turn back into historyID.
 const historyID = "functions.get_weather:0"
 
-var translated = func() string { ids := newToolIDs(); return ids.Out(historyID) }()
+var translated = func() string { ids := openaiwire.ToolIDs(); return ids.Out(historyID) }()

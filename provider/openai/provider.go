@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -224,7 +225,7 @@ func (p *Provider) Name() string { return p.ep.Provider }
 // Completions cannot carry (KindBadRequest, nothing sent), or the
 // transport error (KindCanceled when ctx was canceled).
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	r, err := p.newRequest(req, &ids)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -122,23 +123,6 @@ const schemaName = "response"
 // emptyParameters is the parameters of a tool without an InputSchema: an
 // object with any properties.
 var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
-
-// maxToolCallID is the longest tool-call id OpenAI accepts: longer ones
-// fail with 400 "Invalid 'messages[2].tool_calls[0].id': string too long.
-// Expected a string with maximum length 40" (code string_above_max_length).
-const maxToolCallID = 40
-
-// errorPrefix starts the content of a tool result that reports a failure:
-// a tool message has no field to say so.
-const errorPrefix = "Error: "
-
-// newToolIDs returns the tool-call id translation of one request: ids of
-// at most 40 letters, digits, _ and - go out as they are; any other id (an
-// Anthropic toolu_… id passes, a "functions.get_weather:0" or a 50-byte id
-// does not) goes out as call_ and 24 hex digits.
-func newToolIDs() wire.ToolIDs {
-	return wire.ToolIDs{Valid: func(id string) bool { return wire.IDChars(id, maxToolCallID) }, Prefix: "call_"}
-}
 
 // newRequest translates req into the body, tool-call ids through ids. A
 // part Chat Completions cannot carry (a document by URL) is a
@@ -259,7 +243,7 @@ func (p *Provider) userMessages(out []message, i int, m *llm.Message, ids *wire.
 			tr := part.ToolResult
 			c := tr.Content
 			if tr.IsError {
-				c = errorPrefix + c
+				c = openaiwire.ErrorPrefix + c
 			}
 			out = append(out, message{Role: roleTool, Content: c, ToolCallID: ids.Out(tr.CallID)})
 		case part.Media != nil:

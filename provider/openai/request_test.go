@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -246,7 +247,7 @@ func TestToolIDsOut(t *testing.T) {
 // with the caller's id, in Complete and in Stream.
 func TestToolIDsBack(t *testing.T) {
 	orig := "functions.get_weather:0"
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	out := ids.Out(orig) // what the adapter sends: the translation is deterministic
 	req := llm.Request{Model: "gpt-test", Messages: []llm.Message{
 		{Role: llm.RoleUser, Content: "Hi"},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -67,7 +68,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error
 		if tc.Function.Name == "" {
 			continue // not a call anyone can run
 		}
-		calls = append(calls, toolCall(ids, tc.ID, tc.Function.Name, string(tc.Function.Arguments)))
+		calls = append(calls, openaiwire.ToolCall(ids, tc.ID, tc.Function.Name, string(tc.Function.Arguments)))
 	}
 	return p.ep.Clean(&llm.Response{
 		Text:         c.Message.Content,

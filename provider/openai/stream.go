@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -65,7 +66,7 @@ type streamOptions struct {
 // KindServer. Tool calls assembled but not yet delivered when the stream
 // fails are not delivered: the answer is incomplete.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	r, err := p.newRequest(req, &ids)
 	if err != nil {
 		return nil, err
@@ -271,7 +272,7 @@ func (s *eventState) finishCalls() {
 	slices.SortStableFunc(s.calls, func(a, b *pendingCall) int { return cmp.Compare(a.index, b.index) })
 	for _, pc := range s.calls {
 		if pc.name != "" {
-			s.ready = append(s.ready, toolCall(s.ids, pc.id, pc.name, pc.args.String()))
+			s.ready = append(s.ready, openaiwire.ToolCall(s.ids, pc.id, pc.name, pc.args.String()))
 		}
 	}
 	clear(s.calls)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
@@ -115,8 +116,8 @@ func FuzzStreamToolCalls(f *testing.F) {
 			got = append(got, *c.ToolCall)
 		}
 		want := []llm.ToolCall{
-			{ID: "call_a", Name: "f", Arguments: argumentsJSON(spelled[0].String())},
-			{ID: "call_b", Name: "g", Arguments: argumentsJSON(spelled[1].String())},
+			{ID: "call_a", Name: "f", Arguments: openaiwire.ArgumentsJSON(spelled[0].String())},
+			{ID: "call_b", Name: "g", Arguments: openaiwire.ArgumentsJSON(spelled[1].String())},
 		}
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(st.Response().ToolCalls, want) {
 			t.Fatalf("calls %s; want %s", calls(got), calls(want))

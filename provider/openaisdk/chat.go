@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -244,7 +245,7 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, raw *http.Response, rec
 		if tc.Function.Name == "" {
 			continue // not a call anyone can run (a custom tool's, or a nameless one)
 		}
-		calls = append(calls, toolCall(ids, tc.ID, tc.Function.Name,
+		calls = append(calls, openaiwire.ToolCall(ids, tc.ID, tc.Function.Name,
 			rawArguments(tc.Function.Arguments, tc.Function.JSON.Arguments.Raw())))
 	}
 	return p.ep.Clean(&llm.Response{
@@ -414,7 +415,7 @@ func (c *chatEvents) finishCalls() {
 	slices.SortStableFunc(c.calls, func(a, b *pendingCall) int { return cmp.Compare(a.index, b.index) })
 	for _, pc := range c.calls {
 		if pc.name != "" {
-			c.s.ready = append(c.s.ready, toolCall(c.ids, pc.id, pc.name, pc.args.String()))
+			c.s.ready = append(c.s.ready, openaiwire.ToolCall(c.ids, pc.id, pc.name, pc.args.String()))
 		}
 	}
 	c.calls = c.calls[:0]

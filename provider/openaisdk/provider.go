@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -145,7 +146,7 @@ func (p *Provider) Capabilities() llm.Capabilities {
 // the Responses API's equivalents. Every failure is an *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Response, err error) {
 	defer p.recoverInto(&err, func() { res = nil })
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	if p.responses {
 		return p.completeResponses(ctx, req, &ids)
 	}
@@ -157,7 +158,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Resp
 // Complete returns it. See the package documentation for the chunks.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, err error) {
 	defer p.recoverInto(&err, func() { st = nil })
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	if p.responses {
 		return p.streamResponses(ctx, req, &ids)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
@@ -235,7 +236,7 @@ func TestChatTools(t *testing.T) {
 			{"id":"call_3","type":"function","function":{"name":"","arguments":"{}"}}]}}]}`)
 	})
 	p := newProvider(t, s.URL, APIChat)
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	out = ids.Out(foreignID)
 	if len(out) > 40 || !strings.HasPrefix(out, "call_") {
 		t.Fatalf("translated id %q", out)
@@ -271,7 +272,7 @@ func TestChatTools(t *testing.T) {
 // tool_choice and text.format; the answer's function calls come back with
 // the caller's ids.
 func TestResponsesTools(t *testing.T) {
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	out := ids.Out(foreignID)
 	s := suite.NewServer(t, suite.Respond(200, `{"id":"resp_2","object":"response","status":"completed","model":"gpt-4o","output":[
 		{"type":"function_call","id":"fc_1","call_id":"`+out+`","name":"get_weather","arguments":"{\"city\":\"Rome\"}","status":"completed"},
@@ -493,7 +494,7 @@ func TestCheckResponseSchema(t *testing.T) {
 	for schema, pointer := range map[string]string{
 		`[1]`:                               "not a JSON object",
 		`{"type":"string"}`:                 "root is not an object",
-		`{"anyOf":[{"type":"object"}]}`:     "root is not an object",
+		`{"anyOf":[{"type":"object"}]}`:     "root is anyOf",
 		`{"type":"object","properties":{}}`: "the root: an object schema without",
 		`{"type":"object","properties":{"a":{}},"required":[],"additionalProperties":false}`:                                                                                               `the root: property "a"`,
 		`{"type":"object","properties":{"a":{"type":"object","properties":{}}},"required":["a"],"additionalProperties":false}`:                                                             "/properties/a: an object schema",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -235,7 +236,7 @@ func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, st
 			}
 		case "function_call":
 			if item.Name != "" {
-				calls = append(calls, toolCall(ids, item.CallID, item.Name,
+				calls = append(calls, openaiwire.ToolCall(ids, item.CallID, item.Name,
 					rawArguments(item.Arguments.OfString, item.Arguments.JSON.OfString.Raw())))
 			}
 		}
@@ -382,7 +383,7 @@ func (e *responseEvents) step() (string, bool, error) {
 				}
 			}
 			if name != "" {
-				s.ready = append(s.ready, toolCall(e.ids, id, name, args))
+				s.ready = append(s.ready, openaiwire.ToolCall(e.ids, id, name, args))
 			}
 		}
 	case "response.completed", "response.incomplete":

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -51,7 +52,7 @@ func events(data ...string) []string {
 // by index and delivered once finish_reason arrives, the id translated
 // back; the usage of the last chunk is recorded; [DONE] ends the answer.
 func TestChatStream(t *testing.T) {
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	out := ids.Out(foreignID)
 	s := suite.NewServer(t, suite.SSE(events(
 		`{"id":"chatcmpl-s","object":"chat.completion.chunk","model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}`,
@@ -151,7 +152,7 @@ func responseEvent(typ, rest string) string {
 // arguments are assembled from their deltas and delivered at
 // output_item.done; response.completed ends the answer with its usage.
 func TestResponsesStream(t *testing.T) {
-	ids := newToolIDs()
+	ids := openaiwire.ToolIDs()
 	out := ids.Out(foreignID)
 	resp := `"response":{"id":"resp_s","object":"response","status":"%s","model":"gpt-4o","output":[]%s}`
 	srv := suite.NewServer(t, suite.SSE([]string{
