@@ -49,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{"google Retry-After header wins", VendorGoogle, Reply{Status: 429, Type: "RESOURCE_EXHAUSTED", Body: retryInfo, Header: h("Retry-After", "3")}, KindRateLimited, 3 * time.Second, ""},
 		{"bedrock throttling", VendorBedrock, Reply{Status: 429, Type: "ThrottlingException", Header: h("X-Amzn-Requestid", "aws_1")}, KindRateLimited, 0, "aws_1"},
 		{"bedrock exception with its URL", VendorBedrock, Reply{Status: 503, Type: "ServiceUnavailableException:http://internal.amazon.com/coral/com.amazon.bedrock/"}, KindOverloaded, 0, ""},
+		{"bedrock stream exception", VendorBedrock, Reply{Status: 200, Type: "throttlingException"}, KindRateLimited, 0, ""},
 		{"bedrock too long", VendorBedrock, Reply{Status: 400, Type: "ValidationException", Message: "Input is too long for requested model."}, KindContextLength, 0, ""},
 		{"bedrock model timeout", VendorBedrock, Reply{Status: 408, Type: "ModelTimeoutException"}, KindTimeout, 0, ""},
 		{"other by status", VendorOther, Reply{Status: 502}, KindServer, 0, ""},

@@ -213,11 +213,16 @@ func googleKind(status, message string) (Kind, bool) {
 }
 
 // bedrockKind maps a Bedrock exception name (x-amzn-ErrorType, with or
-// without its ":http://..." suffix) onto a Kind; ok is false for one it
+// without its ":http://..." suffix, or an event stream's lowerCamel
+// :exception-type) onto a Kind; ok is false for one it
 // does not know (classified by status).
 func bedrockKind(exception, message string) (Kind, bool) {
 	if i := strings.IndexByte(exception, ':'); i >= 0 {
 		exception = exception[:i]
+	}
+	if exception != "" && exception[0] >= 'a' && exception[0] <= 'z' {
+		// In an event stream the names are lowerCamel (throttlingException).
+		exception = string(exception[0]-'a'+'A') + exception[1:]
 	}
 	switch exception {
 	case "ThrottlingException", "TooManyRequestsException":

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
 
 func TestCapabilities(t *testing.T) {
@@ -85,7 +86,7 @@ func TestCheckResponseSchemaManyProblems(t *testing.T) {
 		props = append(props, `"p`+string(rune('a'+i))+`":{"type":"integer","minimum":1}`)
 	}
 	err := newProvider(t, "http://127.0.0.1").CheckResponseSchema([]byte(`{"type":"object","additionalProperties":false,"properties":{` + strings.Join(props, ",") + `}}`))
-	if err == nil || strings.Count(err.Error(), "at #") != maxSchemaProblems || !strings.Contains(err.Error(), "and 5 more") {
-		t.Errorf("error %v; want %d problems and 5 more", err, maxSchemaProblems)
+	if err == nil || strings.Count(err.Error(), "at #") != anthropicwire.MaxSchemaProblems || !strings.Contains(err.Error(), "and 5 more") {
+		t.Errorf("error %v; want %d problems and 5 more", err, anthropicwire.MaxSchemaProblems)
 	}
 }

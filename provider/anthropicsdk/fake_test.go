@@ -1,0 +1,81 @@
+package anthropicsdk
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
+)
+
+// TestFake runs the same outcomes through the three platforms' clients
+// against provider/fake, which renders each in the platform's own wire
+// format: one request per call, classified alike.
+func TestFake(t *testing.T) {
+	s := fake.New()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.Region("eu-west-1")
+	platforms := []struct {
+		name, model string
+		p           *Provider
+	}{
+		{"anthropic", "claude-fake", newProvider(t, s.URL())},
+		{"aws.bedrock", "eu.anthropic.claude-fake-v1:0", bedrockProvider(t, s.URL())},
+		{"gcp.vertex_ai", "claude-fake@20260101", vertexProvider(t, s.URL())},
+	}
+	outcomes := []struct {
+		name    string
+		outcome fake.Outcome
+		kind    llm.Kind
+	}{
+		{"overloaded", fake.Overloaded(), llm.KindOverloaded},
+		{"rate limited", fake.RateLimited("7"), llm.KindRateLimited},
+		{"spend cap", fake.SpendCap(), llm.KindQuota},
+		{"context too long", fake.ContextTooLong(), llm.KindContextLength},
+		{"server error", fake.ServerError(), llm.KindServer},
+	}
+	for _, pl := range platforms {
+		t.Run(pl.name, func(t *testing.T) {
+			if pl.p.Name() != pl.name {
+				t.Fatalf("Name %q", pl.p.Name())
+			}
+			req := userReq
+			req.Model = pl.model
+			s.Script(pl.model, fake.Answer("Hello from the fake.").Usage(12, 5))
+			res, err := pl.p.Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Text != "Hello from the fake." || res.Usage.OutputTokens != 5 || res.RequestID == "" || res.Finish != llm.FinishStop {
+				t.Errorf("%+v", res)
+			}
+			st := suite.OpenStream(t, pl.p, context.Background(), req)
+			if got, err := suite.ReadStream(st); err != io.EOF || st.Response().Text != "Hello from the fake." {
+				t.Errorf("stream %q %v", got, err)
+			}
+			for _, o := range outcomes {
+				s.Script(pl.model, o.outcome)
+				n := s.Requests(pl.model)
+				_, err := pl.p.Complete(context.Background(), req)
+				var e *llm.Error
+				if !errors.As(err, &e) || e.Kind != o.kind || e.Provider != pl.name {
+					t.Errorf("%s: %v (%#v); want %v", o.name, err, e, o.kind)
+				}
+				if got := s.Requests(pl.model) - n; got != 1 {
+					t.Errorf("%s: %d requests; want 1", o.name, got)
+				}
+			}
+			s.Script(pl.model, fake.Answer("Hello from the fake.").ErrorAfter(1))
+			st = suite.OpenStream(t, pl.p, context.Background(), req)
+			if _, err := suite.ReadStream(st); llm.KindOf(err) == llm.KindUnknown || err == io.EOF {
+				t.Errorf("stream error event: %v", err)
+			}
+		})
+	}
+}

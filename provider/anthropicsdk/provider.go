@@ -1,0 +1,238 @@
+package anthropicsdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+// The platforms a client can reach, for Options.Platform and
+// llm.Deployment.Platform.
+const (
+	PlatformAnthropic = "anthropic"
+	PlatformBedrock   = "bedrock"
+	PlatformVertex    = "vertex"
+)
+
+// longTokens is the largest max_tokens for which the SDK never refuses a
+// non-streaming request (its smallest per-model limit, 8192, is below its
+// ten-minute estimate of 21,333).
+const longTokens = 8192
+
+// DefaultMaxTokens is the max_tokens sent when llm.Params.MaxTokens is 0,
+// as the native adapter sends it: the Messages API requires a value.
+const DefaultMaxTokens = 1024
+
+// Options says where the client sends its requests and how the provider
+// names itself. The zero value suits a client of the Anthropic API.
+type Options struct {
+	// Platform is the service the client was built for: "anthropic" (the
+	// default: anthropic.NewClient with an API key), "bedrock" (a client
+	// built with bedrock.WithConfig or bedrock.WithLoadDefaultConfig) or
+	// "vertex" (vertex.WithGoogleAuth or vertex.WithCredentials). It names
+	// the provider (Name) and the deployment (Deployment), and says which
+	// error vocabulary a reply that is not Anthropic's own is read with.
+	Platform string
+	// Region is where the platform serves the requests ("eu-west-1",
+	// "europe-west4", "global"), reported by Deployment. Required for
+	// Bedrock and Vertex: the SDK keeps the region it was given inside its
+	// middleware and exposes no way to read it back, so give the same
+	// value the client was built with. Empty for the Anthropic API.
+	Region string
+	// Name overrides the provider's Name, which is otherwise the
+	// OpenTelemetry gen_ai.provider.name of the platform: "anthropic",
+	// "aws.bedrock", "gcp.vertex_ai".
+	Name string
+	// APIKey, when set, is redacted from every error and answer's metadata,
+	// as the native adapter redacts its key. Optional: the provider also
+	// redacts whatever key or bearer token the client actually sends
+	// (x-api-key, Authorization: Bearer, X-Amz-Security-Token), which it
+	// reads from each request on its way out. A key of 16 bytes or more is
+	// redacted wherever it appears, a shorter one where it stands as a
+	// whole token.
+	APIKey string
+	// MaxResponseBytes caps the body of a Complete's response, success or
+	// error, and the text and the tool calls a Stream assembles; a longer
+	// one fails the attempt with an *llm.Error (KindServer for a 2xx)
+	// instead of being read. Zero means 8 MiB; negative is an error.
+	MaxResponseBytes int64
+}
+
+// Provider is a backstop provider over a client of the official Anthropic
+// Go SDK. It implements llm.Provider, llm.StreamProvider,
+// llm.CapableProvider, llm.SchemaChecker and llm.DeployedProvider, and is
+// safe for concurrent use (as the SDK's client is). Create one with New.
+type Provider struct {
+	client   anthropic.Client
+	platform string
+	region   string
+	// ep is the redaction and error plumbing the native adapters share:
+	// Provider, the Options.APIKey as Secret, the request-id header and
+	// the rate-limit reader of the Anthropic API.
+	ep wire.Endpoint
+	// seen is the endpoint redacting the last key or token a request
+	// carried (call.secret).
+	seen atomic.Pointer[wire.Endpoint]
+}
+
+var (
+	_ llm.Provider         = (*Provider)(nil)
+	_ llm.StreamProvider   = (*Provider)(nil)
+	_ llm.CapableProvider  = (*Provider)(nil)
+	_ llm.SchemaChecker    = (*Provider)(nil)
+	_ llm.DeployedProvider = (*Provider)(nil)
+)
+
+// New returns a Provider sending through client, which the caller built
+// with anthropic.NewClient for the platform opts.Platform names. The
+// client's own options (base URL, credentials, HTTP client, middleware,
+// headers, timeouts) all apply, except its retries: every call made through
+// the Provider passes option.WithMaxRetries(0), so that one Complete or
+// Stream is exactly one HTTP request and the chain alone decides what to
+// retry. An error says which option to change.
+func New(client anthropic.Client, opts Options) (*Provider, error) {
+	if len(client.Options) == 0 {
+		return nil, errors.New("anthropicsdk: the client has no options; build it with anthropic.NewClient")
+	}
+	platform := opts.Platform
+	if platform == "" {
+		platform = PlatformAnthropic
+	}
+	var name string
+	switch platform {
+	case PlatformAnthropic:
+		name = "anthropic"
+	case PlatformBedrock:
+		name = "aws.bedrock"
+	case PlatformVertex:
+		name = "gcp.vertex_ai"
+	default:
+		return nil, fmt.Errorf("anthropicsdk: Options.Platform is %q; use %q, %q or %q", opts.Platform, PlatformAnthropic, PlatformBedrock, PlatformVertex)
+	}
+	if opts.Region == "" && platform != PlatformAnthropic {
+		return nil, fmt.Errorf("anthropicsdk: Options.Region is empty; set it to the region the %s client was built with (the SDK does not expose it)", platform)
+	}
+	if opts.Name != "" {
+		name = opts.Name
+	}
+	maxBytes, err := wire.MaxBytes(opts.MaxResponseBytes)
+	if err != nil {
+		return nil, fmt.Errorf("anthropicsdk: %w", errors.New(replaceConfig(err.Error())))
+	}
+	return &Provider{client: client, platform: platform, region: opts.Region, ep: wire.Endpoint{
+		Provider:  name,
+		MaxBytes:  maxBytes,
+		Secret:    opts.APIKey,
+		RequestID: "Request-Id",
+		RateLimit: llm.VendorAnthropic.RateLimit,
+	}}, nil
+}
+
+// replaceConfig names the Options field in a message of package wire,
+// which speaks of Config.
+func replaceConfig(msg string) string {
+	const from, to = "Config.", "Options."
+	if len(msg) >= len(from) && msg[:len(from)] == from {
+		return to + msg[len(from):]
+	}
+	return msg
+}
+
+// Name returns the provider's name: Options.Name, or the OpenTelemetry
+// gen_ai.provider.name of the platform ("anthropic", "aws.bedrock",
+// "gcp.vertex_ai").
+func (p *Provider) Name() string { return p.ep.Provider }
+
+// Deployment returns the platform and the region (Options.Region) the
+// client sends to.
+func (p *Provider) Deployment() llm.Deployment {
+	return llm.Deployment{Platform: p.platform, Region: p.region}
+}
+
+// Capabilities returns llm.CapAll: the Messages API takes tools, images
+// and PDFs inline or by URL, plain-text documents and native structured
+// output, on every platform the SDK reaches.
+func (p *Provider) Capabilities() llm.Capabilities { return llm.CapAll }
+
+// CheckResponseSchema reports whether Anthropic's structured outputs take
+// schema, by the native adapter's rules (anthropicwire.CheckSchema): nil
+// when they do, else an error naming, by JSON pointer, what they refuse.
+// A chain asks it at Build for targets with NativeSchema.
+func (p *Provider) CheckResponseSchema(schema []byte) error {
+	if err := anthropicwire.CheckSchema(schema); err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// Complete sends req through the client's Messages.New as exactly one HTTP
+// request and returns the answer, as the native adapter (provider/anthropic)
+// does: the text blocks concatenated; the tool_use blocks as ToolCalls, in
+// order (an id the request translated comes back as the caller's); the
+// stop reason as sent and normalized (Finish); the usage, cached input
+// counted as input; the model and message id; the request id
+// (request-id header) and the anthropic-ratelimit-* allowance.
+//
+// The body is the native adapter's: model, max_tokens (DefaultMaxTokens
+// when Params.MaxTokens is 0), system, messages with every kind of part,
+// tools, tool_choice, output_config for a ResponseSchema, temperature, top_p
+// and stop_sequences when set, and Params.Extra's keys set last
+// (option.WithJSONSet), replacing any of those. The SDK's own encoding of
+// each block is used; it is the same JSON (TestBodyMatchesNative compares
+// them) but for the system prompt, a text-only message's content and a
+// tool result's content, which it sends as arrays of one text block where
+// the native adapter sends a string: the API reads both alike.
+//
+// Every failure is an *llm.Error classified as the native adapter
+// classifies it (llm.Classify with llm.VendorAnthropic, and for Bedrock
+// and Vertex replies in their own shapes llm.VendorBedrock or
+// llm.VendorGoogle), the key redacted: an API error, a refusal
+// (KindContentFilter), a body that is not the expected JSON (KindServer for
+// a 2xx), a transport failure (its llm.KindOf, KindConnection when nothing
+// classifies it), KindCanceled or KindTimeout for ctx, or a panic of the
+// SDK or of the client's middleware (KindUnknown).
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Response, err error) {
+	c := p.newCall(false)
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, c.panicked(r)
+		}
+	}()
+	params, opts, lerr := c.params(req)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if params.MaxTokens > longTokens {
+		if _, err := anthropic.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, p.client.Options); err != nil {
+			// The SDK would refuse to send a Complete it expects to take
+			// more than 10 minutes; the native adapter sends it, bounded
+			// by ctx alone. So does this one: an attempt timeout of ctx's
+			// deadline, or of the hour the SDK's own estimate allows.
+			d := time.Hour
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) > 0 {
+				d = time.Until(dl)
+			}
+			opts = append(opts, option.WithRequestTimeout(d))
+		}
+	}
+	var raw *http.Response
+	opts = append(opts, option.WithResponseInto(&raw), option.WithMiddleware(c.observe), option.WithMaxRetries(0))
+	msg, serr := p.client.Messages.New(ctx, params, opts...)
+	if serr != nil {
+		return nil, c.failure(ctx, raw, serr)
+	}
+	if raw == nil {
+		raw = c.resp
+	}
+	return c.answer(raw, msg)
+}
