@@ -98,7 +98,7 @@ func (v Vendor) Kind(status int, typ, code, message string, body []byte) Kind {
 	case VendorOpenAI:
 		k, ok = openaiKind(typ, code)
 	case VendorGoogle:
-		k, ok = googleKind(typ, message)
+		k, ok = googleKind(typ, message, body)
 	case VendorBedrock:
 		k, ok = bedrockKind(typ, message)
 	}

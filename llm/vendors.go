@@ -179,13 +179,19 @@ func openaiKind(typ, code string) (Kind, bool) {
 
 // googleKind maps a google.rpc.Status code name onto a Kind; ok is false
 // for one it does not know (classified by status). RESOURCE_EXHAUSTED is a
-// quota when its message says so (a billing or daily quota), else a rate
-// limit.
-func googleKind(status, message string) (Kind, bool) {
+// rate limit when the reply says how long to wait (RetryInfo in body): the
+// Gemini API words its per-minute limits "You exceeded your current quota,
+// please check your plan and billing details" too. Without a wait it is a
+// quota when it names a daily limit or billing (QuotaFailure's
+// ...PerDay... quota ids, "per day"), else a rate limit.
+func googleKind(status, message string, body []byte) (Kind, bool) {
 	switch status {
 	case "RESOURCE_EXHAUSTED":
+		if bytes.Contains(body, []byte("google.rpc.RetryInfo")) {
+			return KindRateLimited, true
+		}
 		m := strings.ToLower(message)
-		if strings.Contains(m, "billing") || strings.Contains(m, "per day") || strings.Contains(m, "free tier") {
+		if strings.Contains(m, "billing") || strings.Contains(m, "per day") || bytes.Contains(body, []byte("PerDay")) {
 			return KindQuota, true
 		}
 		return KindRateLimited, true
