@@ -105,10 +105,10 @@ func (c *call) observe(r *http.Request, next option.MiddlewareNext) (*http.Respo
 	if c.stream && res.StatusCode >= 200 && res.StatusCode <= 299 && !isJSON(res.Header) {
 		return res, nil
 	}
-	body, err := readCapped(res.Body, res.ContentLength, c.p.ep.MaxBytes)
+	body, err := wire.ReadCapped(res.Body, res.ContentLength, c.p.ep.MaxBytes)
 	res.Body.Close()
 	if err != nil {
-		return nil, &bodyError{err: err, tooLarge: err == errTooLarge}
+		return nil, &bodyError{err: err, tooLarge: err == wire.ErrTooLarge}
 	}
 	c.body = body
 	res.Body = io.NopCloser(bytes.NewReader(body))
@@ -395,38 +395,4 @@ func requestID(h http.Header) string {
 func isJSON(h http.Header) bool {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	return err == nil && mt == "application/json"
-}
-
-// errTooLarge reports a body longer than the cap.
-var errTooLarge = errors.New("response body too large")
-
-// readCapped reads r to the end, failing with errTooLarge as soon as more
-// than max bytes arrive; size is the announced Content-Length (-1 when
-// unknown).
-func readCapped(r io.Reader, size, max int64) ([]byte, error) {
-	if size > max {
-		return nil, errTooLarge
-	}
-	n := int64(512)
-	if size >= 0 {
-		n = size + 1
-	}
-	b := make([]byte, 0, n)
-	lr := io.LimitedReader{R: r, N: max + 1}
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		m, err := lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+m]
-		if int64(len(b)) > max {
-			return nil, errTooLarge
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }

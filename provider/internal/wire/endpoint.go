@@ -68,8 +68,8 @@ type Reply struct {
 	Received time.Time
 }
 
-// errTooLarge reports a body longer than the cap.
-var errTooLarge = errors.New("response body too large")
+// ErrTooLarge reports a body longer than the cap (ReadCapped).
+var ErrTooLarge = errors.New("response body too large")
 
 // Post sends body as one HTTP POST and reads the reply. It never retries.
 // Any failure is returned as an *llm.Error: a transport failure carries the
@@ -160,9 +160,9 @@ func (e *Endpoint) read(ctx context.Context, resp *http.Response) (*Reply, error
 	defer resp.Body.Close()
 	r := &Reply{Status: resp.StatusCode, Header: resp.Header, Received: time.Now()}
 	var err error
-	r.Body, err = readCapped(resp.Body, resp.ContentLength, e.maxBytes())
+	r.Body, err = ReadCapped(resp.Body, resp.ContentLength, e.maxBytes())
 	switch {
-	case err == errTooLarge:
+	case err == ErrTooLarge:
 		f := e.Failure(r, StatusKind(r.Status))
 		f.Message = fmt.Sprintf("response body is larger than %d bytes; raise MaxResponseBytes if answers are meant to be this large",
 			e.maxBytes())
@@ -211,14 +211,14 @@ func kindOf(ctx context.Context, err error) llm.Kind {
 	return llm.KindOf(err)
 }
 
-// readCapped reads r to the end, failing with errTooLarge as soon as more
+// ReadCapped reads r to the end, failing with ErrTooLarge as soon as more
 // than max bytes arrive. It reads at most max+1 bytes, so a hostile server
 // can neither exhaust memory nor hold the read open past the cap. size is
 // the announced Content-Length (-1 when unknown): a body announced larger
 // than max is refused unread; otherwise size only sizes the buffer.
-func readCapped(r io.Reader, size, max int64) ([]byte, error) {
+func ReadCapped(r io.Reader, size, max int64) ([]byte, error) {
 	if size > max {
-		return nil, errTooLarge
+		return nil, ErrTooLarge
 	}
 	n := int64(512)
 	if size >= 0 {
@@ -233,7 +233,7 @@ func readCapped(r io.Reader, size, max int64) ([]byte, error) {
 		m, err := lr.Read(b[len(b):cap(b)])
 		b = b[:len(b)+m]
 		if int64(len(b)) > max {
-			return nil, errTooLarge
+			return nil, ErrTooLarge
 		}
 		if err == io.EOF {
 			return b, nil

@@ -25,18 +25,18 @@ func TestReadCapped(t *testing.T) {
 	}{
 		{100, 100, nil},
 		{-1, 100, nil},
-		{-1, 99, errTooLarge},
-		{1000, 100, errTooLarge}, // announced too much: refused before reading
+		{-1, 99, ErrTooLarge},
+		{1000, 100, ErrTooLarge}, // announced too much: refused before reading
 		{10, 1000, nil},          // the size is only a capacity hint
 	}
 	for _, tt := range tests {
-		b, err := readCapped(iotest.OneByteReader(strings.NewReader(body)), tt.size, tt.max)
+		b, err := ReadCapped(iotest.OneByteReader(strings.NewReader(body)), tt.size, tt.max)
 		if err != tt.want || err == nil && string(b) != body {
-			t.Errorf("readCapped(size %d, max %d) = %d bytes, %v; want %v", tt.size, tt.max, len(b), err, tt.want)
+			t.Errorf("ReadCapped(size %d, max %d) = %d bytes, %v; want %v", tt.size, tt.max, len(b), err, tt.want)
 		}
 	}
 	boom := errors.New("boom")
-	if _, err := readCapped(iotest.ErrReader(boom), -1, 100); err != boom {
+	if _, err := ReadCapped(iotest.ErrReader(boom), -1, 100); err != boom {
 		t.Errorf("read error = %v; want boom", err)
 	}
 }
