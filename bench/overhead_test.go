@@ -89,7 +89,7 @@ func BenchmarkHealthyCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return &res.Response
+			return res.Response
 		})
 	})
 	b.Run("failsafe", func(b *testing.B) {

@@ -59,7 +59,7 @@ func BenchmarkTracing(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sink = &res.Response
+				sink = res.Response
 			}
 		})
 		b.Run("twospans/"+p.name, func(b *testing.B) {

@@ -73,8 +73,8 @@ type tried struct {
 // try makes the attempts on t, the first under ticket: attempt, plan,
 // record, then wait and try again as long as plan, the breaker and the
 // budget allow.
-func (w *walk) try(t *target, ticket breaker.Ticket) tried {
-	req := w.req
+func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried {
+	req := *caller
 	t.prepare(&req)
 	var wait, prev time.Duration
 	var s sent // this attempt's outcome
@@ -256,21 +256,21 @@ func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
 // complete makes one attempt. A provider that panics has its breaker
 // ticket released (a half-open probe slot would otherwise be held for good)
 // before the panic goes on; a ticket that holds nothing needs no guard.
-func complete(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+func complete(ctx context.Context, t *target, req *llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
 	if !ticket.Held() {
-		return t.Provider.Complete(ctx, req)
+		return t.Provider.Complete(ctx, *req)
 	}
 	return completeGuarded(ctx, t, req, ticket)
 }
 
-func completeGuarded(ctx context.Context, t *target, req llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
+func completeGuarded(ctx context.Context, t *target, req *llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ticket.Report(retry.Excluded)
 			panic(p)
 		}
 	}()
-	return t.Provider.Complete(ctx, req)
+	return t.Provider.Complete(ctx, *req)
 }
 
 // fair reports whether an attempt that started at start (on c's clock) and

@@ -66,8 +66,8 @@ func (c *Chain) Name() string { return c.name }
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.startCall(ctx, false)
 	var w walk
-	w.start(c, ctx, obs, req, sender{})
-	s, err := w.run()
+	w.start(c, ctx, obs, sender{})
+	s, err := w.run(&req)
 	w.done()
 	w.end(s, err, "")
 	return w.res, err

@@ -71,7 +71,7 @@ func (n namedDegradation) Name() string { return n.name }
 // walk's deadline (not past the caller's cancellation), each for at most
 // DegradeTimeout, and all of them together end at most one DegradeTimeout
 // after that deadline.
-func (w *walk) degrade() *degrader {
+func (w *walk) degrade(req *llm.Request) *degrader {
 	c := w.c
 	var end time.Time // when every degradation must have answered; zero for no bound in all
 	if dl, ok := w.ctx.Deadline(); ok {
@@ -86,7 +86,7 @@ func (w *walk) degrade() *degrader {
 		if !end.IsZero() {
 			timeout = min(timeout, time.Until(end))
 		}
-		resp, age, js, a := w.ask(g, timeout)
+		resp, age, js, a := w.ask(g, timeout, req)
 		if a.Err != nil {
 			w.record(a)
 			w.causes = append(w.causes, &TargetError{Target: g.name, Tier: TierDegrade, Err: a.Err})
@@ -94,7 +94,8 @@ func (w *walk) degrade() *degrader {
 		}
 		w.record(a)
 		res := w.res
-		res.Response, res.JSON, res.Degraded, res.Age = *resp, js, true, age
+		cp := *resp
+		res.Response, res.JSON, res.Degraded, res.Age = &cp, js, true, age
 		res.Served = Served{Target: g.name, Tier: TierDegrade, Provider: "backstop", Model: resp.Model, RequestID: resp.RequestID}
 		return g
 	}
@@ -103,18 +104,18 @@ func (w *walk) degrade() *degrader {
 
 // ask asks degradation g for an answer within timeout and validates it:
 // the answer, a remembered answer's age, its JSON and the attempt's record.
-func (w *walk) ask(g *degrader, timeout time.Duration) (*llm.Response, time.Duration, json.RawMessage, Attempt) {
+func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.Response, time.Duration, json.RawMessage, Attempt) {
 	c := w.c
-	ctx, obs := w.obs.startAttempt(context.WithoutCancel(w.ctx), &g.ob, 1, w.req)
+	ctx, obs := w.obs.startAttempt(context.WithoutCancel(w.ctx), &g.ob, 1, *req)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	start := c.clock()
 	var resp *llm.Response
 	var age time.Duration
 	var err error
 	if g.lastGood != nil {
-		resp, age, err = g.lastGood.recall(ctx, w.req)
+		resp, age, err = g.lastGood.recall(ctx, *req)
 	} else {
-		resp, err = g.d.Degrade(ctx, w.req)
+		resp, err = g.d.Degrade(ctx, *req)
 	}
 	elapsed := c.clock() - start
 	cancel()

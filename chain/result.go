@@ -12,8 +12,14 @@ import (
 // Result is a call's answer and how it was reached. On failure Call returns
 // a Result too, with the attempts made and no answer.
 type Result struct {
-	// Response is the answer, whichever target or degradation served it.
-	llm.Response
+	// Response is the answer, whichever target or degradation served it:
+	// the provider's own, not a copy (a provider returns a new Response
+	// per call, see llm.Provider); res.Text and the other fields read
+	// through it. Never nil: a call nothing answered has an empty one.
+	// (It is a pointer so that a call copies no answer and a Result takes
+	// 288 bytes rather than 512; code that passed res.Response where an
+	// llm.Response is wanted passes *res.Response.)
+	*llm.Response
 	// Served says who answered.
 	Served Served
 	// Attempts records every attempt, skip and refusal, in order.
@@ -27,8 +33,8 @@ type Result struct {
 	Age time.Duration
 
 	// buf backs Attempts for the common one-attempt call, so that a
-	// healthy call allocates the Result alone. It keeps Result at 512
-	// bytes, the largest size the Go allocator serves without a header.
+	// healthy call allocates the Result alone (264 bytes, served from the
+	// 288-byte size class).
 	buf [1]Attempt
 }
 
@@ -161,6 +167,6 @@ func (a Attempt) String() string {
 
 // serve fills the result from the answer of t.
 func (r *Result) serve(t *target, resp *llm.Response) {
-	r.Response = *resp
+	r.Response = resp
 	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.ob.Provider, Model: resp.Model, RequestID: resp.RequestID}
 }

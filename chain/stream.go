@@ -246,7 +246,7 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 	c := s.c
 	ctx, obs := c.startCall(s.ctx, true)
 	w := &walk{}
-	w.start(c, ctx, obs, s.req, sender{stream: s})
+	w.start(c, ctx, obs, sender{stream: s})
 	defer w.done()
 	s.w, s.res = w, w.res
 	sv, err := s.walk(yield)
@@ -290,7 +290,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 		}
 	}()
 	for {
-		sv, err := s.w.run()
+		sv, err := s.w.run(&s.req)
 		if err != nil {
 			yield(Chunk{}, err)
 			return served{}, err
@@ -314,7 +314,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 		}
 		// Restart: forget the answer, say so, go on from the next target.
 		s.w.causes = append(s.w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
-		s.res.Response, s.res.Served, s.res.JSON = llm.Response{}, Served{}, nil
+		s.res.Response, s.res.Served, s.res.JSON = nil, Served{}, nil
 		s.restarts++
 		if !yield(Chunk{Restart: true}, nil) {
 			s.abandoned = true

@@ -23,7 +23,6 @@ type walk struct {
 	c      *Chain
 	caller context.Context // the caller's context, as the observers returned it
 	ctx    context.Context // caller bounded by the chain's Deadline
-	req    llm.Request
 	res    *Result
 	obs    *callObs // nil when nobody observes the call
 	send   sender
@@ -50,7 +49,7 @@ func (s sender) send(ctx context.Context, a *attempt, req *llm.Request) (*llm.Re
 			return s.stream.st.open(ctx, sp, a, req)
 		}
 	}
-	return complete(ctx, a.t, *req, a.ticket)
+	return complete(ctx, a.t, req, a.ticket)
 }
 
 // commits reports whether an answer send returned for t is still
@@ -66,10 +65,10 @@ func (s sender) commits(t *target) bool {
 // start starts the walk of req, bounded by c's deadline; the walk's done
 // releases the deadline's timer. w must be new (zero); it lives on its
 // caller's stack.
-func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, req llm.Request, send sender) {
+func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	// Field by field: w is new (zero) and large, and a composite literal
 	// would be built aside and copied.
-	w.c, w.caller, w.ctx, w.req, w.obs, w.send = c, ctx, ctx, req, obs, send
+	w.c, w.caller, w.ctx, w.obs, w.send = c, ctx, ctx, obs, send
 	w.begin, w.minWindow = -1, -1
 	res := &Result{}
 	res.Attempts = res.buf[:0]
@@ -79,10 +78,15 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, req llm.Reques
 	}
 }
 
-// done releases the walk's deadline.
+// done releases the walk's deadline and leaves its result whole: a call
+// that nothing answered has an empty Response, never a nil one, so that
+// res.Text reads "" instead of panicking.
 func (w *walk) done() {
 	if w.cancel != nil {
 		w.cancel()
+	}
+	if w.res.Response == nil {
+		w.res.Response = new(llm.Response)
 	}
 }
 
@@ -96,12 +100,12 @@ type served struct {
 
 // run walks the model targets from w.from, then the degradations. It
 // returns what answered (nil when nothing did) and the call's error.
-func (w *walk) run() (served, error) {
+func (w *walk) run(req *llm.Request) (served, error) {
 	c := w.c
-	if len(w.req.Messages) == 0 {
+	if len(req.Messages) == 0 {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
-	if err := w.check(); err != nil {
+	if err := w.check(req); err != nil {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, err)
 	}
 	if c.shared != nil && w.from == 0 {
@@ -119,13 +123,13 @@ func (w *walk) run() (served, error) {
 			}
 			continue
 		}
-		out := w.try(t, ticket)
+		out := w.try(t, ticket, req)
 		switch {
 		case out.err == nil && out.committed:
 			w.from = i + 1 // a restart goes on from the next target
 			return served{ob: &t.ob, streaming: true}, nil
 		case out.err == nil:
-			w.serve(t, out.resp, out.js)
+			w.serve(t, out.resp, out.js, req)
 			return served{ob: &t.ob}, nil
 		case out.kind == llm.KindCanceled:
 			if cerr := canceled(w.caller); cerr != nil {
@@ -140,7 +144,7 @@ func (w *walk) run() (served, error) {
 		}
 	}
 	w.from = len(c.targets)
-	if g := w.degrade(); g != nil {
+	if g := w.degrade(req); g != nil {
 		return served{ob: &g.ob}, nil
 	}
 	return served{}, &ExhaustedError{Chain: c.name, Causes: w.causes}
@@ -191,11 +195,11 @@ func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err erro
 // The tools' InputSchemas are compiled when a call of the tool is checked
 // (once per distinct schema per chain), not here: hashing every schema of
 // every request would cost more than checking the one called.
-func (w *walk) check() error {
-	if err := w.req.Validate(); err != nil {
+func (w *walk) check(req *llm.Request) error {
+	if err := req.Validate(); err != nil {
 		return err
 	}
-	w.needs = w.req.Needs()
+	w.needs = req.Needs()
 	return nil
 }
 
@@ -221,13 +225,13 @@ func (w *walk) grow() *Attempt {
 }
 
 // serve fills the result from t's answer and remembers it.
-func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage) {
+func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage, req *llm.Request) {
 	w.res.serve(t, resp)
 	w.res.JSON = js
 	for _, l := range w.c.lastGoods {
 		// A store that fails costs this call nothing: the answer is
 		// served anyway, only not remembered.
-		_ = l.remember(w.ctx, w.req, t.Name, resp)
+		_ = l.remember(w.ctx, *req, t.Name, resp)
 	}
 }
 

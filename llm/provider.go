@@ -15,5 +15,8 @@ type Provider interface {
 	// "aws.bedrock", … Targets of one vendor share a name.
 	Name() string
 	// Complete sends one request and returns the answer or the failure.
+	// The Response returned is the caller's from then on (a chain hands
+	// it on as its Result's Response): return a new one per call, never
+	// one that the provider keeps or shares.
 	Complete(ctx context.Context, req Request) (*Response, error)
 }
