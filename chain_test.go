@@ -7,6 +7,7 @@ package backstop_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -92,6 +93,24 @@ func TestBadRequestIsSentOnceAndNeverPassedOn(t *testing.T) {
 		}
 		if len(res.Attempts) != 1 || res.Attempts[0].Decision != chain.DecisionStop {
 			t.Fatalf("attempts = %v", res.Attempts)
+		}
+	})
+}
+
+// TestCallersNaNIsABadRequestSentNowhere: the caller's own unencodable
+// parameter is its request's fault: a bad request, no target is sent it.
+func TestCallersNaNIsABadRequestSentNowhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := newIncident(t, chain.New("support"), retry.Policy{})
+		nan := math.NaN()
+		req := ask
+		req.Params.Temperature = &nan
+		_, err := in.c.Call(t.Context(), req)
+		if llm.KindOf(err) != llm.KindBadRequest {
+			t.Errorf("got %v (kind %v); want a bad request", err, llm.KindOf(err))
+		}
+		if got := in.requests(); got != [4]int{} {
+			t.Errorf("requests per target = %v; want none", got)
 		}
 	})
 }

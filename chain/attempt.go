@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
-	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
@@ -209,7 +208,7 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		if w.obs != nil {
 			w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
 		}
-		c.settle(w.ctx, t, a.ticket, retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now})
+		c.settle(w.ctx, a, retry.NotFailure, true, now)
 		return
 	}
 	w.classify(s, err)
@@ -221,7 +220,7 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if verdict == retry.Failure && w.ctx.Err() != nil && !c.fair(w.ctx, a.start, w.begin) {
 		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 	}
-	c.settle(w.ctx, t, a.ticket, verdict, budget.Outcome{Retry: a.n > 1, At: now})
+	c.settle(w.ctx, a, verdict, false, now)
 }
 
 // classify fills s from the failure err: what the provider said, and the

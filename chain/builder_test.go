@@ -14,8 +14,6 @@ import (
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
-	"github.com/backstop-llm/backstop/provider/fake"
-	"github.com/backstop-llm/backstop/provider/openai"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -214,35 +212,5 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
-	}
-}
-
-// TestCallersNaNIsABadRequestSentNowhere: the caller's own unencodable
-// parameter is its request's fault: a bad request, no target is sent it.
-func TestCallersNaNIsABadRequestSentNowhere(t *testing.T) {
-	f := fake.New()
-	a, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: "http://fake.invalid", HTTPClient: f.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := openai.New(openai.Config{APIKey: "k", BaseURL: "http://fake.invalid", HTTPClient: f.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := chain.New("c").
-		Primary(chain.Target{Name: "a", Provider: a, Model: "claude"}).
-		OrProvider(chain.Target{Name: "o", Provider: o, Model: "gpt"}).
-		Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nan := math.NaN()
-	_, err = c.Call(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},
-		Params: llm.Params{Temperature: &nan}})
-	if llm.KindOf(err) != llm.KindBadRequest {
-		t.Errorf("got %v (kind %v); want a bad request", err, llm.KindOf(err))
-	}
-	if n := f.Requests("claude") + f.Requests("gpt"); n != 0 {
-		t.Errorf("%d requests sent; want 0", n)
 	}
 }

@@ -38,6 +38,19 @@ func (p *plain) Complete(_ context.Context, req llm.Request) (*llm.Response, err
 	return &llm.Response{Text: "ok", Model: req.Model}, nil
 }
 
+// wantBuildErr builds b and fails the test unless Build succeeds (want
+// "") or fails saying want.
+func wantBuildErr(t *testing.T, b *chain.Builder, want string) {
+	t.Helper()
+	msg := buildErr(t, b)
+	switch {
+	case want == "" && msg != "":
+		t.Errorf("Build failed:\n%s", msg)
+	case want != "" && !strings.Contains(msg, want):
+		t.Errorf("Build error lacks %q; got:\n%s", want, msg)
+	}
+}
+
 // buildErr builds b and returns its error's text, "" when Build succeeds,
 // failing the test when an error does not match ErrInvalidConfig.
 func buildErr(t *testing.T, b *chain.Builder) string {
@@ -202,13 +215,7 @@ func TestServesDeclaresTheModel(t *testing.T) {
 			} else {
 				b.OrDeployment(tc.other)
 			}
-			msg := buildErr(t, b)
-			switch {
-			case tc.want == "" && msg != "":
-				t.Errorf("Build failed:\n%s", msg)
-			case tc.want != "" && !strings.Contains(msg, tc.want):
-				t.Errorf("Build error lacks %q; got:\n%s", tc.want, msg)
-			}
+			wantBuildErr(t, b, tc.want)
 		})
 	}
 }
@@ -296,14 +303,8 @@ func TestResidency(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.target.Name = "t"
-			msg := buildErr(t, chain.New("c").AllowRegions(tc.allowed...).Primary(tc.target).
-				OrDegrade(chain.Static(llm.Response{Text: "busy"})))
-			switch {
-			case tc.want == "" && msg != "":
-				t.Errorf("Build failed:\n%s", msg)
-			case tc.want != "" && !strings.Contains(msg, tc.want):
-				t.Errorf("Build error lacks %q; got:\n%s", tc.want, msg)
-			}
+			wantBuildErr(t, chain.New("c").AllowRegions(tc.allowed...).Primary(tc.target).
+				OrDegrade(chain.Static(llm.Response{Text: "busy"})), tc.want)
 		})
 	}
 }

@@ -224,12 +224,13 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 	}
 }
 
-// settle reports the end of an attempt on t to its breaker (under ticket)
-// and its budget, and publishes a breaker change it caused to the other
-// replicas.
-func (c *Chain) settle(ctx context.Context, t *target, ticket breaker.Ticket, v retry.Verdict, o budget.Outcome) {
-	ticket.ReportAt(v, o.At)
-	t.budget.Record(ctx, o)
+// settle reports the end of attempt a, at the time at, to its target's
+// breaker (verdict v, under the attempt's ticket) and budget (success or
+// not), and publishes a breaker change it caused to the other replicas.
+func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success bool, at time.Time) {
+	t := a.t
+	a.ticket.ReportAt(v, at)
+	t.budget.Record(ctx, budget.Outcome{Retry: a.n > 1, Success: success, At: at})
 	if c.shared != nil {
 		c.publish(ctx, t)
 	}

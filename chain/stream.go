@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
@@ -489,21 +488,21 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	}
 	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
 	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: elapsed}
-	verdict, o := retry.NotFailure, budget.Outcome{Retry: a.n > 1, Success: true, At: now}
+	verdict, success := retry.NotFailure, true
 	switch {
 	case excluded:
-		verdict, o.Success = retry.Excluded, false
+		verdict, success = retry.Excluded, false
 		rec.Kind, rec.Err = llm.KindCanceled, err
 		end.Kind, end.Err = llm.KindCanceled, err
 	case err != nil:
 		rec.Kind, rec.Err = llm.KindOf(err), err
 		end.Kind, end.Err = rec.Kind, err
-		verdict, o.Success = t.table.Rule(rec.Kind).Breaker, false
+		verdict, success = t.table.Rule(rec.Kind).Breaker, false
 		if rec.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && w.ctx.Err() != nil {
 			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
 		}
 	}
-	c.settle(w.ctx, t, a.ticket, verdict, o)
+	c.settle(w.ctx, a, verdict, success, now)
 	w.obs.endAttempt(a.obs, &t.ob, end)
 	w.record(rec)
 }

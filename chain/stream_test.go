@@ -112,9 +112,11 @@ func TestStreamFromAProviderThatOnlyCompletes(t *testing.T) {
 	})
 }
 
-// step is one Next of an rprov stream: a chunk, an error or a panic.
+// step is one Next of an rprov stream: a chunk (text or a tool call), an
+// error or a panic.
 type step struct {
 	text  string
+	call  *llm.ToolCall
 	err   error
 	panic bool
 }
@@ -131,10 +133,11 @@ type rprov struct {
 }
 
 type rstream struct {
-	p    *rprov
-	ctx  context.Context
-	i    int
-	text strings.Builder
+	p     *rprov
+	ctx   context.Context
+	i     int
+	text  strings.Builder
+	calls []llm.ToolCall
 }
 
 func (p *rprov) Name() string { return p.name }
@@ -175,10 +178,13 @@ func (s *rstream) Next() (llm.Chunk, error) {
 		return llm.Chunk{}, st.err
 	}
 	s.text.WriteString(st.text)
-	return llm.Chunk{Text: st.text}, nil
+	if st.call != nil {
+		s.calls = append(s.calls, *st.call)
+	}
+	return llm.Chunk{Text: st.text, ToolCall: st.call}, nil
 }
 func (s *rstream) Response() *llm.Response {
-	return &llm.Response{Text: s.text.String(), Model: "m", RequestID: "req_" + s.p.name, RateLimit: s.p.rl}
+	return &llm.Response{Text: s.text.String(), Model: "m", RequestID: "req_" + s.p.name, RateLimit: s.p.rl, ToolCalls: s.calls}
 }
 func (s *rstream) Close() error { return nil }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -346,8 +345,7 @@ func TestNativeSchemaBuildErrorsNameTheTarget(t *testing.T) {
 // its own chunk and in the result, checked against the tool's schema.
 func TestStreamRelaysToolCalls(t *testing.T) {
 	call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Paris"}`)}
-	p := &chunker{chunks: []llm.Chunk{{Text: "Let me look. "}, {ToolCall: &call}},
-		resp: llm.Response{Text: "Let me look. ", ToolCalls: []llm.ToolCall{call}, Finish: llm.FinishToolUse}}
+	p := &rprov{name: "anthropic", steps: []step{{text: "Let me look. "}, {call: &call}}}
 	c, err := chain.New("agent").Primary(chain.Target{Name: "sonnet", Provider: p, Model: "sonnet-5"}).Build()
 	if err != nil {
 		t.Fatal(err)
@@ -369,33 +367,3 @@ func TestStreamRelaysToolCalls(t *testing.T) {
 		t.Fatalf("%v %q %v %+v", err, text, got, res.ToolCalls)
 	}
 }
-
-// chunker is a StreamProvider whose every stream sends chunks, then ends
-// with resp as its Response.
-type chunker struct {
-	chunks []llm.Chunk
-	resp   llm.Response
-}
-
-func (*chunker) Name() string { return "anthropic" }
-func (p *chunker) Complete(context.Context, llm.Request) (*llm.Response, error) {
-	return &p.resp, nil
-}
-func (p *chunker) Stream(context.Context, llm.Request) (llm.Stream, error) {
-	return &chunkStream{p: p}, nil
-}
-
-type chunkStream struct {
-	p *chunker
-	i int
-}
-
-func (s *chunkStream) Next() (llm.Chunk, error) {
-	if s.i == len(s.p.chunks) {
-		return llm.Chunk{}, io.EOF
-	}
-	s.i++
-	return s.p.chunks[s.i-1], nil
-}
-func (s *chunkStream) Response() *llm.Response { r := s.p.resp; return &r }
-func (s *chunkStream) Close() error            { return nil }
