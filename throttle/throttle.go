@@ -142,6 +142,7 @@ type Limiter struct {
 	factor   float64   // share of the limits in force, in [MinFactor, 1]
 	updated  time.Time // when factor last changed
 	cut      time.Time // when the last 429 cut the factor
+	epoch    *epoch    // the slots granted since the last rebuild; nil when nothing is learned
 }
 
 // congestion is how close together 429s count as one event: a burst of
@@ -152,6 +153,54 @@ const congestion = time.Second
 type bucket struct {
 	lim   *rate.Limiter // nil while the limit is unknown
 	limit float64       // per second, at factor 1
+	known bool          // limit was configured or learned (not the provisional pace)
+}
+
+// epoch is a learning limiter's buckets from one rebuild to the next.
+// Every reservation taken in it goes stale when the next begins; pending
+// keeps the slots it granted so that a bucket rebuilt without new headers
+// can leave out what they took (their holders take it again).
+type epoch struct {
+	stale   chan struct{} // closed when the epoch ends
+	pending map[*slot]struct{}
+	swept   int // len(pending) after the last sweep
+}
+
+// slot is what one reservation took from the buckets; its request goes
+// at at.
+type slot struct {
+	at               time.Time
+	requests, tokens int
+}
+
+func newEpoch() *epoch {
+	return &epoch{stale: make(chan struct{}), pending: make(map[*slot]struct{})}
+}
+
+// hold records s, first forgetting the slots already reached once pending
+// has doubled since the last sweep (so that it stays about as large as
+// the queue).
+func (e *epoch) hold(now time.Time, s *slot) {
+	if len(e.pending) >= 2*e.swept+64 {
+		for p := range e.pending {
+			if !p.at.After(now) {
+				delete(e.pending, p)
+			}
+		}
+		e.swept = len(e.pending)
+	}
+	e.pending[s] = struct{}{}
+}
+
+// owed is what the slots not yet reached at now took from each bucket.
+func (e *epoch) owed(now time.Time) (requests, tokens float64) {
+	for p := range e.pending {
+		if p.at.After(now) {
+			requests += float64(p.requests)
+			tokens += float64(p.tokens)
+		}
+	}
+	return requests, tokens
 }
 
 // New returns a limiter for s, or nil when s is off. Errors match
@@ -167,6 +216,7 @@ func New(s Config) (*Limiter, error) {
 	now := time.Now()
 	if s.RequestsPerMinute > 0 {
 		l.requests.set(now, s.RequestsPerMinute/60, l.burst(s.RequestsPerMinute/60))
+		l.requests.known = true
 	}
 	if s.RequestsPerMinute == 0 && s.Learn {
 		// Until the first headers say the limit, pace at one request a
@@ -178,6 +228,10 @@ func New(s Config) (*Limiter, error) {
 		// One request may need many tokens: allow a second's worth, and
 		// never less than the largest request seen (see Reserve).
 		l.tokens.set(now, s.TokensPerMinute/60, int(math.Max(1, s.TokensPerMinute/60)))
+		l.tokens.known = true
+	}
+	if s.Learn && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0) {
+		l.epoch = newEpoch()
 	}
 	return l, nil
 }
@@ -196,19 +250,46 @@ func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 }
 
 // Reservation is a slot a limiter granted. Cancel it if the request is
-// not sent after all.
+// not sent after all; take another if it goes Stale while you wait.
 type Reservation struct {
 	l    *Limiter
 	r, t *rate.Reservation
+	e    *epoch // the epoch it was taken in; nil when it can never go stale
+	s    *slot
 }
 
-// Cancel gives the slot back.
+// Stale returns a channel that is closed when the slot no longer
+// reflects the limiter: the limiter learned a new limit from the
+// provider's headers and rebuilt its buckets after the reservation was
+// taken. A stale slot was spaced at the old pace (before the first
+// headers, Learn's provisional one request a second); the limiter's
+// buckets no longer count it, so a request sent at its time is one the
+// limiter does not know of. Whoever waits for the slot should select on
+// Stale beside its timer and, when Stale is closed first, Cancel the
+// reservation (which then changes nothing) and Reserve again.
+//
+// Stale returns nil, a channel that is never ready, for a reservation
+// that can never go stale: the zero Reservation, or one from a limiter
+// that learns nothing (Learn off, or both limits configured).
+func (r Reservation) Stale() <-chan struct{} {
+	if r.e == nil {
+		return nil
+	}
+	return r.e.stale
+}
+
+// Cancel gives the slot back. Cancelling a stale reservation changes
+// nothing: its slot was in buckets the limiter has since rebuilt without
+// it.
 func (r Reservation) Cancel(now time.Time) {
 	if r.l == nil {
 		return
 	}
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
+	if r.e != nil {
+		delete(r.e.pending, r.s)
+	}
 	r.cancel(now)
 }
 
@@ -251,22 +332,43 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 		res.cancel(now) // the latest reservations: restored exactly
 		return wait, Reservation{}, false
 	}
+	if l.epoch != nil {
+		res.e, res.s = l.epoch, &slot{at: now.Add(wait), tokens: tokens}
+		if res.r != nil {
+			res.s.requests = 1
+		}
+		if res.t == nil {
+			res.s.tokens = 0
+		}
+		l.epoch.hold(now, res.s)
+	}
 	return wait, res, true
 }
 
 // Observe adapts the limiter to a response: rl is what the provider
 // announced (from a success or a failure), throttled whether it answered
 // 429.
+//
+// With Learn, a limit the headers announce for the first time, or
+// differently from before, rebuilds the limiter's buckets from what the
+// provider said, and every reservation taken before goes Stale.
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recover(now)
-	l.learn(now, &l.requests, rl.Requests, l.s.RequestsPerMinute)
 	tokens := rl.Tokens
 	if !tokens.Reported() {
 		tokens = rl.InputTokens
 	}
-	l.learn(now, &l.tokens, tokens, l.s.TokensPerMinute)
+	if l.epoch != nil {
+		r := l.learnt(&l.requests, rl.Requests, l.s.RequestsPerMinute)
+		t := l.learnt(&l.tokens, tokens, l.s.TokensPerMinute)
+		if r > 0 || t > 0 {
+			l.rebuild(now, r, t)
+		}
+	}
+	heed(now, l.requests.lim, rl.Requests)
+	heed(now, l.tokens.lim, tokens)
 	if throttled {
 		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
 			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
@@ -278,24 +380,60 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 }
 
-// learn takes a limit that was not configured from the headers, and never
-// lets the limiter hold more than the provider says remains.
-func (l *Limiter) learn(now time.Time, b *bucket, a llm.Allowance, configured float64) {
-	if !a.Reported() {
-		return
+// learnt returns the per-minute limit a announces for b when the limiter
+// is to learn it (b's limit was not configured, and a differs from what b
+// paces at), else 0.
+func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
+	if configured != 0 || !l.s.Learn || !a.Reported() || a.Limit <= 0 {
+		return 0
 	}
-	if configured == 0 && l.s.Learn && a.Limit > 0 && b.limit != float64(a.Limit)/60 {
-		perSecond := float64(a.Limit) / 60
-		if b.lim == nil {
-			b.set(now, perSecond*l.factor, l.burst(perSecond))
-		} else {
-			b.lim.SetLimitAt(now, rate.Limit(perSecond*l.factor))
-			b.lim.SetBurstAt(now, l.burst(perSecond))
+	if b.known && b.limit == float64(a.Limit)/60 {
+		return 0
+	}
+	return a.Limit
+}
+
+// rebuild starts a new epoch: a bucket whose limit was learned (requests
+// or tokens per minute, 0 for none) is rebuilt full of its burst (Observe
+// then drains it to what the provider says remains); any other bucket is
+// rebuilt holding what it holds now plus what the slots not yet reached
+// took, since their holders, seeing Stale, take them again.
+func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
+	owedR, owedT := l.epoch.owed(now)
+	for _, b := range []struct {
+		b       *bucket
+		learned int32
+		owed    float64
+	}{{&l.requests, requests, owedR}, {&l.tokens, tokens, owedT}} {
+		switch {
+		case b.learned > 0:
+			perSecond := float64(b.learned) / 60
+			burst := l.burst(perSecond)
+			b.b.limit, b.b.known = perSecond, true
+			b.b.lim = fill(now, perSecond*l.factor, burst, float64(burst))
+		case b.b.lim != nil:
+			burst := b.b.lim.Burst()
+			held := math.Max(0, math.Min(float64(burst), b.b.lim.TokensAt(now)+b.owed))
+			b.b.lim = fill(now, b.b.limit*l.factor, burst, held)
 		}
-		b.limit = perSecond
 	}
-	if a.Limit > 0 || a.Remaining > 0 {
-		drain(now, b.lim, float64(a.Remaining))
+	close(l.epoch.stale)
+	l.epoch = newEpoch()
+}
+
+// fill returns a bucket of perSecond and burst that holds tokens (in
+// [0, burst]) at now.
+func fill(now time.Time, perSecond float64, burst int, tokens float64) *rate.Limiter {
+	lim := rate.NewLimiter(rate.Limit(perSecond), burst)
+	lim.AllowN(now, 0) // start the clock now
+	drain(now, lim, tokens)
+	return lim
+}
+
+// heed never lets lim hold more than a says remains.
+func heed(now time.Time, lim *rate.Limiter, a llm.Allowance) {
+	if a.Reported() && (a.Limit > 0 || a.Remaining > 0) {
+		drain(now, lim, float64(a.Remaining))
 	}
 }
 

@@ -144,8 +144,10 @@ func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 			w, _, _ := l.Reserve(now, 0, time.Hour)
 			waits = append(waits, w)
 		}
-		if waits[0] != 500*time.Millisecond || waits[1] != time.Second || waits[2] != 1500*time.Millisecond {
-			t.Fatalf("waits %v, want 500ms 1s 1.5s (120 per minute learned)", waits)
+		// The provider says one request remains: it goes now, and the
+		// next ones at 120 a minute.
+		if waits[0] != 0 || waits[1] != 500*time.Millisecond || waits[2] != time.Second {
+			t.Fatalf("waits %v, want 0 500ms 1s (one remaining, then 120 per minute learned)", waits)
 		}
 	})
 }
@@ -199,5 +201,119 @@ func TestConcurrentUse(t *testing.T) {
 			})
 		}
 		wg.Wait()
+	})
+}
+
+// closed reports whether c is closed (a nil channel never is).
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Slots granted at the provisional pace go stale when the limit is
+// learned; taken again, they follow what the headers said. A repeated
+// announcement of the same limit changes nothing.
+func TestLearningMakesEarlierSlotsStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{Learn: true})
+		now := time.Now()
+		var old []throttle.Reservation
+		for i := range 4 {
+			w, r, _ := l.Reserve(now, 0, time.Hour)
+			if w != time.Duration(i)*time.Second {
+				t.Fatalf("provisional slot %d is %v away, want %ds", i, w, i)
+			}
+			if r.Stale() == nil || closed(r.Stale()) {
+				t.Fatalf("slot %d: Stale is %v before anything was learned", i, r.Stale())
+			}
+			old = append(old, r)
+		}
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 120, Remaining: 2}}, false)
+		for i, r := range old {
+			if !closed(r.Stale()) {
+				t.Fatalf("slot %d is not stale after the limit was learned", i)
+			}
+		}
+		// The three holders still waiting take their slots again: two
+		// remain now, then 120 a minute. Cancelling a stale slot gives
+		// nothing back to the rebuilt bucket.
+		var waits []time.Duration
+		var fresh []throttle.Reservation
+		for _, r := range old[1:] {
+			r.Cancel(now)
+			w, r, _ := l.Reserve(now, 0, time.Hour)
+			waits = append(waits, w)
+			fresh = append(fresh, r)
+		}
+		if waits[0] != 0 || waits[1] != 0 || waits[2] != 500*time.Millisecond {
+			t.Fatalf("slots taken again are %v away, want 0 0 500ms (two remaining, then 120 a minute)", waits)
+		}
+		// The same limit again is no change: nothing goes stale.
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 120, Remaining: 0}}, false)
+		if closed(fresh[2].Stale()) {
+			t.Fatal("a slot went stale although the limit did not change")
+		}
+		// A new limit does.
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 0}}, false)
+		if !closed(fresh[2].Stale()) {
+			t.Fatal("a slot is not stale after the limit changed")
+		}
+		fresh[2].Cancel(now)
+		if w, _, _ := l.Reserve(now, 0, time.Hour); w != time.Second {
+			t.Fatalf("after the limit fell to 60 a minute with none remaining the next slot is %v away, want 1s", w)
+		}
+	})
+}
+
+// A limiter that learns nothing hands out reservations that never go
+// stale: their Stale channel is nil.
+func TestStaleIsNilWhenNothingIsLearned(t *testing.T) {
+	for _, s := range []throttle.Settings{
+		{RequestsPerMinute: 60},
+		{RequestsPerMinute: 60, TokensPerMinute: 6000, Learn: true},
+	} {
+		l := mustNew(t, s)
+		_, r, _ := l.Reserve(time.Now(), 10, time.Hour)
+		if r.Stale() != nil {
+			t.Errorf("%+v: Stale is not nil", s)
+		}
+	}
+	if (throttle.Reservation{}).Stale() != nil {
+		t.Error("the zero Reservation's Stale is not nil")
+	}
+}
+
+// A bucket rebuilt without new headers (here the configured token limit,
+// when the request limit is learned) leaves out what the stale slots took
+// from it, so that their holders, taking them again, are not counted
+// twice.
+func TestRebuildLeavesOutWhatStaleSlotsTook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{TokensPerMinute: 6000, Learn: true}) // 100 tokens a second, burst 100
+		now := time.Now()
+		var held []throttle.Reservation
+		for range 3 {
+			_, r, _ := l.Reserve(now, 50, time.Hour) // provisional requests at 0, 1s, 2s; tokens 100, 50, 0, -50
+			held = append(held, r)
+		}
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 6000, Remaining: 6000}}, false)
+		// The first slot was reached (its request went); the other two
+		// take theirs again: 50 tokens are left, then 100 a second.
+		var waits []time.Duration
+		for _, r := range held[1:] {
+			if !closed(r.Stale()) {
+				t.Fatal("a slot is not stale after the request limit was learned")
+			}
+			r.Cancel(now)
+			w, _, _ := l.Reserve(now, 50, time.Hour)
+			waits = append(waits, w)
+		}
+		if waits[0] != 0 || waits[1] != 500*time.Millisecond {
+			t.Fatalf("slots taken again are %v away, want 0 and 500ms (the tokens they took were given back)", waits)
+		}
 	})
 }
