@@ -35,34 +35,60 @@ func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
 }
 
 // reserve takes a's slot (sending req) from t's limiter and sleeps until
-// it comes.
+// it comes. A slot that goes stale while it waits (the limiter learned the
+// provider's limit) is void: it is given back (harmless, the rebuilt
+// limiter no longer counts it) and taken again at the new pace. The whole
+// wait stays within MaxWait and the deadline, from when a first asked.
 func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 	t := a.t
-	now := time.Now()
+	asked := time.Now()
 	limit := t.throttle.MaxWait()
 	if dl, ok := w.ctx.Deadline(); ok {
-		limit = min(limit, dl.Sub(now))
+		limit = min(limit, dl.Sub(asked))
 	}
-	wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(*req), limit)
-	if ok && wait <= 0 {
-		return 0, nil
-	}
-	if !ok {
-		reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
-		n := a.n
-		if n == 1 {
-			n = 0 // the target is passed over
+	for now := asked; ; now = time.Now() {
+		waited := now.Sub(asked)
+		wait, r, ok := t.throttle.Reserve(now, throttle.EstimateTokens(*req), limit-waited)
+		if ok && wait <= 0 {
+			return waited, nil
 		}
-		w.record(skipped(t, n, a.wait, throttle.ErrThrottled, reason))
-		w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
-		return 0, throttle.ErrThrottled
-	}
-	if err := sleep(w.ctx, wait); err != nil {
-		r.Cancel(time.Now())
-		if cerr := canceled(w.caller); cerr != nil {
-			return 0, cerr
+		if !ok {
+			reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
+			n := a.n
+			if n == 1 {
+				n = 0 // the target is passed over
+			}
+			w.record(skipped(t, n, a.wait+waited, throttle.ErrThrottled, reason))
+			w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
+			return 0, throttle.ErrThrottled
 		}
-		return 0, throttle.ErrThrottled
+		stale, err := sleepUnless(w.ctx, wait, r.Stale())
+		if stale {
+			r.Cancel(time.Now())
+			continue
+		}
+		if err != nil {
+			r.Cancel(time.Now())
+			if cerr := canceled(w.caller); cerr != nil {
+				return 0, cerr
+			}
+			return 0, throttle.ErrThrottled
+		}
+		return waited + wait, nil
 	}
-	return wait, nil
+}
+
+// sleepUnless waits d, or until stale is closed (reporting true), or until
+// ctx ends.
+func sleepUnless(ctx context.Context, d time.Duration, stale <-chan struct{}) (bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false, nil
+	case <-stale:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }

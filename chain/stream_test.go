@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -201,7 +203,8 @@ func chunks(texts ...string) []step {
 // while Call learns the provider's 6000 RPM from the first answer.
 func TestStreamReportsToTheThrottle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rl := llm.RateLimit{Requests: llm.Allowance{Limit: 6000, Remaining: 5990}}
+		// Nothing remains: a learned limit paces the next call 10ms away.
+		rl := llm.RateLimit{Requests: llm.Allowance{Limit: 6000, Remaining: 0}}
 		build := func() *chain.Chain {
 			p := &rprov{name: "a", steps: chunks("hello"), rl: rl}
 			c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m",
@@ -226,6 +229,85 @@ func TestStreamReportsToTheThrottle(t *testing.T) {
 		if streamWait > 10*callWait {
 			t.Fatalf("the limit was never learned from streamed answers: second Call waited %v, second Stream %v", callWait, streamWait)
 		}
+	})
+}
+
+// Calls waiting on slots granted at Learn's provisional pace (one request
+// a second until the first headers) are re-spaced when the first answer
+// teaches the limit: they go at the learned pace instead of draining the
+// provisional queue, and the whole wait stays within MaxWait from when
+// each call asked.
+func TestLearnedLimitRespacesWaitingCalls(t *testing.T) {
+	// learning runs n calls at once against a target that answers after
+	// 1.5s announcing rl, and returns their results once all have ended.
+	learning := func(t *testing.T, n int, rl llm.RateLimit, maxWait time.Duration) []*chain.Result {
+		p := &stub{name: "a", fn: func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+			time.Sleep(1500 * time.Millisecond)
+			return &llm.Response{Text: "ok", Model: req.Model, RateLimit: rl}, nil
+		}}
+		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m",
+			Throttle: throttle.Settings{Learn: true, MaxWait: maxWait}}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := make([]*chain.Result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { results[i], _ = c.Call(t.Context(), question) })
+		}
+		wg.Wait()
+		return results
+	}
+	waits := func(results []*chain.Result) []time.Duration {
+		var ws []time.Duration
+		for _, res := range results {
+			ws = append(ws, res.Attempts[0].Wait)
+		}
+		slices.Sort(ws)
+		return ws
+	}
+
+	t.Run("re-spaced", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// Provisional slots at 0, 1s, ... 9s. The first answer, at
+			// 1.5s, says 600 a minute with 4 remaining: the eight calls
+			// still waiting take their slots again then, four at once and
+			// the rest 100ms apart.
+			rl := llm.RateLimit{Requests: llm.Allowance{Limit: 600, Remaining: 4}}
+			got := waits(learning(t, 10, rl, time.Minute))
+			ms := func(d ...int) (out []time.Duration) {
+				for _, v := range d {
+					out = append(out, time.Duration(v)*time.Millisecond)
+				}
+				return out
+			}
+			if want := ms(0, 1000, 1500, 1500, 1500, 1500, 1600, 1700, 1800, 1900); !slices.Equal(got, want) {
+				t.Fatalf("waits %v, want %v", got, want)
+			}
+		})
+	})
+	t.Run("within MaxWait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// MaxWait 2s grants the provisional slots at 0, 1s and 2s. At
+			// 1.5s the limit is learned as 40 a minute with none remaining:
+			// the third call's next slot is 1.5s away, within MaxWait from
+			// then but not from when it asked, so it is refused, having
+			// waited 1.5s.
+			rl := llm.RateLimit{Requests: llm.Allowance{Limit: 40, Remaining: 0}}
+			results := learning(t, 3, rl, 2*time.Second)
+			var refused *chain.Result
+			for _, res := range results {
+				if res.Attempts[0].Decision == chain.DecisionSkip {
+					refused = res
+				}
+			}
+			if refused == nil {
+				t.Fatalf("no call was refused: waits %v", waits(results))
+			}
+			if a := refused.Attempts[0]; a.Wait != 1500*time.Millisecond || !errors.Is(a.Err, throttle.ErrThrottled) {
+				t.Fatalf("the refused call's record: waited %v, err %v; want 1.5s and ErrThrottled", a.Wait, a.Err)
+			}
+		})
 	})
 }
 
