@@ -70,9 +70,17 @@ type Config struct {
 	// Learn takes unknown limits from the provider's rate-limit headers
 	// and turns throttling on even with no limit configured.
 	Learn bool
-	// Burst is how many requests may go at once. 0 means one second's
-	// worth of the request limit, at least 1: providers may enforce a
-	// per-minute limit over shorter intervals.
+	// Burst is how many requests may go at once. 0 means, for a
+	// configured RequestsPerMinute, one second's worth of it, at least 1
+	// (providers may enforce a per-minute limit over shorter intervals);
+	// for a request limit learned with Learn, the announced per-minute
+	// limit itself, as the provider keeps it (Anthropic keeps an RPM limit
+	// as a token bucket of that size, refilled continuously), of which the
+	// limiter never holds more than the headers say remain. Set Burst if
+	// your provider enforces a learned limit over shorter intervals. Until
+	// the first headers, Learn sends one request a second, one at a time,
+	// whatever Burst is. Burst counts requests: a learned token limit's
+	// bucket is always the announced limit.
 	Burst int
 	// MaxWait is the longest a request waits for its slot; a longer wait
 	// moves the call to the next target. 0 means DefaultMaxWait (5s).
@@ -121,7 +129,7 @@ func (s Config) Validate() error {
 		}
 	}
 	if s.Burst < 0 {
-		bad("Burst is %d; use 0 for one second's worth", s.Burst)
+		bad("Burst is %d; use 0 for the default", s.Burst)
 	}
 	if s.MaxWait < 0 || s.Recovery < 0 {
 		bad("MaxWait (%v) and Recovery (%v) must not be negative (0 means the default)", s.MaxWait, s.Recovery)
@@ -394,23 +402,29 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 }
 
 // rebuild starts a new epoch: a bucket whose limit was learned (requests
-// or tokens per minute, 0 for none) is rebuilt full of its burst (Observe
-// then drains it to what the provider says remains); any other bucket is
-// rebuilt holding what it holds now plus what the slots not yet reached
-// took, since their holders, seeing Stale, take them again.
+// or tokens per minute, 0 for none) is rebuilt as the provider keeps it, a
+// bucket of the per-minute limit (a configured Burst wins for requests),
+// full (Observe then drains it to what the provider says remains); any
+// other bucket is rebuilt holding what it holds now plus what the slots
+// not yet reached took, since their holders, seeing Stale, take them
+// again.
 func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
 	owedR, owedT := l.epoch.owed(now)
+	requestBurst := int(requests)
+	if l.s.Burst > 0 {
+		requestBurst = l.s.Burst
+	}
 	for _, b := range []struct {
 		b       *bucket
 		learned int32
+		burst   int
 		owed    float64
-	}{{&l.requests, requests, owedR}, {&l.tokens, tokens, owedT}} {
+	}{{&l.requests, requests, requestBurst, owedR}, {&l.tokens, tokens, int(tokens), owedT}} {
 		switch {
 		case b.learned > 0:
 			perSecond := float64(b.learned) / 60
-			burst := l.burst(perSecond)
 			b.b.limit, b.b.known = perSecond, true
-			b.b.lim = fill(now, perSecond*l.factor, burst, float64(burst))
+			b.b.lim = fill(now, perSecond*l.factor, b.burst, float64(b.burst))
 		case b.b.lim != nil:
 			burst := b.b.lim.Burst()
 			held := math.Max(0, math.Min(float64(burst), b.b.lim.TokensAt(now)+b.owed))

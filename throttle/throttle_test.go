@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -257,14 +258,20 @@ func TestLearningMakesEarlierSlotsStale(t *testing.T) {
 		if closed(fresh[2].Stale()) {
 			t.Fatal("a slot went stale although the limit did not change")
 		}
-		// A new limit does.
-		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 0}}, false)
+		// A new limit does, and the rebuilt bucket is the new limit's
+		// drained to what remains: three go at once, then one a second.
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 3}}, false)
 		if !closed(fresh[2].Stale()) {
 			t.Fatal("a slot is not stale after the limit changed")
 		}
 		fresh[2].Cancel(now)
-		if w, _, _ := l.Reserve(now, 0, time.Hour); w != time.Second {
-			t.Fatalf("after the limit fell to 60 a minute with none remaining the next slot is %v away, want 1s", w)
+		waits = waits[:0]
+		for range 4 {
+			w, _, _ := l.Reserve(now, 0, time.Hour)
+			waits = append(waits, w)
+		}
+		if !slices.Equal(waits, []time.Duration{0, 0, 0, time.Second}) {
+			t.Fatalf("after the limit changed to 60 a minute with 3 remaining the slots are %v away, want 0 0 0 1s", waits)
 		}
 	})
 }
@@ -314,6 +321,69 @@ func TestRebuildLeavesOutWhatStaleSlotsTook(t *testing.T) {
 		}
 		if waits[0] != 0 || waits[1] != 500*time.Millisecond {
 			t.Fatalf("slots taken again are %v away, want 0 and 500ms (the tokens they took were given back)", waits)
+		}
+	})
+}
+
+// reserveN takes n slots at once and returns how far away each is.
+func reserveN(l *throttle.Limiter, now time.Time, n, tokens int) []time.Duration {
+	waits := make([]time.Duration, n)
+	for i := range waits {
+		waits[i], _, _ = l.Reserve(now, tokens, time.Hour)
+	}
+	return waits
+}
+
+// A learned request limit is kept as the provider keeps it: a bucket of
+// the per-minute limit, never holding more than the headers say remain,
+// refilled at the limit.
+func TestLearnAdoptsTheProvidersBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{Learn: true})
+		now := time.Now()
+		l.Reserve(now, 0, time.Hour) // the first request, before any headers
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 50, Remaining: 49}}, false)
+		waits := reserveN(l, now, 51, 0)
+		for i, w := range waits[:49] {
+			if w != 0 {
+				t.Fatalf("request %d of the 49 remaining waits %v, want 0", i, w)
+			}
+		}
+		if waits[49] != 1200*time.Millisecond || waits[50] != 2400*time.Millisecond {
+			t.Fatalf("after the bucket: waits %v, want 1.2s 2.4s (50 a minute)", waits[49:])
+		}
+		// Refilled for two minutes, the bucket holds 50, no more.
+		time.Sleep(2 * time.Minute)
+		waits = reserveN(l, time.Now(), 51, 0)
+		if waits[49] != 0 || waits[50] != 1200*time.Millisecond {
+			t.Fatalf("a refilled bucket: the 50th and 51st wait %v, want 0 and 1.2s", waits[49:])
+		}
+	})
+}
+
+// A configured Burst wins over the learned bucket for requests; a learned
+// token limit's bucket is the announced limit whatever Burst is (Burst
+// counts requests).
+func TestConfiguredBurstWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{Learn: true, Burst: 5})
+		now := time.Now()
+		l.Observe(now, llm.RateLimit{
+			Requests: llm.Allowance{Limit: 60, Remaining: 60},
+			Tokens:   llm.Allowance{Limit: 60000, Remaining: 30000},
+		}, false)
+		if waits := reserveN(l, now, 6, 0); !slices.Equal(waits, []time.Duration{0, 0, 0, 0, 0, time.Second}) {
+			t.Fatalf("with Burst 5: waits %v, want five at once, then 1s", waits)
+		}
+		time.Sleep(5 * time.Second)
+		now = time.Now()
+		// The 30000 tokens remaining, and the 5000 refilled since (60000
+		// a minute), go in one request; 1000 more take a second.
+		if w, _, _ := l.Reserve(now, 35000, time.Hour); w != 0 {
+			t.Fatalf("35000 tokens of the 35000 the bucket holds wait %v, want 0", w)
+		}
+		if w, _, _ := l.Reserve(now, 1000, time.Hour); w != time.Second {
+			t.Fatalf("1000 tokens after the bucket wait %v, want 1s", w)
 		}
 	})
 }
