@@ -484,6 +484,69 @@ func (l *Limiter) apply(now time.Time) {
 	}
 }
 
+// Headroom is what a limiter knows of its target's room now: enough to
+// spread load over targets without taking a slot, by preferring targets
+// with Available requests (or the shortest Wait) and weighing them by
+// PerMinute.
+type Headroom struct {
+	// Known reports whether a request limit is configured or learned.
+	// Until the first headers, a Learn limiter sends one request a second
+	// as a guess: Known is false and PerMinute 0 then, while Available
+	// and Wait describe that provisional pace.
+	Known bool
+	// PerMinute is the request limit in force, per minute: the configured
+	// or learned limit times the share of it a recent 429 left (see
+	// Backoff and Recovery). 0 when not Known.
+	PerMinute float64
+	// Available is how many requests could go now without waiting: what
+	// the request bucket holds, fractions included. Below 1 the next
+	// request waits; negative while granted slots are queued (about that
+	// many requests wait for theirs). +Inf when the limiter has no request
+	// limit (a token limit only).
+	Available float64
+	// Wait is how long the next request would wait for its slot, as
+	// Reserve would return it: 0 when one could go now. It counts the
+	// request bucket and the token bucket for a request of one token; a
+	// larger request may wait longer for a token limit.
+	Wait time.Duration
+}
+
+// Headroom reports the limiter's room at now. It takes no slot and
+// changes nothing (beyond the climb back from a 429 that every method
+// applies as time passes). A nil Limiter, a target with throttling off,
+// has unlimited room: Known false, Available +Inf, Wait 0.
+func (l *Limiter) Headroom(now time.Time) Headroom {
+	if l == nil {
+		return Headroom{Available: math.Inf(1)}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recover(now)
+	h := Headroom{Known: l.requests.known, Available: math.Inf(1)}
+	if h.Known {
+		h.PerMinute = l.requests.limit * l.factor * 60
+	}
+	if lim := l.requests.lim; lim != nil {
+		h.Available = lim.TokensAt(now)
+		h.Wait = until(lim, h.Available)
+	}
+	if lim := l.tokens.lim; lim != nil {
+		h.Wait = max(h.Wait, until(lim, lim.TokensAt(now)))
+	}
+	if r := h.Wait % time.Millisecond; r != 0 {
+		h.Wait += time.Millisecond - r
+	}
+	return h
+}
+
+// until is how long lim, holding tokens, takes to hold one.
+func until(lim *rate.Limiter, tokens float64) time.Duration {
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
+}
+
 // MaxWait is the longest this limiter lets a request wait.
 func (l *Limiter) MaxWait() time.Duration { return l.s.MaxWait }
 

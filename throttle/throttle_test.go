@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -385,5 +386,77 @@ func TestConfiguredBurstWins(t *testing.T) {
 		if w, _, _ := l.Reserve(now, 1000, time.Hour); w != time.Second {
 			t.Fatalf("1000 tokens after the bucket wait %v, want 1s", w)
 		}
+	})
+}
+
+// near reports whether a and b agree to within a millionth.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// checkHeadroom fails unless h is want (floats to within a millionth)
+// and, when the limiter is given, its next slot is h.Wait away.
+func checkHeadroom(t *testing.T, when string, l *throttle.Limiter, now time.Time, want throttle.Headroom) {
+	t.Helper()
+	h := l.Headroom(now)
+	if h.Known != want.Known || !near(h.PerMinute, want.PerMinute) || h.Wait != want.Wait ||
+		!(near(h.Available, want.Available) || math.IsInf(want.Available, 1) && math.IsInf(h.Available, 1)) {
+		t.Fatalf("%s: headroom %+v, want %+v", when, h, want)
+	}
+	if l != nil {
+		if w, _, _ := l.Reserve(now, 1, time.Hour); w != h.Wait {
+			t.Fatalf("%s: Headroom said the next slot is %v away; Reserve gave %v", when, h.Wait, w)
+		}
+	}
+}
+
+func TestHeadroom(t *testing.T) {
+	inf := math.Inf(1)
+	t.Run("learned", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := mustNew(t, throttle.Settings{Learn: true})
+			now := time.Now()
+			for range 3 {
+				l.Headroom(now) // looking takes nothing
+			}
+			// Provisional: one a second, not a known limit. (checkHeadroom
+			// takes the slot it reports.)
+			checkHeadroom(t, "before any headers", l, now, throttle.Headroom{Available: 1})
+			checkHeadroom(t, "provisional slot taken", l, now, throttle.Headroom{Available: 0, Wait: time.Second})
+			l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 50, Remaining: 49}}, false)
+			checkHeadroom(t, "learned 50 a minute, 49 remaining", l, now, throttle.Headroom{Known: true, PerMinute: 50, Available: 49})
+			reserveN(l, now, 48, 0)
+			checkHeadroom(t, "the bucket used", l, now, throttle.Headroom{Known: true, PerMinute: 50, Available: 0, Wait: 1200 * time.Millisecond})
+			reserveN(l, now, 1, 0)
+			// Two slots queued: the next is three intervals away.
+			checkHeadroom(t, "two slots queued", l, now, throttle.Headroom{Known: true, PerMinute: 50, Available: -2, Wait: 3600 * time.Millisecond})
+		})
+	})
+	t.Run("after a 429", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := mustNew(t, throttle.Settings{RequestsPerMinute: 60, Burst: 3})
+			now := time.Now()
+			if h := l.Headroom(now); !h.Known || !near(h.PerMinute, 60) || !near(h.Available, 3) || h.Wait != 0 {
+				t.Fatalf("a known limit: %+v", h)
+			}
+			l.Observe(now, llm.RateLimit{}, true)
+			// 0.7 of the limit, the bucket drained: the next slot is one
+			// slowed interval (1/0.7 s, rounded up to the millisecond) away.
+			checkHeadroom(t, "after a 429", l, now, throttle.Headroom{Known: true, PerMinute: 42, Available: 0, Wait: 1429 * time.Millisecond})
+			time.Sleep(throttle.DefaultRecovery)
+			if h := l.Headroom(time.Now()); !near(h.PerMinute, 60) || !near(h.Available, 3) {
+				t.Fatalf("after Recovery: %+v, want 60 a minute and a full bucket of 3", h)
+			}
+		})
+	})
+	t.Run("tokens only", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := mustNew(t, throttle.Settings{TokensPerMinute: 6000}) // 100 a second
+			now := time.Now()
+			l.Reserve(now, 300, time.Hour) // 100 in the bucket: 200 owed
+			checkHeadroom(t, "tokens owed", l, now, throttle.Headroom{Available: inf, Wait: 2010 * time.Millisecond})
+		})
+	})
+	t.Run("off", func(t *testing.T) {
+		var l *throttle.Limiter // New's answer for the zero Config
+		checkHeadroom(t, "throttling off", l, time.Now(), throttle.Headroom{Available: inf})
 	})
 }
