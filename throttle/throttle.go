@@ -12,6 +12,21 @@
 // is further away than MaxWait (or past the call's deadline) is not sent:
 // the chain moves on to the next target instead of waiting.
 //
+// With Learn, a limit you did not configure is taken from the headers.
+// Until the first ones arrive the limiter sends one request a second, one
+// at a time. Then it keeps the announced limit as the provider keeps it:
+// a bucket of the per-minute limit (unless Burst sets its size), refilled
+// continuously, drained to what the headers say remain, so that a fresh
+// provider bucket is used at once rather than a second's worth at a time.
+// Learning a limit, or a change of it, rebuilds the limiter from what the
+// provider said, and every slot granted before goes stale
+// (Reservation.Stale): whoever waits on one takes another at the new pace,
+// as the chain does, instead of keeping a queue spaced at the old pace.
+//
+// Limiter.Headroom reports a limiter's room (the limit in force, the
+// requests that could go now, the wait for the next slot) without taking
+// a slot, for spreading load over targets.
+//
 // The zero Config is off.
 package throttle
 
@@ -68,7 +83,10 @@ type Config struct {
 	// unknown: with Learn, taken from the provider's headers.
 	RequestsPerMinute, TokensPerMinute float64
 	// Learn takes unknown limits from the provider's rate-limit headers
-	// and turns throttling on even with no limit configured.
+	// and turns throttling on even with no limit configured. Until the
+	// first headers it sends one request a second; a learned limit is
+	// kept as a bucket of its per-minute size (see Burst), and learning
+	// one makes the slots granted before it Stale.
 	Learn bool
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
@@ -274,7 +292,8 @@ type Reservation struct {
 // buckets no longer count it, so a request sent at its time is one the
 // limiter does not know of. Whoever waits for the slot should select on
 // Stale beside its timer and, when Stale is closed first, Cancel the
-// reservation (which then changes nothing) and Reserve again.
+// reservation (which then changes nothing) and Reserve again. Once the
+// request is sent, Stale no longer matters.
 //
 // Stale returns nil, a channel that is never ready, for a reservation
 // that can never go stale: the zero Reservation, or one from a limiter
