@@ -55,7 +55,14 @@ var (
 	// matches ErrOpen too.
 	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
 
+	// ErrNotOpen is what Probe returns when there is nothing to probe:
+	// the breaker is closed (or disabled), and attempts go through. It does
+	// not match ErrOpen. A breaker that another replica holds open (see
+	// Shared.Sync) is closed here: that replica probes it.
+	ErrNotOpen = errors.New("circuit breaker not open: nothing to probe, attempts go through")
+
 	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
+	errNotDue   = fmt.Errorf("%w (the probe is not due yet: see ProbeAt)", ErrOpen)
 	errFailure  = errors.New("breaker: failure")
 	errExcluded = errors.New("breaker: excluded")
 )
@@ -100,6 +107,16 @@ type Config struct {
 	// Probes is how many calls a half-open breaker lets through, and how
 	// many consecutive successes close it. 0 means DefaultProbes (1).
 	Probes uint32
+	// ActiveProbe keeps users' attempts off a target that is not known to
+	// have recovered: while the breaker is open or half-open, Allow
+	// refuses every attempt with ErrOpen, even once the open interval has
+	// passed, and only Breaker.Probe takes the half-open probe slot (for a
+	// small request of the caller's choosing, sent when ProbeAt says). A
+	// probe that succeeds closes the breaker and attempts go through
+	// again; one that fails opens it again, for twice as long. Without
+	// ActiveProbe, the first attempt after the open interval is the probe
+	// (and Probe may take the slot too).
+	ActiveProbe bool
 	// MaxGate is the longest a Retry-After closes the target's gate; a
 	// longer request (or a garbage header) closes it this long, after which
 	// one call rediscovers. 0 means DefaultMaxGate (15m).
@@ -236,7 +253,7 @@ func fromGobreaker(s gobreaker.State) State {
 // The open interval grows here too. gobreaker's Timeout is FirstOpenFor;
 // each opening's own interval (FirstOpenFor, doubled after each failed
 // probe up to OpenFor) is counted from its OnStateChange, and until it has
-// passed the breaker holds itself open: Allow and State answer
+// passed the breaker holds itself open: Allow, Probe and State answer
 // without asking gobreaker. gobreaker may still move to half-open earlier
 // (its Timeout has passed, and the report of an attempt from before the
 // opening reaches it): the breaker then stays open all the same, and tells
@@ -419,7 +436,7 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // the attempt's outcome, or an error matching ErrOpen when the attempt must
 // not be sent (ErrOpenElsewhere when another replica holds it open). Once
 // the open interval has passed, the first attempt Allow lets through is the
-// half-open probe.
+// half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb == nil {
 		return Ticket{}, nil
@@ -432,19 +449,25 @@ func (b *Breaker) Allow() (Ticket, error) {
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
-		if b.held() {
+		if b.settings.ActiveProbe || b.held() {
 			return Ticket{}, ErrOpen
 		}
 		b.tellDeferred()
 	}
-	return b.allow()
+	return b.allow(b.settings.ActiveProbe)
 }
 
-// allow asks gobreaker for a ticket.
-func (b *Breaker) allow() (Ticket, error) {
+// allow asks gobreaker for a ticket. closedOnly refuses (with ErrOpen) a
+// ticket granted while the breaker is not closed: the breaker opened, and
+// its interval passed, since the caller saw it closed.
+func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 	done, err := b.cb.Allow()
 	switch err {
 	case nil:
+		if closedOnly && !b.closed.Load() {
+			done(errExcluded) // frees the probe slot, if it was one
+			return Ticket{}, ErrOpen
+		}
 		// changes is read after Allow, which may itself have moved an open
 		// breaker to half-open: it is the state this ticket counts in.
 		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
@@ -455,6 +478,50 @@ func (b *Breaker) allow() (Ticket, error) {
 	}
 }
 
+// Probe takes the half-open probe slot for an active probe: a small
+// request of the caller's choosing that finds out whether the target has
+// recovered without risking a user's call (see Config.ActiveProbe). Report
+// its outcome on the Ticket like any attempt's: retry.NotFailure closes the
+// breaker (once Probes probes in a row have succeeded), retry.Failure or
+// retry.Trip opens it again for twice as long (up to OpenFor),
+// retry.Excluded (the probe was canceled) frees the slot for another. A
+// Ticket that is never reported keeps the slot: report every one.
+//
+// Probe returns an error matching ErrOpen while the open interval has not
+// passed (see ProbeAt) and while a probe is already in flight, and
+// ErrNotOpen when the breaker is closed or disabled: there is nothing to
+// probe. It reads the clock. It works with or without ActiveProbe; without
+// it, a user's attempt may take the slot first.
+func (b *Breaker) Probe() (Ticket, error) {
+	if b.cb == nil || b.closed.Load() {
+		return Ticket{}, ErrNotOpen
+	}
+	if b.held() {
+		return Ticket{}, errNotDue
+	}
+	b.tellDeferred()
+	t, err := b.allow(false)
+	if err == nil && b.closed.Load() {
+		// Granted as closed: another probe closed the breaker meanwhile.
+		t.done(errExcluded)
+		return Ticket{}, ErrNotOpen
+	}
+	return t, err
+}
+
+// ProbeAt returns when the next probe is due: the end of the current open
+// interval, a time already passed while the breaker is half-open (a probe
+// is due, or in flight). It returns the zero time while the breaker is
+// closed or disabled, including while another replica holds it open (that
+// replica probes). It reads no clock; its result carries a monotonic
+// reading, so time.Until measures it correctly.
+func (b *Breaker) ProbeAt() time.Time {
+	if b.cb == nil || b.closed.Load() {
+		return time.Time{}
+	}
+	return b.base.Add(time.Duration(b.until.Load()))
+}
+
 // Closed reports, without a lock, whether the breaker was closed at its
 // last state change and no other replica holds it open: false while it is
 // open or half-open. It reads the clock only while another replica's
@@ -462,7 +529,7 @@ func (b *Breaker) allow() (Ticket, error) {
 func (b *Breaker) Closed() bool { return b.Refusal() == nil }
 
 // State returns the breaker's state now: Open until the current open
-// interval has passed, and while another replica holds it
+// interval has passed (see ProbeAt), and while another replica holds it
 // open; Closed when it is disabled.
 func (b *Breaker) State() State {
 	if b.cb == nil {

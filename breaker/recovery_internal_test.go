@@ -14,13 +14,13 @@ import (
 // gobreaker's Timeout is FirstOpenFor: once it has passed, any call into
 // gobreaker (a report reaching it, say) may move it to half-open while a
 // longer opening holds the breaker open. The breaker then stays open:
-// Allow, State and Refusal say so and OnStateChange hears nothing
+// Allow, Probe, State and Refusal say so and OnStateChange hears nothing
 // until the opening's interval has passed. Once it has, OnStateChange hears
 // of the move to half-open before what follows it, whichever call comes
-// first: State or Allow (which tell it themselves), or a report
+// first: State, Allow or Probe (which tell it themselves), or a report
 // that reaches gobreaker directly (whose own change tells it first).
 func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
-	for _, first := range []string{"State", "Allow", "gobreaker"} {
+	for _, first := range []string{"State", "Allow", "Probe", "gobreaker"} {
 		t.Run(first, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var got []string
@@ -65,13 +65,19 @@ func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
 				if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 					t.Fatalf("Allow = %v; want ErrOpen", err)
 				}
+				if _, err := b.Probe(); !errors.Is(err, errNotDue) {
+					t.Fatalf("Probe = %v; want not due", err)
+				}
 				if b.Closed() || !errors.Is(b.Refusal(), ErrOpen) {
 					t.Fatalf("Closed() %v, Refusal() %v; want false, ErrOpen", b.Closed(), b.Refusal())
+				}
+				if at := b.ProbeAt(); !at.Equal(opened.Add(10 * time.Second)) {
+					t.Fatalf("ProbeAt() = %v after the opening; want 10s", at.Sub(opened))
 				}
 				if _, ok := b.takeChange(); ok {
 					t.Fatal("the early move to half-open was taken as a change")
 				}
-				time.Sleep(time.Until(opened.Add(10*time.Second)) + time.Nanosecond)
+				time.Sleep(time.Until(b.ProbeAt()) + time.Nanosecond)
 
 				switch first {
 				case "State":
@@ -80,6 +86,12 @@ func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
 					}
 				case "Allow":
 					allow()
+				case "Probe":
+					tk, err := b.Probe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					tk.Report(retry.Failure)
 				case "gobreaker":
 					done, err := b.cb.Allow() // as a report that reaches it directly
 					if err != nil {

@@ -1,11 +1,13 @@
 package breaker_test
 
-// Tests of recovery: the open interval that grows with each failed probe.
+// Tests of recovery: the open interval that grows with each failed probe,
+// and the active probe.
 
 import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -180,6 +182,193 @@ func (r *transitions) want(t *testing.T, want ...string) {
 	}
 }
 
+// With ActiveProbe, users' attempts never probe: Allow refuses them while
+// the breaker is open and once it is half-open, until a Probe succeeds.
+// Probe takes the slot when ProbeAt says, not before; a failed one doubles
+// the interval.
+func TestActiveProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tr transitions
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, ActiveProbe: true, OnStateChange: tr.record})
+		if at := b.ProbeAt(); !at.IsZero() {
+			t.Fatalf("ProbeAt() while closed = %v; want zero", at)
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrNotOpen) || errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("Probe while closed = %v; want ErrNotOpen, not ErrOpen", err)
+		}
+		report(t, b, retry.Failure) // opens for 5s
+		opened := time.Now()
+		if at := b.ProbeAt(); !at.Equal(opened.Add(5 * time.Second)) {
+			t.Fatalf("ProbeAt() = %v after opening; want 5s later", at.Sub(opened))
+		}
+		refused := func(when string) {
+			t.Helper()
+			if tk, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) || tk.Held() {
+				t.Fatalf("%s: Allow = %v; want ErrOpen", when, err)
+			}
+			if b.Closed() || !errors.Is(b.Refusal(), breaker.ErrOpen) {
+				t.Fatalf("%s: Closed() %v, Refusal() %v; want false, ErrOpen", when, b.Closed(), b.Refusal())
+			}
+		}
+		notDue := func(when string) {
+			t.Helper()
+			if tk, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrNotOpen) || tk.Held() {
+				t.Fatalf("%s: Probe = %v; want ErrOpen (not due)", when, err)
+			}
+		}
+		refused("open")
+		notDue("open")
+		time.Sleep(5 * time.Second)
+		refused("at ProbeAt")
+		notDue("at ProbeAt")
+		wantState(t, b, breaker.Open, "at ProbeAt")
+		time.Sleep(time.Nanosecond)
+
+		// Due: a user's attempt is still refused, and does not take the slot.
+		refused("due")
+		if s := b.State(); s != breaker.HalfOpen {
+			t.Fatalf("State() once due = %v; want half-open", s)
+		}
+		refused("half-open")
+		if at := b.ProbeAt(); !at.Equal(opened.Add(5 * time.Second)) {
+			t.Fatalf("ProbeAt() half-open = %v after opening; want 5s (passed)", at.Sub(opened))
+		}
+		probe, err := b.Probe()
+		if err != nil || !probe.Held() {
+			t.Fatalf("Probe once due = %v; want the slot", err)
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) || !strings.Contains(err.Error(), "in flight") {
+			t.Fatalf("a second Probe = %v; want ErrOpen, the probe in flight", err)
+		}
+		refused("probe in flight")
+		probe.Report(retry.Failure) // opens for 10s
+		wantState(t, b, breaker.Open, "after a failed probe")
+		opened = time.Now()
+		if d, at := b.OpenInterval(), b.ProbeAt(); d != 10*time.Second || !at.Equal(opened.Add(d)) {
+			t.Fatalf("after a failed probe: OpenInterval() %v, ProbeAt() %v later; want 10s, 10s", d, at.Sub(opened))
+		}
+		time.Sleep(10 * time.Second)
+		notDue("just before the doubled interval passed")
+		time.Sleep(time.Nanosecond)
+		refused("due again")
+
+		// A canceled probe (Excluded) frees the slot for another.
+		probe, err = b.Probe()
+		if err != nil {
+			t.Fatalf("Probe: %v", err)
+		}
+		probe.Report(retry.Excluded)
+		if probe, err = b.Probe(); err != nil {
+			t.Fatalf("Probe after a canceled probe: %v; want the slot again", err)
+		}
+		refused("second probe in flight")
+		probe.Report(retry.NotFailure)
+		wantState(t, b, breaker.Closed, "after a successful probe")
+		if at := b.ProbeAt(); !at.IsZero() {
+			t.Fatalf("ProbeAt() after the close = %v; want zero", at)
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrNotOpen) {
+			t.Fatalf("Probe after the close = %v; want ErrNotOpen", err)
+		}
+		if d := b.OpenInterval(); d != 5*time.Second {
+			t.Fatalf("OpenInterval() after the close = %v; want FirstOpenFor again", d)
+		}
+		reportN(t, b, retry.NotFailure, 3) // users' calls go through again
+		tr.want(t, "closed>open", "open>half-open", "half-open>open", "open>half-open", "half-open>closed")
+	})
+}
+
+// With ActiveProbe and Probes 2, two probes take the two slots and both
+// must succeed; users' attempts take none.
+func TestActiveProbeWithTwoProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, Probes: 2, ActiveProbe: true})
+		report(t, b, retry.Failure)
+		time.Sleep(breaker.DefaultFirstOpenFor + time.Nanosecond)
+		p1, err1 := b.Probe()
+		p2, err2 := b.Probe()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("two Probes with Probes 2: %v, %v", err1, err2)
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("a third Probe = %v; want ErrOpen", err)
+		}
+		p1.Report(retry.NotFailure)
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("Allow after one of two probes succeeded = %v; want ErrOpen", err)
+		}
+		p2.Report(retry.NotFailure)
+		wantState(t, b, breaker.Closed, "after two successful probes")
+	})
+}
+
+// Without ActiveProbe, Probe and users' attempts compete for the slot:
+// whichever comes first once the interval has passed probes. ProbeAt says
+// when, with or without ActiveProbe.
+func TestProbeWithoutActiveProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1})
+		report(t, b, retry.Failure)
+		if at := b.ProbeAt(); !at.Equal(time.Now().Add(breaker.DefaultFirstOpenFor)) {
+			t.Fatalf("ProbeAt() = %v from now; want FirstOpenFor", time.Until(at))
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("Probe before due = %v; want ErrOpen", err)
+		}
+		time.Sleep(breaker.DefaultFirstOpenFor + time.Nanosecond)
+		probe, err := b.Probe()
+		if err != nil {
+			t.Fatalf("Probe once due: %v", err)
+		}
+		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) || !strings.Contains(err.Error(), "in flight") {
+			t.Fatalf("Allow with the Probe in flight = %v; want ErrOpen, the probe in flight", err)
+		}
+		probe.Report(retry.NotFailure)
+		wantState(t, b, breaker.Closed, "after the Probe succeeded")
+
+		report(t, b, retry.Failure)
+		time.Sleep(breaker.DefaultFirstOpenFor + time.Nanosecond)
+		user, err := b.Allow() // a user's attempt takes the slot first
+		if err != nil {
+			t.Fatalf("Allow once due: %v", err)
+		}
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) || !strings.Contains(err.Error(), "in flight") {
+			t.Fatalf("Probe with a user's probe in flight = %v; want ErrOpen, the probe in flight", err)
+		}
+		user.Report(retry.Failure)
+		if d := b.OpenInterval(); d != 2*breaker.DefaultFirstOpenFor {
+			t.Fatalf("OpenInterval() after a failed probe = %v; want doubled", d)
+		}
+	})
+}
+
+// A disabled breaker, or one another replica holds open, has nothing to
+// probe: Probe returns ErrNotOpen and ProbeAt the zero time.
+func TestProbeNothingToProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := mustNew(t, breaker.Config{Disabled: true, ActiveProbe: true})
+		if _, err := d.Probe(); !errors.Is(err, breaker.ErrNotOpen) {
+			t.Fatalf("disabled: Probe = %v; want ErrNotOpen", err)
+		}
+		if !d.ProbeAt().IsZero() || d.OpenInterval() != 0 || d.OpenFor() != 0 {
+			t.Fatalf("disabled: ProbeAt() %v, OpenInterval() %v, OpenFor() %v; want zeros", d.ProbeAt(), d.OpenInterval(), d.OpenFor())
+		}
+		if _, err := d.Allow(); err != nil {
+			t.Fatalf("disabled, ActiveProbe: Allow = %v", err)
+		}
+
+		b := mustNew(t, breaker.Config{ActiveProbe: true})
+		openElsewhere(t, b, time.Now().Add(time.Minute), stateChanges(b), 0)
+		heldElsewhere(t, b, "held open by another replica")
+		if _, err := b.Probe(); !errors.Is(err, breaker.ErrNotOpen) {
+			t.Fatalf("held elsewhere: Probe = %v; want ErrNotOpen (the other replica probes)", err)
+		}
+		if at := b.ProbeAt(); !at.IsZero() {
+			t.Fatalf("held elsewhere: ProbeAt() = %v; want zero", at)
+		}
+	})
+}
+
 // With Probes 2, one probe failing reopens the breaker for twice as long;
 // the other's outcome, reported later (once gobreaker's own Timeout, the
 // first interval, has passed but not the doubled one), changes nothing:
@@ -215,6 +404,76 @@ func TestStaleProbeDoesNotShortenTheInterval(t *testing.T) {
 				}
 				tr.want(t, "closed>open", "open>half-open", "half-open>open", "open>half-open")
 			})
+		})
+	}
+}
+
+// Allow, Probe, State, ProbeAt and OpenInterval racing with reports while
+// the target fails most calls (run with -race): OnStateChange hears a
+// chain of transitions (each from the state the last one went to), the
+// interval stays within [FirstOpenFor, OpenFor], and ProbeAt is zero
+// exactly when the breaker is closed.
+func TestRecoveryConcurrently(t *testing.T) {
+	for _, active := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			var mu sync.Mutex
+			var tr transitions
+			cfg := breaker.Config{ConsecutiveFailures: 2, FirstOpenFor: time.Second, OpenFor: 8 * time.Second, Probes: 2, ActiveProbe: active,
+				OnStateChange: func(name string, from, to breaker.State) {
+					mu.Lock()
+					defer mu.Unlock()
+					tr.record(name, from, to)
+				}}
+			b := mustNew(t, cfg)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 300 {
+						var tk breaker.Ticket
+						var err error
+						if (g+i)%3 == 0 {
+							tk, err = b.Probe()
+						} else {
+							tk, err = b.Allow()
+						}
+						if err == nil {
+							time.Sleep(time.Duration((g+i)%7) * 50 * time.Millisecond)
+							switch (g * i) % 5 {
+							case 0:
+								tk.Report(retry.NotFailure)
+							case 1:
+								tk.Report(retry.Excluded)
+							default:
+								tk.Report(retry.Failure)
+							}
+						}
+						if d := b.OpenInterval(); d < cfg.FirstOpenFor || d > cfg.OpenFor {
+							t.Errorf("OpenInterval() = %v; want within [%v, %v]", d, cfg.FirstOpenFor, cfg.OpenFor)
+						}
+						_ = b.State()
+						_ = b.ProbeAt()
+						time.Sleep(100 * time.Millisecond)
+					}
+				})
+			}
+			wg.Wait()
+			if (b.State() == breaker.Closed) != b.ProbeAt().IsZero() {
+				t.Errorf("State() %v, ProbeAt() %v: zero exactly when closed", b.State(), b.ProbeAt())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tr.got) < 4 {
+				t.Fatalf("only %d transitions: %q", len(tr.got), tr.got)
+			}
+			t.Logf("ActiveProbe %v: %d transitions", active, len(tr.got))
+			last := "closed"
+			for i, c := range tr.got {
+				from, to, _ := strings.Cut(c, ">")
+				if from != last {
+					t.Fatalf("transition %d, %q, does not start where the last ended (%s): %q", i, c, last, tr.got)
+				}
+				last = to
+			}
 		})
 	}
 }
