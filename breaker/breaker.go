@@ -95,7 +95,7 @@ type Config struct {
 	// one sees fewer probes than a fixed interval would send: with the
 	// defaults, FirstOpenFor 5s and OpenFor 60s, a target down for 5
 	// minutes is probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes),
-	// where a fixed 30s probed every 30s (9).
+	// where a fixed 30s interval sent 9.
 	//
 	// 0 means DefaultOpenFor (60s) for OpenFor, and for FirstOpenFor
 	// DefaultFirstOpenFor (5s), or OpenFor if that is shorter (so a Config
@@ -113,17 +113,21 @@ type Config struct {
 	// passed, and only Breaker.Probe takes the half-open probe slot (for a
 	// small request of the caller's choosing, sent when ProbeAt says). A
 	// probe that succeeds closes the breaker and attempts go through
-	// again; one that fails opens it again, for twice as long. Without
-	// ActiveProbe, the first attempt after the open interval is the probe
-	// (and Probe may take the slot too).
+	// again; one that fails opens it again, for twice as long. Something
+	// must send those probes: with ActiveProbe and no one calling Probe,
+	// a breaker that opens never closes. Without ActiveProbe, the first
+	// attempt after the open interval is the probe (and Probe may take the
+	// slot too).
 	ActiveProbe bool
 	// MaxGate is the longest a Retry-After closes the target's gate; a
 	// longer request (or a garbage header) closes it this long, after which
 	// one call rediscovers. 0 means DefaultMaxGate (15m).
 	MaxGate time.Duration
 	// OnStateChange, if set, is called on every transition with the
-	// breaker's name. It runs under the breaker's lock: keep it short and
-	// never call back into the breaker.
+	// breaker's name, in order; a move to half-open is told once the open
+	// interval has passed (when State would first say so). It runs under
+	// the breaker's lock: keep it short and never call back into the
+	// breaker.
 	OnStateChange func(name string, from, to State)
 }
 
