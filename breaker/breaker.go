@@ -3,11 +3,12 @@ package breaker
 import (
 	"errors"
 	"fmt"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/window"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/sony/gobreaker/v2"
@@ -20,7 +21,8 @@ const (
 	DefaultMinRequests         = 20
 	DefaultWindow              = 30 * time.Second
 	DefaultBuckets             = 10
-	DefaultOpenFor             = 30 * time.Second
+	DefaultFirstOpenFor        = 5 * time.Second
+	DefaultOpenFor             = 60 * time.Second
 	DefaultProbes              = 1
 	DefaultMaxGate             = 15 * time.Minute
 
@@ -53,7 +55,14 @@ var (
 	// matches ErrOpen too.
 	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
 
+	// ErrNotOpen is what Probe returns when there is nothing to probe:
+	// the breaker is closed (or disabled), and attempts go through. It does
+	// not match ErrOpen. A breaker that another replica holds open (see
+	// Shared.Sync) is closed here: that replica probes it.
+	ErrNotOpen = errors.New("circuit breaker not open: nothing to probe, attempts go through")
+
 	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
+	errNotDue   = fmt.Errorf("%w (the probe is not due yet: see ProbeAt)", ErrOpen)
 	errFailure  = errors.New("breaker: failure")
 	errExcluded = errors.New("breaker: excluded")
 )
@@ -77,19 +86,48 @@ type Config struct {
 	// buckets of BucketPeriod (gobreaker's rolling window). 0 means
 	// DefaultWindow (30s) and Window/DefaultBuckets (3s).
 	Window, BucketPeriod time.Duration
-	// OpenFor is how long the breaker stays open before it lets a probe
-	// through. 0 means DefaultOpenFor (30s).
-	OpenFor time.Duration
+	// FirstOpenFor and OpenFor set how long the breaker stays open before
+	// it lets a probe through. The first opening after the breaker was
+	// closed lasts FirstOpenFor; each probe that fails opens it again for
+	// twice as long as the last time, up to OpenFor; a probe that succeeds
+	// closes it, and the next opening lasts FirstOpenFor again. A short
+	// outage thus costs the target a few seconds of traffic, and a long
+	// one sees fewer probes than a fixed interval would send: with the
+	// defaults, FirstOpenFor 5s and OpenFor 60s, a target down for 5
+	// minutes is probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes),
+	// where a fixed 30s interval sent 9.
+	//
+	// 0 means DefaultOpenFor (60s) for OpenFor, and for FirstOpenFor
+	// DefaultFirstOpenFor (5s), or OpenFor if that is shorter (so a Config
+	// that sets only an OpenFor under 5s keeps a fixed interval).
+	// FirstOpenFor longer than OpenFor is an error; set FirstOpenFor to
+	// OpenFor for a fixed interval, the behaviour of earlier versions.
+	// Neither may be negative.
+	FirstOpenFor, OpenFor time.Duration
 	// Probes is how many calls a half-open breaker lets through, and how
 	// many consecutive successes close it. 0 means DefaultProbes (1).
 	Probes uint32
+	// ActiveProbe keeps users' attempts off a target that is not known to
+	// have recovered: while the breaker is open or half-open, Allow
+	// refuses every attempt with ErrOpen, even once the open interval has
+	// passed, and only Breaker.Probe takes the half-open probe slot (for a
+	// small request of the caller's choosing, sent when ProbeAt says). A
+	// probe that succeeds closes the breaker and attempts go through
+	// again; one that fails opens it again, for twice as long. Something
+	// must send those probes: with ActiveProbe and no one calling Probe,
+	// a breaker that opens never closes. Without ActiveProbe, the first
+	// attempt after the open interval is the probe (and Probe may take the
+	// slot too).
+	ActiveProbe bool
 	// MaxGate is the longest a Retry-After closes the target's gate; a
 	// longer request (or a garbage header) closes it this long, after which
 	// one call rediscovers. 0 means DefaultMaxGate (15m).
 	MaxGate time.Duration
 	// OnStateChange, if set, is called on every transition with the
-	// breaker's name. It runs under the breaker's lock: keep it short and
-	// never call back into the breaker.
+	// breaker's name, in order; a move to half-open is told once the open
+	// interval has passed (when State would first say so). It runs under
+	// the breaker's lock: keep it short and never call back into the
+	// breaker.
 	OnStateChange func(name string, from, to State)
 }
 
@@ -123,6 +161,9 @@ func (s Config) WithDefaults() Config {
 	if s.OpenFor == 0 {
 		s.OpenFor = DefaultOpenFor
 	}
+	if s.FirstOpenFor == 0 {
+		s.FirstOpenFor = min(DefaultFirstOpenFor, s.OpenFor)
+	}
 	if s.Probes == 0 {
 		s.Probes = DefaultProbes
 	}
@@ -142,10 +183,18 @@ func (s Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Window", s.Window}, {"BucketPeriod", s.BucketPeriod}, {"OpenFor", s.OpenFor}, {"MaxGate", s.MaxGate}} {
+	}{{"Window", s.Window}, {"BucketPeriod", s.BucketPeriod}, {"FirstOpenFor", s.FirstOpenFor}, {"OpenFor", s.OpenFor}, {"MaxGate", s.MaxGate}} {
 		if d.v < 0 {
 			bad("%s is %v; it must not be negative (0 means the default)", d.name, d.v)
 		}
+	}
+	if d := s.WithDefaults(); s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
+		openFor := d.OpenFor.String()
+		if s.OpenFor == 0 {
+			openFor += ", the default"
+		}
+		bad("FirstOpenFor (%v) is longer than OpenFor (%s), the longest an opening lasts; lower FirstOpenFor or raise OpenFor (set FirstOpenFor to OpenFor for a fixed interval)",
+			d.FirstOpenFor, openFor)
 	}
 	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 {
 		switch {
@@ -204,6 +253,15 @@ func fromGobreaker(s gobreaker.State) State {
 // gobreaker until a success has reset its consecutive-failure count. A
 // failure of an attempt that started on the healthy path is reported to
 // gobreaker late, through a ticket taken when it fails.
+//
+// The open interval grows here too. gobreaker's Timeout is FirstOpenFor;
+// each opening's own interval (FirstOpenFor, doubled after each failed
+// probe up to OpenFor) is counted from its OnStateChange, and until it has
+// passed the breaker holds itself open: Allow, Probe and State answer
+// without asking gobreaker. gobreaker may still move to half-open earlier
+// (its Timeout has passed, and the report of an attempt from before the
+// opening reaches it): the breaker then stays open all the same, and tells
+// OnStateChange of the move once the interval has passed.
 type Breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	settings Config
@@ -232,6 +290,22 @@ type Breaker struct {
 	// trips counts the Trip reports under way. readyToTrip answers true
 	// while it is positive: see trip.
 	trips atomic.Int32
+
+	// base is the origin of until, read from time.Now (so with a monotonic
+	// reading) when the breaker was made.
+	base time.Time
+	// interval is the length of the current opening, or of the next one
+	// while the breaker is closed. until is when the current opening ends,
+	// as time since base: the breaker holds itself open until then. Both
+	// are written under tellMu (by onStateChange), until before closed.
+	interval, until atomic.Int64
+	// deferred is set while gobreaker is half-open but the opening's
+	// interval had not passed when it moved: the move is told to
+	// OnStateChange (see tellDeferred) once it has.
+	deferred atomic.Bool
+	// tellMu orders what OnStateChange is told: onStateChange holds it
+	// (under gobreaker's lock), and so does tellDeferred (without it).
+	tellMu sync.Mutex
 }
 
 // New returns a breaker named name (the target's name, passed to
@@ -254,35 +328,101 @@ func newBreaker(name string, s Config, adjust func(*gobreaker.Settings)) (*Break
 	b.settings = s
 	b.window = window.New(s.Window, s.BucketPeriod)
 	b.closed.Store(true)
-	onChange := s.OnStateChange
+	b.base = time.Now()
+	b.interval.Store(int64(s.FirstOpenFor))
 	// gobreaker gets no Interval: its rolling counts would drop the
 	// failure of an attempt longer than the window and let consecutive
 	// failures decay with time. Consecutive failures reset only on a
-	// success; the ratio is counted in b.window.
+	// success; the ratio is counted in b.window. Its Timeout is the
+	// shortest opening: longer ones are held open here (see Breaker).
 	st := gobreaker.Settings{
-		Name:         name,
-		MaxRequests:  s.Probes,
-		Timeout:      s.OpenFor,
-		IsExcluded:   func(err error) bool { return err == errExcluded },
-		IsSuccessful: func(err error) bool { return err == nil },
-		ReadyToTrip:  b.readyToTrip,
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			b.changes.Add(1)
-			if to == gobreaker.StateClosed {
-				b.window.Reset() // judge the recovered target on what follows
-			}
-			b.closed.Store(to == gobreaker.StateClosed)
-			b.change.Store(int32(fromGobreaker(to)) + 1)
-			if onChange != nil {
-				onChange(name, fromGobreaker(from), fromGobreaker(to))
-			}
-		},
+		Name:          name,
+		MaxRequests:   s.Probes,
+		Timeout:       s.FirstOpenFor,
+		IsExcluded:    func(err error) bool { return err == errExcluded },
+		IsSuccessful:  func(err error) bool { return err == nil },
+		ReadyToTrip:   b.readyToTrip,
+		OnStateChange: b.onStateChange,
 	}
 	if adjust != nil {
 		adjust(&st)
 	}
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
 	return b, nil
+}
+
+// onStateChange is gobreaker's OnStateChange, which it calls on every
+// transition, under its lock. An opening's interval starts here: the first
+// after a close lasts FirstOpenFor, one after a failed probe twice the
+// last, up to OpenFor. A move to half-open before the opening's interval
+// has passed is not told yet (see tellDeferred); one told later precedes
+// whatever follows it.
+func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
+	b.tellMu.Lock()
+	defer b.tellMu.Unlock()
+	b.changes.Add(1)
+	switch to {
+	case gobreaker.StateOpen:
+		d := b.settings.FirstOpenFor
+		if from == gobreaker.StateHalfOpen {
+			last := time.Duration(b.interval.Load())
+			d = b.settings.OpenFor
+			if last <= d/2 {
+				d = 2 * last
+			}
+		}
+		b.interval.Store(int64(d))
+		since := int64(time.Since(b.base))
+		b.until.Store(since + min(int64(d), math.MaxInt64-since))
+	case gobreaker.StateHalfOpen:
+		if b.held() {
+			b.deferred.Store(true)
+			return // still open: told once the interval has passed
+		}
+	case gobreaker.StateClosed:
+		b.interval.Store(int64(b.settings.FirstOpenFor))
+		b.window.Reset() // judge the recovered target on what follows
+	}
+	if b.deferred.Load() {
+		// gobreaker was half-open before the interval had passed, and
+		// moves on now: tell the move to half-open first.
+		b.deferred.Store(false)
+		b.tell(name, gobreaker.StateOpen, gobreaker.StateHalfOpen)
+	}
+	b.closed.Store(to == gobreaker.StateClosed)
+	b.tell(name, from, to)
+}
+
+// tell records a state change for takeChange and tells OnStateChange,
+// under tellMu.
+func (b *Breaker) tell(name string, from, to gobreaker.State) {
+	b.change.Store(int32(fromGobreaker(to)) + 1)
+	if f := b.settings.OnStateChange; f != nil {
+		f(name, fromGobreaker(from), fromGobreaker(to))
+	}
+}
+
+// tellDeferred tells OnStateChange of gobreaker's move to half-open that
+// came before the opening's interval had passed, once it has, and before
+// gobreaker is asked for the probe (whose outcome is the next change).
+// It costs one atomic load when there is none.
+func (b *Breaker) tellDeferred() {
+	if !b.deferred.Load() {
+		return
+	}
+	b.tellMu.Lock()
+	defer b.tellMu.Unlock()
+	if b.deferred.Load() && !b.held() {
+		b.deferred.Store(false)
+		b.tell(b.cb.Name(), gobreaker.StateOpen, gobreaker.StateHalfOpen)
+	}
+}
+
+// held reports whether the current opening's interval has not passed yet:
+// while the breaker is not closed, it holds itself open until then. It
+// reads the clock.
+func (b *Breaker) held() bool {
+	return int64(time.Since(b.base)) <= b.until.Load()
 }
 
 // readyToTrip is gobreaker's ReadyToTrip, which it calls whenever a
@@ -298,7 +438,9 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 
 // Allow asks to send one attempt. It returns a Ticket on which to report
 // the attempt's outcome, or an error matching ErrOpen when the attempt must
-// not be sent (ErrOpenElsewhere when another replica holds it open).
+// not be sent (ErrOpenElsewhere when another replica holds it open). Once
+// the open interval has passed, the first attempt Allow lets through is the
+// half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb == nil {
 		return Ticket{}, nil
@@ -310,9 +452,26 @@ func (b *Breaker) Allow() (Ticket, error) {
 		// The healthy path: nothing to tell gobreaker.
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
+	if !b.closed.Load() {
+		if b.settings.ActiveProbe || b.held() {
+			return Ticket{}, ErrOpen
+		}
+		b.tellDeferred()
+	}
+	return b.allow(b.settings.ActiveProbe)
+}
+
+// allow asks gobreaker for a ticket. closedOnly refuses (with ErrOpen) a
+// ticket granted while the breaker is not closed: the breaker opened, and
+// its interval passed, since the caller saw it closed.
+func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 	done, err := b.cb.Allow()
 	switch err {
 	case nil:
+		if closedOnly && !b.closed.Load() {
+			done(errExcluded) // frees the probe slot, if it was one
+			return Ticket{}, ErrOpen
+		}
 		// changes is read after Allow, which may itself have moved an open
 		// breaker to half-open: it is the state this ticket counts in.
 		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
@@ -323,17 +482,68 @@ func (b *Breaker) Allow() (Ticket, error) {
 	}
 }
 
+// Probe takes the half-open probe slot for an active probe: a small
+// request of the caller's choosing that finds out whether the target has
+// recovered without risking a user's call (see Config.ActiveProbe). Report
+// its outcome on the Ticket like any attempt's: retry.NotFailure closes the
+// breaker (once Probes probes in a row have succeeded), retry.Failure or
+// retry.Trip opens it again for twice as long (up to OpenFor),
+// retry.Excluded (the probe was canceled) frees the slot for another. A
+// Ticket that is never reported keeps the slot: report every one.
+//
+// Probe returns an error matching ErrOpen while the open interval has not
+// passed (see ProbeAt) and while a probe is already in flight, and
+// ErrNotOpen when the breaker is closed or disabled: there is nothing to
+// probe. It reads the clock. It works with or without ActiveProbe; without
+// it, a user's attempt may take the slot first.
+func (b *Breaker) Probe() (Ticket, error) {
+	if b.cb == nil || b.closed.Load() {
+		return Ticket{}, ErrNotOpen
+	}
+	if b.held() {
+		return Ticket{}, errNotDue
+	}
+	b.tellDeferred()
+	t, err := b.allow(false)
+	if err == nil && b.closed.Load() {
+		// Granted as closed: another probe closed the breaker meanwhile.
+		t.done(errExcluded)
+		return Ticket{}, ErrNotOpen
+	}
+	return t, err
+}
+
+// ProbeAt returns when the next probe is due: the end of the current open
+// interval, a time already passed while the breaker is half-open (a probe
+// is due, or in flight). It returns the zero time while the breaker is
+// closed or disabled, including while another replica holds it open (that
+// replica probes). It reads no clock; its result carries a monotonic
+// reading, so time.Until measures it correctly.
+func (b *Breaker) ProbeAt() time.Time {
+	if b.cb == nil || b.closed.Load() {
+		return time.Time{}
+	}
+	return b.base.Add(time.Duration(b.until.Load()))
+}
+
 // Closed reports, without a lock, whether the breaker was closed at its
 // last state change and no other replica holds it open: false while it is
 // open or half-open. It reads the clock only while another replica's
 // publication holds it open. A disabled breaker is always closed.
 func (b *Breaker) Closed() bool { return b.Refusal() == nil }
 
-// State returns the breaker's state now: Open while another replica holds
-// it open; Closed when it is disabled.
+// State returns the breaker's state now: Open until the current open
+// interval has passed (see ProbeAt), and while another replica holds it
+// open; Closed when it is disabled.
 func (b *Breaker) State() State {
 	if b.cb == nil {
 		return Closed
+	}
+	if !b.closed.Load() {
+		if b.held() {
+			return Open
+		}
+		b.tellDeferred()
 	}
 	s := fromGobreaker(b.cb.State())
 	if s == Closed && b.elsewhere.Load() != nil && b.heldElsewhere() {
@@ -345,8 +555,8 @@ func (b *Breaker) State() State {
 // publication is another replica's word that the breaker is open, as read
 // when the breaker had made asOf state changes: read is the end the
 // publisher asked for, as first estimated here; until is when this breaker
-// stops holding for it (read, capped by its own 2 x OpenFor from when it
-// first read it).
+// stops holding for it (read, capped by its own 2 x OpenFor, the cap of its
+// open interval, from when it first read it).
 type publication struct {
 	read, until time.Time
 	asOf        uint64
@@ -360,8 +570,10 @@ type publication struct {
 // state decides, so that its probe is sent.
 //
 // What another replica published is capped by b's own limit: it holds b
-// open until the earlier of until and twice b's OpenFor after it first read
-// the publication (a publisher's OpenFor, then the time its probe takes).
+// open until the earlier of until and twice b's OpenFor (the cap of b's
+// open interval) after it first read the publication. A publisher asks for
+// twice its current open interval (that interval, then the time its probe
+// takes), which is at most twice its own OpenFor.
 // The same publication read again does not extend it: a reading whose
 // until is within slack (Shared.Slack) of the last publication applied is
 // that publication. A reading whose end differs by more is a new
@@ -444,9 +656,22 @@ func (b *Breaker) takeChange() (State, bool) {
 	return State(c - 1), true
 }
 
-// OpenFor is how long the breaker stays open before its probe (0 when it
-// is disabled).
+// OpenFor is the longest the breaker stays open before its probe: the cap
+// its open interval grows to, Config.OpenFor after defaults (0 when it is
+// disabled). OpenInterval is the current interval.
 func (b *Breaker) OpenFor() time.Duration { return b.settings.OpenFor }
+
+// OpenInterval is the length of the current opening: while the breaker is
+// open, how long it stays open before its probe; while it is half-open,
+// the opening the probe ends (a failed probe opens it for twice that, up
+// to OpenFor); while it is closed, the length of the next opening,
+// FirstOpenFor. 0 when it is disabled.
+func (b *Breaker) OpenInterval() time.Duration {
+	if b.cb == nil {
+		return 0
+	}
+	return time.Duration(b.interval.Load())
+}
 
 // Ticket is the permission to send one attempt. Report its outcome exactly
 // once; a zero Ticket (from a disabled breaker) ignores reports.
@@ -478,24 +703,27 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 	if b == nil {
 		return
 	}
+	// A ticket issued before the breaker's last state change (not current)
+	// is not reported to gobreaker, which ignores the outcome of a request
+	// sent before its counts were cleared (as they are at every state
+	// change): reporting it would change nothing but could move gobreaker
+	// to half-open while the breaker holds itself open (see Breaker).
 	switch v {
 	case retry.Excluded:
-		if t.done != nil {
+		if t.done != nil && t.current() {
 			t.done(errExcluded)
 		}
 	case retry.Failure, retry.Trip:
 		b.window.AddAt(0, now)
 		b.window.AddAt(1, now)
+		if !t.current() {
+			// Stale: a breaker that opened needs no more evidence, and a
+			// half-open one's probe slot is not this attempt's to take.
+			return
+		}
 		done, changes := t.done, t.changes
 		if done == nil {
-			// The attempt started on the healthy path: report it now,
-			// unless the state changed since it started (gobreaker would
-			// drop a report from an older generation too): a breaker that
-			// opened needs no more evidence, and a half-open one's probe
-			// slot is not this attempt's to take.
-			if b.changes.Load() != t.changes {
-				return
-			}
+			// The attempt started on the healthy path: report it now.
 			d, aerr := b.cb.Allow()
 			if aerr != nil {
 				return
@@ -512,11 +740,17 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 		b.window.AddAt(0, now)
 		if t.done != nil {
 			seq := b.fails.Load()
-			t.done(nil)
+			if t.current() {
+				t.done(nil)
+			}
 			b.clear(seq)
 		}
 	}
 }
+
+// current reports whether the breaker has made no state change since t
+// was issued.
+func (t Ticket) current() bool { return t.b.changes.Load() == t.changes }
 
 // trip reports a failure through done (a ticket issued when the breaker
 // had made changes state changes) that opens the breaker at once: a spend

@@ -60,9 +60,11 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
 			t.Fatalf("Allow while open: %v", err)
 		}
-		time.Sleep(30 * time.Second) // gobreaker: half-open once OpenFor has passed, not at it
+		// The first opening lasts DefaultFirstOpenFor (5s); half-open once
+		// it has passed, not at it.
+		time.Sleep(breaker.DefaultFirstOpenFor)
 		if _, err := b.Allow(); !errors.Is(err, breaker.ErrOpen) {
-			t.Fatal("half-open before OpenFor passed")
+			t.Fatal("half-open before FirstOpenFor passed")
 		}
 		time.Sleep(time.Nanosecond)
 		probe, err := b.Allow()
@@ -74,7 +76,9 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 		}
 		probe.Report(retry.Failure)
 		wantState(t, b, breaker.Open, "a failed probe should reopen")
-		time.Sleep(30*time.Second + time.Nanosecond)
+		time.Sleep(2 * breaker.DefaultFirstOpenFor) // reopened for twice as long
+		wantState(t, b, breaker.Open, "half-open before twice FirstOpenFor passed")
+		time.Sleep(time.Nanosecond)
 		report(t, b, retry.NotFailure)
 		wantState(t, b, breaker.Closed, "a successful probe should close")
 		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
@@ -381,4 +385,16 @@ func TestSlowConsecutiveFailuresOpen(t *testing.T) {
 		}
 		t.Fatalf("20 consecutive failures, 8s apart, and the breaker is still %v", b.State())
 	})
+}
+
+// BenchmarkAllowHealthy is Allow alone on the healthy path (closed, no
+// failure since the last success): no lock, no clock read, no allocation.
+func BenchmarkAllowHealthy(b *testing.B) {
+	br := mustNew(b, breaker.Settings{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := br.Allow(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -13,8 +13,20 @@
 //
 // With the zero Config a breaker opens after 5 consecutive failures, or
 // when at least half of at least 20 calls in a rolling 30 s window failed;
-// it stays open 30 s, then lets one probe through: a success closes it, a
-// failure opens it again.
+// it stays open 5 s (FirstOpenFor), then lets one probe through: a success
+// closes it, a failure opens it again for twice as long, up to 60 s
+// (OpenFor), and a close starts again from 5 s. A target back after a
+// short blip is tried again within seconds, and one down for 5 minutes is
+// probed at 5, 15, 35, 75, 135, 195 and 255 s: 7 probes, where a fixed
+// 30 s interval sent 9. Set FirstOpenFor to OpenFor for a fixed interval.
+// Breaker.OpenInterval is the current interval.
+//
+// Once the interval has passed, the first attempt Allow lets through is
+// the probe, so a user's call finds out whether the target recovered. With
+// Config.ActiveProbe, Allow refuses users' attempts until the breaker
+// closes, and the caller sends a small probe request of its own instead:
+// Breaker.ProbeAt says when it is due, Breaker.Probe takes the probe slot,
+// and its Ticket is reported like any attempt's.
 //
 // A spend cap (retry.Trip) opens the breaker with its first failure. That
 // leans only on gobreaker's documented contract, not on the order in which

@@ -122,7 +122,8 @@ type Remote struct {
 //
 // What is read is applied by each replica within its own limits (see
 // Sync): no publication holds a replica's target longer than that
-// replica's 2 x OpenFor or MaxGate, however far ahead it ends.
+// replica's 2 x OpenFor (the cap of its open interval) or MaxGate, however
+// far ahead it ends.
 //
 // Every method that reads or writes is one round trip to the store,
 // bounded by the Timeout. When the store fails, the method returns an error
@@ -203,7 +204,8 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 
 // PublishOpen tells the other replicas that name's breaker is open and to
 // skip it for d (rounded up to a millisecond); a publication that ends
-// later is kept. Each replica skips it for at most twice its own OpenFor.
+// later is kept. Each replica skips it for at most twice its own OpenFor
+// (the cap of its open interval).
 func (s *Shared) PublishOpen(ctx context.Context, name string, d time.Duration) error {
 	_, err := s.run(ctx, opOpen, name, d)
 	return err
@@ -279,7 +281,9 @@ func (s *Shared) tracks() []*tracked {
 //
 //   - a published opening holds a closed breaker open, refusing attempts
 //     with ErrOpenElsewhere, until the earlier of its end and twice the
-//     breaker's OpenFor from when this replica first read it; once the
+//     breaker's OpenFor (the cap of its open interval, not the current
+//     interval: the publisher's may have grown longer than this replica's
+//     next opening) from when this replica first read it; once the
 //     breaker is open or half-open itself, its own state decides, so that
 //     its probe is sent. A breaker that changed state while the read was
 //     on its way ignores what was read: its own news is fresher. A name
@@ -352,13 +356,15 @@ func (s *Shared) Sync(ctx context.Context) error {
 }
 
 // Publish tells the other replicas of b's last state change, if it made
-// one since the last Publish: opened (skip it for twice b's OpenFor: its
-// OpenFor, then the time this replica's probe takes) or closed (stop
-// skipping it). A half-open breaker publishes nothing: the others keep
-// skipping it while this replica probes. Call it after reporting an
-// attempt's outcome to b (its OnStateChange runs under gobreaker's lock,
-// where no round trip belongs); it costs one atomic load when b made no
-// change, and ignores a breaker that was not given to Track.
+// one since the last Publish: opened (skip it for twice b's current open
+// interval, b.OpenInterval: that interval, then the time this replica's
+// probe takes; a failed probe doubles the interval, up to OpenFor, and is
+// published again) or closed (stop skipping it). A half-open breaker
+// publishes nothing: the others keep skipping it while this replica
+// probes. Call it after reporting an attempt's outcome to b, an active
+// probe's included (its OnStateChange runs under gobreaker's lock, where
+// no round trip belongs); it costs one atomic load when b made no change,
+// and ignores a breaker that was not given to Track.
 //
 // The round trip does not end with ctx (a canceled call still tells the
 // others); the Timeout bounds it. A change the store did not take is kept
@@ -414,7 +420,10 @@ func (s *Shared) tell(ctx context.Context, t *tracked, to State, again bool) err
 	var err error
 	switch to {
 	case Open:
-		d := t.b.OpenFor()
+		// The current interval, then as long again for the probe. A change
+		// told again late publishes the interval of the breaker's opening
+		// at that time: the last one, as a later change overrides.
+		d := t.b.OpenInterval()
 		err = s.PublishOpen(ctx, t.name, d+min(d, math.MaxInt64-d))
 	case Closed:
 		err = s.PublishClosed(ctx, t.name)

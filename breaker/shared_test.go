@@ -22,6 +22,7 @@ import (
 // memStore is a breaker.Store in memory that counts its round trips. Its
 // fail, when set, is returned by every method; with block set, they wait
 // for their context to end instead; repaired is reported by every one.
+// opens lists every duration PublishOpen took, in order.
 type memStore struct {
 	mu       sync.Mutex
 	key      string
@@ -31,6 +32,7 @@ type memStore struct {
 	fail     error
 	block    bool
 	repaired string
+	opens    []time.Duration
 }
 
 func newMemStore() *memStore {
@@ -75,6 +77,7 @@ func (m *memStore) PublishOpen(ctx context.Context, name string, d time.Duration
 	if err == nil {
 		m.mu.Lock()
 		m.open[name] = max(m.open[name], d)
+		m.opens = append(m.opens, d)
 		m.mu.Unlock()
 	}
 	return repaired, err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -18,7 +19,8 @@ import (
 )
 
 // replica is one replica's Shared on m, tracking one breaker (one failure
-// opens it) and one gate under name "a".
+// opens it, for a fixed interval: FirstOpenFor is its OpenFor) and one gate
+// under name "a".
 type replica struct {
 	s *breaker.Shared
 	b *breaker.Breaker
@@ -31,7 +33,7 @@ func newReplica(t *testing.T, m *memStore, openFor, maxGate time.Duration) *repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := breaker.New("a", breaker.Config{ConsecutiveFailures: 1, OpenFor: openFor})
+	b, err := breaker.New("a", breaker.Config{ConsecutiveFailures: 1, FirstOpenFor: openFor, OpenFor: openFor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +192,80 @@ func TestSharedPublishIgnoresAnUntrackedBreaker(t *testing.T) {
 		t.Fatalf("Publish of an untracked breaker: %v after %d round trips; want nil after none", err, m.runs)
 	}
 	take(t, r.b, breaker.Open, true, "after Publish of an untracked breaker")
+}
+
+// A replica publishes an opening for twice its current open interval
+// (the interval, then the time its probe takes): 2 x FirstOpenFor at
+// first, doubled with each failed probe up to 2 x OpenFor, and 2 x
+// FirstOpenFor again after a close. A reader holds its closed breaker open
+// for what was published while that is within 2 x its own OpenFor (the
+// cap), and no longer.
+func TestSharedPublishesTwiceTheCurrentInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newMemStore()
+		s, err := breaker.NewShared(m, breaker.SharedConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &replica{s: s, g: &breaker.Gate{}}
+		a.b, err = breaker.New("a", breaker.Config{ConsecutiveFailures: 1}) // 5s, doubling up to 60s
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Track("a", a.b, a.g, 0)
+		publish := func() {
+			t.Helper()
+			if err := a.s.Publish(ctx, a.b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.fail(t)
+		publish()
+		for range 5 { // five failed probes
+			time.Sleep(a.b.OpenInterval() + time.Nanosecond)
+			a.fail(t)
+			publish()
+		}
+		const s5 = 5 * time.Second
+		want := []time.Duration{2 * s5, 4 * s5, 8 * s5, 16 * s5, 24 * s5, 24 * s5} // 2 x 5, 10, 20, 40, 60, 60s
+		if !slices.Equal(m.opens, want) {
+			t.Fatalf("published open for %v; want %v", m.opens, want)
+		}
+		time.Sleep(a.b.OpenInterval() + time.Nanosecond)
+		tk, err := a.b.Allow()
+		if err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		tk.Report(retry.NotFailure)
+		publish()
+		if _, ok := m.open["a"]; ok {
+			t.Fatal("the close did not withdraw the opening")
+		}
+		a.fail(t)
+		publish()
+		if got := m.opens[len(m.opens)-1]; got != 2*s5 {
+			t.Fatalf("after a close, published open for %v; want 2 x FirstOpenFor (10s) again", got)
+		}
+
+		// Readers: one whose cap (2 x OpenFor, 2m) is over the 10s published
+		// holds for the 10s; one whose cap is under it (OpenFor 3s) holds
+		// for its cap, 6s.
+		for _, rc := range []struct {
+			openFor, held time.Duration
+		}{{time.Minute, 2 * s5}, {3 * time.Second, 6 * time.Second}} {
+			r := newReplica(t, m, rc.openFor, 0)
+			start := time.Now()
+			if err := r.s.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(rc.held - time.Nanosecond)
+			heldElsewhere(t, r.b, "just before the publication or the reader's cap ends")
+			time.Sleep(time.Nanosecond)
+			notHeld(t, r.b, "once the publication or the reader's cap has ended")
+			if d := time.Since(start); d != rc.held {
+				t.Fatalf("reader with OpenFor %v held for %v; want %v", rc.openFor, d, rc.held)
+			}
+		}
+	})
 }

@@ -216,9 +216,10 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 		}
 	}
 	// One read, applied to each target's breaker and gate within this
-	// replica's own limits (twice its OpenFor, its MaxGate) from when it
-	// was first read; reading it again extends nothing. It first tells
-	// again any breaker change Redis did not take.
+	// replica's own limits (twice its OpenFor, the cap of its open
+	// interval; its MaxGate) from when it was first read; reading it again
+	// extends nothing. It first tells again any breaker change Redis did
+	// not take.
 	if err := s.state.Sync(ctx); err != nil && ctx.Err() == nil {
 		obs.sharedLocal()
 	}
@@ -237,8 +238,8 @@ func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success
 }
 
 // publish tells the other replicas of a change of t's breaker: opened
-// (skip t for twice OpenFor: its OpenFor, then the time this replica's
-// probe takes) or closed (stop skipping it). A half-open breaker publishes
+// (skip t for twice its current open interval: that interval, then the
+// time this replica's probe takes) or closed (stop skipping it). A half-open breaker publishes
 // nothing: the others keep skipping t while this replica probes it. A
 // change Redis did not take is told again by the next call whose read
 // Redis answers, or by Flush (see breaker.Shared.Publish).

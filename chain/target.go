@@ -73,7 +73,8 @@ type Target struct {
 	Throttle throttle.Config
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults (open after 5 consecutive failures or 50% of
-	// 20 calls in 30s, open for 30s, one probe); Disabled switches it off.
+	// 20 calls in 30s, open for 5s, doubled after each failed probe up to
+	// 60s, one probe); Disabled switches it off.
 	// breaker.Settings, the name DESIGN.md uses, is the same type.
 	Breaker breaker.Config
 	// NativeSchema asks this target's provider for native structured
