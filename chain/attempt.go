@@ -10,6 +10,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // attempt is one attempt in flight on a target.
@@ -22,6 +23,8 @@ type attempt struct {
 	obs    attemptObs
 	cancel context.CancelFunc // the per-attempt Timeout's; nil when none
 	tools  []llm.Tool         // the request's, to check the answer's calls
+	choice *spread.Choice     // why the walk chose t; nil in an ordered tier
+	hedge  bool               // sent as a hedge of another attempt
 }
 
 // sent is how an attempt ended, as the walk classified it.
@@ -39,18 +42,23 @@ type sent struct {
 	shouldRetry *bool
 	elapsed     time.Duration
 	committed   bool // a stream still arriving: its sender ends it
+	// by is the hedge that answered in the attempt's stead; nil when the
+	// attempt's own outcome is this.
+	by *attempt
 }
 
 // record is the attempt's record, with the decision taken after it.
 func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
 	return Attempt{Target: a.t.Name, Tier: a.t.tier, Model: a.t.Model, N: a.n, Wait: a.wait, Duration: s.elapsed,
-		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason}
+		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason,
+		Choice: a.choice, Hedge: a.hedge}
 }
 
 // served writes the record of attempt a, which answered, into rec (zero).
 func (a *attempt) served(rec *Attempt, s *sent) {
 	rec.Target, rec.Tier, rec.Model, rec.N, rec.Decision = a.t.Name, a.t.tier, a.t.Model, a.n, DecisionServed
 	rec.Wait, rec.Duration, rec.Status, rec.RequestID = a.wait, s.elapsed, s.status, s.requestID
+	rec.Choice, rec.Hedge = a.choice, a.hedge
 }
 
 // skipped is the record of attempt n on t, not sent (after waiting wait),
@@ -66,7 +74,8 @@ type tried struct {
 	committed bool // a stream still arriving (its sender has the attempt)
 	err       error
 	kind      llm.Kind
-	stop      bool // the call stops here (the next-target column said so)
+	stop      bool    // the call stops here (the next-target column said so)
+	by        *target // the hedge's target, when a hedge answered
 }
 
 // try makes the attempts on t, the first under ticket: attempt, plan,
@@ -86,7 +95,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 			}
 		}
 		// On the stack, with the request beside it: a stream keeps copies.
-		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools}
+		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: w.choice(w.pos)}
 		if t.throttle != nil {
 			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
 				return out
@@ -95,10 +104,15 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		if n > 1 {
 			s = sent{} // the last failure is no longer needed
 		}
-		w.attempt(a, &req, &s)
+		w.attempt(a, &req, caller, &s)
 		switch {
+		case s.committed && s.by != nil:
+			return tried{resp: s.resp, committed: true, by: s.by.t}
 		case s.committed:
 			return tried{resp: s.resp, committed: true}
+		case s.err == nil && s.by != nil:
+			s.by.served(w.grow(), &s)
+			return tried{resp: s.resp, js: s.js, by: s.by.t}
 		case s.err == nil:
 			a.served(w.grow(), &s)
 			return tried{resp: s.resp, js: s.js}
@@ -107,6 +121,9 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 			return tried{err: s.err, kind: s.kind}
 		}
 		st := w.plan(a, &s, prev)
+		if st.decision == DecisionRetry && w.elsewhere(t) {
+			st = step{decision: DecisionNext, reason: "retried on another " + t.group.name + " target first", closeGate: s.retryAfter > 0}
+		}
 		if st.decision != DecisionRetry {
 			return w.leave(a, &s, st)
 		}
@@ -159,15 +176,17 @@ func (w *walk) leave(a *attempt, s *sent, st step) tried {
 	return tried{err: s.err, kind: s.kind, stop: st.decision == DecisionStop}
 }
 
-// attempt makes attempt a, sending req: observed, under the target's Timeout, sent by
-// the walk's sender, its answer validated, its end reported to the
-// throttle, the breaker, the budget and the observers. A stream that
-// commits is left running, for its sender to end.
-func (w *walk) attempt(a *attempt, req *llm.Request, s *sent) {
+// attempt makes attempt a, sending req (prepared for a's target from
+// caller, the caller's): observed, under the target's Timeout, sent by the
+// walk's sender (hedged when its target hedges), its answer validated, its
+// end reported to the throttle, the breaker, the budget and the
+// observers. A stream that commits is left running, for its sender to
+// end.
+func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	c, t := w.c, a.t
 	ctx := w.ctx
 	if w.obs != nil { // checked here: the event is not even built for nobody
-		ctx, a.obs = w.obs.startAttempt(ctx, &t.ob, a.n, *req)
+		ctx, a.obs = w.obs.startAttempt(ctx, &t.ob, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
 	if t.Timeout > 0 {
 		ctx, a.cancel = context.WithTimeout(ctx, t.Timeout)
@@ -176,9 +195,19 @@ func (w *walk) attempt(a *attempt, req *llm.Request, s *sent) {
 	if w.begin < 0 {
 		w.begin = a.start
 	}
-	resp, err := w.send.send(ctx, a, req)
+	if t.hedge != nil {
+		if delay, ok := w.hedgeDelay(a); ok {
+			w.race(ctx, a, req, caller, s, delay)
+			return
+		}
+	}
+	if t.load != nil {
+		t.load.Start()
+	}
+	resp, err := w.send.send(ctx, a, req, nil)
 	if err == nil && resp != nil && w.send.commits(t) {
 		s.resp, s.committed = resp, true
+		w.firstChunkAt(a)
 		return
 	}
 	if a.cancel != nil {
@@ -200,6 +229,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		}
 	}
 	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading
+	if t.load != nil || t.group.window != nil {
+		w.sample(a, s.elapsed, err)
+	}
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}

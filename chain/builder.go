@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
@@ -39,6 +40,8 @@ type Builder struct {
 	observers       []observe.Observer
 	shared          *sharedSetup
 	entries         []entry
+	groups          [groups]groupSetup // Spread and Hedge, by tier
+	groupTiers      []Tier             // the tiers they named, checked at Build
 }
 
 type entry struct {
@@ -179,6 +182,7 @@ func (b *Builder) Build() (*Chain, error) {
 		c.degradeTimeout = DefaultDegradeTimeout
 	}
 	p.checkChain()
+	p.checkGroups()
 	p.compileObservers()
 	if b.schema != nil {
 		s, err := validate.Compile(b.schema)
@@ -186,7 +190,8 @@ func (b *Builder) Build() (*Chain, error) {
 		c.schema = s
 	}
 	p.entries()
-	c.warnings = capabilityWarnings(c.targets)
+	p.compileGroups()
+	c.warnings = append(capabilityWarnings(c.targets), c.warnings...)
 	c.bind(func(o observe.Observer, err error) {
 		p.wrap("", fmt.Sprintf("the observer %T refused the chain", o), err)
 	})
@@ -361,6 +366,10 @@ func (p *build) checkTarget(label string, t *Target) {
 	if t.ContextWindow < 0 {
 		p.fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)
 	}
+	if t.Weight < 0 || math.IsNaN(t.Weight) || math.IsInf(t.Weight, 0) {
+		p.fail(label, "Weight is %v; use a positive share of the tier's calls (0 means 1)", t.Weight)
+	}
+	p.wrap(label, "Hedge is invalid", t.Hedge.Validate())
 	if t.Params.MaxTokens < 0 {
 		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
 	}
@@ -384,7 +393,11 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	}
 	br, err := breaker.New(t.Name, bs)
 	p.wrap(label, "Breaker is invalid", err)
-	lim, err := throttle.New(t.Throttle)
+	tc := t.Throttle
+	if p.b.groups[groupOf(tier)].strategy == spread.Headroom && !tc.On() {
+		tc = headroomThrottle // Headroom reads the limits the headers announce
+	}
+	lim, err := throttle.New(tc)
 	p.wrap(label, "Throttle is invalid", err)
 	sch := c.schema
 	if t.Schema != nil {

@@ -20,6 +20,7 @@ type Chain struct {
 	contentFallback bool
 	restart         bool
 	targets         []*target
+	groups          []*group // the model tiers, each a run of targets
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema

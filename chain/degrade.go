@@ -106,7 +106,7 @@ func (w *walk) degrade(req *llm.Request) *degrader {
 // the answer, a remembered answer's age, its JSON and the attempt's record.
 func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.Response, time.Duration, json.RawMessage, Attempt) {
 	c := w.c
-	ctx, obs := w.obs.startAttempt(context.WithoutCancel(w.ctx), &g.ob, 1, *req)
+	ctx, obs := w.obs.startAttempt(context.WithoutCancel(w.ctx), &g.ob, observe.AttemptStart{N: 1, Request: *req})
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	start := c.clock()
 	var resp *llm.Response

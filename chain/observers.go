@@ -63,15 +63,17 @@ func (o *callObs) enter(t *observe.Target) {
 	o.each(func(c observe.Call) { c.Fallback(e) })
 }
 
-// startAttempt reports attempt n on t, sending req, and returns the context
-// to send it under.
-func (o *callObs) startAttempt(ctx context.Context, t *observe.Target, n int, req llm.Request) (context.Context, attemptObs) {
+// startAttempt reports the attempt e on t and returns the context to send
+// it under.
+func (o *callObs) startAttempt(ctx context.Context, t *observe.Target, e observe.AttemptStart) (context.Context, attemptObs) {
 	var a attemptObs
 	if o == nil {
 		return ctx, a
 	}
-	o.enter(t)
-	e := observe.AttemptStart{Target: *t, N: n, Request: req}
+	if !e.Hedge { // a hedge enters no target: the walk is still on the one it races
+		o.enter(t)
+	}
+	e.Target = *t
 	var first observe.Attempt
 	ctx, first = o.one.StartAttempt(ctx, e)
 	a.one = first

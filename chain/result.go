@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // Result is a call's answer and how it was reached. On failure Call returns
@@ -74,6 +75,10 @@ const (
 	DecisionStop
 	// DecisionSkip: no request was sent; the target was passed over.
 	DecisionSkip
+	// DecisionLost: the attempt was one of a hedged race that another
+	// attempt won: canceled when the winner answered (its breaker told
+	// neither of a failure nor of a success), or failed before it.
+	DecisionLost
 )
 
 // String returns the decision's name.
@@ -91,6 +96,8 @@ func (d Decision) String() string {
 		return "stop"
 	case DecisionSkip:
 		return "skip"
+	case DecisionLost:
+		return "lost"
 	}
 	return "unknown"
 }
@@ -120,6 +127,15 @@ type Attempt struct {
 	// Duration is how long the attempt took.
 	Duration time.Duration
 	Reason   string
+	// Choice explains why the attempt went to this target when its tier
+	// spreads its calls (Builder.Spread): the strategy, the target's rank
+	// in this call's order and the figures compared. Nil in an ordered
+	// tier.
+	Choice *spread.Choice
+	// Hedge is true for an attempt sent as a hedge: the same request as an
+	// attempt on another target of the tier that had not answered within
+	// the hedge delay (Builder.Hedge).
+	Hedge bool
 }
 
 // String renders the attempt on one line, for logs.
@@ -129,6 +145,9 @@ func (a Attempt) String() string {
 	if a.N > 0 {
 		b.WriteString(" #")
 		b.WriteString(strconv.Itoa(a.N))
+	}
+	if a.Hedge {
+		b.WriteString(" (hedge)")
 	}
 	if a.Wait > 0 {
 		b.WriteString(" after ")
@@ -161,6 +180,11 @@ func (a Attempt) String() string {
 	if a.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(a.Reason)
+	}
+	if a.Choice != nil {
+		b.WriteString(" [")
+		b.WriteString(a.Choice.String())
+		b.WriteByte(']')
 	}
 	return b.String()
 }

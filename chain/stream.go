@@ -212,7 +212,8 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
 	// The stream keeps its own attempt: the walk's lives on the walk's stack.
-	own := &attempt{t: a.t, n: a.n, ticket: a.ticket, wait: a.wait, start: a.start, obs: a.obs, cancel: a.cancel, tools: a.tools}
+	own := new(attempt)
+	*own = *a
 	*st = streamState{a: own, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
 	if t.IdleTimeout > 0 {
 		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
@@ -482,6 +483,9 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	t := a.t
 	elapsed := c.clock() - a.start
 	now := c.epoch.Add(a.start + elapsed)
+	if t.load != nil {
+		w.sample(a, elapsed, err)
+	}
 	resp := st.stream.Response()
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)

@@ -5,9 +5,11 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -93,6 +95,18 @@ type Target struct {
 	// carries what a target cannot take skips it, recorded with
 	// ErrCapability, instead of sending a request that must fail.
 	Lacks llm.Capabilities
+	// Weight is the target's share of its tier's calls when the tier
+	// spreads them with spread.Weighted (see Builder.Spread): a target of
+	// weight 2 gets twice the calls of one of weight 1. 0 means 1; it
+	// must not be negative. Other strategies ignore it.
+	Weight float64
+	// Hedge hedges this target's attempts, replacing the tier's setting
+	// (Builder.Hedge): an attempt that has not answered within the delay
+	// (a stream: not sent its first chunk) is raced by the same request
+	// sent to the next target of the tier, and the first acceptable
+	// answer wins. The zero value takes the tier's; to switch a target
+	// off in a hedged tier, use Builder.Hedge on the other tiers only.
+	Hedge hedge.Config
 }
 
 // Tier is a target's place in the chain. Tiers are ordered: the primary,
@@ -164,6 +178,13 @@ type target struct {
 	// native is the schema sent as Request.ResponseSchema (NativeSchema);
 	// nil when off.
 	native []byte
+	// group is the tier's spreading and hedging, shared by its targets;
+	// load its in-flight count and latency, kept when the tier's strategy
+	// or hedging reads them (nil otherwise); hedge the hedging of its
+	// attempts (nil when off).
+	group *group
+	load  *spread.Load
+	hedge *hedger
 }
 
 // prepare turns the caller's request, copied into req, into the request

@@ -10,6 +10,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // walk is one call's way through the chain: the model targets in order,
@@ -27,12 +28,23 @@ type walk struct {
 	obs    *callObs // nil when nobody observes the call
 	send   sender
 
-	from      int                // the first model target to try
+	from      int                // the first position of the walk to try
+	pos       int                // the position being tried
 	causes    []error            // one per target that failed, in order
 	begin     time.Duration      // when the first attempt started, on the chain's clock; -1 before
 	minWindow int                // after a context-length failure: only larger windows; -1 before
 	needs     llm.Capabilities   // what the request carries beyond text
 	cancel    context.CancelFunc // the deadline's
+
+	// order is this call's order of the targets, by position, once a tier
+	// that spreads has been ranked (nil while the walk follows the chain's
+	// order); choices the Choice of each position ranked (Of 0 for the
+	// others). hedged marks the targets (by index, the first 64) already
+	// tried in this call as hedges: the walk passes them over.
+	order    []int16
+	orderBuf [16]int16
+	choices  []spread.Choice
+	hedged   uint64
 }
 
 // sender makes one attempt. Call's (stream nil) sends the request and
@@ -42,11 +54,16 @@ type walk struct {
 // interface, so that the attempt it is given stays on the walk's stack.
 type sender struct{ stream *Stream }
 
-// send makes attempt a, sending req, under ctx.
-func (s sender) send(ctx context.Context, a *attempt, req *llm.Request) (*llm.Response, error) {
+// send makes attempt a, sending req, under ctx. A stream opens into st,
+// or into the Stream's own state when st is nil (a hedged race gives each
+// attempt its own).
+func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
 	if s.stream != nil {
 		if sp, ok := a.t.Provider.(llm.StreamProvider); ok {
-			return s.stream.st.open(ctx, sp, a, req)
+			if st == nil {
+				st = &s.stream.st
+			}
+			return st.open(ctx, sp, a, req)
 		}
 	}
 	return complete(ctx, a.t, req, a.ticket)
@@ -111,9 +128,14 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
 	}
-	for i := w.from; i < len(c.targets); i++ {
-		t := c.targets[i]
-		ticket, ok, err := w.admit(t, i)
+	for pos := w.from; pos < len(c.targets); pos++ {
+		w.enter(pos)
+		w.pos = pos
+		t := w.target(pos)
+		if w.triedAsHedge(t) {
+			continue // its attempt, a hedge, is recorded
+		}
+		ticket, ok, err := w.admit(t, pos)
 		if err != nil {
 			return served{}, err // the caller canceled
 		}
@@ -124,9 +146,12 @@ func (w *walk) run(req *llm.Request) (served, error) {
 			continue
 		}
 		out := w.try(t, ticket, req)
+		if out.by != nil {
+			t = out.by // a hedge answered
+		}
 		switch {
 		case out.err == nil && out.committed:
-			w.from = i + 1 // a restart goes on from the next target
+			w.from = pos + 1 // a restart goes on from the next target
 			return served{ob: &t.ob, streaming: true}, nil
 		case out.err == nil:
 			w.serve(t, out.resp, out.js, req)
@@ -150,11 +175,11 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	return served{}, &ExhaustedError{Chain: c.name, Causes: w.causes}
 }
 
-// admit decides whether target i (t) gets a first attempt: its context
-// window, the deadline, its Retry-After gate and its breaker. It records a
-// target passed over. ok is false for one; err is the caller's
-// cancellation.
-func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err error) {
+// admit decides whether t, at position pos of the walk, gets a first
+// attempt: its context window, the deadline, its Retry-After gate and its
+// breaker. It records a target passed over. ok is false for one; err is
+// the caller's cancellation.
+func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err error) {
 	c := w.c
 	if miss := w.needs &^ t.caps; miss != 0 {
 		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
@@ -170,8 +195,9 @@ func (w *walk) admit(t *target, i int) (ticket breaker.Ticket, ok bool, err erro
 		if err := canceled(w.caller); err != nil {
 			return ticket, false, c.stopped(err)
 		}
-		for _, rest := range c.targets[i:] {
-			w.passOver(rest, observe.SkipDeadline, ErrDeadline, "the deadline passed")
+		for p := pos; p < len(c.targets); p++ {
+			w.pos = p
+			w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed")
 		}
 		w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
 		return ticket, false, nil
@@ -203,9 +229,10 @@ func (w *walk) check(req *llm.Request) error {
 	return nil
 }
 
-// passOver records t passed over without a request, for cause.
+// passOver records t, at the walk's position, passed over without a
+// request, for cause.
 func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string) {
-	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Err: err, Decision: DecisionSkip, Reason: reason})
+	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.choice(w.pos)})
 	if cause != observe.SkipDeadline {
 		w.obs.skip(&t.ob, 0, cause, reason, err)
 	}

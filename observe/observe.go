@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // Observer receives the events of every call of a chain. Its methods may
@@ -119,6 +120,15 @@ type AttemptStart struct {
 	// Request is the request as sent to this target: its Model, System and
 	// Params applied. It holds the prompt: record it only when told to.
 	Request llm.Request
+	// Choice explains why the attempt went to this target when its tier
+	// spreads its calls; nil in an ordered tier.
+	Choice *spread.Choice
+	// Hedge is true for a hedge: the same request as an attempt on
+	// another target of the tier (HedgeOf) that had not answered after
+	// HedgeDelay.
+	Hedge      bool
+	HedgeOf    string
+	HedgeDelay time.Duration
 }
 
 // AttemptEnd ends an attempt.
@@ -136,6 +146,10 @@ type AttemptEnd struct {
 	Err error
 	// Duration is how long the attempt took.
 	Duration time.Duration
+	// Lost is true for an attempt of a hedged race that another attempt
+	// won: canceled when the winner answered (Err says so), or failed
+	// before it.
+	Lost bool
 }
 
 // Retry says the chain will retry a target.

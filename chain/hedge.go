@@ -1,0 +1,369 @@
+package chain
+
+// Hedged requests: an attempt raced, after the hedge delay, by the same
+// request sent to the next target of its tier. Only the sends run on
+// goroutines of their own; the walk's goroutine observes, settles and
+// records every attempt of the race, and waits for all of them before it
+// goes on, so nothing outlives the call.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/throttle"
+)
+
+// ErrLostRace is the Err of an attempt canceled because another attempt of
+// its hedged race answered first (DecisionLost).
+var ErrLostRace = errors.New("lost the race: another attempt of the hedged race answered first")
+
+// hedger is a target's hedging as Build compiled it.
+type hedger struct {
+	cfg    hedge.Config // with its defaults
+	budget budget.Budget
+}
+
+// hedgeDelay returns how long attempt a may go unanswered before it is
+// hedged; ok is false when it will not be: an adaptive delay with too few
+// answers to go by, or no later target in the tier to hedge to. A first
+// attempt counts as a call in the hedge budget.
+func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
+	t := a.t
+	if a.n == 1 {
+		t.hedge.budget.Record(w.ctx, budget.Outcome{})
+	}
+	d, ok := t.hedge.cfg.DelayFrom(t.group.window)
+	if !ok {
+		return 0, false
+	}
+	for pos := w.pos + 1; pos < t.group.hi; pos++ {
+		if !w.triedAsHedge(w.target(pos)) {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// triedAsHedge reports whether t was sent a hedge in this call.
+func (w *walk) triedAsHedge(t *target) bool {
+	i := t.ob.Index
+	return i < 64 && w.hedged&(1<<i) != 0
+}
+
+// racer is one attempt of a hedged race. Its send runs on a goroutine of
+// its own, with its own copies of the attempt and the request (the walk's
+// stay on the walk's stack); the rest happens on the walk's goroutine.
+type racer struct {
+	a      attempt
+	req    llm.Request
+	st     streamState // a stream's, once it commits
+	cancel context.CancelFunc
+	resp   *llm.Response
+	err    error
+	panic  any
+	ended  bool
+	s      sent
+}
+
+// run sends r with send, then hands r to done.
+func (r *racer) run(ctx context.Context, send sender, done chan<- *racer) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panic = p
+		}
+		done <- r
+	}()
+	r.resp, r.err = send.send(ctx, &r.a, &r.req, &r.st)
+}
+
+// launch starts a racer for attempt a (copied) sending req (copied).
+func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer) *racer {
+	r := &racer{a: *a, req: *req}
+	ctx, r.cancel = context.WithCancel(ctx)
+	if a.t.load != nil {
+		a.t.load.Start()
+	}
+	go r.run(ctx, w.send, done)
+	return r
+}
+
+// race makes attempt a, sending req under ctx, hedged after delay: when
+// it has not answered by then, the same request goes to the next target
+// of the tier that admits it, and the first acceptable answer is the
+// attempt's outcome (s.by naming the hedge when the hedge's). caller is
+// the caller's request, which the hedge's target prepares its own from.
+func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
+	done := make(chan *racer, 2)
+	first := w.launch(ctx, a, req, done)
+	timer := time.NewTimer(delay)
+	select {
+	case r := <-done:
+		timer.Stop()
+		w.alone(r, s)
+		return
+	case <-timer.C:
+	}
+	h := w.sendHedge(a, req, caller, delay, done)
+	if h == nil {
+		w.alone(<-done, s)
+		return
+	}
+	w.settleRace(a, s, [2]*racer{first, h}, done)
+}
+
+// alone ends racer r, an attempt that was not raced after all, as an
+// unhedged attempt ends.
+func (w *walk) alone(r *racer, s *sent) {
+	r.ended = true
+	w.repanic(r, [2]*racer{}, nil)
+	if w.won(r, s) {
+		return
+	}
+	w.concludeRacer(r, s)
+}
+
+// won installs racer r's committed stream as the call's and reports true;
+// false when r did not commit one.
+func (w *walk) won(r *racer, s *sent) bool {
+	if r.err != nil || r.resp == nil || !w.send.commits(r.a.t) {
+		return false
+	}
+	st := &w.send.stream.st
+	*st = r.st
+	if prev := st.a.cancel; prev != nil {
+		st.a.cancel = func() { prev(); r.cancel() }
+	} else {
+		st.a.cancel = r.cancel
+	}
+	s.resp, s.committed = r.resp, true
+	w.firstChunkAt(&r.a)
+	return true
+}
+
+// concludeRacer ends racer r, which ended on its own, as conclude ends an
+// attempt: classified, validated, observed, settled; s gets its outcome.
+func (w *walk) concludeRacer(r *racer, s *sent) {
+	r.cancel()
+	if r.a.cancel != nil {
+		r.a.cancel()
+	}
+	w.conclude(&r.a, r.resp, r.err, s)
+}
+
+// sendHedge sends the hedge of attempt a (sending req) to the next target
+// of a's tier that admits one, and returns its racer; nil when none is
+// sent.
+func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
+	pos, h, ticket, res := w.hedgeTarget(a.t)
+	if h == nil {
+		return nil
+	}
+	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
+		ticket.Report(retry.Excluded)
+		res.Cancel(time.Now())
+		reason := "hedge not sent: the hedge budget is exhausted"
+		w.record(Attempt{Target: h.Name, Tier: h.tier, Model: h.Model, N: 1, Err: err, Decision: DecisionSkip, Reason: reason,
+			Choice: w.choice(pos), Hedge: true})
+		w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+		return nil
+	}
+	w.hedged |= 1 << h.ob.Index
+	hreq := *caller
+	hreq.Messages = req.Messages // the conversation as a's (a re-ask's included)
+	h.prepare(&hreq)
+	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
+	ctx := w.ctx
+	if w.obs != nil {
+		ctx, b.obs = w.obs.startAttempt(ctx, &h.ob, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
+			Hedge: true, HedgeOf: a.t.Name, HedgeDelay: delay})
+	}
+	if h.Timeout > 0 {
+		ctx, b.cancel = context.WithTimeout(ctx, h.Timeout)
+	}
+	b.start = w.c.clock()
+	return w.launch(ctx, &b, &hreq, done)
+}
+
+// hedgeTarget returns the first target after the walk's position in its
+// tier (in this call's order) that may take a hedge now, at position pos,
+// with its breaker ticket and throttle slot: one not yet tried as a hedge,
+// able to carry the request, before the deadline, its gate open, its
+// breaker admitting it, its throttle with a slot now. Nothing is recorded
+// of those that may not: the walk records them if it comes to them.
+func (w *walk) hedgeTarget(from *target) (pos int, h *target, ticket breaker.Ticket, res throttle.Reservation) {
+	if w.ctx.Err() != nil {
+		return 0, nil, ticket, res
+	}
+	for pos = w.pos + 1; pos < from.group.hi; pos++ {
+		t := w.target(pos)
+		if t.ob.Index >= 64 || w.triedAsHedge(t) || w.needs&^t.caps != 0 ||
+			w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
+			continue
+		}
+		if _, err := t.gate.Refusal(); err != nil {
+			continue
+		}
+		tk, err := t.breaker.Allow()
+		if err != nil {
+			continue
+		}
+		if t.throttle != nil {
+			wait, r, ok := t.throttle.Reserve(time.Now(), 1, 0)
+			if !ok || wait > 0 {
+				r.Cancel(time.Now())
+				tk.Report(retry.Excluded)
+				continue
+			}
+			res = r
+		}
+		return pos, t, tk, res
+	}
+	return 0, nil, ticket, res
+}
+
+// settleRace waits for the race of attempt a (racers[0]) and its hedge
+// (racers[1]): the first acceptable answer wins, the other is canceled and
+// waited for. Every attempt but a's own is recorded here; a's outcome goes
+// to s (s.by naming the hedge when the hedge answered), and a's record,
+// when it lost, here too.
+func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *racer) {
+	var winner *racer
+	pending := 2
+	for pending > 0 && winner == nil {
+		r := <-done
+		pending--
+		r.ended = true
+		if r.panic != nil {
+			w.repanic(r, racers, done)
+		}
+		if w.committed(r) {
+			winner = r
+			break
+		}
+		w.concludeRacer(r, &r.s)
+		if r.s.err == nil {
+			winner = r
+		}
+	}
+	for _, r := range racers {
+		if !r.ended {
+			r.cancel()
+		}
+	}
+	for ; pending > 0; pending-- {
+		r := <-done
+		r.ended = true
+		w.lose(r)
+	}
+	first, h := racers[0], racers[1]
+	a.obs = first.a.obs
+	switch winner {
+	case first:
+		w.recordLoser(h, first)
+		w.take(first, s)
+	case h:
+		w.recordLoser(first, h)
+		w.take(h, s)
+		s.by = &h.a
+	default: // both failed: a's failure decides; the hedge leaves its target
+		*s = first.s
+		w.causes = append(w.causes, &TargetError{Target: h.a.t.Name, Tier: h.a.t.tier, Err: h.s.err})
+		w.leave(&h.a, &h.s, step{decision: DecisionNext, reason: "the hedge failed too", closeGate: h.s.retryAfter > 0})
+	}
+}
+
+// committed reports whether racer r committed a stream: its first chunk
+// came, which wins a streamed race.
+func (w *walk) committed(r *racer) bool {
+	return r.err == nil && r.resp != nil && w.send.commits(r.a.t)
+}
+
+// take makes the winner r's outcome the attempt's: its committed stream,
+// or the answer conclude checked.
+func (w *walk) take(r *racer, s *sent) {
+	if w.won(r, s) {
+		return
+	}
+	*s = r.s
+}
+
+// lose ends racer r, canceled because another answered: its stream
+// closed, its breaker told of nothing (the race, not the target, ended
+// it), its observers told it lost.
+func (w *walk) lose(r *racer) {
+	a, t := &r.a, r.a.t
+	if w.committed(r) {
+		r.st.release()
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start}
+	if t.load != nil {
+		t.load.End(a.start+r.s.elapsed, 0)
+	}
+	a.ticket.Report(retry.Excluded)
+	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Kind: llm.KindCanceled, Err: ErrLostRace, Duration: r.s.elapsed, Lost: true})
+}
+
+// recordLoser records r, which lost the race to winner: canceled, or
+// failed before winner answered.
+func (w *walk) recordLoser(r, winner *racer) {
+	reason := "lost the race to " + winner.a.t.Name
+	if r.s.err != ErrLostRace {
+		reason = "failed; " + winner.a.t.Name + " answered"
+	}
+	w.record(r.a.record(&r.s, DecisionLost, reason))
+}
+
+// repanic goes on with racer r's panic on the walk's goroutine, after
+// canceling the other racers and waiting for them.
+func (w *walk) repanic(r *racer, racers [2]*racer, done <-chan *racer) {
+	if r.panic == nil {
+		return
+	}
+	pending := 0
+	for _, o := range racers {
+		if o != nil && !o.ended {
+			o.cancel()
+			pending++
+		}
+	}
+	for ; pending > 0; pending-- {
+		w.lose(<-done)
+	}
+	r.cancel()
+	panic(r.panic)
+}
+
+// firstChunkAt notes that attempt a, a stream, sent its first chunk now:
+// a sample of its tier's answer times for adaptive hedges.
+func (w *walk) firstChunkAt(a *attempt) {
+	if g := a.t.group; g.window != nil {
+		g.window.Add(w.c.clock() - a.start)
+	}
+}
+
+// sample gives attempt a's end, after took, to what reads its target's
+// latency: its load (an answer or a timeout is a sample, another failure
+// none) and its tier's answer times (an acceptable answer).
+func (w *walk) sample(a *attempt, took time.Duration, err error) {
+	t := a.t
+	if t.load != nil {
+		sample := took
+		if err != nil && llm.KindOf(err) != llm.KindTimeout {
+			sample = 0
+		}
+		t.load.End(a.start+took, sample)
+	}
+	if err == nil && t.group.window != nil && !w.send.commits(t) {
+		t.group.window.Add(took)
+	}
+}

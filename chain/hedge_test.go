@@ -1,0 +1,287 @@
+package chain_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+)
+
+// racing is a provider that answers after its delay, or fails with err
+// then; it counts its requests and the ones its caller canceled.
+type racing struct {
+	name     string
+	delay    time.Duration
+	err      error
+	mu       sync.Mutex
+	n        int
+	canceled int
+}
+
+func (p *racing) Name() string { return p.name }
+func (p *racing) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+	select {
+	case <-time.After(p.delay):
+	case <-ctx.Done():
+		p.mu.Lock()
+		p.canceled++
+		p.mu.Unlock()
+		return nil, &llm.Error{Provider: p.name, Kind: llm.KindCanceled, Err: ctx.Err()}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return &llm.Response{Text: "ok from " + p.name, Model: req.Model, RequestID: "req_" + p.name}, nil
+}
+
+// hedged builds a chain of ps, one model on each, hedged with h.
+func hedged(t *testing.T, h hedge.Config, ps ...llm.Provider) *chain.Chain {
+	t.Helper()
+	b := chain.New("hedged").Hedge(h)
+	for i, p := range ps {
+		tg := chain.Target{Name: p.Name(), Provider: p, Model: "sonnet-5", Breaker: breaker.Config{ConsecutiveFailures: 1}}
+		if i == 0 {
+			b.Primary(tg)
+		} else {
+			b.OrDeployment(tg)
+		}
+	}
+	c, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestHedgeWinsWhenTheAttemptIsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &racing{name: "eu-1", delay: 8 * time.Second}
+		fast := &racing{name: "eu-2", delay: 300 * time.Millisecond}
+		c := hedged(t, hedge.Config{Delay: time.Second}, slow, fast)
+		for range 5 { // the slow target's breaker opens after one failure: losing is none
+			start := time.Now()
+			res, err := c.Call(t.Context(), question)
+			if err != nil || res.Served.Target != "eu-2" || res.Text != "ok from eu-2" {
+				t.Fatalf("%v %+v", err, res.Served)
+			}
+			if took := time.Since(start); took != 1300*time.Millisecond {
+				t.Errorf("the call took %v; want the delay and the hedge's 300ms", took)
+			}
+			lost, won := res.Attempts[0], res.Attempts[1]
+			if lost.Target != "eu-1" || lost.Decision != chain.DecisionLost || !errors.Is(lost.Err, chain.ErrLostRace) || lost.Hedge {
+				t.Fatalf("loser %v", lost)
+			}
+			if won.Target != "eu-2" || won.Decision != chain.DecisionServed || !won.Hedge || won.RequestID != "req_eu-2" {
+				t.Fatalf("winner %v", won)
+			}
+		}
+		if slow.canceled != 5 || slow.n != 5 || fast.n != 5 {
+			t.Fatalf("slow: %d sent, %d canceled; fast: %d sent", slow.n, slow.canceled, fast.n)
+		}
+	})
+}
+
+func TestHedgeIsNotSentWhenTheAnswerComesFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &racing{name: "eu-1", delay: 500 * time.Millisecond}
+		b := &racing{name: "eu-2", delay: 300 * time.Millisecond}
+		c := hedged(t, hedge.Config{Delay: time.Second}, a, b)
+		res, err := c.Call(t.Context(), question)
+		if err != nil || res.Served.Target != "eu-1" || len(res.Attempts) != 1 || b.n != 0 {
+			t.Fatalf("%v %v; hedge target got %d", err, res.Attempts, b.n)
+		}
+	})
+}
+
+func TestHedgeLoserIsNeitherFailureNorSuccessOfItsBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &racing{name: "eu-1", delay: 8 * time.Second}
+		fast := &racing{name: "eu-2", delay: 100 * time.Millisecond}
+		var changes []string
+		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second})
+		b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m", Breaker: breaker.Config{ConsecutiveFailures: 1,
+			OnStateChange: func(_ string, from, to breaker.State) { changes = append(changes, from.String()+">"+to.String()) }}})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: fast, Model: "m"})
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			if _, err := c.Call(t.Context(), question); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(changes) != 0 || slow.n != 20 {
+			t.Fatalf("breaker changes %v after 20 lost races (%d sent); a loser is no failure", changes, slow.n)
+		}
+	})
+}
+
+func TestHedgeBudgetCapsTheHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &racing{name: "eu-1", delay: 2 * time.Second}
+		slow2 := &racing{name: "eu-2", delay: 2 * time.Second}
+		hb, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, MinRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := hedged(t, hedge.Config{Delay: 500 * time.Millisecond, Budget: hb}, slow, slow2)
+		refused := 0
+		for range 100 {
+			res, err := c.Call(t.Context(), question)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range res.Attempts {
+				if a.Hedge && a.Decision == chain.DecisionSkip && errors.Is(a.Err, budget.ErrExhausted) {
+					refused++
+				}
+			}
+		}
+		if slow2.n > 10 || slow2.n+refused != 100 {
+			t.Fatalf("%d hedges sent, %d refused by the budget, of 100 calls; want at most 10%% sent", slow2.n, refused)
+		}
+	})
+}
+
+func TestHedgeIsNotSentToAnOpenBreakerOrPastTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &racing{name: "eu-1", delay: 3 * time.Second}
+		down := &racing{name: "eu-2", delay: 0, err: &llm.Error{Provider: "eu-2", Status: 500, Kind: llm.KindServer}}
+		c := hedged(t, hedge.Config{Delay: time.Second}, slow, down)
+		res, err := c.Call(t.Context(), question) // the hedge fails: eu-2's breaker opens
+		if err != nil || res.Served.Target != "eu-1" || down.n != 1 {
+			t.Fatalf("%v %v", err, res.Attempts)
+		}
+		if lost := res.Attempts[0]; lost.Target != "eu-2" || !lost.Hedge || lost.Decision != chain.DecisionLost || lost.Kind != llm.KindServer {
+			t.Fatalf("the failed hedge: %v", lost)
+		}
+		if _, err := c.Call(t.Context(), question); err != nil || down.n != 1 {
+			t.Fatalf("a hedge went to an open breaker: %d requests (%v)", down.n, err)
+		}
+		// Past the deadline: a call with 500ms left sends no hedge.
+		c2 := hedged(t, hedge.Config{Delay: time.Second}, &racing{name: "a", delay: 3 * time.Second}, &racing{name: "b"})
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, _ = c2.Call(ctx, question)
+		for _, a := range res.Attempts {
+			if a.Hedge {
+				t.Fatalf("a hedge was sent past the deadline: %v", a)
+			}
+		}
+	})
+}
+
+func TestHedgeAndAttemptBothFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		overloaded := &llm.Error{Provider: "x", Status: 529, Kind: llm.KindOverloaded}
+		a := &racing{name: "eu-1", delay: 2 * time.Second, err: overloaded}
+		b := &racing{name: "eu-2", delay: 2 * time.Second, err: overloaded}
+		c := hedged(t, hedge.Config{Delay: time.Second}, a, b)
+		res, err := c.Call(t.Context(), question)
+		if !errors.Is(err, chain.ErrExhausted) {
+			t.Fatalf("err %v", err)
+		}
+		// The hedge leaves eu-2, eu-1 is retried in place (the tier is
+		// ordered), its breaker then open.
+		h := res.Attempts[0]
+		if h.Target != "eu-2" || !h.Hedge || h.Decision != chain.DecisionNext || h.Reason != "the hedge failed too" {
+			t.Fatalf("%s", lines(res))
+		}
+		if res.Attempts[1].Target != "eu-1" || res.Attempts[1].Decision == chain.DecisionServed {
+			t.Fatalf("%s", lines(res))
+		}
+		for _, x := range res.Attempts[1:] {
+			if x.Target == "eu-2" {
+				t.Fatalf("eu-2 was tried again after its hedge failed:\n%s", lines(res))
+			}
+		}
+	})
+}
+
+func TestAdaptiveHedgeWaitsForSamplesThenUsesTheQuantile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &racing{name: "eu-1", delay: 200 * time.Millisecond}
+		b := &racing{name: "eu-2", delay: 200 * time.Millisecond}
+		c := hedged(t, hedge.Config{Adaptive: true}, a, b)
+		for range hedge.MinSamples {
+			if _, err := c.Call(t.Context(), question); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.n != 0 {
+			t.Fatalf("%d hedges before the tier had %d answers", b.n, hedge.MinSamples)
+		}
+		a.delay = 5 * time.Second // now slower than every answer so far
+		start := time.Now()
+		res, err := c.Call(t.Context(), question)
+		if err != nil || res.Served.Target != "eu-2" || time.Since(start) != 400*time.Millisecond {
+			t.Fatalf("%v, took %v:\n%s", err, time.Since(start), lines(res))
+		}
+	})
+}
+
+func TestHedgeEventsAreObserved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		obs := &observe.Funcs{
+			OnAttemptStart: func(e observe.AttemptStart) {
+				if e.Hedge {
+					got = append(got, "hedge "+e.Target.Name+" of "+e.HedgeOf+" after "+e.HedgeDelay.String())
+				}
+			},
+			OnAttemptEnd: func(e observe.AttemptEnd) {
+				if e.Lost {
+					got = append(got, "lost "+e.Target.Name)
+				}
+			},
+		}
+		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(obs)
+		b.Primary(chain.Target{Name: "eu-1", Provider: &racing{name: "eu-1", delay: 5 * time.Second}, Model: "m"})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: &racing{name: "eu-2", delay: 100 * time.Millisecond}, Model: "m"})
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), question); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0] != "hedge eu-2 of eu-1 after 1s" || got[1] != "lost eu-1" {
+			t.Fatalf("events %q", got)
+		}
+	})
+}
+
+func TestStreamHedgeRacesToTheFirstChunk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &rprov{name: "eu-1", steps: chunks("slow ", "answer"), every: 5 * time.Second}
+		fast := &rprov{name: "eu-2", steps: chunks("fast ", "answer"), every: 100 * time.Millisecond}
+		c := hedged(t, hedge.Config{Delay: time.Second}, slow, fast)
+		chunks, err := collect(t, c.Stream(t.Context(), question))
+		if err != nil || texts(chunks) != "fast answer" {
+			t.Fatalf("%q %v", texts(chunks), err)
+		}
+		res, _ := c.Stream(t.Context(), question).Result()
+		if res.Served.Target != "eu-2" || res.Text != "fast answer" {
+			t.Fatalf("%+v %q\n%s", res.Served, res.Text, lines(res))
+		}
+		if lost := res.Attempts[0]; lost.Target != "eu-1" || lost.Decision != chain.DecisionLost {
+			t.Fatalf("%s", lines(res))
+		}
+		if won := res.Attempts[len(res.Attempts)-1]; won.Target != "eu-2" || !won.Hedge || won.Decision != chain.DecisionServed {
+			t.Fatalf("%s", lines(res))
+		}
+	})
+}
