@@ -513,9 +513,10 @@ func (b *Breaker) Probe() (Ticket, error) {
 	return t, err
 }
 
-// ProbeAt returns when the next probe is due: the end of the current open
-// interval, a time already passed while the breaker is half-open (a probe
-// is due, or in flight). It returns the zero time while the breaker is
+// ProbeAt returns when the next probe is due: the first instant after the
+// current open interval (the interval's own last instant is still open),
+// a time already passed while the breaker is half-open (a probe is due, or
+// in flight). It returns the zero time while the breaker is
 // closed or disabled, including while another replica holds it open (that
 // replica probes). It reads no clock; its result carries a monotonic
 // reading, so time.Until measures it correctly.
@@ -523,7 +524,7 @@ func (b *Breaker) ProbeAt() time.Time {
 	if b.cb == nil || b.closed.Load() {
 		return time.Time{}
 	}
-	return b.base.Add(time.Duration(b.until.Load()))
+	return b.base.Add(time.Duration(b.until.Load()) + 1) // the interval's last instant is still open
 }
 
 // Closed reports, without a lock, whether the breaker was closed at its

@@ -198,8 +198,8 @@ func TestActiveProbe(t *testing.T) {
 		}
 		report(t, b, retry.Failure) // opens for 5s
 		opened := time.Now()
-		if at := b.ProbeAt(); !at.Equal(opened.Add(5 * time.Second)) {
-			t.Fatalf("ProbeAt() = %v after opening; want 5s later", at.Sub(opened))
+		if at := b.ProbeAt(); !at.Equal(opened.Add(5*time.Second + 1)) {
+			t.Fatalf("ProbeAt() = %v after opening; want 5s later and the instant after", at.Sub(opened))
 		}
 		refused := func(when string) {
 			t.Helper()
@@ -230,8 +230,8 @@ func TestActiveProbe(t *testing.T) {
 			t.Fatalf("State() once due = %v; want half-open", s)
 		}
 		refused("half-open")
-		if at := b.ProbeAt(); !at.Equal(opened.Add(5 * time.Second)) {
-			t.Fatalf("ProbeAt() half-open = %v after opening; want 5s (passed)", at.Sub(opened))
+		if at := b.ProbeAt(); !at.Equal(opened.Add(5*time.Second + 1)) {
+			t.Fatalf("ProbeAt() half-open = %v after opening; want 5s and the instant after (passed)", at.Sub(opened))
 		}
 		probe, err := b.Probe()
 		if err != nil || !probe.Held() {
@@ -244,7 +244,7 @@ func TestActiveProbe(t *testing.T) {
 		probe.Report(retry.Failure) // opens for 10s
 		wantState(t, b, breaker.Open, "after a failed probe")
 		opened = time.Now()
-		if d, at := b.OpenInterval(), b.ProbeAt(); d != 10*time.Second || !at.Equal(opened.Add(d)) {
+		if d, at := b.OpenInterval(), b.ProbeAt(); d != 10*time.Second || !at.Equal(opened.Add(d+1)) {
 			t.Fatalf("after a failed probe: OpenInterval() %v, ProbeAt() %v later; want 10s, 10s", d, at.Sub(opened))
 		}
 		time.Sleep(10 * time.Second)
@@ -309,7 +309,7 @@ func TestProbeWithoutActiveProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1})
 		report(t, b, retry.Failure)
-		if at := b.ProbeAt(); !at.Equal(time.Now().Add(breaker.DefaultFirstOpenFor)) {
+		if at := b.ProbeAt(); !at.Equal(time.Now().Add(breaker.DefaultFirstOpenFor + 1)) {
 			t.Fatalf("ProbeAt() = %v from now; want FirstOpenFor", time.Until(at))
 		}
 		if _, err := b.Probe(); !errors.Is(err, breaker.ErrOpen) {

@@ -370,6 +370,11 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Weight is %v; use a positive share of the tier's calls (0 means 1)", t.Weight)
 	}
 	p.wrap(label, "Hedge is invalid", t.Hedge.Validate())
+	if len(t.Probe.Messages) > 0 {
+		p.wrap(label, "Probe is not a request a provider would take; fix it, or leave Probe empty", t.Probe.Validate())
+	} else if !reflect.ValueOf(t.Probe).IsZero() {
+		p.fail(label, "Probe has no Messages; give it one short message, or leave Probe empty for no active probe")
+	}
 	if t.Params.MaxTokens < 0 {
 		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
 	}
@@ -383,9 +388,18 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	c := p.c
 	ob := observe.Target{Name: t.Name, Tier: tier.String(), Provider: providerName(t.Provider), Model: t.Model, Index: len(c.targets)}
 	bs := t.Breaker
-	if user := bs.OnStateChange; len(c.state) > 0 {
+	var pr *prober // made below, once the target is
+	if len(t.Probe.Messages) > 0 {
+		bs.ActiveProbe = true
+	}
+	if user := bs.OnStateChange; len(c.state) > 0 || bs.ActiveProbe {
 		bs.OnStateChange = func(name string, from, to breaker.State) {
-			c.breakerChanged(ob, from, to)
+			if to == breaker.Open && pr != nil {
+				pr.opened()
+			}
+			if len(c.state) > 0 {
+				c.breakerChanged(ob, from, to)
+			}
 			if user != nil {
 				user(name, from, to)
 			}
@@ -414,7 +428,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		bud, err = budget.NewRatio(budget.RatioConfig{})
 		p.wrap(label, "the default budget", err)
 	}
-	return &target{
+	ct := &target{
 		Target:   t,
 		tier:     tier,
 		policy:   t.Retry.WithDefaults(),
@@ -430,6 +444,12 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 			t.Params.Stop != nil || len(t.Params.Extra) != 0,
 	}
+	if len(t.Probe.Messages) > 0 {
+		pr = &prober{c: c, t: ct, req: t.Probe}
+		ct.prepare(&pr.req)
+		ct.prober = pr
+	}
+	return ct
 }
 
 // native returns the schema target t sends as Request.ResponseSchema (nil

@@ -107,6 +107,17 @@ type Target struct {
 	// answer wins. The zero value takes the tier's; to switch a target
 	// off in a hedged tier, use Builder.Hedge on the other tiers only.
 	Hedge hedge.Config
+	// Probe is an active probe: a small request of your choosing (say, one
+	// short message with MaxTokens 1), sent to this target when its
+	// breaker's open interval ends, while it stays open, instead of
+	// letting a user's call be the probe. A success closes the breaker; a
+	// failure keeps it open for a longer interval (see breaker.Config's
+	// FirstOpenFor), and the next probe goes when that ends. The target's
+	// Model, System and Params apply to it as to any request; Timeout
+	// bounds it (DefaultProbeTimeout when 0). It sets Breaker.ActiveProbe.
+	// Probes run on timers: call Chain.Close when the chain is no longer
+	// used. A Probe with no Messages (the zero value) is off.
+	Probe llm.Request
 }
 
 // Tier is a target's place in the chain. Tiers are ordered: the primary,
@@ -185,6 +196,8 @@ type target struct {
 	group *group
 	load  *spread.Load
 	hedge *hedger
+	// prober sends the active probe (Probe); nil when off.
+	prober *prober
 }
 
 // prepare turns the caller's request, copied into req, into the request
