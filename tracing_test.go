@@ -9,13 +9,17 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/tracing"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -302,4 +306,68 @@ func TestNoopAndUnsetProvidersRecordNothing(t *testing.T) {
 	if _, err := c.Call(t.Context(), ask); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A hedged call in a tier that spreads its calls: the attempt spans say
+// which strategy chose each target and which attempt is the hedge, the
+// loser is not an error, and the call span records the hedge.
+func TestTraceOfAHedgedRace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry()
+		eu1, eu2 := fake.New(), fake.New()
+		eu1.Script(sonnet, fake.Answer("slow").After(8*time.Second))
+		eu2.Script(sonnet, fake.Answer("fast").RequestID("req_fast").After(200*time.Millisecond))
+		c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
+			Spread(spread.Weighted).Hedge(hedge.Config{Delay: time.Second}).
+			Primary(chain.Target{Name: "eu-1", Provider: claude(t, eu1), Model: sonnet, Weight: 1e9}).
+			OrDeployment(chain.Target{Name: "eu-2", Provider: claude(t, eu2), Model: sonnet}).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := c.Call(t.Context(), ask); err != nil || res.Served.Target != "eu-2" {
+			t.Fatalf("%v %+v", err, res)
+		}
+		spans := tel.spans.GetSpans()
+		byTarget := map[string]tracetest.SpanStub{}
+		var call tracetest.SpanStub
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name, tracing.CallSpanPrefix) {
+				call = s
+				continue
+			}
+			byTarget[attrs(s.Attributes)[tracing.KeyTarget].AsString()] = s
+		}
+		lost, won := byTarget["eu-1"], byTarget["eu-2"]
+		la, wa := attrs(lost.Attributes), attrs(won.Attributes)
+		if la[tracing.KeySpreadStrategy].AsString() != "weighted" || la[tracing.KeySpreadChoice].AsString() != "weighted 1/2: weight 1000000000 of 1000000001" {
+			t.Errorf("the first attempt's choice: %v %v", la[tracing.KeySpreadStrategy], la[tracing.KeySpreadChoice])
+		}
+		if !la[tracing.KeyHedgeLost].AsBool() || lost.Status.Code == codes.Error {
+			t.Errorf("the loser: lost %v, status %v; want lost and no error", la[tracing.KeyHedgeLost], lost.Status)
+		}
+		if !wa[tracing.KeyHedge].AsBool() || wa[tracing.KeyHedgeOf].AsString() != "eu-1" || wa[tracing.KeyHedgeDelay].AsFloat64() != 1 ||
+			wa[tracing.KeyRequestID].AsString() != "req_fast" || wa[tracing.KeySpreadChoice].AsString() != "weighted 2/2: weight 1" {
+			t.Errorf("the hedge's span: %v", wa)
+		}
+		var hedges int
+		for _, e := range call.Events {
+			if e.Name == tracing.EventHedge {
+				hedges++
+				if ea := attrs(e.Attributes); ea[tracing.KeyFrom].AsString() != "eu-1" || ea[tracing.KeyTo].AsString() != "eu-2" {
+					t.Errorf("hedge event %v", ea)
+				}
+			}
+		}
+		if hedges != 1 {
+			t.Errorf("%d hedge events on the call span; want 1", hedges)
+		}
+		m := tel.metrics(t)
+		if n := sumOf(t, m[tracing.MetricHedges], tracing.KeyTarget.String("eu-2")); n != 1 {
+			t.Errorf("backstop.hedges = %d; want 1", n)
+		}
+		if n := sumOf(t, m[tracing.MetricAttempts], tracing.KeyOutcome.String("lost")); n != 1 {
+			t.Errorf("attempts lost = %d; want 1", n)
+		}
+	})
 }

@@ -28,6 +28,10 @@ var ErrLostRace = errors.New("lost the race: another attempt of the hedged race 
 type hedger struct {
 	cfg    hedge.Config // with its defaults
 	budget budget.Budget
+	// shareKey names the budget among the chain's when Build made it (the
+	// tier's, "tier:<tier>", or the target's own, its name), for
+	// Builder.Shared to share it; "" for one the user gave.
+	shareKey string
 }
 
 // hedgeDelay returns how long attempt a may go unanswered before it is

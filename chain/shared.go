@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -49,6 +50,13 @@ type SharedConfig struct {
 	// attempts of all replicas together over 10s, with a floor of 10 per
 	// window for all of them.
 	Budget budget.RatioConfig
+	// Hedge configures the shared hedge budget of each hedged tier (and
+	// each target with its own Target.Hedge) whose hedge.Config.Budget is
+	// nil, under "<Prefix>:<chain>:tier%3A<tier>:hedge" (or
+	// "<Prefix>:<chain>:<target>:hedge"): all replicas together hedge at
+	// most that share of their calls. A zero Ratio means
+	// hedge.DefaultRatio (10%); the other zero fields budget's defaults.
+	Hedge budget.RatioConfig
 	// Logger receives a Warn record each time a shared store stops
 	// answering and an Info record when it answers again. nil means
 	// slog.Default().
@@ -142,6 +150,9 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 	if err := o.Budget.Validate(); err != nil {
 		problem("", "Shared: Budget is invalid", err)
 	}
+	if err := o.Hedge.Validate(); err != nil {
+		problem("", "Shared: Hedge is invalid", err)
+	}
 	if cfg.store == nil {
 		problem("", "Shared: the store is nil; build one with redisstore.NewShared(client), and check its error", nil)
 		return
@@ -169,28 +180,51 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 	for _, t := range targets {
 		state.Track(t.Name, t.breaker, &t.gate, t.maxGate)
 	}
-	for _, t := range targets {
-		if t.Budget != nil {
-			continue
-		}
-		name := t.Name
-		b, err := budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":budget"), budget.SharedConfig{
-			Ratio:      o.Budget,
+	share := func(name, kind string, ratio budget.RatioConfig) (budget.Budget, error) {
+		return budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":"+kind), budget.SharedConfig{
+			Ratio:      ratio,
 			Timeout:    o.Timeout,
 			ProbeEvery: o.ProbeEvery,
 			Available:  state.Available, // one Redis failure, one Timeout per call
 			Logger:     o.Logger,
 			OnError: func(err error) {
 				if err != nil {
-					c.sharedUnavailable("budget", name)
+					c.sharedUnavailable(kind, name)
 				}
 			},
 		})
+	}
+	for _, t := range targets {
+		if t.Budget != nil {
+			continue
+		}
+		b, err := share(t.Name, "budget", o.Budget)
 		if err != nil {
-			problem(name, "Shared: the target's shared budget", err)
+			problem(t.Name, "Shared: the target's shared budget", err)
 			continue
 		}
 		t.budget = b
+	}
+	hedges := o.Hedge
+	if hedges.Ratio == 0 {
+		hedges.Ratio = hedge.DefaultRatio
+	}
+	shared := map[string]budget.Budget{} // one per key: a tier's targets share theirs
+	for _, t := range targets {
+		h := t.hedge
+		if h == nil || h.shareKey == "" {
+			continue
+		}
+		if b, ok := shared[h.shareKey]; ok {
+			h.budget = b
+			continue
+		}
+		b, err := share(h.shareKey, "hedge", hedges)
+		if err != nil {
+			problem(t.Name, "Shared: the shared hedge budget", err)
+			continue
+		}
+		h.budget, shared[h.shareKey] = b, b
 	}
 }
 

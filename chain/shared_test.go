@@ -17,6 +17,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
@@ -188,8 +189,9 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breaker.DefaultConsecutiveFailures)
 			}
 
-			// The primary heals. Replica 0 probes after OpenFor; until its
-			// probe succeeds the others keep skipping the primary.
+			// The primary heals. Replica 0 probes once its open interval has
+			// passed, on its next call; until its probe succeeds the others
+			// keep skipping the primary.
 			f.primary.mode.Store(healthy)
 			time.Sleep(breaker.DefaultOpenFor / 2)
 			if res := f.call(t, 1); skipped(res) == nil {
@@ -1185,4 +1187,47 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	if err != nil || firsts < 1 {
 		t.Fatalf("the shared budget counts %d first attempts since Redis came back (err %v); want at least 1", firsts, err)
 	}
+}
+
+// TestSharedHedgeBudgetIsOneForAllReplicas: four replicas hedge every call
+// of a slow primary. Each alone would hedge up to its own floor (10 per
+// window); sharing, they hedge up to one floor in all.
+func TestSharedHedgeBudgetIsOneForAllReplicas(t *testing.T) {
+	sharedBackends(t, func(t *testing.T, addr, prefix string) {
+		synctest.Test(t, func(t *testing.T) {
+			for _, shared := range []bool{false, true} {
+				slow := &racing{name: "eu-1", delay: 3 * time.Second}
+				fast := &racing{name: "eu-2", delay: 100 * time.Millisecond}
+				var replicas []*chain.Chain
+				for range 4 {
+					b := chain.New("hedged-" + strconv.FormatBool(shared)).Hedge(hedge.Config{Delay: time.Second})
+					if shared {
+						c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+						t.Cleanup(func() { _ = c.Close() })
+						b.Shared(sharedStore(t, c), chain.SharedConfig{Prefix: prefix, Timeout: sharedTestTimeout})
+					}
+					c, err := b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m", Breaker: breaker.Config{Disabled: true}}).
+						OrDeployment(chain.Target{Name: "eu-2", Provider: fast, Model: "m"}).Build()
+					if err != nil {
+						t.Fatal(err)
+					}
+					replicas = append(replicas, c)
+				}
+				for range 5 {
+					for _, r := range replicas {
+						if _, err := r.Call(t.Context(), question); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				want := 20 // every call hedged: each replica's 5 are under its floor of 10
+				if shared {
+					want = 10 // one floor for the four
+				}
+				if fast.n != want {
+					t.Errorf("shared %v: %d hedges sent of 20 calls; want %d", shared, fast.n, want)
+				}
+			}
+		})
+	})
 }

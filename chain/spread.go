@@ -159,16 +159,18 @@ func (p *build) compileGroups() {
 			if g.window == nil {
 				g.window = &hedge.Window{}
 			}
-			hb := h.Budget
-			if hb == nil && t.Hedge.On() {
-				hb = p.hedgeBudget(t.Name)
-			} else if hb == nil {
+			hr := &hedger{cfg: h.WithDefaults(), budget: h.Budget}
+			switch {
+			case h.Budget != nil:
+			case t.Hedge.On(): // the target's own hedging, its own budget
+				hr.budget, hr.shareKey = p.hedgeBudget(t.Name), t.Name
+			default:
 				if tierBudget == nil {
 					tierBudget = p.hedgeBudget("")
 				}
-				hb = tierBudget
+				hr.budget, hr.shareKey = tierBudget, "tier:"+g.name
 			}
-			t.hedge = &hedger{cfg: h.WithDefaults(), budget: hb}
+			t.hedge = hr
 		}
 		if g.window != nil && hi-lo == 1 {
 			c.warnings = append(c.warnings, fmt.Sprintf("target %q hedges but is the only target of its tier: a hedge goes to the next target of the tier, so none is ever sent", c.targets[lo].Name))

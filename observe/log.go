@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // Log returns an Observer that writes a chain's events to logger (nil:
@@ -13,9 +15,11 @@ import (
 //   - "backstop: call" when a call ends: Info when a target answered,
 //     Warn when a degradation did or nothing did (outcome, served target,
 //     tier, model, request_id, attempts, error);
-//   - "backstop: attempt" when an attempt ends: Debug on success, Info on
-//     a failure (target, tier, n, status, kind, request_id, duration,
-//     error);
+//   - "backstop: attempt" when an attempt ends: Debug on success or a
+//     hedged race lost, Info on a failure (target, tier, n, status, kind,
+//     request_id, duration, error; choice when a spreading strategy chose
+//     the target, hedge and lost for a hedged race);
+//   - "backstop: hedge" (Info: from, to, after) when a hedge is sent;
 //   - "backstop: retry" (Info: target, n, kind, wait, retry_after,
 //     reason), "backstop: skip" (Info: target, n, cause, reason),
 //     "backstop: fallback" (Warn: from, to, reason), "backstop: gate
@@ -83,7 +87,11 @@ func (c *logCall) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 }
 
 func (c *logCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt) {
-	return ctx, &logAttempt{c: c, target: e.Target, n: e.N}
+	if e.Hedge {
+		c.emit(slog.LevelInfo, "backstop: hedge", slog.String("from", e.HedgeOf), slog.String("to", e.Target.Name),
+			slog.Duration("after", e.HedgeDelay.Round(time.Millisecond)))
+	}
+	return ctx, &logAttempt{c: c, target: e.Target, n: e.N, choice: e.Choice, hedge: e.Hedge}
 }
 
 func (c *logCall) Retry(e Retry) {
@@ -151,16 +159,27 @@ type logAttempt struct {
 	c      *logCall
 	target Target
 	n      int
+	choice *spread.Choice
+	hedge  bool
 }
 
 func (a *logAttempt) FirstChunk(FirstChunk) {}
 
 func (a *logAttempt) End(e AttemptEnd) {
 	level := slog.LevelDebug
-	if e.Err != nil {
+	if e.Err != nil && !e.Lost {
 		level = slog.LevelInfo
 	}
 	attrs := []slog.Attr{slog.String("target", e.Target.Name), slog.String("tier", e.Target.Tier), slog.Int("n", e.N)}
+	if a.choice != nil {
+		attrs = append(attrs, slog.String("choice", a.choice.String()))
+	}
+	if a.hedge {
+		attrs = append(attrs, slog.Bool("hedge", true))
+	}
+	if e.Lost {
+		attrs = append(attrs, slog.Bool("lost", true))
+	}
 	if e.Status != 0 {
 		attrs = append(attrs, slog.Int("status", e.Status))
 	}

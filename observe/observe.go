@@ -302,7 +302,8 @@ type BreakerChange struct {
 // SharedUnavailable says a shared store stopped answering.
 type SharedUnavailable struct {
 	Chain string
-	// Store is "breaker", "budget" or "cache".
+	// Store is "breaker", "budget" (a retry budget), "hedge" (a hedge
+	// budget) or "cache".
 	Store string
 	// Target is the target whose store it is; "" for the chain's.
 	Target string

@@ -70,6 +70,20 @@ const (
 	KeyValidationKey   = attribute.Key("backstop.validation.keyword") // string[]
 	KeyStreamOutcome   = attribute.Key("backstop.stream.outcome")     // complete, incomplete, restarted, abandoned
 	KeySharedStore     = attribute.Key("backstop.shared.store")       // budget, breaker
+	// KeySpreadStrategy and KeySpreadChoice say, on an attempt span of a
+	// tier that spreads its calls, which strategy chose the target and
+	// why ("least-loaded 1/3: 0 in flight, eu-1 had 4").
+	KeySpreadStrategy = attribute.Key("backstop.spread.strategy")
+	KeySpreadChoice   = attribute.Key("backstop.spread.choice")
+	// KeyHedge marks a hedge's attempt span (true); KeyHedgeOf names the
+	// target whose attempt it races, KeyHedgeDelay how long that attempt
+	// had gone unanswered (seconds, float). KeyHedgeLost marks an attempt
+	// canceled because the other attempt of its race answered first: not
+	// an error.
+	KeyHedge      = attribute.Key("backstop.hedge")
+	KeyHedgeOf    = attribute.Key("backstop.hedge.of")
+	KeyHedgeDelay = attribute.Key("backstop.hedge.delay")
+	KeyHedgeLost  = attribute.Key("backstop.hedge.lost")
 )
 
 // Event names, recorded on the call span.
@@ -80,6 +94,9 @@ const (
 	EventBudgetExhausted  = "backstop.budget.exhausted"
 	EventGateClosed       = "backstop.gate.closed"
 	EventValidationFailed = "backstop.validation.failed"
+	// EventHedge says a hedge was sent (backstop.from: the target whose
+	// attempt it races, backstop.to: the hedge's, backstop.hedge.delay).
+	EventHedge = "backstop.hedge"
 	// EventSharedLocal says the call decided with this replica's own
 	// breakers and gates: the shared state (Redis) did not answer.
 	EventSharedLocal = "backstop.shared.local"
@@ -95,6 +112,7 @@ const (
 	MetricBreakerChanges    = "backstop.breaker.changes"    // counter: breaker state changes, by new state
 	MetricSharedUnavailable = "backstop.shared.unavailable" // counter: times a shared store (Redis) stopped answering, by store
 	MetricRetriesPerCall    = "backstop.call.retries"       // histogram: retries a successful call took
+	MetricHedges            = "backstop.hedges"             // counter: hedges sent, by target
 	MetricOperationSeconds  = "gen_ai.client.operation.duration"
 	MetricTokenUsage        = "gen_ai.client.token.usage"
 )

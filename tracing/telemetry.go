@@ -77,7 +77,7 @@ type instruments struct {
 
 type meters struct {
 	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
-	shared                                               metric.Int64Counter
+	shared, hedges                                       metric.Int64Counter
 	retriesPerCall                                       metric.Int64Histogram
 	duration                                             metric.Float64Histogram
 	tokens                                               metric.Int64Histogram
@@ -156,6 +156,7 @@ func newMeters(m metric.Meter) (*meters, error) {
 	ms.budget = counter(MetricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
 	ms.breaker = counter(MetricBreakerChanges, "Circuit breaker state changes, by target and new state.")
 	ms.shared = counter(MetricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
+	ms.hedges = counter(MetricHedges, "Hedges sent: attempts racing a slower attempt of the same tier, by the hedge's target.")
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +307,9 @@ type attempt struct {
 func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (context.Context, observe.Attempt) {
 	tg := c.t.of(e.Target)
 	a := &attempt{c: c, tg: tg}
+	if e.Hedge && c.in.m != nil {
+		c.in.m.hedges.Add(context.Background(), 1, metric.WithAttributeSet(tg.set))
+	}
 	if c.span == nil {
 		return ctx, a
 	}
@@ -348,6 +352,7 @@ func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (contex
 	if c.t.content {
 		attrs = append(attrs, contentAttrs(e.Request)...)
 	}
+	attrs = append(attrs, decisionAttrs(c.span, tg, e)...)
 	kind := trace.SpanKindClient
 	if tg.provider == "" {
 		kind = trace.SpanKindInternal // a degradation: no remote call
@@ -373,7 +378,10 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	resp, status, kind, err, d := e.Response, e.Status, e.Kind, e.Err, e.Duration
 	c.sent++
 	outcome := "ok"
-	if err != nil {
+	switch {
+	case e.Lost:
+		outcome = "lost"
+	case err != nil:
 		outcome = kind.String()
 	}
 	if a.span != nil {
@@ -396,7 +404,10 @@ func (a *attempt) End(e observe.AttemptEnd) {
 				attrs = append(attrs, GenAIOutputMessages.String(outputJSON(resp.Text, resp.FinishReason)))
 			}
 		}
-		if err != nil {
+		switch {
+		case e.Lost: // the race's, not the target's: no error
+			attrs = append(attrs, KeyHedgeLost.Bool(true))
+		case err != nil:
 			var le *llm.Error
 			if asLLM(err, &le) && le.RequestID != "" && resp == nil {
 				attrs = append(attrs, KeyRequestID.String(le.RequestID))
@@ -410,7 +421,7 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	if m := c.in.m; m != nil {
 		ctx := context.Background()
 		m.attempts.Add(ctx, 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyOutcome.String(outcome)))
-		if tg.provider != "" {
+		if tg.provider != "" && !e.Lost { // a canceled loser's time says nothing of the operation
 			op := []attribute.KeyValue{GenAIOperationName.String("chat"), GenAIProviderName.String(tg.provider), GenAIRequestModel.String(tg.model)}
 			if resp != nil && resp.Model != "" {
 				op = append(op, GenAIResponseModel.String(resp.Model))
@@ -626,4 +637,23 @@ func appendNonEmpty(attrs []attribute.KeyValue, k attribute.Key, v string) []att
 		return attrs
 	}
 	return append(attrs, k.String(v))
+}
+
+// decisionAttrs are the attributes of an attempt span that say why it was
+// sent where it was (a spreading strategy's choice) and whether it is a
+// hedge, which it also records on the call span as an event.
+func decisionAttrs(call trace.Span, tg *target, e observe.AttemptStart) []attribute.KeyValue {
+	if e.Choice == nil && !e.Hedge {
+		return nil
+	}
+	var attrs []attribute.KeyValue
+	if e.Choice != nil {
+		attrs = append(attrs, KeySpreadStrategy.String(e.Choice.Strategy.String()), KeySpreadChoice.String(e.Choice.String()))
+	}
+	if e.Hedge {
+		attrs = append(attrs, KeyHedge.Bool(true), KeyHedgeOf.String(e.HedgeOf), KeyHedgeDelay.Float64(e.HedgeDelay.Seconds()))
+		call.AddEvent(EventHedge, trace.WithAttributes(KeyFrom.String(e.HedgeOf), KeyTo.String(tg.name),
+			KeyHedgeDelay.Float64(e.HedgeDelay.Seconds())))
+	}
+	return attrs
 }
