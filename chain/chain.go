@@ -21,6 +21,7 @@ type Chain struct {
 	restart         bool
 	targets         []*target
 	groups          []*group // the model tiers, each a run of targets
+	spreads         bool     // a group spreads its calls
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema

@@ -8,11 +8,13 @@ import (
 
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/provider/openai"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // A chain over two providers. The fake provider stands in for the real APIs:
@@ -128,4 +130,39 @@ func ExampleChain_Stream() {
 	// "ships "
 	// "today."
 	// served by haiku
+}
+
+// Spread a model's calls over its deployments by their weights (say, by
+// the rate limits of each account), and hedge an attempt that has not
+// answered within a second with the same request on the next deployment.
+// Each attempt's record says which strategy chose its target and why.
+func ExampleBuilder_Spread() {
+	eu1, eu2 := fake.New(), fake.New()
+	eu1.Script("claude-sonnet-5-5", fake.Answer("Your order ships today."))
+	eu2.Script("claude-sonnet-5-5", fake.Answer("Your order ships today."))
+	deployment := func(f *fake.Server) llm.Provider {
+		p, _ := anthropic.New(anthropic.Config{APIKey: "key", BaseURL: f.URL(), HTTPClient: f.Client()})
+		return p
+	}
+	c, err := chain.New("support-answer").
+		Spread(spread.Weighted).
+		Hedge(hedge.Config{Delay: time.Second}).
+		Primary(chain.Target{Name: "eu-1", Provider: deployment(eu1), Model: "claude-sonnet-5-5", Weight: 3}).
+		OrDeployment(chain.Target{Name: "eu-2", Provider: deployment(eu2), Model: "claude-sonnet-5-5", Weight: 1}).
+		Build()
+	if err != nil {
+		panic(err)
+	}
+	res, err := c.Call(context.Background(), llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ch := res.Attempts[0].Choice
+	fmt.Println(res.Text)
+	fmt.Println(ch.Strategy, ch.Rank, "of", ch.Of)
+	// Output:
+	// Your order ships today.
+	// weighted 1 of 2
 }

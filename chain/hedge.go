@@ -17,6 +17,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 )
 
@@ -361,8 +362,8 @@ func (w *walk) firstChunkAt(a *attempt) {
 func (w *walk) sample(a *attempt, took time.Duration, err error) {
 	t := a.t
 	if t.load != nil {
-		sample := took
-		if err != nil && llm.KindOf(err) != llm.KindTimeout {
+		sample := took // only Latency reads it
+		if t.group.strategy != spread.Latency || err != nil && llm.KindOf(err) != llm.KindTimeout {
 			sample = 0
 		}
 		t.load.End(a.start+took, sample)

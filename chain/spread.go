@@ -102,8 +102,10 @@ func groupsOf(tiers []Tier) []int {
 // their strategy, and their hedging's shared parts.
 type group struct {
 	name     string // "deployment", "sibling" or "provider", for records
+	index    int    // its place among the chain's groups
 	lo, hi   int
 	strategy spread.Strategy
+	cands    []spread.Candidate // its targets' names and weights
 	// window holds the tier's recent answer times (a stream's: its first
 	// chunk), for adaptive hedge delays; nil when no target of the tier
 	// hedges.
@@ -142,7 +144,10 @@ func (p *build) compileGroups() {
 			hi++
 		}
 		setup := p.b.groups[gi]
-		g := &group{name: [...]string{"deployment", "sibling", "provider"}[gi], lo: lo, hi: hi, strategy: setup.strategy}
+		g := &group{name: [...]string{"deployment", "sibling", "provider"}[gi], index: len(c.groups), lo: lo, hi: hi, strategy: setup.strategy}
+		for _, t := range c.targets[lo:hi] {
+			g.cands = append(g.cands, spread.Candidate{Name: t.Name, Weight: t.Weight})
+		}
 		var tierBudget budget.Budget // the tier's hedge budget, made once
 		for _, t := range c.targets[lo:hi] {
 			t.group = g
@@ -176,6 +181,7 @@ func (p *build) compileGroups() {
 			c.warnings = append(c.warnings, fmt.Sprintf("target %q hedges but is the only target of its tier: a hedge goes to the next target of the tier, so none is ever sent", c.targets[lo].Name))
 		}
 		c.groups = append(c.groups, g)
+		c.spreads = c.spreads || g.spreads()
 		lo = hi
 	}
 }
@@ -190,52 +196,83 @@ func (p *build) hedgeBudget(target string) budget.Budget {
 
 // target returns the target at position pos of this call's walk.
 func (w *walk) target(pos int) *target {
-	if w.order == nil {
+	switch {
+	case w.ranked == 0:
 		return w.c.targets[pos]
+	case w.orderBig != nil:
+		return w.c.targets[w.orderBig[pos]]
 	}
-	return w.c.targets[w.order[pos]]
+	return w.c.targets[w.orderBuf[pos]]
+}
+
+// setOrder puts the target of index i at position pos of this call's
+// walk, ranked with figure fig.
+func (w *walk) setOrder(pos, i int, fig float64) {
+	if w.orderBig != nil {
+		w.orderBig[pos], w.figsBig[pos] = int16(i), float32(fig)
+		return
+	}
+	w.orderBuf[pos], w.figs[pos] = int16(i), float32(fig)
+}
+
+// rival is what the target ranked first in a tier was preferred to.
+type rival struct {
+	name string
+	fig  float64
 }
 
 // enter ranks the targets of t's group for this call when the walk enters
-// it at position pos (its first), if the group spreads.
+// it at position pos (its first), if the group spreads. The ranking is
+// kept on the walk's stack (the walk's own arrays, not slices of them,
+// which would move the walk to the heap), unless the chain has more than
+// 16 targets.
 func (w *walk) enter(pos int) {
 	c := w.c
 	g := c.targets[pos].group
-	if pos != g.lo || !g.spreads() || w.choices != nil && w.choices[pos].Of > 0 {
+	if pos != g.lo || !g.spreads() || w.ranked&(1<<g.index) != 0 {
 		return
 	}
-	if w.order == nil {
-		n := len(c.targets)
-		w.order = w.orderBuf[:0]
-		if n > len(w.orderBuf) {
-			w.order = make([]int16, 0, n)
+	if w.ranked == 0 {
+		if n := len(c.targets); n > len(w.orderBuf) {
+			w.orderBig, w.figsBig = make([]int16, n), make([]float32, n)
 		}
-		for i := range n {
-			w.order = append(w.order, int16(i))
+		for i := range c.targets {
+			w.setOrder(i, i, 0)
 		}
-		// The records keep the choices: one allocation per call.
-		w.choices = make([]spread.Choice, n)
 	}
+	w.ranked |= 1 << g.index
 	n := g.hi - g.lo
-	var buf [8]spread.Candidate
-	var ibuf [8]int
-	cands, order := buf[:0], ibuf[:n:n]
-	if n > len(buf) {
-		cands, order = make([]spread.Candidate, 0, n), make([]int, n)
+	cands := g.cands // the weights alone: read, never written
+	var buf [4]spread.Candidate
+	if g.strategy != spread.Weighted {
+		cands = buf[:0]
+		if n > len(buf) {
+			cands = make([]spread.Candidate, 0, n)
+		}
+		var now time.Duration
+		if g.strategy == spread.Latency || g.strategy == spread.Headroom {
+			now = c.clock()
+		}
+		for _, t := range c.targets[g.lo:g.hi] {
+			cands = append(cands, w.candidate(t, now))
+		}
 	}
-	now := c.clock()
-	var slowest time.Duration
-	for _, t := range c.targets[g.lo:g.hi] {
-		cands = append(cands, w.candidate(t, now))
-		slowest = max(slowest, cands[len(cands)-1].Latency)
+	var ibuf [8]int
+	order := ibuf[:n:n]
+	if n > len(ibuf) {
+		order = make([]int, n)
 	}
 	first := g.strategy.Rank(cands, order, nil)
-	for k, i := range order {
-		w.order[g.lo+k] = int16(g.lo + i)
-		w.choices[g.lo+k] = spread.Choice{Strategy: g.strategy, Rank: k + 1, Of: n,
-			Figure: g.strategy.Figure(&cands[i], max(slowest, time.Millisecond))}
+	var slowest time.Duration
+	if g.strategy == spread.Latency {
+		for i := range cands {
+			slowest = max(slowest, cands[i].Latency)
+		}
 	}
-	w.choices[g.lo] = first
+	for k, i := range order {
+		w.setOrder(g.lo+k, g.lo+i, g.strategy.Figure(&cands[i], max(slowest, time.Millisecond)))
+	}
+	w.vs[g.index] = rival{first.Against, first.AgainstFigure}
 }
 
 // candidate gathers what the group's strategy compares of t.
@@ -243,7 +280,9 @@ func (w *walk) candidate(t *target, now time.Duration) spread.Candidate {
 	cand := spread.Candidate{Name: t.Name, Weight: t.Weight}
 	if t.load != nil {
 		cand.InFlight = t.load.InFlight()
-		cand.Latency = t.load.Latency(now)
+		if t.group.strategy == spread.Latency {
+			cand.Latency = t.load.Latency(now)
+		}
 	}
 	if t.group.strategy == spread.Headroom && t.throttle != nil {
 		room := t.throttle.Headroom(w.c.epoch.Add(now))
@@ -252,13 +291,31 @@ func (w *walk) candidate(t *target, now time.Duration) spread.Candidate {
 	return cand
 }
 
-// choice returns the Choice that sent the walk to position pos; nil in an
-// ordered tier.
+// choice returns the Choice that sent the walk to position pos, made for
+// the record that keeps it; nil in an ordered tier.
 func (w *walk) choice(pos int) *spread.Choice {
-	if w.choices == nil || w.choices[pos].Of == 0 {
+	g := w.c.targets[pos].group // positions keep to their tier's range
+	if w.ranked&(1<<g.index) == 0 {
 		return nil
 	}
-	return &w.choices[pos]
+	var ch *spread.Choice
+	if len(w.choiceBuf) < cap(w.choiceBuf) {
+		w.choiceBuf = w.choiceBuf[:len(w.choiceBuf)+1]
+		ch = &w.choiceBuf[len(w.choiceBuf)-1]
+	} else {
+		ch = new(spread.Choice)
+	}
+	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo}
+	if w.orderBig != nil {
+		ch.Figure = float64(w.figsBig[pos])
+	} else {
+		ch.Figure = float64(w.figs[pos])
+	}
+	if ch.Rank == 1 {
+		v := w.vs[g.index]
+		ch.Against, ch.AgainstFigure = v.name, v.fig
+	}
+	return ch
 }
 
 // elsewhere reports whether a retry on t, the target at the walk's
@@ -280,3 +337,11 @@ func (w *walk) elsewhere(t *target) bool {
 // headroomThrottle is the throttle a Headroom tier gives a target that has
 // none: learn the limits from the headers, with the throttle's defaults.
 var headroomThrottle = throttle.Config{Learn: true}
+
+// spreadResult is a Result with room for the first Choice it records: a
+// chain that spreads allocates it instead of a bare Result, so that a
+// healthy call still allocates once.
+type spreadResult struct {
+	Result
+	choice [1]spread.Choice
+}

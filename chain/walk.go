@@ -36,15 +36,23 @@ type walk struct {
 	needs     llm.Capabilities   // what the request carries beyond text
 	cancel    context.CancelFunc // the deadline's
 
-	// order is this call's order of the targets, by position, once a tier
-	// that spreads has been ranked (nil while the walk follows the chain's
-	// order); choices the Choice of each position ranked (Of 0 for the
-	// others). hedged marks the targets (by index, the first 64) already
-	// tried in this call as hedges: the walk passes them over.
-	order    []int16
+	// ranked marks the groups (by index) that spread and were ranked for
+	// this call; 0 while the walk follows the chain's order. Then
+	// orderBuf (orderBig in a chain of more than 16 targets) is the index
+	// of the target at each position, figs (figsBig) the figure it was
+	// ranked by, vs what each group's first was preferred to. hedged
+	// marks the targets (by index, the first 64) already tried in this
+	// call as hedges: the walk passes them over.
+	ranked   uint8
 	orderBuf [16]int16
-	choices  []spread.Choice
+	figs     [16]float32
+	orderBig []int16
+	figsBig  []float32
+	vs       [groups]rival
 	hedged   uint64
+	// choiceBuf has room for the first Choice the walk records, in the
+	// result's allocation (see spreadResult).
+	choiceBuf []spread.Choice
 }
 
 // sender makes one attempt. Call's (stream nil) sends the request and
@@ -87,7 +95,14 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	// would be built aside and copied.
 	w.c, w.caller, w.ctx, w.obs, w.send = c, ctx, ctx, obs, send
 	w.begin, w.minWindow = -1, -1
-	res := &Result{}
+	var res *Result
+	if c.spreads {
+		// One allocation for the result and the first choice it records.
+		sr := &spreadResult{}
+		res, w.choiceBuf = &sr.Result, sr.choice[:0]
+	} else {
+		res = &Result{}
+	}
 	res.Attempts = res.buf[:0]
 	w.res = res
 	if c.deadline > 0 {

@@ -34,8 +34,9 @@ const (
 	// always has: the first takes every call until it fails.
 	Ordered Strategy = iota
 	// Weighted draws the first target at random in proportion to its
-	// weight (chain.Target.Weight; 0 counts as 1), then the others the
-	// same way among those left (Portkey's loadbalance weights).
+	// weight (chain.Target.Weight; 0 counts as 1), as Portkey's
+	// loadbalance weights do; the others follow by weight, heaviest first
+	// (a retry goes where most of the capacity is).
 	Weighted
 	// LeastLoaded draws two targets at random and tries the one with
 	// fewer requests in flight first (the power of two choices), then the
@@ -247,26 +248,23 @@ func weightOf(c *Candidate) float64 {
 	return c.Weight
 }
 
-// weighted draws the order at random, each place in proportion to the
-// weights of the candidates left.
+// weighted draws the first candidate at random in proportion to the
+// weights, and puts the others after it by weight, heaviest first.
 func weighted(cands []Candidate, order []int, r Rand, c Choice) Choice {
 	total := 0.0
 	for i := range cands {
 		total += weightOf(&cands[i])
 	}
-	left := total
-	for k := 0; k < len(order)-1; k++ {
-		x := r.Float64() * left
-		j := k
-		for ; j < len(order)-1; j++ {
-			x -= weightOf(&cands[order[j]])
-			if x < 0 {
-				break
-			}
+	x := r.Float64() * total
+	j := 0
+	for ; j < len(order)-1; j++ {
+		x -= weightOf(&cands[j])
+		if x < 0 {
+			break
 		}
-		order[k], order[j] = order[j], order[k]
-		left -= weightOf(&cands[order[k]])
 	}
+	order[0], order[j] = order[j], order[0]
+	sortBy(order[1:], func(i int) float64 { return -weightOf(&cands[i]) })
 	c.Figure, c.AgainstFigure = weightOf(&cands[order[0]]), total
 	return c
 }
