@@ -47,7 +47,7 @@ func TestRankLatencyJudgesByCostAndAssumesTheSlowestForTheUnknown(t *testing.T) 
 	cands := []spread.Candidate{
 		{Name: "fast-busy", Latency: 100 * time.Millisecond, InFlight: 9}, // cost 1000ms
 		{Name: "slow-idle", Latency: 800 * time.Millisecond},              // cost 800ms
-		{Name: "new"},                                                     // no latency: the slowest, 800ms
+		{Name: "new"}, // no latency: the slowest, 800ms
 	}
 	if got := spread.Latency.Figure(&cands[0], 800*time.Millisecond); got != 1000 {
 		t.Fatalf("cost %v; want 1000ms", got)
