@@ -153,15 +153,12 @@ func ExampleBuilder_Spread() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := c.Call(context.Background(), llm.Request{
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}},
-	})
-	if err != nil {
-		panic(err)
+	ask := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}}}
+	if res, err := c.Call(context.Background(), ask); err == nil {
+		ch := res.Attempts[0].Choice
+		fmt.Println(res.Text)
+		fmt.Println(ch.Strategy, ch.Rank, "of", ch.Of)
 	}
-	ch := res.Attempts[0].Choice
-	fmt.Println(res.Text)
-	fmt.Println(ch.Strategy, ch.Rank, "of", ch.Of)
 	// Output:
 	// Your order ships today.
 	// weighted 1 of 2

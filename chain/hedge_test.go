@@ -3,7 +3,6 @@ package chain_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,61 +13,20 @@ import (
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/retry"
 )
-
-// racing is a provider that answers after its delay, or fails with err
-// then; it counts its requests and the ones its caller canceled.
-type racing struct {
-	name     string
-	delay    time.Duration
-	err      error
-	mu       sync.Mutex
-	n        int
-	canceled int
-}
-
-func (p *racing) Name() string { return p.name }
-func (p *racing) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	p.mu.Lock()
-	p.n++
-	p.mu.Unlock()
-	select {
-	case <-time.After(p.delay):
-	case <-ctx.Done():
-		p.mu.Lock()
-		p.canceled++
-		p.mu.Unlock()
-		return nil, &llm.Error{Provider: p.name, Kind: llm.KindCanceled, Err: ctx.Err()}
-	}
-	if p.err != nil {
-		return nil, p.err
-	}
-	return &llm.Response{Text: "ok from " + p.name, Model: req.Model, RequestID: "req_" + p.name}, nil
-}
 
 // hedged builds a chain of ps, one model on each, hedged with h.
 func hedged(t *testing.T, h hedge.Config, ps ...llm.Provider) *chain.Chain {
 	t.Helper()
-	b := chain.New("hedged").Hedge(h)
-	for i, p := range ps {
-		tg := chain.Target{Name: p.Name(), Provider: p, Model: "sonnet-5", Breaker: breaker.Config{ConsecutiveFailures: 1}}
-		if i == 0 {
-			b.Primary(tg)
-		} else {
-			b.OrDeployment(tg)
-		}
-	}
-	c, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return deployments(t, func(b *chain.Builder) { b.Hedge(h) },
+		func(t *chain.Target) { t.Retry, t.Breaker = retry.Policy{}, breaker.Config{ConsecutiveFailures: 1} }, ps...)
 }
 
 func TestHedgeWinsWhenTheAttemptIsSlow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := &racing{name: "eu-1", delay: 8 * time.Second}
-		fast := &racing{name: "eu-2", delay: 300 * time.Millisecond}
+		slow := &timed{name: "eu-1", delay: 8 * time.Second}
+		fast := &timed{name: "eu-2", delay: 300 * time.Millisecond}
 		c := hedged(t, hedge.Config{Delay: time.Second}, slow, fast)
 		for range 5 { // the slow target's breaker opens after one failure: losing is none
 			start := time.Now()
@@ -87,28 +45,28 @@ func TestHedgeWinsWhenTheAttemptIsSlow(t *testing.T) {
 				t.Fatalf("winner %v", won)
 			}
 		}
-		if slow.canceled != 5 || slow.n != 5 || fast.n != 5 {
-			t.Fatalf("slow: %d sent, %d canceled; fast: %d sent", slow.n, slow.canceled, fast.n)
+		if slow.cancels() != 5 || slow.count() != 5 || fast.count() != 5 {
+			t.Fatalf("slow: %d sent, %d canceled; fast: %d sent", slow.count(), slow.cancels(), fast.count())
 		}
 	})
 }
 
 func TestHedgeIsNotSentWhenTheAnswerComesFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := &racing{name: "eu-1", delay: 500 * time.Millisecond}
-		b := &racing{name: "eu-2", delay: 300 * time.Millisecond}
+		a := &timed{name: "eu-1", delay: 500 * time.Millisecond}
+		b := &timed{name: "eu-2", delay: 300 * time.Millisecond}
 		c := hedged(t, hedge.Config{Delay: time.Second}, a, b)
 		res, err := c.Call(t.Context(), question)
-		if err != nil || res.Served.Target != "eu-1" || len(res.Attempts) != 1 || b.n != 0 {
-			t.Fatalf("%v %v; hedge target got %d", err, res.Attempts, b.n)
+		if err != nil || res.Served.Target != "eu-1" || len(res.Attempts) != 1 || b.count() != 0 {
+			t.Fatalf("%v %v; hedge target got %d", err, res.Attempts, b.count())
 		}
 	})
 }
 
 func TestHedgeLoserIsNeitherFailureNorSuccessOfItsBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := &racing{name: "eu-1", delay: 8 * time.Second}
-		fast := &racing{name: "eu-2", delay: 100 * time.Millisecond}
+		slow := &timed{name: "eu-1", delay: 8 * time.Second}
+		fast := &timed{name: "eu-2", delay: 100 * time.Millisecond}
 		var changes []string
 		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second})
 		b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m", Breaker: breaker.Config{ConsecutiveFailures: 1,
@@ -123,16 +81,16 @@ func TestHedgeLoserIsNeitherFailureNorSuccessOfItsBreaker(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if len(changes) != 0 || slow.n != 20 {
-			t.Fatalf("breaker changes %v after 20 lost races (%d sent); a loser is no failure", changes, slow.n)
+		if len(changes) != 0 || slow.count() != 20 {
+			t.Fatalf("breaker changes %v after 20 lost races (%d sent); a loser is no failure", changes, slow.count())
 		}
 	})
 }
 
 func TestHedgeBudgetCapsTheHedges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := &racing{name: "eu-1", delay: 2 * time.Second}
-		slow2 := &racing{name: "eu-2", delay: 2 * time.Second}
+		slow := &timed{name: "eu-1", delay: 2 * time.Second}
+		slow2 := &timed{name: "eu-2", delay: 2 * time.Second}
 		hb, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, MinRetries: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -150,29 +108,29 @@ func TestHedgeBudgetCapsTheHedges(t *testing.T) {
 				}
 			}
 		}
-		if slow2.n > 10 || slow2.n+refused != 100 {
-			t.Fatalf("%d hedges sent, %d refused by the budget, of 100 calls; want at most 10%% sent", slow2.n, refused)
+		if slow2.count() > 10 || slow2.count()+refused != 100 {
+			t.Fatalf("%d hedges sent, %d refused by the budget, of 100 calls; want at most 10%% sent", slow2.count(), refused)
 		}
 	})
 }
 
 func TestHedgeIsNotSentToAnOpenBreakerOrPastTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := &racing{name: "eu-1", delay: 3 * time.Second}
-		down := &racing{name: "eu-2", delay: 0, err: &llm.Error{Provider: "eu-2", Status: 500, Kind: llm.KindServer}}
+		slow := &timed{name: "eu-1", delay: 3 * time.Second}
+		down := &timed{name: "eu-2", delay: 0, err: &llm.Error{Provider: "eu-2", Status: 500, Kind: llm.KindServer}}
 		c := hedged(t, hedge.Config{Delay: time.Second}, slow, down)
 		res, err := c.Call(t.Context(), question) // the hedge fails: eu-2's breaker opens
-		if err != nil || res.Served.Target != "eu-1" || down.n != 1 {
+		if err != nil || res.Served.Target != "eu-1" || down.count() != 1 {
 			t.Fatalf("%v %v", err, res.Attempts)
 		}
 		if lost := res.Attempts[0]; lost.Target != "eu-2" || !lost.Hedge || lost.Decision != chain.DecisionLost || lost.Kind != llm.KindServer {
 			t.Fatalf("the failed hedge: %v", lost)
 		}
-		if _, err := c.Call(t.Context(), question); err != nil || down.n != 1 {
-			t.Fatalf("a hedge went to an open breaker: %d requests (%v)", down.n, err)
+		if _, err := c.Call(t.Context(), question); err != nil || down.count() != 1 {
+			t.Fatalf("a hedge went to an open breaker: %d requests (%v)", down.count(), err)
 		}
 		// Past the deadline: a call with 500ms left sends no hedge.
-		c2 := hedged(t, hedge.Config{Delay: time.Second}, &racing{name: "a", delay: 3 * time.Second}, &racing{name: "b"})
+		c2 := hedged(t, hedge.Config{Delay: time.Second}, &timed{name: "a", delay: 3 * time.Second}, &timed{name: "b"})
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		res, _ = c2.Call(ctx, question)
@@ -187,8 +145,8 @@ func TestHedgeIsNotSentToAnOpenBreakerOrPastTheDeadline(t *testing.T) {
 func TestHedgeAndAttemptBothFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		overloaded := &llm.Error{Provider: "x", Status: 529, Kind: llm.KindOverloaded}
-		a := &racing{name: "eu-1", delay: 2 * time.Second, err: overloaded}
-		b := &racing{name: "eu-2", delay: 2 * time.Second, err: overloaded}
+		a := &timed{name: "eu-1", delay: 2 * time.Second, err: overloaded}
+		b := &timed{name: "eu-2", delay: 2 * time.Second, err: overloaded}
 		c := hedged(t, hedge.Config{Delay: time.Second}, a, b)
 		res, err := c.Call(t.Context(), question)
 		if !errors.Is(err, chain.ErrExhausted) {
@@ -213,16 +171,16 @@ func TestHedgeAndAttemptBothFail(t *testing.T) {
 
 func TestAdaptiveHedgeWaitsForSamplesThenUsesTheQuantile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := &racing{name: "eu-1", delay: 200 * time.Millisecond}
-		b := &racing{name: "eu-2", delay: 200 * time.Millisecond}
+		a := &timed{name: "eu-1", delay: 200 * time.Millisecond}
+		b := &timed{name: "eu-2", delay: 200 * time.Millisecond}
 		c := hedged(t, hedge.Config{Adaptive: true}, a, b)
 		for range hedge.MinSamples {
 			if _, err := c.Call(t.Context(), question); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if b.n != 0 {
-			t.Fatalf("%d hedges before the tier had %d answers", b.n, hedge.MinSamples)
+		if b.count() != 0 {
+			t.Fatalf("%d hedges before the tier had %d answers", b.count(), hedge.MinSamples)
 		}
 		a.delay = 5 * time.Second // now slower than every answer so far
 		start := time.Now()
@@ -249,8 +207,8 @@ func TestHedgeEventsAreObserved(t *testing.T) {
 			},
 		}
 		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(obs)
-		b.Primary(chain.Target{Name: "eu-1", Provider: &racing{name: "eu-1", delay: 5 * time.Second}, Model: "m"})
-		b.OrDeployment(chain.Target{Name: "eu-2", Provider: &racing{name: "eu-2", delay: 100 * time.Millisecond}, Model: "m"})
+		b.Primary(chain.Target{Name: "eu-1", Provider: &timed{name: "eu-1", delay: 5 * time.Second}, Model: "m"})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: &timed{name: "eu-2", delay: 100 * time.Millisecond}, Model: "m"})
 		c, err := b.Build()
 		if err != nil {
 			t.Fatal(err)

@@ -1,8 +1,6 @@
 package chain_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,41 +11,15 @@ import (
 	"github.com/backstop-llm/backstop/retry"
 )
 
-// outage is a provider that fails until a time, then answers; it records
-// the requests it was sent.
-type outage struct {
-	name  string
-	until time.Time
-	mu    sync.Mutex
-	got   []llm.Request
-}
-
-func (p *outage) Name() string { return p.name }
-func (p *outage) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
-	p.mu.Lock()
-	p.got = append(p.got, req)
-	p.mu.Unlock()
-	if time.Now().Before(p.until) {
-		return nil, &llm.Error{Provider: p.name, Status: 503, Kind: llm.KindOverloaded}
-	}
-	return &llm.Response{Text: "ok from " + p.name}, nil
-}
-
-func (p *outage) sent() []llm.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]llm.Request(nil), p.got...)
-}
-
 var probe = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "ping"}}, Params: llm.Params{MaxTokens: 1}}
 
 func TestActiveProbeFindsRecoveryWithoutAUsersCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		primary := &outage{name: "eu-1", until: time.Now().Add(7 * time.Second)}
+		primary := &timed{name: "eu-1", downUntil: time.Now().Add(7 * time.Second)}
 		c, err := chain.New("c").
 			Primary(chain.Target{Name: "eu-1", Provider: primary, Model: "sonnet-5", Probe: probe,
 				Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1}}).
-			OrDeployment(chain.Target{Name: "eu-2", Provider: &counter{name: "eu-2"}, Model: "sonnet-5"}).
+			OrDeployment(chain.Target{Name: "eu-2", Provider: &timed{name: "eu-2"}, Model: "sonnet-5"}).
 			Build()
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +56,7 @@ func TestActiveProbeFindsRecoveryWithoutAUsersCall(t *testing.T) {
 
 func TestCloseStopsTheProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		primary := &outage{name: "eu-1", until: time.Now().Add(time.Hour)}
+		primary := &timed{name: "eu-1", downUntil: time.Now().Add(time.Hour)}
 		c, err := chain.New("c").
 			Primary(chain.Target{Name: "eu-1", Provider: primary, Model: "m", Probe: probe,
 				Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1}}).

@@ -1196,8 +1196,8 @@ func TestSharedHedgeBudgetIsOneForAllReplicas(t *testing.T) {
 	sharedBackends(t, func(t *testing.T, addr, prefix string) {
 		synctest.Test(t, func(t *testing.T) {
 			for _, shared := range []bool{false, true} {
-				slow := &racing{name: "eu-1", delay: 3 * time.Second}
-				fast := &racing{name: "eu-2", delay: 100 * time.Millisecond}
+				slow := &timed{name: "eu-1", delay: 3 * time.Second}
+				fast := &timed{name: "eu-2", delay: 100 * time.Millisecond}
 				var replicas []*chain.Chain
 				for range 4 {
 					b := chain.New("hedged-" + strconv.FormatBool(shared)).Hedge(hedge.Config{Delay: time.Second})
@@ -1224,8 +1224,8 @@ func TestSharedHedgeBudgetIsOneForAllReplicas(t *testing.T) {
 				if shared {
 					want = 10 // one floor for the four
 				}
-				if fast.n != want {
-					t.Errorf("shared %v: %d hedges sent of 20 calls; want %d", shared, fast.n, want)
+				if fast.count() != want {
+					t.Errorf("shared %v: %d hedges sent of 20 calls; want %d", shared, fast.count(), want)
 				}
 			}
 		})

@@ -15,14 +15,16 @@ import (
 )
 
 // deployments builds a chain over one model on the providers given, in
-// order, spreading its calls with s.
-func deployments(t *testing.T, s spread.Strategy, weights []float64, ps ...llm.Provider) *chain.Chain {
+// order (the primary, then other deployments), set up by setup; each
+// target is changed by target when it is not nil.
+func deployments(t *testing.T, setup func(*chain.Builder), target func(*chain.Target), ps ...llm.Provider) *chain.Chain {
 	t.Helper()
-	b := chain.New("spread").Spread(s)
+	b := chain.New("tier")
+	setup(b)
 	for i, p := range ps {
 		tg := chain.Target{Name: p.Name(), Provider: p, Model: "sonnet-5", Retry: retry.Policy{MaxAttempts: 2}}
-		if weights != nil {
-			tg.Weight = weights[i]
+		if target != nil {
+			target(&tg)
 		}
 		if i == 0 {
 			b.Primary(tg)
@@ -37,24 +39,19 @@ func deployments(t *testing.T, s spread.Strategy, weights []float64, ps ...llm.P
 	return c
 }
 
-// counter is a provider that answers at once and counts its requests.
-type counter struct {
-	name string
-	mu   sync.Mutex
-	n    int
+// weights gives each target the weight its name has in w.
+func weights(w map[string]float64) func(*chain.Target) {
+	return func(t *chain.Target) { t.Weight = w[t.Name] }
 }
 
-func (p *counter) Name() string { return p.name }
-func (p *counter) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
-	p.mu.Lock()
-	p.n++
-	p.mu.Unlock()
-	return &llm.Response{Text: "ok", Model: req.Model}, nil
+// spreading sets up a chain to spread with s.
+func spreading(s spread.Strategy) func(*chain.Builder) {
+	return func(b *chain.Builder) { b.Spread(s) }
 }
 
 func TestSpreadWeightedSharesTheCallsByWeight(t *testing.T) {
-	a, b, c := &counter{name: "eu-1"}, &counter{name: "eu-2"}, &counter{name: "eu-3"}
-	ch := deployments(t, spread.Weighted, []float64{1, 2, 1}, a, b, c)
+	a, b, c := &timed{name: "eu-1"}, &timed{name: "eu-2"}, &timed{name: "eu-3"}
+	ch := deployments(t, spreading(spread.Weighted), weights(map[string]float64{"eu-1": 1, "eu-2": 2, "eu-3": 1}), a, b, c)
 	const calls = 4000
 	for range calls {
 		res, err := ch.Call(t.Context(), question)
@@ -67,51 +64,29 @@ func TestSpreadWeightedSharesTheCallsByWeight(t *testing.T) {
 		}
 	}
 	for _, x := range []struct {
-		p    *counter
+		p    *timed
 		want float64
 	}{{a, 0.25}, {b, 0.5}, {c, 0.25}} {
 		// 4000 draws: the standard deviation of a share of 0.5 is 0.008.
-		if got := float64(x.p.n) / calls; got < x.want-0.04 || got > x.want+0.04 {
+		if got := float64(x.p.count()) / calls; got < x.want-0.04 || got > x.want+0.04 {
 			t.Errorf("%s got %.3f of the calls; want %.2f", x.p.name, got, x.want)
 		}
 	}
 }
 
-// held is a provider whose answers wait until released, so that a test
-// can hold requests in flight.
-type held struct {
-	name    string
-	release chan struct{}
-	mu      sync.Mutex
-	n       int
-}
-
-func (p *held) Name() string { return p.name }
-func (p *held) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	p.mu.Lock()
-	p.n++
-	p.mu.Unlock()
-	select {
-	case <-p.release:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return &llm.Response{Text: "ok", Model: req.Model}, nil
-}
-
 func TestSpreadLeastLoadedSendsToTheTargetWithFewerInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		busy := &held{name: "eu-1", release: make(chan struct{})}
-		idle := &counter{name: "eu-2"}
-		c := deployments(t, spread.LeastLoaded, nil, busy, idle)
+		busy := &timed{name: "eu-1", release: make(chan struct{})}
+		idle := &timed{name: "eu-2"}
+		c := deployments(t, spreading(spread.LeastLoaded), nil, busy, idle)
 		// Hold a call on eu-1 (calls drawn to eu-2 meanwhile end at once):
 		// the other target then has none in flight.
 		var wg sync.WaitGroup
-		for busy.n < 1 {
+		for busy.count() < 1 {
 			wg.Go(func() { _, _ = c.Call(t.Context(), question) })
 			synctest.Wait()
 		}
-		before := idle.n
+		before := idle.count()
 		for range 20 {
 			res, err := c.Call(t.Context(), question)
 			if err != nil || res.Served.Target != "eu-2" {
@@ -122,36 +97,18 @@ func TestSpreadLeastLoadedSendsToTheTargetWithFewerInFlight(t *testing.T) {
 				t.Fatalf("choice %+v (%s); want 0 in flight against eu-1's", ch, ch)
 			}
 		}
-		if idle.n-before != 20 {
-			t.Fatalf("eu-2 got %d requests; want 20", idle.n-before)
+		if idle.count()-before != 20 {
+			t.Fatalf("eu-2 got %d requests; want 20", idle.count()-before)
 		}
 		close(busy.release)
 		wg.Wait()
 	})
 }
 
-// timed is a provider that answers after its delay.
-type timed struct {
-	name  string
-	delay time.Duration
-	n     int
-}
-
-func (p *timed) Name() string { return p.name }
-func (p *timed) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	p.n++
-	select {
-	case <-time.After(p.delay):
-		return &llm.Response{Text: "ok", Model: req.Model, RequestID: "req_" + p.name}, nil
-	case <-ctx.Done():
-		return nil, &llm.Error{Provider: p.name, Kind: llm.KindCanceled, Err: ctx.Err()}
-	}
-}
-
 func TestSpreadLatencyAvoidsTheSlowTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow, fast := &timed{name: "slow", delay: 2 * time.Second}, &timed{name: "fast", delay: 200 * time.Millisecond}
-		c := deployments(t, spread.Latency, nil, slow, fast)
+		c := deployments(t, spreading(spread.Latency), nil, slow, fast)
 		for range 100 {
 			if _, err := c.Call(t.Context(), question); err != nil {
 				t.Fatal(err)
@@ -159,8 +116,8 @@ func TestSpreadLatencyAvoidsTheSlowTarget(t *testing.T) {
 		}
 		// Once each has been sampled, the slow one is tried again only
 		// when its latency has decayed below the fast one's.
-		if slow.n > 10 {
-			t.Fatalf("slow target got %d of 100 calls, fast %d", slow.n, fast.n)
+		if slow.count() > 10 {
+			t.Fatalf("slow target got %d of 100 calls, fast %d", slow.count(), fast.count())
 		}
 	})
 }
@@ -168,8 +125,8 @@ func TestSpreadLatencyAvoidsTheSlowTarget(t *testing.T) {
 func TestSpreadRetriesOnAnotherTargetOfTheTierFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := &stub{name: "eu-1", fn: fail(llm.KindOverloaded, 529)}
-		up := &counter{name: "eu-2"}
-		c := deployments(t, spread.Weighted, []float64{1e9, 1}, down, up) // eu-1 is drawn first
+		up := &timed{name: "eu-2"}
+		c := deployments(t, spreading(spread.Weighted), weights(map[string]float64{"eu-1": 1e9, "eu-2": 1}), down, up) // eu-1 is drawn first
 		start := time.Now()
 		res, err := c.Call(t.Context(), question)
 		if err != nil || res.Served.Target != "eu-2" {
@@ -197,7 +154,7 @@ func TestSpreadRetriesInPlaceOnceEveryTargetWasTried(t *testing.T) {
 			}
 			return &llm.Response{Text: "ok"}, nil
 		}}
-		c := deployments(t, spread.Weighted, []float64{1e9, 1}, &stub{name: "eu-1", fn: fail(llm.KindOverloaded, 529)}, flaky)
+		c := deployments(t, spreading(spread.Weighted), weights(map[string]float64{"eu-1": 1e9, "eu-2": 1}), &stub{name: "eu-1", fn: fail(llm.KindOverloaded, 529)}, flaky)
 		res, err := c.Call(t.Context(), question)
 		if err != nil || res.Served.Target != "eu-2" || len(res.Attempts) != 3 || res.Attempts[1].Decision != chain.DecisionRetry {
 			t.Fatalf("%v\n%s", err, lines(res))

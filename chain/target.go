@@ -7,11 +7,8 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
-	"github.com/backstop-llm/backstop/validate"
 )
 
 // Target is one model behind a provider, with everything the chain needs to
@@ -164,84 +161,4 @@ func (t Tier) method() string {
 		return "OrProvider"
 	}
 	return "OrDegrade"
-}
-
-// target is a Target as Build compiled it, with the state that lives
-// between calls.
-type target struct {
-	Target
-	tier    Tier
-	policy  retry.Policy // Retry with defaults filled in
-	table   retry.Table  // the decision table with Retry.Rules applied
-	budget  budget.Budget
-	breaker *breaker.Breaker
-	gate    breaker.Gate
-	maxGate time.Duration
-	// hasParams is false when Params is zero, sparing the healthy path
-	// the merge.
-	hasParams bool
-	// schema validates this target's answers; nil when neither the chain
-	// nor the target has one.
-	schema   *validate.Schema
-	ob       observe.Target    // how events name it
-	throttle *throttle.Limiter // nil when off
-	caps     llm.Capabilities  // what its provider takes, less Lacks
-	// native is the schema sent as Request.ResponseSchema (NativeSchema);
-	// nil when off.
-	native []byte
-	// group is the tier's spreading and hedging, shared by its targets;
-	// load its in-flight count and latency, kept when the tier's strategy
-	// or hedging reads them (nil otherwise); hedge the hedging of its
-	// attempts (nil when off).
-	group *group
-	load  *spread.Load
-	hedge *hedger
-	// prober sends the active probe (Probe); nil when off.
-	prober *prober
-}
-
-// prepare turns the caller's request, copied into req, into the request
-// sent to t: t's model, and t's System and Params wherever t sets them.
-func (t *target) prepare(req *llm.Request) {
-	req.Model = t.Model
-	if t.System != "" {
-		req.System = t.System
-	}
-	if t.hasParams {
-		mergeInto(&req.Params, &t.Params)
-	}
-	if t.native != nil {
-		req.ResponseSchema = t.native
-	}
-}
-
-// mergeInto sets each field of over that is set into p; Extra maps are
-// merged into a new map, over's keys winning.
-func mergeInto(p, over *llm.Params) {
-	if over.MaxTokens != 0 {
-		p.MaxTokens = over.MaxTokens
-	}
-	if over.Temperature != nil {
-		p.Temperature = over.Temperature
-	}
-	if over.TopP != nil {
-		p.TopP = over.TopP
-	}
-	if over.Stop != nil {
-		p.Stop = over.Stop
-	}
-	switch {
-	case len(over.Extra) == 0:
-	case len(p.Extra) == 0:
-		p.Extra = over.Extra
-	default:
-		m := make(map[string]any, len(p.Extra)+len(over.Extra))
-		for k, v := range p.Extra {
-			m[k] = v
-		}
-		for k, v := range over.Extra {
-			m[k] = v
-		}
-		p.Extra = m
-	}
 }

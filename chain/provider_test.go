@@ -1,0 +1,76 @@
+package chain_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// timed is the provider the walk's tests script: it answers "ok from
+// <name>" after delay (or once release is closed, when it is set), fails
+// with err when set, or with a 503 before downUntil. It records the
+// requests it was sent and counts those its caller canceled.
+type timed struct {
+	name      string
+	delay     time.Duration
+	release   chan struct{}
+	err       error
+	downUntil time.Time
+
+	mu       sync.Mutex
+	got      []llm.Request
+	canceled int
+}
+
+func (p *timed) Name() string { return p.name }
+
+func (p *timed) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	p.mu.Lock()
+	p.got = append(p.got, req)
+	p.mu.Unlock()
+	var wait <-chan time.Time
+	if p.delay > 0 {
+		wait = time.After(p.delay)
+	}
+	if p.release != nil || wait != nil {
+		select {
+		case <-wait:
+		case <-p.release:
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.canceled++
+			p.mu.Unlock()
+			return nil, &llm.Error{Provider: p.name, Kind: llm.KindCanceled, Err: ctx.Err()}
+		}
+	}
+	switch {
+	case p.err != nil:
+		return nil, p.err
+	case time.Now().Before(p.downUntil):
+		return nil, &llm.Error{Provider: p.name, Status: 503, Kind: llm.KindOverloaded}
+	}
+	return &llm.Response{Text: "ok from " + p.name, Model: req.Model, RequestID: "req_" + p.name}, nil
+}
+
+// count returns how many requests p was sent.
+func (p *timed) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.got)
+}
+
+// sent returns the requests p was sent.
+func (p *timed) sent() []llm.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]llm.Request(nil), p.got...)
+}
+
+// cancels returns how many of p's requests their caller canceled.
+func (p *timed) cancels() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.canceled
+}
