@@ -56,6 +56,41 @@ func build(t testing.TB, f *fake.Server, primary chain.Target, sibling bool) *ch
 	return c
 }
 
+// deploymentName names the i-th deployment (from 0) of a chain built by
+// deployments.
+func deploymentName(i int) string { return "deploy-" + strconv.Itoa(i+1) }
+
+// deployments builds a chain whose only tier is primaryModel on each of
+// fs, one fake server a deployment (as a model deployed in several
+// regions): the primary, then OrDeployment targets, named by
+// deploymentName. target(i), when not nil, configures the i-th target
+// (its Name, Provider and Model are filled in); tier, when not nil, sets
+// the tier's spreading or hedging before Build.
+func deployments(t testing.TB, fs []*fake.Server, target func(i int) chain.Target, tier func(*chain.Builder)) *chain.Chain {
+	t.Helper()
+	b := chain.New("storm")
+	for i, f := range fs {
+		var tg chain.Target
+		if target != nil {
+			tg = target(i)
+		}
+		tg.Name, tg.Provider, tg.Model = deploymentName(i), claude(t, f), primaryModel
+		if i == 0 {
+			b = b.Primary(tg)
+		} else {
+			b = b.OrDeployment(tg)
+		}
+	}
+	if tier != nil {
+		tier(b)
+	}
+	c, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // sent counts the attempts of res that reached target as requests.
 func sent(res *chain.Result, target string) int {
 	n := 0
