@@ -57,6 +57,6 @@
 // (go test -race), which makes every request several times slower, the
 // heavy scenarios run a shorter stretch of virtual time (the outage 2
 // minutes instead of 10, the rate limit 1 minute instead of 3, the spread
-// 30 seconds instead of 5 minutes, the tail 2000 calls instead of 4000;
-// see race_on_test.go), and their headlines are asserted all the same.
+// 30 seconds instead of 5 minutes; see race_on_test.go), and their
+// headlines are asserted all the same.
 package storm
