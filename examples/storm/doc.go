@@ -24,6 +24,20 @@
 //     defaults and self-throttling.
 //   - layers_test.go: three stacked retry layers around a failing provider
 //     against backstop as the single layer: requests per action.
+//   - tail_test.go: 4000 open-loop calls over three deployments of one
+//     model answering in about a second (lognormal), one of them in 8s for
+//     10% of its requests: p50 and p99 call latency and the extra requests
+//     hedging costs, without hedging, with an adaptive delay and a fixed
+//     one.
+//   - spread_test.go: 300 clients calling back to back for 5 minutes
+//     against three deployments limited to 30, 60 and 120 requests a
+//     minute: goodput as a share of their summed capacity and 429s per
+//     answer, spread ordered, weighted and by headroom.
+//   - recovery_test.go: one call every 100 ms to a primary-only chain
+//     while the primary is down for 1 s, then for 5 minutes: calls failed,
+//     how soon after its recovery the primary serves again, and the
+//     requests it saw while down, with the fixed 30 s breaker of earlier
+//     versions, the growing interval (5 s to 60 s) and an active probe.
 //
 // The retry loops that are not backstop (the naive loop, the official
 // SDKs' loop, the stacked layers) are plain Go in loops_test.go, calling the
@@ -37,10 +51,12 @@
 //	STORM_CSV=herd.csv go test -run StormHerd ./examples/storm
 //	go -C examples/storm/plot run . -in ../herd.csv -out ../../../docs/herd.svg
 //
-// The whole lab takes about 15 seconds of real time on two cores; TestMain
-// prints it. Under the race detector (go test -race), which makes every
-// request several times slower, the two heavy scenarios run a shorter
-// stretch of virtual time (the outage 2 minutes instead of 10, the rate
-// limit 1 minute instead of 3; see race_on_test.go), and their headlines
-// are asserted all the same.
+// The whole lab takes about 30 seconds of real time on two cores (the
+// spread, whose rows that do not throttle send some 75,000 requests to be
+// refused, about 11 of them); TestMain prints it. Under the race detector
+// (go test -race), which makes every request several times slower, the
+// heavy scenarios run a shorter stretch of virtual time (the outage 2
+// minutes instead of 10, the rate limit 1 minute instead of 3, the spread
+// 30 seconds instead of 5 minutes; see race_on_test.go), and their
+// headlines are asserted all the same.
 package storm

@@ -1,12 +1,15 @@
 package storm
 
 // The lab's shared pieces: the models, the question every client asks, the
-// adapter over the fake provider, chains of one and two tiers, and the
-// measures taken from arrival times.
+// adapter over the fake provider, chains of one and two tiers, the
+// measures taken from arrival times, a rate-limited deployment and clients
+// calling it back to back.
 
 import (
 	"context"
 	"sort"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +48,41 @@ func build(t testing.TB, f *fake.Server, primary chain.Target, sibling bool) *ch
 	b := chain.New("storm").Primary(primary)
 	if sibling {
 		b = b.OrSibling(chain.Target{Name: "sibling", Provider: p, Model: siblingModel})
+	}
+	c, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// deploymentName names the i-th deployment (from 0) of a chain built by
+// deployments.
+func deploymentName(i int) string { return "deploy-" + strconv.Itoa(i+1) }
+
+// deployments builds a chain whose only tier is primaryModel on each of
+// fs, one fake server a deployment (as a model deployed in several
+// regions): the primary, then OrDeployment targets, named by
+// deploymentName. target(i), when not nil, configures the i-th target
+// (its Name, Provider and Model are filled in); tier, when not nil, sets
+// the tier's spreading or hedging before Build.
+func deployments(t testing.TB, fs []*fake.Server, target func(i int) chain.Target, tier func(*chain.Builder)) *chain.Chain {
+	t.Helper()
+	b := chain.New("storm")
+	for i, f := range fs {
+		var tg chain.Target
+		if target != nil {
+			tg = target(i)
+		}
+		tg.Name, tg.Provider, tg.Model = deploymentName(i), claude(t, f), primaryModel
+		if i == 0 {
+			b = b.Primary(tg)
+		} else {
+			b = b.OrDeployment(tg)
+		}
+	}
+	if tier != nil {
+		tier(b)
 	}
 	c, err := b.Build()
 	if err != nil {
@@ -115,4 +153,111 @@ func ratio(a, b int) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// A rate-limited deployment: its provider admits a number of requests a
+// minute from a token bucket of that size, refilled continuously (as
+// Anthropic keeps its limits; a rateBucket). An admitted request is
+// answered after limitAnswer; a rejected one gets a 429 with retry-after
+// after limitReject.
+const (
+	limitAnswer = time.Second
+	limitReject = 500 * time.Millisecond
+	// limitPause is how long a client waits after a call that failed
+	// without any time passing (the chain refused it locally), so that a
+	// closed loop does not spin at one instant of virtual time.
+	limitPause = time.Second
+)
+
+// bucketCapacity is what a provider limited to perMinute requests a minute
+// can serve in d: a full bucket at the start plus its refill.
+func bucketCapacity(perMinute int, d time.Duration) float64 {
+	return float64(perMinute) + float64(perMinute)*d.Minutes()
+}
+
+// rateBucket is a provider's request limit, a token bucket kept in exact
+// integer units: one request is a minute of nanoseconds, and it refills
+// perMinute units a nanosecond, so that a client pacing at exactly the
+// limit is never refused by rounding.
+type rateBucket struct {
+	perMinute int64
+	mu        sync.Mutex
+	level     int64 // units
+	at        time.Time
+	end       time.Time // arrivals from end on are not counted
+	admitted  int
+	rejected  int
+}
+
+const bucketUnit = int64(time.Minute) // units per request
+
+// newRateBucket returns a full bucket of perMinute requests at start,
+// counting the arrivals before end.
+func newRateBucket(perMinute int, start, end time.Time) *rateBucket {
+	return &rateBucket{perMinute: int64(perMinute), level: int64(perMinute) * bucketUnit, at: start, end: end}
+}
+
+// serve admits or rejects a request arriving at now, with the
+// anthropic-ratelimit-requests-* headers of the bucket after it.
+func (b *rateBucket) serve(now time.Time) fake.Outcome {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rate, capacity := b.perMinute, b.perMinute*bucketUnit
+	b.level = min(capacity, b.level+int64(now.Sub(b.at))*rate)
+	b.at = now
+	counted := now.Before(b.end)
+	var o fake.Outcome
+	if b.level >= bucketUnit {
+		b.level -= bucketUnit
+		if counted {
+			b.admitted++
+		}
+		o = fake.Answer("ok").After(limitAnswer)
+	} else {
+		if counted {
+			b.rejected++
+		}
+		wait := time.Duration((bucketUnit - b.level + rate - 1) / rate)
+		o = fake.RateLimited(strconv.Itoa(int((wait + time.Second - 1) / time.Second))).After(limitReject)
+	}
+	full := now.Add(time.Duration((capacity - b.level + rate - 1) / rate))
+	return o.
+		Header("anthropic-ratelimit-requests-limit", strconv.FormatInt(rate, 10)).
+		Header("anthropic-ratelimit-requests-remaining", strconv.FormatInt(b.level/bucketUnit, 10)).
+		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
+}
+
+// client makes one call, the way a row of a table does.
+type client func(ctx context.Context) error
+
+// backToBack runs clients virtual clients until end, each making its next
+// call as soon as the previous one ended, and waiting limitPause after a
+// call that failed without any time passing. done is told of every call
+// that ended before the run did. Calls still going at end may finish: the
+// answer to a request admitted just before end arrives limitAnswer later.
+// The context is cancelled then rather than given a deadline, so that the
+// chain does not refuse slots past the end of the run.
+func backToBack(ctx context.Context, clients int, end time.Time, call client, done func(err error)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	time.AfterFunc(time.Until(end.Add(limitAnswer+time.Millisecond)), cancel)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				began := time.Now()
+				err := call(ctx)
+				if ctx.Err() != nil {
+					return // cut short by the end of the run
+				}
+				done(err)
+				if err != nil && time.Since(began) == 0 {
+					if sleep(ctx, limitPause) != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -18,18 +18,10 @@ import (
 
 // The rate limit: rlClients clients, each making its next call as soon as
 // the previous one ends, against one target whose provider admits
-// rlPerMinute requests a minute from a token bucket of rlPerMinute (as
-// Anthropic's limits are kept). An admitted request is answered after
-// rlAnswer; a rejected one gets a 429 with retry-after after rlReject.
+// rlPerMinute requests a minute (a rateBucket, lab_test.go).
 const (
 	rlClients   = 200
 	rlPerMinute = 50
-	rlAnswer    = time.Second
-	rlReject    = 500 * time.Millisecond
-	// rlPause is how long a client waits after a call that failed without
-	// any time passing (the chain refused it locally), so that a closed
-	// loop does not spin at one instant of virtual time.
-	rlPause = time.Second
 )
 
 // rlLength is the virtual time each client runs: 3 minutes, 1 under the
@@ -41,65 +33,8 @@ func rlLength() time.Duration {
 	return 3 * time.Minute
 }
 
-// rlCapacity is what the provider can serve in d: a full bucket at the
-// start plus its refill.
-func rlCapacity(d time.Duration) float64 {
-	return rlPerMinute + rlPerMinute*d.Minutes()
-}
-
-// rateBucket is the provider's request limit, a token bucket kept in exact
-// integer units: one request is a minute of nanoseconds, and it refills
-// rlPerMinute units a nanosecond, so that a client pacing at exactly the
-// limit is never refused by rounding.
-type rateBucket struct {
-	mu       sync.Mutex
-	level    int64 // units
-	at       time.Time
-	end      time.Time // arrivals from end on are not counted
-	admitted int
-	rejected int
-}
-
-const (
-	bucketUnit = int64(time.Minute) // units per request
-	bucketCap  = rlPerMinute * bucketUnit
-)
-
-func newRateBucket(start, end time.Time) *rateBucket {
-	return &rateBucket{level: bucketCap, at: start, end: end}
-}
-
-// serve admits or rejects a request arriving at now, with the
-// anthropic-ratelimit-requests-* headers of the bucket after it.
-func (b *rateBucket) serve(now time.Time) fake.Outcome {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.level = min(bucketCap, b.level+int64(now.Sub(b.at))*rlPerMinute)
-	b.at = now
-	counted := now.Before(b.end)
-	var o fake.Outcome
-	if b.level >= bucketUnit {
-		b.level -= bucketUnit
-		if counted {
-			b.admitted++
-		}
-		o = fake.Answer("ok").After(rlAnswer)
-	} else {
-		if counted {
-			b.rejected++
-		}
-		wait := time.Duration((bucketUnit - b.level + rlPerMinute - 1) / rlPerMinute)
-		o = fake.RateLimited(strconv.Itoa(int((wait + time.Second - 1) / time.Second))).After(rlReject)
-	}
-	full := now.Add(time.Duration((bucketCap - b.level + rlPerMinute - 1) / rlPerMinute))
-	return o.
-		Header("anthropic-ratelimit-requests-limit", strconv.Itoa(rlPerMinute)).
-		Header("anthropic-ratelimit-requests-remaining", strconv.FormatInt(b.level/bucketUnit, 10)).
-		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
-}
-
-// client makes one call, the way a row of the table does.
-type client func(ctx context.Context) error
+// rlCapacity is what the provider can serve in d.
+func rlCapacity(d time.Duration) float64 { return bucketCapacity(rlPerMinute, d) }
 
 // rlRun is what one row did.
 type rlRun struct {
@@ -114,7 +49,7 @@ func rateLimited(t *testing.T, makeClient func(t *testing.T, p llm.Provider, ref
 		f := fake.New()
 		start := time.Now()
 		end := start.Add(rlLength())
-		b := newRateBucket(start, end)
+		b := newRateBucket(rlPerMinute, start, end)
 		f.Handle(primaryModel, func(c fake.Call) fake.Outcome { return b.serve(c.Time) })
 		var mu sync.Mutex
 		call := makeClient(t, claude(t, f), func() {
@@ -122,37 +57,14 @@ func rateLimited(t *testing.T, makeClient func(t *testing.T, p llm.Provider, ref
 			run.refused++
 			mu.Unlock()
 		})
-		// Calls still going at the end may finish: the answer to a
-		// request admitted just before the end arrives rlAnswer later.
-		// The context is cancelled then rather than given a deadline, so
-		// that the chain does not refuse slots past the end of the run.
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		time.AfterFunc(time.Until(end.Add(rlAnswer+time.Millisecond)), cancel)
-		var wg sync.WaitGroup
-		for range rlClients {
-			wg.Go(func() {
-				for time.Now().Before(end) {
-					began := time.Now()
-					err := call(ctx)
-					if ctx.Err() != nil {
-						return // cut short by the end of the run
-					}
-					mu.Lock()
-					run.calls++
-					if err != nil {
-						run.failed++
-					}
-					mu.Unlock()
-					if err != nil && time.Since(began) == 0 {
-						if sleep(ctx, rlPause) != nil {
-							return
-						}
-					}
-				}
-			})
-		}
-		wg.Wait()
+		backToBack(t.Context(), rlClients, end, call, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			run.calls++
+			if err != nil {
+				run.failed++
+			}
+		})
 		run.admitted, run.rejected = b.admitted, b.rejected
 	})
 	return run
@@ -249,9 +161,9 @@ func TestStormRateLimit(t *testing.T) {
 		tb.row(r.name, run.admitted+run.rejected, run.admitted, float64(run.admitted)/capacity, run.rejected,
 			fmt.Sprintf("%.3f", ratio(run.rejected, run.admitted)), run.calls, run.failed, run.refused)
 	}
-	tb.note("An answer takes %v; a 429 (with retry-after, whole seconds) takes %v. Every response carries the", rlAnswer, rlReject)
+	tb.note("An answer takes %v; a 429 (with retry-after, whole seconds) takes %v. Every response carries the", limitAnswer, limitReject)
 	tb.note("anthropic-ratelimit-requests-limit, -remaining and -reset headers. A client whose call failed without any time passing")
-	tb.note("(refused locally) waits %v before its next call. Goal: goodput within 5%% of capacity, under 0.05 429s per answer.", rlPause)
+	tb.note("(refused locally) waits %v before its next call. Goal: goodput within 5%% of capacity, under 0.05 429s per answer.", limitPause)
 	tb.note("Burst 50 matches the provider's bucket (Anthropic keeps an RPM limit as a bucket of that size); for a configured")
 	tb.note("limit the default Burst (one second's worth: 1) leaves the provider's full bucket unused at the start. MaxWait 10m")
 	tb.note("is longer than any queue these clients build (%d slots of 1.2s), so calls wait for their slot instead of being", rlClients)
