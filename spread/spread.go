@@ -171,7 +171,9 @@ type Candidate struct {
 	Latency time.Duration
 	// Room is the requests it could take now without waiting (Headroom),
 	// Wait how long until its next slot when it has none; RoomKnown is
-	// false while its limit is unknown (it then counts as room for one).
+	// false when nothing paces the target (it then counts as room for
+	// one). A chain's Headroom tier paces every target, before its first
+	// headers at a provisional one request a second, so it always knows.
 	Room      float64
 	Wait      time.Duration
 	RoomKnown bool
