@@ -196,23 +196,39 @@ func (p *build) hedgeBudget(target string) budget.Budget {
 
 // target returns the target at position pos of this call's walk.
 func (w *walk) target(pos int) *target {
-	switch {
-	case w.ranked == 0:
-		return w.c.targets[pos]
-	case w.orderBig != nil:
-		return w.c.targets[w.orderBig[pos]]
+	if rk := w.rk; rk != nil && rk.ranked != 0 {
+		return w.c.targets[rk.order[pos]]
 	}
-	return w.c.targets[w.orderBuf[pos]]
+	return w.c.targets[pos]
 }
 
-// setOrder puts the target of index i at position pos of this call's
-// walk, ranked with figure fig.
-func (w *walk) setOrder(pos, i int, fig float64) {
-	if w.orderBig != nil {
-		w.orderBig[pos], w.figsBig[pos] = int16(i), float32(fig)
-		return
-	}
-	w.orderBuf[pos], w.figs[pos] = int16(i), float32(fig)
+// ranking is how one call of a chain that spreads ordered its tiers: it
+// lives in the call's result allocation (spreadResult), so that a chain
+// that does not spread carries none of it, and one that does allocates
+// once per call all the same.
+type ranking struct {
+	// ranked marks the groups (by index) ranked for this call; 0 while
+	// the walk follows the chain's order. order is then the index of the
+	// target at each position, figs the figure it was ranked by, vs what
+	// each group's first was preferred to.
+	ranked uint8
+	order  []int16
+	figs   []float32
+	vs     [groups]rival
+	// choice is room for the first Choice the walk records; used counts
+	// what is taken.
+	choice [1]spread.Choice
+	used   int
+
+	orderBuf [16]int16
+	figsBuf  [16]float32
+}
+
+// spreadResult is a Result with the ranking of its call: a chain that
+// spreads allocates it instead of a bare Result.
+type spreadResult struct {
+	Result
+	rk ranking
 }
 
 // rival is what the target ranked first in a tier was preferred to.
@@ -221,26 +237,26 @@ type rival struct {
 	fig  float64
 }
 
-// enter ranks the targets of t's group for this call when the walk enters
-// it at position pos (its first), if the group spreads. The ranking is
-// kept on the walk's stack (the walk's own arrays, not slices of them,
-// which would move the walk to the heap), unless the chain has more than
-// 16 targets.
+// enter ranks the targets of the group that starts at position pos for
+// this call, if the group spreads and is not ranked yet (a restarted
+// stream keeps its ranking).
 func (w *walk) enter(pos int) {
-	c := w.c
+	c, rk := w.c, w.rk
 	g := c.targets[pos].group
-	if pos != g.lo || !g.spreads() || w.ranked&(1<<g.index) != 0 {
+	if pos != g.lo || !g.spreads() || rk.ranked&(1<<g.index) != 0 {
 		return
 	}
-	if w.ranked == 0 {
-		if n := len(c.targets); n > len(w.orderBuf) {
-			w.orderBig, w.figsBig = make([]int16, n), make([]float32, n)
+	if rk.ranked == 0 {
+		n := len(c.targets)
+		rk.order, rk.figs = rk.orderBuf[:n:n], rk.figsBuf[:n:n]
+		if n > len(rk.orderBuf) {
+			rk.order, rk.figs = make([]int16, n), make([]float32, n)
 		}
-		for i := range c.targets {
-			w.setOrder(i, i, 0)
+		for i := range rk.order {
+			rk.order[i] = int16(i)
 		}
 	}
-	w.ranked |= 1 << g.index
+	rk.ranked |= 1 << g.index
 	n := g.hi - g.lo
 	cands := g.cands // the weights alone: read, never written
 	var buf [4]spread.Candidate
@@ -270,9 +286,10 @@ func (w *walk) enter(pos int) {
 		}
 	}
 	for k, i := range order {
-		w.setOrder(g.lo+k, g.lo+i, g.strategy.Figure(&cands[i], max(slowest, time.Millisecond)))
+		rk.order[g.lo+k] = int16(g.lo + i)
+		rk.figs[g.lo+k] = float32(g.strategy.Figure(&cands[i], max(slowest, time.Millisecond)))
 	}
-	w.vs[g.index] = rival{first.Against, first.AgainstFigure}
+	rk.vs[g.index] = rival{first.Against, first.AgainstFigure}
 }
 
 // candidate gathers what the group's strategy compares of t.
@@ -294,25 +311,24 @@ func (w *walk) candidate(t *target, now time.Duration) spread.Candidate {
 // choice returns the Choice that sent the walk to position pos, made for
 // the record that keeps it; nil in an ordered tier.
 func (w *walk) choice(pos int) *spread.Choice {
+	rk := w.rk
+	if rk == nil || rk.ranked == 0 {
+		return nil
+	}
 	g := w.c.targets[pos].group // positions keep to their tier's range
-	if w.ranked&(1<<g.index) == 0 {
+	if rk.ranked&(1<<g.index) == 0 {
 		return nil
 	}
 	var ch *spread.Choice
-	if len(w.choiceBuf) < cap(w.choiceBuf) {
-		w.choiceBuf = w.choiceBuf[:len(w.choiceBuf)+1]
-		ch = &w.choiceBuf[len(w.choiceBuf)-1]
+	if rk.used < len(rk.choice) {
+		ch = &rk.choice[rk.used]
+		rk.used++
 	} else {
 		ch = new(spread.Choice)
 	}
-	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo}
-	if w.orderBig != nil {
-		ch.Figure = float64(w.figsBig[pos])
-	} else {
-		ch.Figure = float64(w.figs[pos])
-	}
+	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo, Figure: float64(rk.figs[pos])}
 	if ch.Rank == 1 {
-		v := w.vs[g.index]
+		v := rk.vs[g.index]
 		ch.Against, ch.AgainstFigure = v.name, v.fig
 	}
 	return ch
@@ -337,11 +353,3 @@ func (w *walk) elsewhere(t *target) bool {
 // headroomThrottle is the throttle a Headroom tier gives a target that has
 // none: learn the limits from the headers, with the throttle's defaults.
 var headroomThrottle = throttle.Config{Learn: true}
-
-// spreadResult is a Result with room for the first Choice it records: a
-// chain that spreads allocates it instead of a bare Result, so that a
-// healthy call still allocates once.
-type spreadResult struct {
-	Result
-	choice [1]spread.Choice
-}

@@ -10,7 +10,6 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
-	"github.com/backstop-llm/backstop/spread"
 )
 
 // walk is one call's way through the chain: the model targets in order,
@@ -36,23 +35,12 @@ type walk struct {
 	needs     llm.Capabilities   // what the request carries beyond text
 	cancel    context.CancelFunc // the deadline's
 
-	// ranked marks the groups (by index) that spread and were ranked for
-	// this call; 0 while the walk follows the chain's order. Then
-	// orderBuf (orderBig in a chain of more than 16 targets) is the index
-	// of the target at each position, figs (figsBig) the figure it was
-	// ranked by, vs what each group's first was preferred to. hedged
-	// marks the targets (by index, the first 64) already tried in this
-	// call as hedges: the walk passes them over.
-	ranked   uint8
-	orderBuf [16]int16
-	figs     [16]float32
-	orderBig []int16
-	figsBig  []float32
-	vs       [groups]rival
-	hedged   uint64
-	// choiceBuf has room for the first Choice the walk records, in the
-	// result's allocation (see spreadResult).
-	choiceBuf []spread.Choice
+	// rk is the call's ranking of the tiers that spread; nil when no
+	// tier of the chain does. hedged marks the targets (by index, the
+	// first 64) already tried in this call as hedges: the walk passes them
+	// over.
+	rk     *ranking
+	hedged uint64
 }
 
 // sender makes one attempt. Call's (stream nil) sends the request and
@@ -97,9 +85,8 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	w.begin, w.minWindow = -1, -1
 	var res *Result
 	if c.spreads {
-		// One allocation for the result and the first choice it records.
-		sr := &spreadResult{}
-		res, w.choiceBuf = &sr.Result, sr.choice[:0]
+		sr := &spreadResult{} // the result and the call's ranking, at once
+		res, w.rk = &sr.Result, &sr.rk
 	} else {
 		res = &Result{}
 	}
@@ -144,7 +131,9 @@ func (w *walk) run(req *llm.Request) (served, error) {
 		c.sync(w.ctx, w.obs)
 	}
 	for pos := w.from; pos < len(c.targets); pos++ {
-		w.enter(pos)
+		if w.rk != nil {
+			w.enter(pos)
+		}
 		w.pos = pos
 		t := w.target(pos)
 		if w.triedAsHedge(t) {
