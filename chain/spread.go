@@ -101,11 +101,12 @@ func groupsOf(tiers []Tier) []int {
 // group is one tier's targets as the walk sees them: c.targets[lo:hi],
 // their strategy, and their hedging's shared parts.
 type group struct {
-	name     string // "deployment", "sibling" or "provider", for records
-	index    int    // its place among the chain's groups
-	lo, hi   int
-	strategy spread.Strategy
-	cands    []spread.Candidate // its targets' names and weights
+	name       string // "deployment", "sibling" or "provider", for records
+	index      int    // its place among the chain's groups
+	lo, hi     int
+	strategy   spread.Strategy
+	weightFigs []float64 // its targets' weights, as spread.Weighted's figures
+	weights    float64   // their total
 	// window holds the tier's recent answer times (a stream's: its first
 	// chunk), for adaptive hedge delays; nil when no target of the tier
 	// hedges.
@@ -146,7 +147,9 @@ func (p *build) compileGroups() {
 		setup := p.b.groups[gi]
 		g := &group{name: [...]string{"deployment", "sibling", "provider"}[gi], index: len(c.groups), lo: lo, hi: hi, strategy: setup.strategy}
 		for _, t := range c.targets[lo:hi] {
-			g.cands = append(g.cands, spread.Candidate{Name: t.Name, Weight: t.Weight})
+			f := spread.Weighted.Figure(&spread.Candidate{Weight: t.Weight}, 0)
+			g.weightFigs = append(g.weightFigs, f)
+			g.weights += f
 		}
 		var tierBudget budget.Budget // the tier's hedge budget, made once
 		for _, t := range c.targets[lo:hi] {
@@ -196,105 +199,129 @@ func (p *build) hedgeBudget(target string) budget.Budget {
 
 // target returns the target at position pos of this call's walk.
 func (w *walk) target(pos int) *target {
-	if rk := w.rk; rk != nil && rk.ranked != 0 {
-		return w.c.targets[rk.order[pos]]
+	if w.ranked != 0 {
+		return w.c.targets[w.orderAt(pos)]
 	}
 	return w.c.targets[pos]
 }
 
-// ranking is how one call of a chain that spreads ordered its tiers: it
-// lives in the call's result allocation (spreadResult), so that a chain
-// that does not spread carries none of it, and one that does allocates
-// once per call all the same.
-type ranking struct {
-	// ranked marks the groups (by index) ranked for this call; 0 while
-	// the walk follows the chain's order. order is then the index of the
-	// target at each position, figs the figure it was ranked by, vs what
-	// each group's first was preferred to.
-	ranked uint8
-	order  []int16
-	figs   []float32
-	vs     [groups]rival
-	// choice is room for the first Choice the walk records; used counts
-	// what is taken.
-	choice [1]spread.Choice
-	used   int
+// The ranking of a call's tiers is kept in the walk's own arrays for a
+// chain of up to inlineRank targets (arrays indexed, never sliced: a slice
+// of the walk would move it to the heap), and in big for a longer one.
+const inlineRank = 8
 
-	orderBuf [16]int16
-	figsBuf  [16]float32
-}
-
-// spreadResult is a Result with the ranking of its call: a chain that
-// spreads allocates it instead of a bare Result.
-type spreadResult struct {
-	Result
-	rk ranking
-}
-
-// rival is what the target ranked first in a tier was preferred to.
+// rival is what a tier's first was preferred to: the target (its index
+// in the chain, -1 for none) and its figure.
 type rival struct {
-	name string
-	fig  float64
+	idx int16
+	fig float32
+}
+
+// bigRanking is the ranking of a chain of more than inlineRank targets.
+type bigRanking struct {
+	order []int16
+	figs  []float32
+}
+
+// orderAt is the index of the target at position pos, once ranked.
+func (w *walk) orderAt(pos int) int {
+	if w.big != nil {
+		return int(w.big.order[pos])
+	}
+	return int(w.order[pos])
+}
+
+// figAt is the figure position pos was ranked by.
+func (w *walk) figAt(pos int) float64 {
+	if w.big != nil {
+		return float64(w.big.figs[pos])
+	}
+	return float64(w.figs[pos])
+}
+
+// setRank puts target i at position pos, ranked by fig.
+func (w *walk) setRank(pos, i int, fig float64) {
+	if w.big != nil {
+		w.big.order[pos], w.big.figs[pos] = int16(i), float32(fig)
+		return
+	}
+	w.order[pos], w.figs[pos] = int8(i), float32(fig)
 }
 
 // enter ranks the targets of the group that starts at position pos for
 // this call, if the group spreads and is not ranked yet (a restarted
 // stream keeps its ranking).
 func (w *walk) enter(pos int) {
-	c, rk := w.c, w.rk
+	c := w.c
 	g := c.targets[pos].group
-	if pos != g.lo || !g.spreads() || rk.ranked&(1<<g.index) != 0 {
+	if pos != g.lo || !g.spreads() || w.ranked&(1<<g.index) != 0 {
 		return
 	}
-	if rk.ranked == 0 {
-		n := len(c.targets)
-		rk.order, rk.figs = rk.orderBuf[:n:n], rk.figsBuf[:n:n]
-		if n > len(rk.orderBuf) {
-			rk.order, rk.figs = make([]int16, n), make([]float32, n)
+	if w.ranked == 0 {
+		if n := len(c.targets); n > inlineRank {
+			w.big = &bigRanking{order: make([]int16, n), figs: make([]float32, n)}
 		}
-		for i := range rk.order {
-			rk.order[i] = int16(i)
+		for i := range c.targets {
+			w.setRank(i, i, 0)
 		}
 	}
-	rk.ranked |= 1 << g.index
+	w.ranked |= 1 << g.index
 	n := g.hi - g.lo
-	cands := g.cands // the weights alone: read, never written
-	var buf [4]spread.Candidate
-	if g.strategy != spread.Weighted {
-		cands = buf[:0]
-		if n > len(buf) {
-			cands = make([]spread.Candidate, 0, n)
-		}
-		var now time.Duration
-		if g.strategy == spread.Latency || g.strategy == spread.Headroom {
-			now = c.clock()
-		}
-		for _, t := range c.targets[g.lo:g.hi] {
-			cands = append(cands, w.candidate(t, now))
-		}
+	var ob [inlineRank]int
+	var fb [inlineRank]float64
+	order, figs := ob[:n:n], fb[:n:n]
+	if n > inlineRank {
+		order, figs = make([]int, n), make([]float64, n)
 	}
-	var ibuf [8]int
-	order := ibuf[:n:n]
-	if n > len(ibuf) {
-		order = make([]int, n)
-	}
-	first := g.strategy.Rank(cands, order, nil)
-	var slowest time.Duration
-	if g.strategy == spread.Latency {
-		for i := range cands {
-			slowest = max(slowest, cands[i].Latency)
+	var against int
+	switch g.strategy {
+	case spread.Weighted:
+		against = g.strategy.RankFigures(g.weightFigs, order, nil) // read, never written
+		figs = g.weightFigs
+	case spread.LeastLoaded:
+		for k, t := range c.targets[g.lo:g.hi] {
+			figs[k] = float64(t.load.InFlight())
 		}
+		against = g.strategy.RankFigures(figs, order, nil)
+	default: // Latency and Headroom compare more than one figure each
+		against = w.rankCandidates(g, order, figs)
 	}
 	for k, i := range order {
-		rk.order[g.lo+k] = int16(g.lo + i)
-		rk.figs[g.lo+k] = float32(g.strategy.Figure(&cands[i], max(slowest, time.Millisecond)))
+		w.setRank(g.lo+k, g.lo+i, figs[i])
 	}
-	rk.vs[g.index] = rival{first.Against, first.AgainstFigure}
+	w.vs[g.index] = rival{-1, 0}
+	if against > 0 {
+		w.vs[g.index] = rival{int16(g.lo + order[against]), float32(figs[order[against]])}
+	}
 }
 
-// candidate gathers what the group's strategy compares of t.
-func (w *walk) candidate(t *target, now time.Duration) spread.Candidate {
-	cand := spread.Candidate{Name: t.Name, Weight: t.Weight}
+// rankCandidates ranks g's targets by strategies that read more than a
+// figure of each (Latency, Headroom), into order and figs; it returns the
+// position of the target the first was compared with.
+func (w *walk) rankCandidates(g *group, order []int, figs []float64) int {
+	c := w.c
+	n := g.hi - g.lo
+	var buf [4]spread.Candidate
+	cands := buf[:0]
+	if n > len(buf) {
+		cands = make([]spread.Candidate, 0, n)
+	}
+	now := c.clock()
+	for _, t := range c.targets[g.lo:g.hi] {
+		cands = append(cands, spread.Candidate{})
+		w.candidate(&cands[len(cands)-1], t, now)
+	}
+	first := g.strategy.Rank(cands, order, figs, nil)
+	if first.Against == "" {
+		return 0
+	}
+	return 1
+}
+
+// candidate fills cand (zero) with what the group's strategy compares of
+// t, at now on the chain's clock.
+func (w *walk) candidate(cand *spread.Candidate, t *target, now time.Duration) {
+	cand.Name = t.Name
 	if t.load != nil {
 		cand.InFlight = t.load.InFlight()
 		if t.group.strategy == spread.Latency {
@@ -305,31 +332,32 @@ func (w *walk) candidate(t *target, now time.Duration) spread.Candidate {
 		room := t.throttle.Headroom(w.c.epoch.Add(now))
 		cand.Room, cand.Wait, cand.RoomKnown = room.Available, room.Wait, true // before the first headers: the provisional pace
 	}
-	return cand
 }
 
 // choice returns the Choice that sent the walk to position pos, made for
-// the record that keeps it; nil in an ordered tier.
+// the record that keeps it (in the result's allocation the first time);
+// nil in an ordered tier.
 func (w *walk) choice(pos int) *spread.Choice {
-	rk := w.rk
-	if rk == nil || rk.ranked == 0 {
+	if w.ranked == 0 {
 		return nil
 	}
 	g := w.c.targets[pos].group // positions keep to their tier's range
-	if rk.ranked&(1<<g.index) == 0 {
+	if w.ranked&(1<<g.index) == 0 {
 		return nil
 	}
-	var ch *spread.Choice
-	if rk.used < len(rk.choice) {
-		ch = &rk.choice[rk.used]
-		rk.used++
+	ch := w.spare
+	if ch != nil {
+		w.spare = nil
 	} else {
 		ch = new(spread.Choice)
 	}
-	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo, Figure: float64(rk.figs[pos])}
-	if ch.Rank == 1 {
-		v := rk.vs[g.index]
-		ch.Against, ch.AgainstFigure = v.name, v.fig
+	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo, Figure: w.figAt(pos)}
+	switch v := w.vs[g.index]; {
+	case ch.Rank != 1:
+	case g.strategy == spread.Weighted:
+		ch.AgainstFigure = g.weights // a draw compares with the total
+	case v.idx >= 0:
+		ch.Against, ch.AgainstFigure = w.c.targets[v.idx].Name, float64(v.fig)
 	}
 	return ch
 }
@@ -353,3 +381,11 @@ func (w *walk) elsewhere(t *target) bool {
 // headroomThrottle is the throttle a Headroom tier gives a target that has
 // none: learn the limits from the headers, with the throttle's defaults.
 var headroomThrottle = throttle.Config{Learn: true}
+
+// spreadResult is a Result with room for the first Choice its call
+// records: a chain that spreads allocates it instead of a bare Result, so
+// that a healthy call allocates once.
+type spreadResult struct {
+	Result
+	choice spread.Choice
+}

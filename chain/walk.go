@@ -10,6 +10,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // walk is one call's way through the chain: the model targets in order,
@@ -35,11 +36,20 @@ type walk struct {
 	needs     llm.Capabilities   // what the request carries beyond text
 	cancel    context.CancelFunc // the deadline's
 
-	// rk is the call's ranking of the tiers that spread; nil when no
-	// tier of the chain does. hedged marks the targets (by index, the
-	// first 64) already tried in this call as hedges: the walk passes them
-	// over.
-	rk     *ranking
+	// ranked marks the groups (by index) that spread and were ranked for
+	// this call; 0 while the walk follows the chain's order. order (big,
+	// in a chain of more than inlineRank targets) is then the index of the
+	// target at each position, figs the figure it was ranked by, vs what
+	// each group's first was preferred to; spare is room for the first
+	// Choice, in the result's allocation. hedged marks the targets (by
+	// index, the first 64) already tried in this call as hedges: the walk
+	// passes them over.
+	ranked uint8
+	order  [inlineRank]int8
+	figs   [inlineRank]float32
+	vs     [groups]rival
+	big    *bigRanking
+	spare  *spread.Choice
 	hedged uint64
 }
 
@@ -85,8 +95,8 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	w.begin, w.minWindow = -1, -1
 	var res *Result
 	if c.spreads {
-		sr := &spreadResult{} // the result and the call's ranking, at once
-		res, w.rk = &sr.Result, &sr.rk
+		sr := &spreadResult{} // the result and its first Choice, at once
+		res, w.spare = &sr.Result, &sr.choice
 	} else {
 		res = &Result{}
 	}
@@ -131,7 +141,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 		c.sync(w.ctx, w.obs)
 	}
 	for pos := w.from; pos < len(c.targets); pos++ {
-		if w.rk != nil {
+		if c.spreads {
 			w.enter(pos)
 		}
 		w.pos = pos

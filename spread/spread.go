@@ -195,29 +195,79 @@ func (global) Float64() float64 { return rand.Float64() }
 
 // Rank orders cands for one call, best first, writing indices into
 // cands to order (which must have room for len(cands)), and returns the
-// Choice that explains the first. It reads the figures as they are; it
-// does not change them.
-func (s Strategy) Rank(cands []Candidate, order []int, r Rand) Choice {
+// Choice that explains the first. When figs is not nil (room for
+// len(cands)), it gets each candidate's Figure, indexed as cands. It reads
+// the candidates as they are; it does not change them, and it allocates
+// nothing for eight candidates or fewer.
+func (s Strategy) Rank(cands []Candidate, order []int, figs []float64, r Rand) Choice {
 	n := len(cands)
-	for i := range n {
-		order[i] = i
-	}
 	c := Choice{Strategy: s, Rank: 1, Of: n}
 	if n == 0 {
 		return c
+	}
+	var fb [8]float64
+	if figs == nil {
+		figs = fb[:n:n]
+		if n > len(fb) {
+			figs = make([]float64, n)
+		}
+	}
+	var slowest time.Duration
+	if s == Latency {
+		for i := range cands {
+			slowest = max(slowest, cands[i].Latency)
+		}
+		slowest = max(slowest, time.Millisecond)
+	}
+	for i := range cands {
+		figs[i] = s.Figure(&cands[i], slowest)
+	}
+	var against int
+	if s == Headroom {
+		for i := range order[:n] {
+			order[i] = i
+		}
+		byRoom(cands, figs, order)
+		against = 1
+	} else {
+		against = s.RankFigures(figs, order, r)
+	}
+	c.Figure = figs[order[0]]
+	switch {
+	case s == Weighted:
+		for _, f := range figs {
+			c.AgainstFigure += f
+		}
+	case against > 0 && n > 1:
+		c.Against, c.AgainstFigure = cands[order[against]].Name, figs[order[against]]
+	}
+	return c
+}
+
+// RankFigures is Rank for the strategies that judge by the figure alone
+// (Ordered, Weighted, LeastLoaded, Latency), from figures already computed
+// (Figure's, one per candidate): it writes the order and returns the
+// position of the candidate the first was compared with (1), or 0 when
+// there is none (Ordered, Weighted, a single candidate). Headroom, which
+// also orders by the wait for a slot, needs Rank. It allocates nothing.
+func (s Strategy) RankFigures(figs []float64, order []int, r Rand) int {
+	n := len(figs)
+	for i := range order[:n] {
+		order[i] = i
 	}
 	if r == nil {
 		r = global{}
 	}
 	switch s {
 	case Weighted:
-		return weighted(cands, order, r, c)
+		weighted(figs, order, r)
 	case LeastLoaded, Latency:
-		return twoChoices(s, cands, order, r, c)
-	case Headroom:
-		return byRoom(cands, order, c)
+		twoChoices(figs, order, r)
+		if n > 1 {
+			return 1
+		}
 	}
-	return c
+	return 0
 }
 
 // Figure is what s judges cand by, as Choice.Figure reports it; slowest
@@ -251,88 +301,83 @@ func weightOf(c *Candidate) float64 {
 }
 
 // weighted draws the first candidate at random in proportion to the
-// weights, and puts the others after it by weight, heaviest first.
-func weighted(cands []Candidate, order []int, r Rand, c Choice) Choice {
+// weights, puts the others after it by weight, heaviest first, and
+// returns the weights' total.
+func weighted(weights []float64, order []int, r Rand) float64 {
 	total := 0.0
-	for i := range cands {
-		total += weightOf(&cands[i])
+	for _, w := range weights {
+		total += w
 	}
 	x := r.Float64() * total
 	j := 0
 	for ; j < len(order)-1; j++ {
-		x -= weightOf(&cands[j])
-		if x < 0 {
+		if x -= weights[j]; x < 0 {
 			break
 		}
 	}
 	order[0], order[j] = order[j], order[0]
-	sortBy(order[1:], func(i int) float64 { return -weightOf(&cands[i]) })
-	c.Figure, c.AgainstFigure = weightOf(&cands[order[0]]), total
-	return c
+	sortDesc(order[1:], weights)
+	return total
 }
 
-// twoChoices draws two candidates and puts the one s judges lighter
-// first, then the rest by the same figure, lightest first.
-func twoChoices(s Strategy, cands []Candidate, order []int, r Rand, c Choice) Choice {
-	n := len(cands)
-	var slowest time.Duration
-	for i := range cands {
-		slowest = max(slowest, cands[i].Latency)
-	}
-	if slowest == 0 {
-		slowest = time.Millisecond
-	}
-	fig := func(i int) float64 { return s.Figure(&cands[i], slowest) }
+// twoChoices draws two candidates and puts the one with the lower figure
+// first, the other second, then the rest by figure, lowest first.
+func twoChoices(figs []float64, order []int, r Rand) {
+	n := len(order)
 	if n == 1 {
-		c.Figure = fig(0)
-		return c
+		return
 	}
-	a := r.IntN(n)
-	b := r.IntN(n - 1)
+	x := r.IntN(n * (n - 1)) // one draw for the ordered pair
+	a, b := x/(n-1), x%(n-1)
 	if b >= a {
 		b++
 	}
-	if fig(b) < fig(a) {
+	if figs[b] < figs[a] {
 		a, b = b, a
 	}
-	// a first, b second, the rest after them by figure, lightest first.
-	order[0], order[a] = order[a], order[0]
-	for k := 1; k < n; k++ { // the value b, wherever the swap left it
-		if order[k] == b {
-			order[1], order[k] = order[k], order[1]
-			break
-		}
+	// a first, b second: order is the identity, so swapping a to the
+	// front moves only the value 0 (to a), which is where b is if b is 0.
+	order[0], order[a] = a, 0
+	if b == 0 {
+		b = a
 	}
-	sortBy(order[2:], fig)
-	c.Figure, c.Against, c.AgainstFigure = fig(order[0]), cands[order[1]].Name, fig(order[1])
-	return c
+	order[1], order[b] = order[b], order[1]
+	sortAsc(order[2:], figs)
 }
 
-// byRoom puts the candidates with the most room first, and those with no
-// room (below one request) after them by how soon they have a slot.
-func byRoom(cands []Candidate, order []int, c Choice) Choice {
-	key := func(i int) float64 {
-		cand := &cands[i]
-		room := Headroom.Figure(cand, 0)
-		if room >= 1 {
-			return -room
+// byRoom puts the candidates with the most room (figs) first, and those
+// with no room (below one request) after them by how soon they have a
+// slot.
+func byRoom(cands []Candidate, figs []float64, order []int) {
+	var kb [8]float64
+	keys := kb[:len(cands):len(cands)]
+	if len(cands) > len(kb) {
+		keys = make([]float64, len(cands))
+	}
+	for i := range cands {
+		if figs[i] >= 1 {
+			keys[i] = -figs[i]
+		} else {
+			keys[i] = float64(cands[i].Wait) // no room: the soonest slot first
 		}
-		return float64(cand.Wait) // no room: the soonest slot first
 	}
-	sortBy(order, key)
-	c.Figure = Headroom.Figure(&cands[order[0]], 0)
-	if len(order) > 1 {
-		c.Against, c.AgainstFigure = cands[order[1]].Name, Headroom.Figure(&cands[order[1]], 0)
-	}
-	return c
+	sortAsc(order, keys)
 }
 
-// sortBy sorts order by key, ascending, keeping equal keys in their
-// order: an insertion sort, allocation-free for the few targets of a
-// tier.
-func sortBy(order []int, key func(int) float64) {
+// sortAsc sorts order (indices into keys) by key, lowest first, keeping
+// equal keys in their order: an insertion sort, allocation-free for the
+// few targets of a tier. sortDesc sorts highest first.
+func sortAsc(order []int, keys []float64) {
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && key(order[j]) < key(order[j-1]); j-- {
+		for j := i; j > 0 && keys[order[j]] < keys[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+}
+
+func sortDesc(order []int, keys []float64) {
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && keys[order[j]] > keys[order[j-1]]; j-- {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}

@@ -13,7 +13,7 @@ func seeded() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }
 
 func TestRankOrdered(t *testing.T) {
 	order := make([]int, 3)
-	c := spread.Ordered.Rank(make([]spread.Candidate, 3), order, seeded())
+	c := spread.Ordered.Rank(make([]spread.Candidate, 3), order, nil, seeded())
 	if !slices.Equal(order, []int{0, 1, 2}) || c.Rank != 1 || c.Of != 3 || c.String() != "ordered 1/3: in order" {
 		t.Fatalf("%v %+v %q", order, c, c)
 	}
@@ -25,7 +25,7 @@ func TestRankLeastLoadedPutsTheLighterOfTwoFirstThenTheRestByLoad(t *testing.T) 
 	firsts := map[string]int{}
 	for range 1000 {
 		order := make([]int, len(cands))
-		c := spread.LeastLoaded.Rank(cands, order, r)
+		c := spread.LeastLoaded.Rank(cands, order, nil, r)
 		first, second := cands[order[0]], cands[order[1]]
 		if first.InFlight > second.InFlight || c.Figure != float64(first.InFlight) || c.Against != second.Name || c.AgainstFigure != float64(second.InFlight) {
 			t.Fatalf("order %v, choice %+v", order, c)
@@ -54,7 +54,7 @@ func TestRankLatencyJudgesByCostAndAssumesTheSlowestForTheUnknown(t *testing.T) 
 	}
 	order := make([]int, 3)
 	for range 100 {
-		c := spread.Latency.Rank(cands, order, seeded())
+		c := spread.Latency.Rank(cands, order, nil, seeded())
 		if cands[order[0]].Name == "fast-busy" {
 			t.Fatalf("the costliest was first: %v (%s)", order, c)
 		}
@@ -68,7 +68,7 @@ func TestRankWeightedDrawsByWeightThenHeaviestFirst(t *testing.T) {
 	const n = 5000
 	for range n {
 		order := make([]int, 3)
-		c := spread.Weighted.Rank(cands, order, r)
+		c := spread.Weighted.Rank(cands, order, nil, r)
 		firsts[cands[order[0]].Name]++
 		if c.AgainstFigure != 5 || c.Against != "" {
 			t.Fatalf("%+v", c)
@@ -93,7 +93,7 @@ func TestRankHeadroomMostRoomFirstThenSoonestSlot(t *testing.T) {
 		{Name: "unknown"}, // room for one
 	}
 	order := make([]int, len(cands))
-	c := spread.Headroom.Rank(cands, order, nil)
+	c := spread.Headroom.Rank(cands, order, nil, nil)
 	var names []string
 	for _, i := range order {
 		names = append(names, cands[i].Name)
