@@ -108,8 +108,9 @@ func TestStormOutage(t *testing.T) {
 	}
 	def := runs[len(runs)-1]
 	tb.note("The ratio budget allows retries of at most 10%% of first attempts over 10s (floor 10); the token bucket refunds only on")
-	tb.note("success, so against a dead primary it spends its 100 retries and stops; the breaker opens after 5 failures and sends")
-	tb.note("one probe every 30s. The next tier answers every call whichever bounds the retries: only the primary's load differs.")
+	tb.note("success, so against a dead primary it spends its 100 retries and stops; the breaker opens after 5 failures and probes")
+	tb.note("at 5, 15, 35 and 75s, then every 60s (the open interval doubles from 5s up to 60s). The next tier answers every call")
+	tb.note("whichever bounds the retries: only the primary's load differs.")
 	if raceEnabled {
 		tb.note("Race detector on: %v of outage instead of 10m.", length)
 	}
