@@ -91,15 +91,24 @@ func canceled(caller context.Context) error {
 
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
+	_, err := sleepUnless(ctx, d, nil)
+	return err
+}
+
+// sleepUnless waits d, or until stale is closed (reporting true; a nil
+// stale never is), or until ctx ends.
+func sleepUnless(ctx context.Context, d time.Duration, stale <-chan struct{}) (bool, error) {
 	if d <= 0 {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return false, nil
+	case <-stale:
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }

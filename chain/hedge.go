@@ -137,7 +137,7 @@ func (w *walk) alone(r *racer, s *sent) {
 // won installs racer r's committed stream as the call's and reports true;
 // false when r did not commit one.
 func (w *walk) won(r *racer, s *sent) bool {
-	if r.err != nil || r.resp == nil || !w.send.commits(r.a.t) {
+	if !w.committed(r) {
 		return false
 	}
 	st := &w.send.stream.st

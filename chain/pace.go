@@ -77,18 +77,3 @@ func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 		return waited + wait, nil
 	}
 }
-
-// sleepUnless waits d, or until stale is closed (reporting true), or until
-// ctx ends.
-func sleepUnless(ctx context.Context, d time.Duration, stale <-chan struct{}) (bool, error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return false, nil
-	case <-stale:
-		return true, nil
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
-}

@@ -88,7 +88,6 @@ func (p *prober) fire() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	start := time.Now()
 	resp, err := complete(ctx, t, &p.req, ticket)
 	if err == nil && resp == nil {
 		err = errNilResponse
@@ -97,7 +96,7 @@ func (p *prober) fire() {
 	if err != nil {
 		verdict = t.table.Rule(llm.KindOf(err)).Breaker
 	}
-	ticket.ReportAt(verdict, start.Add(time.Since(start)))
+	ticket.Report(verdict)
 	if p.c.shared != nil {
 		p.c.publish(context.Background(), t)
 	}

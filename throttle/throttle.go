@@ -352,9 +352,7 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 		res.t = l.tokens.lim.ReserveN(now, tokens)
 		wait = max(wait, res.t.DelayFrom(now))
 	}
-	if r := wait % time.Millisecond; r != 0 {
-		wait += time.Millisecond - r
-	}
+	wait = ceilMillis(wait)
 	if wait > limit {
 		res.cancel(now) // the latest reservations: restored exactly
 		return wait, Reservation{}, false
@@ -552,9 +550,7 @@ func (l *Limiter) Headroom(now time.Time) Headroom {
 	if lim := l.tokens.lim; lim != nil {
 		h.Wait = max(h.Wait, until(lim, lim.TokensAt(now)))
 	}
-	if r := h.Wait % time.Millisecond; r != 0 {
-		h.Wait += time.Millisecond - r
-	}
+	h.Wait = ceilMillis(h.Wait)
 	return h
 }
 
@@ -586,4 +582,13 @@ func EstimateTokens(req llm.Request) int {
 		n += len(m.Content)
 	}
 	return n/4 + 1 + req.Params.MaxTokens
+}
+
+// ceilMillis rounds d up to the millisecond, so that float arithmetic
+// never sends a request a hair before the provider has its token.
+func ceilMillis(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
