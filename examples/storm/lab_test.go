@@ -261,3 +261,19 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 	}
 	wg.Wait()
 }
+
+// inParallel runs row 0..n-1 of a scenario as parallel subtests of a
+// subtest "rows", one synctest bubble each, and returns what each row
+// measured, in order.
+func inParallel[R any](t *testing.T, n int, row func(t *testing.T, i int) R) []R {
+	runs := make([]R, n)
+	t.Run("rows", func(t *testing.T) {
+		for i := range n {
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				runs[i] = row(t, i)
+			})
+		}
+	})
+	return runs
+}

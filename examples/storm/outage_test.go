@@ -3,7 +3,6 @@ package storm
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -92,15 +91,7 @@ func TestStormOutage(t *testing.T) {
 		{"breaker (default), Unlimited", chain.Target{Budget: budget.Unlimited()}},
 		{"budget and breaker (defaults)", chain.Target{}},
 	}
-	runs := make([]outageRun, len(rows))
-	t.Run("rows", func(t *testing.T) {
-		for i, r := range rows {
-			t.Run(strconv.Itoa(i), func(t *testing.T) {
-				t.Parallel()
-				runs[i] = outage(t, r.target)
-			})
-		}
-	})
+	runs := inParallel(t, len(rows), func(t *testing.T, i int) outageRun { return outage(t, rows[i].target) })
 	for i, r := range rows {
 		run := runs[i]
 		tb.row(r.name, run.calls, run.primary, fmt.Sprintf("%.3f", ratio(run.primary, run.calls)), run.byBudget, run.byBreaker,

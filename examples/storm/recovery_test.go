@@ -3,7 +3,6 @@ package storm
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -119,15 +118,7 @@ func TestStormRecovery(t *testing.T) {
 		)
 	}
 	const blipToday, blipNew, blipProbe, longToday, longNew, longProbe = 0, 1, 2, 3, 4, 5
-	runs := make([]recoveryRun, len(rows))
-	t.Run("rows", func(t *testing.T) {
-		for i, r := range rows {
-			t.Run(strconv.Itoa(i), func(t *testing.T) {
-				t.Parallel()
-				runs[i] = recovery(t, r.outage, r.target)
-			})
-		}
-	})
+	runs := inParallel(t, len(rows), func(t *testing.T, i int) recoveryRun { return recovery(t, rows[i].outage, rows[i].target) })
 	for i, r := range rows {
 		run := runs[i]
 		back := "never"

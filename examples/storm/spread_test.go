@@ -126,15 +126,7 @@ func TestStormSpread(t *testing.T) {
 		{"headroom-aware", spread.Headroom},
 	}
 	const headroom = 2
-	runs := make([]spreadRun, len(rows))
-	t.Run("rows", func(t *testing.T) {
-		for i, r := range rows {
-			t.Run(strconv.Itoa(i), func(t *testing.T) {
-				t.Parallel()
-				runs[i] = spreadOut(t, r.strategy)
-			})
-		}
-	})
+	runs := inParallel(t, len(rows), func(t *testing.T, i int) spreadRun { return spreadOut(t, rows[i].strategy) })
 	for i, r := range rows {
 		run := runs[i]
 		admitted, rejected := run.totals()

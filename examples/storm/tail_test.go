@@ -169,15 +169,7 @@ func TestStormTail(t *testing.T) {
 		{"slow tail, hedge Delay 2s", true, hedge.Config{Delay: 2 * time.Second}},
 	}
 	const healthy, adaptive = 0, 2
-	runs := make([]tailRun, len(rows))
-	t.Run("rows", func(t *testing.T) {
-		for i, r := range rows {
-			t.Run(strconv.Itoa(i), func(t *testing.T) {
-				t.Parallel()
-				runs[i] = tail(t, r.slow, r.hedge)
-			})
-		}
-	})
+	runs := inParallel(t, len(rows), func(t *testing.T, i int) tailRun { return tail(t, rows[i].slow, rows[i].hedge) })
 	base := runs[healthy].quantile(0.99)
 	for i, r := range rows {
 		run := runs[i]
