@@ -191,6 +191,9 @@ func (a Attempt) String() string {
 
 // serve fills the result from the answer of t.
 func (r *Result) serve(t *target, resp *llm.Response) {
+	// Field by field: a composite literal would be built aside and copied
+	// into the heap whole.
 	r.Response = resp
-	r.Served = Served{Target: t.Name, Tier: t.tier, Provider: t.ob.Provider, Model: resp.Model, RequestID: resp.RequestID}
+	s := &r.Served
+	s.Target, s.Tier, s.Provider, s.Model, s.RequestID = t.Name, t.tier, t.ob.Provider, resp.Model, resp.RequestID
 }

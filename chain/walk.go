@@ -261,8 +261,16 @@ func (w *walk) record(a Attempt) { *w.grow() = a }
 // healthy path a copy of the record into the heap).
 func (w *walk) grow() *Attempt {
 	r := w.res
-	r.Attempts = append(r.Attempts, Attempt{})
-	return &r.Attempts[len(r.Attempts)-1]
+	n := len(r.Attempts)
+	if n < cap(r.Attempts) {
+		// Past its length the slice is zero (the result's own allocation,
+		// or append's) and nothing shortens it: the slot is taken as it
+		// is, sparing the healthy path a zeroing store into the heap.
+		r.Attempts = r.Attempts[:n+1]
+	} else {
+		r.Attempts = append(r.Attempts, Attempt{})
+	}
+	return &r.Attempts[n]
 }
 
 // serve fills the result from t's answer and remembers it.
