@@ -15,6 +15,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -23,15 +24,7 @@ import (
 // adapter builds its body.
 func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
-	if req.Params.MaxTokens > 0 {
-		params.MaxCompletionTokens = openai.Int(int64(req.Params.MaxTokens))
-	}
-	if t := req.Params.Temperature; t != nil {
-		params.Temperature = openai.Float(*t)
-	}
-	if t := req.Params.TopP; t != nil {
-		params.TopP = openai.Float(*t)
-	}
+	params.MaxCompletionTokens, params.Temperature, params.TopP = sampling(req.Params)
 	if len(req.Params.Stop) > 0 {
 		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Params.Stop}
 	}
@@ -40,50 +33,14 @@ func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCo
 		msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfSystem: &openai.ChatCompletionSystemMessageParam{
 			Content: openai.ChatCompletionSystemMessageParamContentUnion{OfString: openai.String(req.System)}}})
 	}
-	docs := 0
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		var err error
-		switch {
-		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
-			return params, p.badRequest(fmt.Sprintf("message %d has role %q; want user or assistant", i, m.Role), nil)
-		case len(m.Parts) == 0 && m.Role == llm.RoleAssistant:
-			msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
-				Content: openai.ChatCompletionAssistantMessageParamContentUnion{OfString: openai.String(m.Content)}}})
-		case len(m.Parts) == 0:
-			msgs = append(msgs, userText(m.Content))
-		case m.Role == llm.RoleAssistant:
-			msgs, err = p.chatAssistant(msgs, i, m, ids)
-		default:
-			msgs, err = p.chatUser(msgs, i, m, ids, &docs)
-		}
-		if err != nil {
-			return params, err
-		}
+	msgs, err := input(p, msgs, req.Messages, ids, &chatInput)
+	if err != nil {
+		return params, err
 	}
 	params.Messages = msgs
-	if len(req.Tools) > 0 {
-		params.Tools = make([]openai.ChatCompletionToolUnionParam, len(req.Tools))
-		for i, t := range req.Tools {
-			schema, err := toolSchema(t)
-			if err != nil {
-				return params, p.badRequest(fmt.Sprintf("tool %q: its InputSchema is not a JSON object (%v)", t.Name, err), err)
-			}
-			fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-			if t.Description != "" {
-				fn.Description = openai.String(t.Description)
-			}
-			params.Tools[i] = openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompletionFunctionToolParam{Function: fn}}
-		}
-		switch req.ToolChoice.Mode {
-		case llm.ToolNone:
-			params.ToolChoice.OfAuto = openai.String("none")
-		case llm.ToolAny:
-			params.ToolChoice.OfAuto = openai.String("required")
-		case llm.ToolNamed:
-			params.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
-				Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice.Name}}
-		}
+	params.Tools, params.ToolChoice, err = tools(p, req, chatTools)
+	if err != nil {
+		return params, err
 	}
 	if len(req.ResponseSchema) > 0 {
 		if !json.Valid(req.ResponseSchema) {
@@ -94,6 +51,21 @@ func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCo
 				Schema: json.RawMessage(req.ResponseSchema), Strict: openai.Bool(true)}}
 	}
 	return params, nil
+}
+
+// chatTools writes function tools and tool_choice.
+var chatTools = toolFormat[openai.ChatCompletionToolUnionParam, openai.ChatCompletionToolChoiceOptionUnionParam]{
+	tool: func(name string, description param.Opt[string], schema map[string]any) openai.ChatCompletionToolUnionParam {
+		return openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompletionFunctionToolParam{
+			Function: shared.FunctionDefinitionParam{Name: name, Description: description, Parameters: schema}}}
+	},
+	mode: func(mode string) openai.ChatCompletionToolChoiceOptionUnionParam {
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(mode)}
+	},
+	named: func(name string) openai.ChatCompletionToolChoiceOptionUnionParam {
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: name}}}
+	},
 }
 
 // emptyParameters is the parameters of a tool without an InputSchema: an
@@ -109,93 +81,50 @@ func toolSchema(t llm.Tool) (map[string]any, error) {
 	return jsonObject(s)
 }
 
-func userText(s string) openai.ChatCompletionMessageParamUnion {
-	return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
-		Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String(s)}}}
-}
-
-// chatAssistant appends an assistant message with parts: its text as the
-// content string (omitted when empty and there are tool calls), and its
-// tool calls.
-func (p *Provider) chatAssistant(out []openai.ChatCompletionMessageParamUnion, i int, m *llm.Message, ids *wire.ToolIDs) ([]openai.ChatCompletionMessageParamUnion, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	msg := &openai.ChatCompletionAssistantMessageParam{}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
+// chatInput writes a conversation as Chat Completions messages: an
+// assistant message's text as its content string and its tool calls in
+// the same message; a user message's tool results as tool messages, its
+// other parts as a content array (text, image_url, file; no document by
+// URL).
+var chatInput = inputFormat[openai.ChatCompletionMessageParamUnion, openai.ChatCompletionContentPartUnionParam]{
+	plain: func(role llm.Role, text string) openai.ChatCompletionMessageParamUnion {
+		if role == llm.RoleAssistant {
+			return openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+				Content: openai.ChatCompletionAssistantMessageParamContentUnion{OfString: openai.String(text)}}}
+		}
+		return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
+			Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String(text)}}}
+	},
+	assistant: func(text param.Opt[string], calls []callParam) []openai.ChatCompletionMessageParamUnion {
+		msg := &openai.ChatCompletionAssistantMessageParam{}
+		msg.Content.OfString = text
+		for _, c := range calls {
 			msg.ToolCalls = append(msg.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: ids.Out(part.ToolCall.ID),
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: part.ToolCall.Name,
-						Arguments: callArguments(part.ToolCall.Arguments)}}})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: c.id,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.name, Arguments: c.arguments}}})
 		}
-	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content.OfString = openai.String(text.String())
-	}
-	return append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: msg}), nil
-}
-
-// chatUser appends a user message with parts: one tool message per tool
-// result first, then a user message of the other parts, if any, as a
-// content array.
-func (p *Provider) chatUser(out []openai.ChatCompletionMessageParamUnion, i int, m *llm.Message, ids *wire.ToolIDs, docs *int) ([]openai.ChatCompletionMessageParamUnion, error) {
-	var content []openai.ChatCompletionContentPartUnionParam
-	text := func(s string) openai.ChatCompletionContentPartUnionParam {
+		return []openai.ChatCompletionMessageParamUnion{{OfAssistant: msg}}
+	},
+	toolResult: func(callID, output string) openai.ChatCompletionMessageParamUnion {
+		return openai.ChatCompletionMessageParamUnion{OfTool: &openai.ChatCompletionToolMessageParam{ToolCallID: callID,
+			Content: openai.ChatCompletionToolMessageParamContentUnion{OfString: openai.String(output)}}}
+	},
+	user: func(content []openai.ChatCompletionContentPartUnionParam) openai.ChatCompletionMessageParamUnion {
+		return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
+			Content: openai.ChatCompletionUserMessageParamContentUnion{OfArrayOfContentParts: content}}}
+	},
+	text: func(s string) openai.ChatCompletionContentPartUnionParam {
 		return openai.ChatCompletionContentPartUnionParam{OfText: &openai.ChatCompletionContentPartTextParam{Text: s}}
-	}
-	if m.Content != "" {
-		content = append(content, text(m.Content))
-	}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch md := part.Media; {
-		case part.ToolResult != nil:
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfTool: &openai.ChatCompletionToolMessageParam{
-				ToolCallID: ids.Out(part.ToolResult.CallID),
-				Content:    openai.ChatCompletionToolMessageParamContentUnion{OfString: openai.String(toolResultText(part.ToolResult))}}})
-		case part.ToolCall != nil:
-			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
-		case md == nil:
-			content = append(content, text(part.Text))
-		case !md.IsDocument():
-			u := md.URL
-			if u == "" {
-				u = dataURL(md.MediaType, md.Data)
-			}
-			content = append(content, openai.ChatCompletionContentPartUnionParam{OfImageURL: &openai.ChatCompletionContentPartImageParam{
-				ImageURL: openai.ChatCompletionContentPartImageImageURLParam{URL: u}}})
-		case md.URL != "":
-			return nil, p.badPart(i, j, m.Role,
-				"Chat Completions takes no document by URL (a file part has file_data and file_id, no URL): send its bytes, or use the Responses API")
-		case strings.HasPrefix(md.MediaType, "text/"):
-			content = append(content, text(string(md.Data)))
-		default:
-			content = append(content, openai.ChatCompletionContentPartUnionParam{OfFile: &openai.ChatCompletionContentPartFileParam{
-				File: openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(dataURL(md.MediaType, md.Data)),
-					Filename: openai.String(docName(docs, md.MediaType))}}})
-		}
-	}
-	if len(content) > 0 {
-		out = append(out, openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
-			Content: openai.ChatCompletionUserMessageParamContentUnion{OfArrayOfContentParts: content}}})
-	}
-	return out, nil
-}
-
-// docName names the next inline document of a request: document-1.pdf, …
-func docName(docs *int, mediaType string) string {
-	*docs++
-	ext := "pdf"
-	if mediaType != "application/pdf" {
-		ext = "bin"
-	}
-	return fmt.Sprintf("document-%d.%s", *docs, ext)
+	},
+	image: func(url string) openai.ChatCompletionContentPartUnionParam {
+		return openai.ChatCompletionContentPartUnionParam{OfImageURL: &openai.ChatCompletionContentPartImageParam{
+			ImageURL: openai.ChatCompletionContentPartImageImageURLParam{URL: url}}}
+	},
+	noDocumentURL: "Chat Completions takes no document by URL (a file part has file_data and file_id, no URL): send its bytes, or use the Responses API",
+	file: func(dataURL, name string) openai.ChatCompletionContentPartUnionParam {
+		return openai.ChatCompletionContentPartUnionParam{OfFile: &openai.ChatCompletionContentPartFileParam{
+			File: openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(dataURL), Filename: openai.String(name)}}}
+	},
 }
 
 // completeChat is Complete on Chat Completions.

@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -34,56 +35,15 @@ func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (response
 	if req.System != "" {
 		params.Instructions = openai.String(req.System)
 	}
-	if req.Params.MaxTokens > 0 {
-		params.MaxOutputTokens = openai.Int(int64(req.Params.MaxTokens))
-	}
-	if t := req.Params.Temperature; t != nil {
-		params.Temperature = openai.Float(*t)
-	}
-	if t := req.Params.TopP; t != nil {
-		params.TopP = openai.Float(*t)
-	}
-	items := make(responses.ResponseInputParam, 0, len(req.Messages))
-	docs := 0
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		var err error
-		switch {
-		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
-			return params, p.badRequest(fmt.Sprintf("message %d has role %q; want user or assistant", i, m.Role), nil)
-		case len(m.Parts) == 0:
-			items = append(items, easyMessage(m.Role, m.Content))
-		case m.Role == llm.RoleAssistant:
-			items, err = p.responsesAssistant(items, i, m, ids)
-		default:
-			items, err = p.responsesUser(items, i, m, ids, &docs)
-		}
-		if err != nil {
-			return params, err
-		}
+	params.MaxOutputTokens, params.Temperature, params.TopP = sampling(req.Params)
+	items, err := input(p, make(responses.ResponseInputParam, 0, len(req.Messages)), req.Messages, ids, &responsesInput)
+	if err != nil {
+		return params, err
 	}
 	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
-	if len(req.Tools) > 0 {
-		params.Tools = make([]responses.ToolUnionParam, len(req.Tools))
-		for i, t := range req.Tools {
-			schema, err := toolSchema(t)
-			if err != nil {
-				return params, p.badRequest(fmt.Sprintf("tool %q: its InputSchema is not a JSON object (%v)", t.Name, err), err)
-			}
-			fn := &responses.FunctionToolParam{Name: t.Name, Parameters: schema, Strict: openai.Bool(false)}
-			if t.Description != "" {
-				fn.Description = openai.String(t.Description)
-			}
-			params.Tools[i] = responses.ToolUnionParam{OfFunction: fn}
-		}
-		switch req.ToolChoice.Mode {
-		case llm.ToolNone:
-			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsNone)
-		case llm.ToolAny:
-			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsRequired)
-		case llm.ToolNamed:
-			params.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: req.ToolChoice.Name}
-		}
+	params.Tools, params.ToolChoice, err = tools(p, req, responsesTools)
+	if err != nil {
+		return params, err
 	}
 	if len(req.ResponseSchema) > 0 {
 		schema, err := jsonObject(req.ResponseSchema)
@@ -96,6 +56,20 @@ func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (response
 	return params, nil
 }
 
+// responsesTools writes function tools, strict false, and tool_choice.
+var responsesTools = toolFormat[responses.ToolUnionParam, responses.ResponseNewParamsToolChoiceUnion]{
+	tool: func(name string, description param.Opt[string], schema map[string]any) responses.ToolUnionParam {
+		return responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: name, Description: description,
+			Parameters: schema, Strict: openai.Bool(false)}}
+	},
+	mode: func(mode string) responses.ResponseNewParamsToolChoiceUnion {
+		return responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptions(mode))}
+	},
+	named: func(name string) responses.ResponseNewParamsToolChoiceUnion {
+		return responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: name}}
+	},
+}
+
 // easyMessage is a message of plain text.
 func easyMessage(role llm.Role, text string) responses.ResponseInputItemUnionParam {
 	r := responses.EasyInputMessageRoleUser
@@ -106,76 +80,48 @@ func easyMessage(role llm.Role, text string) responses.ResponseInputItemUnionPar
 		Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String(text)}}}
 }
 
-// responsesAssistant appends an assistant message with parts: its text as
-// a message (when not empty), then each tool call as a function_call item.
-func (p *Provider) responsesAssistant(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs) (responses.ResponseInputParam, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	var calls responses.ResponseInputParam
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
-			calls = append(calls, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
-				CallID: ids.Out(part.ToolCall.ID), Name: part.ToolCall.Name, Arguments: callArguments(part.ToolCall.Arguments)}})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
+// responsesInput writes a conversation as Responses API input items: an
+// assistant message's text as a message, then each tool call as a
+// function_call item; a user message's tool results as
+// function_call_output items, its other parts as a message of input_text,
+// input_image (detail auto) and input_file (file_data, or file_url for a
+// document by URL).
+var responsesInput = inputFormat[responses.ResponseInputItemUnionParam, responses.ResponseInputContentUnionParam]{
+	plain: easyMessage,
+	assistant: func(text param.Opt[string], calls []callParam) []responses.ResponseInputItemUnionParam {
+		var out []responses.ResponseInputItemUnionParam
+		if text.Valid() {
+			out = append(out, easyMessage(llm.RoleAssistant, text.Value))
 		}
-	}
-	if text.Len() > 0 || len(calls) == 0 {
-		out = append(out, easyMessage(llm.RoleAssistant, text.String()))
-	}
-	return append(out, calls...), nil
-}
-
-// responsesUser appends a user message with parts: one function_call_output
-// item per tool result first, then a message of the other parts, if any:
-// text as input_text, images as input_image (a URL or a data: URL), PDFs
-// and other binary documents as input_file (file_data, or file_url for a
-// document by URL), text documents as input_text.
-func (p *Provider) responsesUser(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs, docs *int) (responses.ResponseInputParam, error) {
-	var content responses.ResponseInputMessageContentListParam
-	text := func(s string) responses.ResponseInputContentUnionParam {
+		for _, c := range calls {
+			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
+				CallID: c.id, Name: c.name, Arguments: c.arguments}})
+		}
+		return out
+	},
+	toolResult: func(callID, output string) responses.ResponseInputItemUnionParam {
+		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+			CallID: openai.String(callID),
+			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(output)}}}
+	},
+	user: func(content []responses.ResponseInputContentUnionParam) responses.ResponseInputItemUnionParam {
+		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+			Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content}}}
+	},
+	text: func(s string) responses.ResponseInputContentUnionParam {
 		return responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: s}}
-	}
-	if m.Content != "" {
-		content = append(content, text(m.Content))
-	}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch md := part.Media; {
-		case part.ToolResult != nil:
-			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-				CallID: openai.String(ids.Out(part.ToolResult.CallID)),
-				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(toolResultText(part.ToolResult))}}})
-		case part.ToolCall != nil:
-			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
-		case md == nil:
-			content = append(content, text(part.Text))
-		case !md.IsDocument():
-			u := md.URL
-			if u == "" {
-				u = dataURL(md.MediaType, md.Data)
-			}
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
-				ImageURL: openai.String(u), Detail: responses.ResponseInputImageDetailAuto}})
-		case md.URL != "":
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
-				FileURL: openai.String(md.URL)}})
-		case strings.HasPrefix(md.MediaType, "text/"):
-			content = append(content, text(string(md.Data)))
-		default:
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
-				FileData: openai.String(dataURL(md.MediaType, md.Data)), Filename: openai.String(docName(docs, md.MediaType))}})
-		}
-	}
-	if len(content) > 0 {
-		out = append(out, responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
-			Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content}}})
-	}
-	return out, nil
+	},
+	image: func(url string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+			ImageURL: openai.String(url), Detail: responses.ResponseInputImageDetailAuto}}
+	},
+	documentURL: func(url string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{FileURL: openai.String(url)}}
+	},
+	file: func(dataURL, name string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
+			FileData: openai.String(dataURL), Filename: openai.String(name)}}
+	},
 }
 
 // completeResponses is Complete on the Responses API.
