@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
@@ -133,40 +130,25 @@ func (p *Provider) completeChat(ctx context.Context, req llm.Request, ids *wire.
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	cc, r, err := send(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.New)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := p.client.Chat.Completions.New(ctx, params, opts...)
-	received := time.Now()
-	if err != nil {
-		return nil, p.fail(ctx, err, raw, received)
-	}
-	return p.chatAnswer(cc, raw, received, ids)
+	return p.chatAnswer(cc, r, ids)
 }
 
 // chatAnswer turns a decoded completion into the answer: the first
 // choice's text and tool calls, or the error it stands for.
-func (p *Provider) chatAnswer(cc *openai.ChatCompletion, raw *http.Response, received time.Time, ids *wire.ToolIDs) (*llm.Response, error) {
-	header, status := http.Header{}, 200
-	if raw != nil {
-		header, status = raw.Header, raw.StatusCode
-	}
+func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
 			body = []byte(cc.RawJSON())
 		}
-		r := llm.Reply{Status: status, Header: header, Body: body, Received: received}
-		if e, ok := errorObject(body); ok { // an error sent with a 2xx
-			r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
-			return nil, p.classified(r, nil)
-		}
-		return nil, p.classified(r, errors.New(`no "choices"`))
+		return nil, p.bodyError(r.llmReply(body), errors.New(`no "choices"`)) // an error sent with a 2xx
 	}
 	c := &cc.Choices[0]
-	if f := p.withheld(header, status, received, c.FinishReason, c.Message.Refusal); f != nil {
+	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
 		return nil, f
 	}
 	var calls []llm.ToolCall
@@ -181,12 +163,12 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, raw *http.Response, rec
 		Text:         c.Message.Content,
 		Model:        cc.Model,
 		ID:           cc.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(header),
+		RequestID:    llm.VendorOpenAI.RequestID(r.header),
 		FinishReason: c.FinishReason,
 		Finish:       llm.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(header, received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(r.header, r.received),
 	}), nil
 }
 
@@ -198,35 +180,16 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.To
 		return nil, err
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	var done *doneWatch
+	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.NewStreaming,
+		func(cc *openai.ChatCompletion, r reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
+		watchDone(&done))
 	if err != nil {
 		return nil, err
 	}
-	var done *doneWatch
-	sdk := p.client.Chat.Completions.NewStreaming(ctx, params, append(opts, watchDone(&done))...)
-	received := time.Now()
-	if err := sdk.Err(); err != nil {
-		sdk.Close()
-		return nil, p.fail(ctx, err, raw, received)
+	if sdk != nil {
+		s.step = (&chatEvents{s: s, sdk: sdk, ids: ids, done: done}).step
 	}
-	s := newStream(p, ctx, raw, received, sdk.Close)
-	if isJSON(raw) { // a server that does not stream answered whole
-		var cc openai.ChatCompletion
-		if err := readJSON(raw, &cc); err != nil {
-			sdk.Close()
-			return nil, p.classified(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Received: received}, err)
-		}
-		res, err := p.chatAnswer(&cc, raw, received, ids)
-		sdk.Close()
-		if err != nil {
-			return nil, err
-		}
-		s.whole(res)
-		return s, nil
-	}
-	cs := &chatEvents{s: s, sdk: sdk, ids: ids, done: done}
-	s.step = cs.step
 	return s, nil
 }
 
@@ -236,10 +199,8 @@ type chatEvents struct {
 	sdk     *ssestream.Stream[openai.ChatCompletionChunk]
 	ids     *wire.ToolIDs
 	done    *doneWatch // whether "data: [DONE]" arrived; nil if the body could not be watched
-	refusal strings.Builder
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
-	size    int
 }
 
 // pendingCall is a streamed tool call being assembled.
@@ -263,7 +224,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		if c.done != nil && !c.done.seen || c.done == nil && s.res.FinishReason == "" {
 			return "", false, s.cut()
 		}
-		if f := s.p.withheld(s.header, s.status, s.received, s.res.FinishReason, c.refusal.String()); f != nil {
+		if f := s.withheld(); f != nil {
 			return "", false, f
 		}
 		c.finishCalls()
@@ -284,9 +245,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		if choice.Index != 0 {
 			continue // another of n choices
 		}
-		if r := choice.Delta.Refusal; r != "" && c.refusal.Len()+len(r) <= maxStreamedCalls {
-			c.refusal.WriteString(r)
-		}
+		s.refuse(choice.Delta.Refusal)
 		for j := range choice.Delta.ToolCalls {
 			if err := c.add(&choice.Delta.ToolCalls[j]); err != nil {
 				return "", false, err
@@ -329,10 +288,8 @@ func (c *chatEvents) add(d *openai.ChatCompletionChunkChoiceDeltaToolCall) error
 		pc.name = d.Function.Name
 		grow += len(d.Function.Name)
 	}
-	if c.size += grow; c.size > maxStreamedCalls {
-		f := c.s.p.answerFailure(c.s.header, c.s.status, c.s.received, llm.KindServer)
-		f.Message = fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls)
-		return c.s.p.ep.Redact(f)
+	if err := c.s.growCalls(grow); err != nil {
+		return err
 	}
 	pc.args.WriteString(args)
 	return nil

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
@@ -130,41 +128,26 @@ func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	r, rp, err := send(ctx, p, req.Params.Extra, params, p.client.Responses.New)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.client.Responses.New(ctx, params, opts...)
-	received := time.Now()
-	if err != nil {
-		return nil, p.fail(ctx, err, raw, received)
-	}
-	header, status := http.Header{}, 200
-	if raw != nil {
-		header, status = raw.Header, raw.StatusCode
-	}
-	return p.responsesAnswer(r, header, status, received, ids)
+	return p.responsesAnswer(r, rp, ids)
 }
 
 // responsesAnswer turns a response into the answer: the text of its
 // output messages, its function calls, the finish (see finish), or the
 // error it stands for (a failed response, a refusal, a content filter).
-func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, status int, received time.Time, ids *wire.ToolIDs) (*llm.Response, error) {
+func (p *Provider) responsesAnswer(r *responses.Response, rp reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
 			body = []byte(r.RawJSON())
 		}
-		rep := llm.Reply{Status: status, Header: header, Body: body, Received: received}
-		if e, ok := errorObject(body); ok {
-			rep.Type, rep.Code, rep.Message = e.Type, e.Code, e.Message
-			return nil, p.classified(rep, nil)
-		}
-		return nil, p.classified(rep, errors.New("no response object"))
+		return nil, p.bodyError(rp.llmReply(body), errors.New("no response object"))
 	}
 	if r.Status == responses.ResponseStatusFailed || r.Error.Code != "" {
-		return nil, p.responseFailed(r, header, status, received)
+		return nil, p.responseFailed(r, rp)
 	}
 	var text, refusal strings.Builder
 	var calls []llm.ToolCall
@@ -188,19 +171,19 @@ func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, st
 		}
 	}
 	reason, fin := finish(r, len(calls) > 0)
-	if f := p.withheld(header, status, received, reason, refusal.String()); f != nil {
+	if f := p.withheld(rp, reason, refusal.String()); f != nil {
 		return nil, f
 	}
 	return p.ep.Clean(&llm.Response{
 		Text:         text.String(),
 		Model:        string(r.Model),
 		ID:           r.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(header),
+		RequestID:    llm.VendorOpenAI.RequestID(rp.header),
 		FinishReason: reason,
 		Finish:       fin,
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(header, received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(rp.header, rp.received),
 	}), nil
 }
 
@@ -226,9 +209,10 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 
 // responseFailed classifies a failed response by its error code, with the
 // status of the reply that carried it (200).
-func (p *Provider) responseFailed(r *responses.Response, header http.Header, status int, received time.Time) *llm.Error {
-	return p.classified(llm.Reply{Status: status, Header: header, Code: string(r.Error.Code), Type: r.Error.Type,
-		Message: r.Error.Message, Body: []byte(r.Error.RawJSON()), Received: received}, nil)
+func (p *Provider) responseFailed(r *responses.Response, rp reply) *llm.Error {
+	f := rp.llmReply([]byte(r.Error.RawJSON()))
+	f.Code, f.Type, f.Message = string(r.Error.Code), r.Error.Type, r.Error.Message
+	return p.classified(f, nil)
 }
 
 // streamResponses is Stream on the Responses API.
@@ -237,45 +221,23 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wi
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Responses.NewStreaming,
+		func(r *responses.Response, rp reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
 	if err != nil {
 		return nil, err
 	}
-	sdk := p.client.Responses.NewStreaming(ctx, params, opts...)
-	received := time.Now()
-	if err := sdk.Err(); err != nil {
-		sdk.Close()
-		return nil, p.fail(ctx, err, raw, received)
+	if sdk != nil {
+		s.step = (&responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}).step
 	}
-	s := newStream(p, ctx, raw, received, sdk.Close)
-	if isJSON(raw) { // a server that does not stream answered whole
-		var r responses.Response
-		err := readJSON(raw, &r)
-		sdk.Close()
-		if err != nil {
-			return nil, p.classified(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Received: received}, err)
-		}
-		res, err := p.responsesAnswer(&r, s.header, s.status, received, ids)
-		if err != nil {
-			return nil, err
-		}
-		s.whole(res)
-		return s, nil
-	}
-	rs := &responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}
-	s.step = rs.step
 	return s, nil
 }
 
 // responseEvents reads a Responses API stream.
 type responseEvents struct {
-	s       *stream
-	sdk     *ssestream.Stream[responses.ResponseStreamEventUnion]
-	ids     *wire.ToolIDs
-	refusal strings.Builder
-	calls   map[string]*pendingCall // function calls being assembled, by item id
-	size    int
+	s     *stream
+	sdk   *ssestream.Stream[responses.ResponseStreamEventUnion]
+	ids   *wire.ToolIDs
+	calls map[string]*pendingCall // function calls being assembled, by item id
 }
 
 // step reads one event: the text of response.output_text.delta; a
@@ -298,21 +260,19 @@ func (e *responseEvents) step() (string, bool, error) {
 	case "response.output_text.delta":
 		return ev.Delta, false, nil
 	case "response.refusal.delta":
-		if e.refusal.Len()+len(ev.Delta) <= maxStreamedCalls {
-			e.refusal.WriteString(ev.Delta)
-		}
+		s.refuse(ev.Delta)
 	case "response.output_item.added":
 		if ev.Item.Type == "function_call" {
 			pc := &pendingCall{id: ev.Item.CallID, name: ev.Item.Name}
 			pc.args.WriteString(ev.Item.Arguments.OfString)
 			e.calls[ev.Item.ID] = pc
-			if err := e.grow(len(pc.id) + len(pc.name) + pc.args.Len() + 64); err != nil {
+			if err := s.growCalls(len(pc.id) + len(pc.name) + pc.args.Len() + 64); err != nil {
 				return "", false, err
 			}
 		}
 	case "response.function_call_arguments.delta":
 		if pc := e.calls[ev.ItemID]; pc != nil {
-			if err := e.grow(len(ev.Delta)); err != nil {
+			if err := s.growCalls(len(ev.Delta)); err != nil {
 				return "", false, err
 			}
 			pc.args.WriteString(ev.Delta)
@@ -337,16 +297,17 @@ func (e *responseEvents) step() (string, bool, error) {
 		e.meta(r)
 		s.res.Usage = llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)}
 		s.res.FinishReason, s.res.Finish = finish(r, len(s.delivered)+len(s.ready) > 0)
-		if f := s.p.withheld(s.header, s.status, s.received, s.res.FinishReason, e.refusal.String()); f != nil {
+		if f := s.withheld(); f != nil {
 			return "", false, f
 		}
 		return "", true, nil
 	case "response.failed":
 		e.meta(&ev.Response)
-		return "", false, s.p.responseFailed(&ev.Response, s.header, s.status, s.received)
+		return "", false, s.p.responseFailed(&ev.Response, s.reply)
 	case "error":
-		return "", false, s.p.classified(llm.Reply{Status: s.status, Header: s.header, Code: ev.Code,
-			Message: ev.Message, Body: []byte(ev.RawJSON()), Received: s.received}, nil)
+		r := s.llmReply([]byte(ev.RawJSON()))
+		r.Code, r.Message = ev.Code, ev.Message
+		return "", false, s.p.classified(r, nil)
 	}
 	return "", false, nil
 }
@@ -359,12 +320,4 @@ func (e *responseEvents) meta(r *responses.Response) {
 	if r.Model != "" {
 		e.s.res.Model = string(r.Model)
 	}
-}
-
-// grow counts n more bytes of tool calls against the cap.
-func (e *responseEvents) grow(n int) error {
-	if e.size += n; e.size > maxStreamedCalls {
-		return e.s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls), nil)
-	}
-	return nil
 }
