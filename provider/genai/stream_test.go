@@ -27,6 +27,20 @@ func drain(t *testing.T, st llm.Stream) ([]llm.Chunk, error) {
 	return nil, nil
 }
 
+// startStream streams hello to the Gemini API of s with ctx, failing the
+// test when the stream does not start; the stream is closed when the test
+// ends.
+func startStream(t *testing.T, ctx context.Context, s *server) llm.Stream {
+	t.Helper()
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	st, err := p.Stream(ctx, hello("gemini-2.5-flash"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func TestStream(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
 		w.Header().Set("X-Goog-Request-Id", "greq-s")
@@ -36,12 +50,7 @@ func TestStream(t *testing.T) {
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"},{"functionCall":{"name":"f","args":{"a":1}}}]}}]}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
-	st, err := p.Stream(context.Background(), hello("gemini-2.5-flash"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := startStream(t, context.Background(), s)
 	cs, err := drain(t, st)
 	if err != io.EOF {
 		t.Fatalf("end: %v", err)
@@ -69,12 +78,7 @@ func TestStreamErrorMidStream(t *testing.T) {
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}]}`,
 			`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
-	st, err := p.Stream(context.Background(), hello("gemini-2.5-flash"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := startStream(t, context.Background(), s)
 	cs, err := drain(t, st)
 	if len(cs) != 1 || cs[0].Text != "Par" {
 		t.Errorf("chunks %+v", cs)
@@ -125,12 +129,7 @@ func TestStreamCut(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { handle(w) })
-			p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
-			st, err := p.Stream(context.Background(), hello("gemini-2.5-flash"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := startStream(t, context.Background(), s)
 			cs, err := drain(t, st)
 			f := asError(t, err)
 			if len(cs) != 1 || (f.Kind != llm.KindConnection && f.Kind != llm.KindServer) {
@@ -156,11 +155,7 @@ func TestStreamClose(t *testing.T) {
 		}
 	})
 	defer close(release)
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
-	st, err := p.Stream(context.Background(), hello("gemini-2.5-flash"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := startStream(t, context.Background(), s)
 	if c, err := st.Next(); err != nil || c.Text != "a" {
 		t.Fatalf("%+v %v", c, err)
 	}
@@ -194,18 +189,13 @@ func TestStreamCanceled(t *testing.T) {
 		writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"a"}]}}]}`)
 		<-r.Context().Done()
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := p.Stream(ctx, hello("gemini-2.5-flash"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := startStream(t, ctx, s)
 	if _, err := st.Next(); err != nil {
 		t.Fatal(err)
 	}
 	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err = st.Next()
+	_, err := st.Next()
 	if f := asError(t, err); f.Kind != llm.KindCanceled {
 		t.Errorf("kind %v: %v", f.Kind, f)
 	}

@@ -5,16 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -23,15 +21,7 @@ import (
 // adapter builds its body.
 func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
-	if req.Params.MaxTokens > 0 {
-		params.MaxCompletionTokens = openai.Int(int64(req.Params.MaxTokens))
-	}
-	if t := req.Params.Temperature; t != nil {
-		params.Temperature = openai.Float(*t)
-	}
-	if t := req.Params.TopP; t != nil {
-		params.TopP = openai.Float(*t)
-	}
+	params.MaxCompletionTokens, params.Temperature, params.TopP = sampling(req.Params)
 	if len(req.Params.Stop) > 0 {
 		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Params.Stop}
 	}
@@ -40,50 +30,14 @@ func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCo
 		msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfSystem: &openai.ChatCompletionSystemMessageParam{
 			Content: openai.ChatCompletionSystemMessageParamContentUnion{OfString: openai.String(req.System)}}})
 	}
-	docs := 0
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		var err error
-		switch {
-		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
-			return params, p.badRequest(fmt.Sprintf("message %d has role %q; want user or assistant", i, m.Role), nil)
-		case len(m.Parts) == 0 && m.Role == llm.RoleAssistant:
-			msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
-				Content: openai.ChatCompletionAssistantMessageParamContentUnion{OfString: openai.String(m.Content)}}})
-		case len(m.Parts) == 0:
-			msgs = append(msgs, userText(m.Content))
-		case m.Role == llm.RoleAssistant:
-			msgs, err = p.chatAssistant(msgs, i, m, ids)
-		default:
-			msgs, err = p.chatUser(msgs, i, m, ids, &docs)
-		}
-		if err != nil {
-			return params, err
-		}
+	msgs, err := input(p, msgs, req.Messages, ids, &chatInput)
+	if err != nil {
+		return params, err
 	}
 	params.Messages = msgs
-	if len(req.Tools) > 0 {
-		params.Tools = make([]openai.ChatCompletionToolUnionParam, len(req.Tools))
-		for i, t := range req.Tools {
-			schema, err := toolSchema(t)
-			if err != nil {
-				return params, p.badRequest(fmt.Sprintf("tool %q: its InputSchema is not a JSON object (%v)", t.Name, err), err)
-			}
-			fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-			if t.Description != "" {
-				fn.Description = openai.String(t.Description)
-			}
-			params.Tools[i] = openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompletionFunctionToolParam{Function: fn}}
-		}
-		switch req.ToolChoice.Mode {
-		case llm.ToolNone:
-			params.ToolChoice.OfAuto = openai.String("none")
-		case llm.ToolAny:
-			params.ToolChoice.OfAuto = openai.String("required")
-		case llm.ToolNamed:
-			params.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
-				Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice.Name}}
-		}
+	params.Tools, params.ToolChoice, err = tools(p, req, chatTools)
+	if err != nil {
+		return params, err
 	}
 	if len(req.ResponseSchema) > 0 {
 		if !json.Valid(req.ResponseSchema) {
@@ -94,6 +48,21 @@ func (p *Provider) chatParams(req llm.Request, ids *wire.ToolIDs) (openai.ChatCo
 				Schema: json.RawMessage(req.ResponseSchema), Strict: openai.Bool(true)}}
 	}
 	return params, nil
+}
+
+// chatTools writes function tools and tool_choice.
+var chatTools = toolFormat[openai.ChatCompletionToolUnionParam, openai.ChatCompletionToolChoiceOptionUnionParam]{
+	tool: func(name string, description param.Opt[string], schema map[string]any) openai.ChatCompletionToolUnionParam {
+		return openai.ChatCompletionToolUnionParam{OfFunction: &openai.ChatCompletionFunctionToolParam{
+			Function: shared.FunctionDefinitionParam{Name: name, Description: description, Parameters: schema}}}
+	},
+	mode: func(mode string) openai.ChatCompletionToolChoiceOptionUnionParam {
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(mode)}
+	},
+	named: func(name string) openai.ChatCompletionToolChoiceOptionUnionParam {
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: name}}}
+	},
 }
 
 // emptyParameters is the parameters of a tool without an InputSchema: an
@@ -109,93 +78,50 @@ func toolSchema(t llm.Tool) (map[string]any, error) {
 	return jsonObject(s)
 }
 
-func userText(s string) openai.ChatCompletionMessageParamUnion {
-	return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
-		Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String(s)}}}
-}
-
-// chatAssistant appends an assistant message with parts: its text as the
-// content string (omitted when empty and there are tool calls), and its
-// tool calls.
-func (p *Provider) chatAssistant(out []openai.ChatCompletionMessageParamUnion, i int, m *llm.Message, ids *wire.ToolIDs) ([]openai.ChatCompletionMessageParamUnion, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	msg := &openai.ChatCompletionAssistantMessageParam{}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
+// chatInput writes a conversation as Chat Completions messages: an
+// assistant message's text as its content string and its tool calls in
+// the same message; a user message's tool results as tool messages, its
+// other parts as a content array (text, image_url, file; no document by
+// URL).
+var chatInput = inputFormat[openai.ChatCompletionMessageParamUnion, openai.ChatCompletionContentPartUnionParam]{
+	plain: func(role llm.Role, text string) openai.ChatCompletionMessageParamUnion {
+		if role == llm.RoleAssistant {
+			return openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+				Content: openai.ChatCompletionAssistantMessageParamContentUnion{OfString: openai.String(text)}}}
+		}
+		return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
+			Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String(text)}}}
+	},
+	assistant: func(text param.Opt[string], calls []callParam) []openai.ChatCompletionMessageParamUnion {
+		msg := &openai.ChatCompletionAssistantMessageParam{}
+		msg.Content.OfString = text
+		for _, c := range calls {
 			msg.ToolCalls = append(msg.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: ids.Out(part.ToolCall.ID),
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: part.ToolCall.Name,
-						Arguments: callArguments(part.ToolCall.Arguments)}}})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: c.id,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.name, Arguments: c.arguments}}})
 		}
-	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content.OfString = openai.String(text.String())
-	}
-	return append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: msg}), nil
-}
-
-// chatUser appends a user message with parts: one tool message per tool
-// result first, then a user message of the other parts, if any, as a
-// content array.
-func (p *Provider) chatUser(out []openai.ChatCompletionMessageParamUnion, i int, m *llm.Message, ids *wire.ToolIDs, docs *int) ([]openai.ChatCompletionMessageParamUnion, error) {
-	var content []openai.ChatCompletionContentPartUnionParam
-	text := func(s string) openai.ChatCompletionContentPartUnionParam {
+		return []openai.ChatCompletionMessageParamUnion{{OfAssistant: msg}}
+	},
+	toolResult: func(callID, output string) openai.ChatCompletionMessageParamUnion {
+		return openai.ChatCompletionMessageParamUnion{OfTool: &openai.ChatCompletionToolMessageParam{ToolCallID: callID,
+			Content: openai.ChatCompletionToolMessageParamContentUnion{OfString: openai.String(output)}}}
+	},
+	user: func(content []openai.ChatCompletionContentPartUnionParam) openai.ChatCompletionMessageParamUnion {
+		return openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
+			Content: openai.ChatCompletionUserMessageParamContentUnion{OfArrayOfContentParts: content}}}
+	},
+	text: func(s string) openai.ChatCompletionContentPartUnionParam {
 		return openai.ChatCompletionContentPartUnionParam{OfText: &openai.ChatCompletionContentPartTextParam{Text: s}}
-	}
-	if m.Content != "" {
-		content = append(content, text(m.Content))
-	}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch md := part.Media; {
-		case part.ToolResult != nil:
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfTool: &openai.ChatCompletionToolMessageParam{
-				ToolCallID: ids.Out(part.ToolResult.CallID),
-				Content:    openai.ChatCompletionToolMessageParamContentUnion{OfString: openai.String(toolResultText(part.ToolResult))}}})
-		case part.ToolCall != nil:
-			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
-		case md == nil:
-			content = append(content, text(part.Text))
-		case !md.IsDocument():
-			u := md.URL
-			if u == "" {
-				u = dataURL(md.MediaType, md.Data)
-			}
-			content = append(content, openai.ChatCompletionContentPartUnionParam{OfImageURL: &openai.ChatCompletionContentPartImageParam{
-				ImageURL: openai.ChatCompletionContentPartImageImageURLParam{URL: u}}})
-		case md.URL != "":
-			return nil, p.badPart(i, j, m.Role,
-				"Chat Completions takes no document by URL (a file part has file_data and file_id, no URL): send its bytes, or use the Responses API")
-		case strings.HasPrefix(md.MediaType, "text/"):
-			content = append(content, text(string(md.Data)))
-		default:
-			content = append(content, openai.ChatCompletionContentPartUnionParam{OfFile: &openai.ChatCompletionContentPartFileParam{
-				File: openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(dataURL(md.MediaType, md.Data)),
-					Filename: openai.String(docName(docs, md.MediaType))}}})
-		}
-	}
-	if len(content) > 0 {
-		out = append(out, openai.ChatCompletionMessageParamUnion{OfUser: &openai.ChatCompletionUserMessageParam{
-			Content: openai.ChatCompletionUserMessageParamContentUnion{OfArrayOfContentParts: content}}})
-	}
-	return out, nil
-}
-
-// docName names the next inline document of a request: document-1.pdf, …
-func docName(docs *int, mediaType string) string {
-	*docs++
-	ext := "pdf"
-	if mediaType != "application/pdf" {
-		ext = "bin"
-	}
-	return fmt.Sprintf("document-%d.%s", *docs, ext)
+	},
+	image: func(url string) openai.ChatCompletionContentPartUnionParam {
+		return openai.ChatCompletionContentPartUnionParam{OfImageURL: &openai.ChatCompletionContentPartImageParam{
+			ImageURL: openai.ChatCompletionContentPartImageImageURLParam{URL: url}}}
+	},
+	noDocumentURL: "Chat Completions takes no document by URL (a file part has file_data and file_id, no URL): send its bytes, or use the Responses API",
+	file: func(dataURL, name string) openai.ChatCompletionContentPartUnionParam {
+		return openai.ChatCompletionContentPartUnionParam{OfFile: &openai.ChatCompletionContentPartFileParam{
+			File: openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(dataURL), Filename: openai.String(name)}}}
+	},
 }
 
 // completeChat is Complete on Chat Completions.
@@ -204,40 +130,25 @@ func (p *Provider) completeChat(ctx context.Context, req llm.Request, ids *wire.
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	cc, r, err := send(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.New)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := p.client.Chat.Completions.New(ctx, params, opts...)
-	received := time.Now()
-	if err != nil {
-		return nil, p.fail(ctx, err, raw, received)
-	}
-	return p.chatAnswer(cc, raw, received, ids)
+	return p.chatAnswer(cc, r, ids)
 }
 
 // chatAnswer turns a decoded completion into the answer: the first
 // choice's text and tool calls, or the error it stands for.
-func (p *Provider) chatAnswer(cc *openai.ChatCompletion, raw *http.Response, received time.Time, ids *wire.ToolIDs) (*llm.Response, error) {
-	header, status := http.Header{}, 200
-	if raw != nil {
-		header, status = raw.Header, raw.StatusCode
-	}
+func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
 			body = []byte(cc.RawJSON())
 		}
-		r := llm.Reply{Status: status, Header: header, Body: body, Received: received}
-		if e, ok := errorObject(body); ok { // an error sent with a 2xx
-			r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
-			return nil, p.classified(r, nil)
-		}
-		return nil, p.classified(r, errors.New(`no "choices"`))
+		return nil, p.bodyError(r.llmReply(body), errors.New(`no "choices"`)) // an error sent with a 2xx
 	}
 	c := &cc.Choices[0]
-	if f := p.withheld(header, status, received, c.FinishReason, c.Message.Refusal); f != nil {
+	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
 		return nil, f
 	}
 	var calls []llm.ToolCall
@@ -252,12 +163,12 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, raw *http.Response, rec
 		Text:         c.Message.Content,
 		Model:        cc.Model,
 		ID:           cc.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(header),
+		RequestID:    llm.VendorOpenAI.RequestID(r.header),
 		FinishReason: c.FinishReason,
 		Finish:       llm.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(header, received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(r.header, r.received),
 	}), nil
 }
 
@@ -269,35 +180,16 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.To
 		return nil, err
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	var done *doneWatch
+	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.NewStreaming,
+		func(cc *openai.ChatCompletion, r reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
+		watchDone(&done))
 	if err != nil {
 		return nil, err
 	}
-	var done *doneWatch
-	sdk := p.client.Chat.Completions.NewStreaming(ctx, params, append(opts, watchDone(&done))...)
-	received := time.Now()
-	if err := sdk.Err(); err != nil {
-		sdk.Close()
-		return nil, p.fail(ctx, err, raw, received)
+	if sdk != nil {
+		s.step = (&chatEvents{s: s, sdk: sdk, ids: ids, done: done}).step
 	}
-	s := newStream(p, ctx, raw, received, sdk.Close)
-	if isJSON(raw) { // a server that does not stream answered whole
-		var cc openai.ChatCompletion
-		if err := readJSON(raw, &cc); err != nil {
-			sdk.Close()
-			return nil, p.classified(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Received: received}, err)
-		}
-		res, err := p.chatAnswer(&cc, raw, received, ids)
-		sdk.Close()
-		if err != nil {
-			return nil, err
-		}
-		s.whole(res)
-		return s, nil
-	}
-	cs := &chatEvents{s: s, sdk: sdk, ids: ids, done: done}
-	s.step = cs.step
 	return s, nil
 }
 
@@ -307,10 +199,8 @@ type chatEvents struct {
 	sdk     *ssestream.Stream[openai.ChatCompletionChunk]
 	ids     *wire.ToolIDs
 	done    *doneWatch // whether "data: [DONE]" arrived; nil if the body could not be watched
-	refusal strings.Builder
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
-	size    int
 }
 
 // pendingCall is a streamed tool call being assembled.
@@ -334,7 +224,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		if c.done != nil && !c.done.seen || c.done == nil && s.res.FinishReason == "" {
 			return "", false, s.cut()
 		}
-		if f := s.p.withheld(s.header, s.status, s.received, s.res.FinishReason, c.refusal.String()); f != nil {
+		if f := s.withheld(); f != nil {
 			return "", false, f
 		}
 		c.finishCalls()
@@ -355,9 +245,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		if choice.Index != 0 {
 			continue // another of n choices
 		}
-		if r := choice.Delta.Refusal; r != "" && c.refusal.Len()+len(r) <= maxStreamedCalls {
-			c.refusal.WriteString(r)
-		}
+		s.refuse(choice.Delta.Refusal)
 		for j := range choice.Delta.ToolCalls {
 			if err := c.add(&choice.Delta.ToolCalls[j]); err != nil {
 				return "", false, err
@@ -400,10 +288,8 @@ func (c *chatEvents) add(d *openai.ChatCompletionChunkChoiceDeltaToolCall) error
 		pc.name = d.Function.Name
 		grow += len(d.Function.Name)
 	}
-	if c.size += grow; c.size > maxStreamedCalls {
-		f := c.s.p.answerFailure(c.s.header, c.s.status, c.s.received, llm.KindServer)
-		f.Message = fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls)
-		return c.s.p.ep.Redact(f)
+	if err := c.s.growCalls(grow); err != nil {
+		return err
 	}
 	pc.args.WriteString(args)
 	return nil

@@ -60,14 +60,20 @@ func (p *Provider) fail(ctx context.Context, err error, raw *http.Response, rece
 		return p.transport(ctx, err, raw, received)
 	}
 	if raw != nil && raw.StatusCode != 0 {
-		r := llm.Reply{Status: raw.StatusCode, Header: raw.Header, Body: body(raw), Received: received}
-		if e, ok := errorObject(r.Body); ok { // an error object the SDK could not decode, or sent with a 2xx
-			r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
-			return p.classified(r, nil)
-		}
-		return p.classified(r, err)
+		// An error object the SDK could not decode, or sent with a 2xx.
+		return p.bodyError(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Body: body(raw), Received: received}, err)
 	}
 	return p.transport(ctx, err, raw, received)
+}
+
+// bodyError classifies r by the error object its body holds; by its
+// status when it holds none, cause saying what was wrong.
+func (p *Provider) bodyError(r llm.Reply, cause error) *llm.Error {
+	if e, ok := errorObject(r.Body); ok {
+		r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
+		return p.classified(r, nil)
+	}
+	return p.classified(r, cause)
 }
 
 // classified is llm.Classify's error for r, with the provider's message
@@ -200,15 +206,15 @@ func first(a, b string) string {
 // withheld returns the error for an answer withheld by the content filter
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // as the native adapter reports them; nil for neither.
-func (p *Provider) withheld(header http.Header, status int, received time.Time, finishReason, refusal string) *llm.Error {
+func (p *Provider) withheld(r reply, finishReason, refusal string) *llm.Error {
 	var f *llm.Error
 	switch {
 	case finishReason == "content_filter":
-		f = p.answerFailure(header, status, received, llm.KindContentFilter)
+		f = p.answerFailure(r, llm.KindContentFilter)
 		f.Code = finishReason
 		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
 	case refusal != "":
-		f = p.answerFailure(header, status, received, llm.KindContentFilter)
+		f = p.answerFailure(r, llm.KindContentFilter)
 		f.Code = "refusal"
 		f.Message = "the model refused to answer"
 		f.Detail = p.ep.Detail(refusal)
@@ -220,8 +226,30 @@ func (p *Provider) withheld(header http.Header, status int, received time.Time, 
 
 // answerFailure starts the error for an answer that arrived but cannot be
 // used: the status and what the headers say.
-func (p *Provider) answerFailure(header http.Header, status int, received time.Time, kind llm.Kind) *llm.Error {
-	f := llm.Classify(p.Name(), llm.VendorOpenAI, llm.Reply{Status: status, Header: header, Received: received})
+func (p *Provider) answerFailure(r reply, kind llm.Kind) *llm.Error {
+	f := llm.Classify(p.Name(), llm.VendorOpenAI, r.llmReply(nil))
 	f.Kind = kind
 	return f
+}
+
+// reply is what an answer is read with: the header and the status of the
+// response that carried it (none and 200 when the SDK handed back none),
+// and when it arrived.
+type reply struct {
+	header   http.Header
+	status   int
+	received time.Time
+}
+
+func replyOf(raw *http.Response, received time.Time) reply {
+	r := reply{header: http.Header{}, status: 200, received: received}
+	if raw != nil {
+		r.header, r.status = raw.Header, raw.StatusCode
+	}
+	return r
+}
+
+// llmReply is r with body, for classification.
+func (r reply) llmReply(body []byte) llm.Reply {
+	return llm.Reply{Status: r.status, Header: r.header, Body: body, Received: r.received}
 }

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // The APIs a Provider can call (Options.API).
@@ -181,6 +183,62 @@ func (p *Provider) callOptions(extra map[string]any, raw **http.Response) ([]opt
 		opts = append(opts, option.WithJSONSet(sjsonKey(k), rawJSON(b)))
 	}
 	return opts, nil
+}
+
+// send makes one call of an API: params sent by call with the options of
+// every call. It returns the decoded answer and the reply that carried
+// it; a failure is classified (see fail).
+func send[P, R any](ctx context.Context, p *Provider, extra map[string]any, params P,
+	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, reply, error) {
+	var res R
+	var raw *http.Response
+	opts, err := p.callOptions(extra, &raw)
+	if err != nil {
+		return res, reply{}, err
+	}
+	res, err = call(ctx, params, opts...)
+	received := time.Now()
+	if err != nil {
+		return res, reply{}, p.fail(ctx, err, raw, received)
+	}
+	return res, replyOf(raw, received), nil
+}
+
+// openStream starts a streaming call of an API: params sent by call with
+// the options of every call and more; a failure before the stream starts
+// is classified (see fail). A server that does not stream may answer with
+// a JSON body instead: it is decoded as a W, which whole turns into the
+// answer the stream then delivers, and the SDK's stream is nil.
+func openStream[P, E, W any](ctx context.Context, p *Provider, extra map[string]any, params P,
+	call func(context.Context, P, ...option.RequestOption) *ssestream.Stream[E],
+	whole func(*W, reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
+	var raw *http.Response
+	opts, err := p.callOptions(extra, &raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	sdk := call(ctx, params, append(opts, more...)...)
+	received := time.Now()
+	if err := sdk.Err(); err != nil {
+		sdk.Close()
+		return nil, nil, p.fail(ctx, err, raw, received)
+	}
+	s := newStream(p, ctx, replyOf(raw, received), sdk.Close)
+	if !isJSON(raw) {
+		return s, sdk, nil
+	}
+	var w W
+	err = readJSON(raw, &w)
+	sdk.Close()
+	if err != nil {
+		return nil, nil, p.classified(s.llmReply(nil), err)
+	}
+	res, err := whole(&w, s.reply)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.whole(res)
+	return s, nil, nil
 }
 
 // rawJSON is a value already encoded: sjson (behind option.WithJSONSet)

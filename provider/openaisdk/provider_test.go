@@ -164,8 +164,7 @@ func TestChatBody(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	got := decode(t, s.Last().Body)
-	want := decode(t, []byte(`{
+	sameJSON(t, s.Last().Body, `{
 		"model":"gpt-4o","max_completion_tokens":100,"temperature":0,"top_p":0.5,"stop":["END"],
 		"seed":7,"a.b":"dotted","user":null,
 		"messages":[
@@ -177,10 +176,7 @@ func TestChatBody(t *testing.T) {
 				{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERg==","filename":"document-1.pdf"}},
 				{"type":"text","text":"notes"}]}],
 		"response_format":{"type":"json_schema","json_schema":{"name":"response","strict":true,
-			"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}}}}`))
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("body\n got %s\nwant %s", s.Last().Body, mustJSON(want))
-	}
+			"schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}}}}`)
 	// A document by URL cannot go to Chat Completions: nothing is sent.
 	n := s.Count.Load()
 	bad := hello()
@@ -197,6 +193,14 @@ func decode(t testing.TB, b []byte) map[string]any {
 		t.Fatalf("%v: %s", err, b)
 	}
 	return m
+}
+
+// sameJSON checks that the request body got is the JSON want.
+func sameJSON(t *testing.T, got []byte, want string) {
+	t.Helper()
+	if w := decode(t, []byte(want)); !reflect.DeepEqual(decode(t, got), w) {
+		t.Errorf("body\n got %s\nwant %s", got, mustJSON(w))
+	}
 }
 
 func mustJSON(v any) string {
@@ -245,8 +249,7 @@ func TestChatTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := decode(t, s.Last().Body)
-	want := decode(t, []byte(`{"model":"gpt-4o",
+	sameJSON(t, s.Last().Body, `{"model":"gpt-4o",
 		"tools":[{"type":"function","function":{"name":"get_weather","description":"Weather in a city",
 			"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],
 		"tool_choice":{"type":"function","function":{"name":"get_weather"}},
@@ -254,10 +257,7 @@ func TestChatTools(t *testing.T) {
 			{"role":"user","content":"Weather in Paris?"},
 			{"role":"assistant","tool_calls":[{"id":"`+out+`","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
 			{"role":"tool","tool_call_id":"`+out+`","content":"sunny"},
-			{"role":"user","content":[{"type":"text","text":"And Rome?"}]}]}`))
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("body\n got %s\nwant %s", s.Last().Body, mustJSON(want))
-	}
+			{"role":"user","content":[{"type":"text","text":"And Rome?"}]}]}`)
 	wantCalls := []llm.ToolCall{
 		{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
 		{ID: "call_2", Name: "get_weather", Arguments: json.RawMessage(`"{broken"`)},
@@ -287,8 +287,7 @@ func TestResponsesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := decode(t, s.Last().Body)
-	want := decode(t, []byte(`{"model":"gpt-4o","instructions":"Be brief.","max_output_tokens":50,
+	sameJSON(t, s.Last().Body, `{"model":"gpt-4o","instructions":"Be brief.","max_output_tokens":50,
 		"tools":[{"type":"function","name":"get_weather","description":"Weather in a city","strict":false,
 			"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}],
 		"tool_choice":{"type":"function","name":"get_weather"},
@@ -297,10 +296,7 @@ func TestResponsesTools(t *testing.T) {
 			{"role":"user","content":"Weather in Paris?"},
 			{"type":"function_call","call_id":"`+out+`","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},
 			{"type":"function_call_output","call_id":"`+out+`","output":"sunny"},
-			{"role":"user","content":[{"type":"input_text","text":"And Rome?"}]}]}`))
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("body\n got %s\nwant %s", s.Last().Body, mustJSON(want))
-	}
+			{"role":"user","content":[{"type":"input_text","text":"And Rome?"}]}]}`)
 	wantCalls := []llm.ToolCall{
 		{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
 		{ID: "call_9", Name: "get_weather", Arguments: json.RawMessage(`{}`)},
@@ -527,8 +523,7 @@ func TestResponsesBody(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	got := decode(t, s.Last().Body)
-	want := decode(t, []byte(`{"model":"gpt-4o","temperature":0.2,"store":false,"input":[
+	sameJSON(t, s.Last().Body, `{"model":"gpt-4o","temperature":0.2,"store":false,"input":[
 		{"role":"user","content":"Hi"},
 		{"role":"assistant","content":"Send it."},
 		{"role":"user","content":[
@@ -536,10 +531,7 @@ func TestResponsesBody(t *testing.T) {
 			{"type":"input_image","image_url":"https://example.com/a.png","detail":"auto"},
 			{"type":"input_file","file_data":"data:application/pdf;base64,JVBERg==","filename":"document-1.pdf"},
 			{"type":"input_file","file_url":"https://example.com/a.pdf"},
-			{"type":"input_text","text":"notes"}]}]}`))
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("body\n got %s\nwant %s", s.Last().Body, mustJSON(want))
-	}
+			{"type":"input_text","text":"notes"}]}]}`)
 	n := s.Count.Load()
 	req.Params.Stop = []string{"END"}
 	if e := suite.CompleteErr(t, p, context.Background(), req, testKey); e.Kind != llm.KindBadRequest || s.Count.Load() != n {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -34,56 +33,15 @@ func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (response
 	if req.System != "" {
 		params.Instructions = openai.String(req.System)
 	}
-	if req.Params.MaxTokens > 0 {
-		params.MaxOutputTokens = openai.Int(int64(req.Params.MaxTokens))
-	}
-	if t := req.Params.Temperature; t != nil {
-		params.Temperature = openai.Float(*t)
-	}
-	if t := req.Params.TopP; t != nil {
-		params.TopP = openai.Float(*t)
-	}
-	items := make(responses.ResponseInputParam, 0, len(req.Messages))
-	docs := 0
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		var err error
-		switch {
-		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
-			return params, p.badRequest(fmt.Sprintf("message %d has role %q; want user or assistant", i, m.Role), nil)
-		case len(m.Parts) == 0:
-			items = append(items, easyMessage(m.Role, m.Content))
-		case m.Role == llm.RoleAssistant:
-			items, err = p.responsesAssistant(items, i, m, ids)
-		default:
-			items, err = p.responsesUser(items, i, m, ids, &docs)
-		}
-		if err != nil {
-			return params, err
-		}
+	params.MaxOutputTokens, params.Temperature, params.TopP = sampling(req.Params)
+	items, err := input(p, make(responses.ResponseInputParam, 0, len(req.Messages)), req.Messages, ids, &responsesInput)
+	if err != nil {
+		return params, err
 	}
 	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
-	if len(req.Tools) > 0 {
-		params.Tools = make([]responses.ToolUnionParam, len(req.Tools))
-		for i, t := range req.Tools {
-			schema, err := toolSchema(t)
-			if err != nil {
-				return params, p.badRequest(fmt.Sprintf("tool %q: its InputSchema is not a JSON object (%v)", t.Name, err), err)
-			}
-			fn := &responses.FunctionToolParam{Name: t.Name, Parameters: schema, Strict: openai.Bool(false)}
-			if t.Description != "" {
-				fn.Description = openai.String(t.Description)
-			}
-			params.Tools[i] = responses.ToolUnionParam{OfFunction: fn}
-		}
-		switch req.ToolChoice.Mode {
-		case llm.ToolNone:
-			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsNone)
-		case llm.ToolAny:
-			params.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsRequired)
-		case llm.ToolNamed:
-			params.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: req.ToolChoice.Name}
-		}
+	params.Tools, params.ToolChoice, err = tools(p, req, responsesTools)
+	if err != nil {
+		return params, err
 	}
 	if len(req.ResponseSchema) > 0 {
 		schema, err := jsonObject(req.ResponseSchema)
@@ -96,6 +54,20 @@ func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (response
 	return params, nil
 }
 
+// responsesTools writes function tools, strict false, and tool_choice.
+var responsesTools = toolFormat[responses.ToolUnionParam, responses.ResponseNewParamsToolChoiceUnion]{
+	tool: func(name string, description param.Opt[string], schema map[string]any) responses.ToolUnionParam {
+		return responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: name, Description: description,
+			Parameters: schema, Strict: openai.Bool(false)}}
+	},
+	mode: func(mode string) responses.ResponseNewParamsToolChoiceUnion {
+		return responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptions(mode))}
+	},
+	named: func(name string) responses.ResponseNewParamsToolChoiceUnion {
+		return responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: name}}
+	},
+}
+
 // easyMessage is a message of plain text.
 func easyMessage(role llm.Role, text string) responses.ResponseInputItemUnionParam {
 	r := responses.EasyInputMessageRoleUser
@@ -106,76 +78,48 @@ func easyMessage(role llm.Role, text string) responses.ResponseInputItemUnionPar
 		Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String(text)}}}
 }
 
-// responsesAssistant appends an assistant message with parts: its text as
-// a message (when not empty), then each tool call as a function_call item.
-func (p *Provider) responsesAssistant(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs) (responses.ResponseInputParam, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	var calls responses.ResponseInputParam
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
-			calls = append(calls, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
-				CallID: ids.Out(part.ToolCall.ID), Name: part.ToolCall.Name, Arguments: callArguments(part.ToolCall.Arguments)}})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
+// responsesInput writes a conversation as Responses API input items: an
+// assistant message's text as a message, then each tool call as a
+// function_call item; a user message's tool results as
+// function_call_output items, its other parts as a message of input_text,
+// input_image (detail auto) and input_file (file_data, or file_url for a
+// document by URL).
+var responsesInput = inputFormat[responses.ResponseInputItemUnionParam, responses.ResponseInputContentUnionParam]{
+	plain: easyMessage,
+	assistant: func(text param.Opt[string], calls []callParam) []responses.ResponseInputItemUnionParam {
+		var out []responses.ResponseInputItemUnionParam
+		if text.Valid() {
+			out = append(out, easyMessage(llm.RoleAssistant, text.Value))
 		}
-	}
-	if text.Len() > 0 || len(calls) == 0 {
-		out = append(out, easyMessage(llm.RoleAssistant, text.String()))
-	}
-	return append(out, calls...), nil
-}
-
-// responsesUser appends a user message with parts: one function_call_output
-// item per tool result first, then a message of the other parts, if any:
-// text as input_text, images as input_image (a URL or a data: URL), PDFs
-// and other binary documents as input_file (file_data, or file_url for a
-// document by URL), text documents as input_text.
-func (p *Provider) responsesUser(out responses.ResponseInputParam, i int, m *llm.Message, ids *wire.ToolIDs, docs *int) (responses.ResponseInputParam, error) {
-	var content responses.ResponseInputMessageContentListParam
-	text := func(s string) responses.ResponseInputContentUnionParam {
+		for _, c := range calls {
+			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
+				CallID: c.id, Name: c.name, Arguments: c.arguments}})
+		}
+		return out
+	},
+	toolResult: func(callID, output string) responses.ResponseInputItemUnionParam {
+		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+			CallID: openai.String(callID),
+			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(output)}}}
+	},
+	user: func(content []responses.ResponseInputContentUnionParam) responses.ResponseInputItemUnionParam {
+		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+			Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content}}}
+	},
+	text: func(s string) responses.ResponseInputContentUnionParam {
 		return responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: s}}
-	}
-	if m.Content != "" {
-		content = append(content, text(m.Content))
-	}
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch md := part.Media; {
-		case part.ToolResult != nil:
-			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-				CallID: openai.String(ids.Out(part.ToolResult.CallID)),
-				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String(toolResultText(part.ToolResult))}}})
-		case part.ToolCall != nil:
-			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
-		case md == nil:
-			content = append(content, text(part.Text))
-		case !md.IsDocument():
-			u := md.URL
-			if u == "" {
-				u = dataURL(md.MediaType, md.Data)
-			}
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
-				ImageURL: openai.String(u), Detail: responses.ResponseInputImageDetailAuto}})
-		case md.URL != "":
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
-				FileURL: openai.String(md.URL)}})
-		case strings.HasPrefix(md.MediaType, "text/"):
-			content = append(content, text(string(md.Data)))
-		default:
-			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
-				FileData: openai.String(dataURL(md.MediaType, md.Data)), Filename: openai.String(docName(docs, md.MediaType))}})
-		}
-	}
-	if len(content) > 0 {
-		out = append(out, responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
-			Role: responses.EasyInputMessageRoleUser, Content: responses.EasyInputMessageContentUnionParam{OfInputItemContentList: content}}})
-	}
-	return out, nil
+	},
+	image: func(url string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+			ImageURL: openai.String(url), Detail: responses.ResponseInputImageDetailAuto}}
+	},
+	documentURL: func(url string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{FileURL: openai.String(url)}}
+	},
+	file: func(dataURL, name string) responses.ResponseInputContentUnionParam {
+		return responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
+			FileData: openai.String(dataURL), Filename: openai.String(name)}}
+	},
 }
 
 // completeResponses is Complete on the Responses API.
@@ -184,41 +128,26 @@ func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	r, rp, err := send(ctx, p, req.Params.Extra, params, p.client.Responses.New)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.client.Responses.New(ctx, params, opts...)
-	received := time.Now()
-	if err != nil {
-		return nil, p.fail(ctx, err, raw, received)
-	}
-	header, status := http.Header{}, 200
-	if raw != nil {
-		header, status = raw.Header, raw.StatusCode
-	}
-	return p.responsesAnswer(r, header, status, received, ids)
+	return p.responsesAnswer(r, rp, ids)
 }
 
 // responsesAnswer turns a response into the answer: the text of its
 // output messages, its function calls, the finish (see finish), or the
 // error it stands for (a failed response, a refusal, a content filter).
-func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, status int, received time.Time, ids *wire.ToolIDs) (*llm.Response, error) {
+func (p *Provider) responsesAnswer(r *responses.Response, rp reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
 			body = []byte(r.RawJSON())
 		}
-		rep := llm.Reply{Status: status, Header: header, Body: body, Received: received}
-		if e, ok := errorObject(body); ok {
-			rep.Type, rep.Code, rep.Message = e.Type, e.Code, e.Message
-			return nil, p.classified(rep, nil)
-		}
-		return nil, p.classified(rep, errors.New("no response object"))
+		return nil, p.bodyError(rp.llmReply(body), errors.New("no response object"))
 	}
 	if r.Status == responses.ResponseStatusFailed || r.Error.Code != "" {
-		return nil, p.responseFailed(r, header, status, received)
+		return nil, p.responseFailed(r, rp)
 	}
 	var text, refusal strings.Builder
 	var calls []llm.ToolCall
@@ -242,19 +171,19 @@ func (p *Provider) responsesAnswer(r *responses.Response, header http.Header, st
 		}
 	}
 	reason, fin := finish(r, len(calls) > 0)
-	if f := p.withheld(header, status, received, reason, refusal.String()); f != nil {
+	if f := p.withheld(rp, reason, refusal.String()); f != nil {
 		return nil, f
 	}
 	return p.ep.Clean(&llm.Response{
 		Text:         text.String(),
 		Model:        string(r.Model),
 		ID:           r.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(header),
+		RequestID:    llm.VendorOpenAI.RequestID(rp.header),
 		FinishReason: reason,
 		Finish:       fin,
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(header, received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(rp.header, rp.received),
 	}), nil
 }
 
@@ -280,9 +209,10 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 
 // responseFailed classifies a failed response by its error code, with the
 // status of the reply that carried it (200).
-func (p *Provider) responseFailed(r *responses.Response, header http.Header, status int, received time.Time) *llm.Error {
-	return p.classified(llm.Reply{Status: status, Header: header, Code: string(r.Error.Code), Type: r.Error.Type,
-		Message: r.Error.Message, Body: []byte(r.Error.RawJSON()), Received: received}, nil)
+func (p *Provider) responseFailed(r *responses.Response, rp reply) *llm.Error {
+	f := rp.llmReply([]byte(r.Error.RawJSON()))
+	f.Code, f.Type, f.Message = string(r.Error.Code), r.Error.Type, r.Error.Message
+	return p.classified(f, nil)
 }
 
 // streamResponses is Stream on the Responses API.
@@ -291,45 +221,23 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wi
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	opts, err := p.callOptions(req.Params.Extra, &raw)
+	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Responses.NewStreaming,
+		func(r *responses.Response, rp reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
 	if err != nil {
 		return nil, err
 	}
-	sdk := p.client.Responses.NewStreaming(ctx, params, opts...)
-	received := time.Now()
-	if err := sdk.Err(); err != nil {
-		sdk.Close()
-		return nil, p.fail(ctx, err, raw, received)
+	if sdk != nil {
+		s.step = (&responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}).step
 	}
-	s := newStream(p, ctx, raw, received, sdk.Close)
-	if isJSON(raw) { // a server that does not stream answered whole
-		var r responses.Response
-		err := readJSON(raw, &r)
-		sdk.Close()
-		if err != nil {
-			return nil, p.classified(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Received: received}, err)
-		}
-		res, err := p.responsesAnswer(&r, s.header, s.status, received, ids)
-		if err != nil {
-			return nil, err
-		}
-		s.whole(res)
-		return s, nil
-	}
-	rs := &responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}
-	s.step = rs.step
 	return s, nil
 }
 
 // responseEvents reads a Responses API stream.
 type responseEvents struct {
-	s       *stream
-	sdk     *ssestream.Stream[responses.ResponseStreamEventUnion]
-	ids     *wire.ToolIDs
-	refusal strings.Builder
-	calls   map[string]*pendingCall // function calls being assembled, by item id
-	size    int
+	s     *stream
+	sdk   *ssestream.Stream[responses.ResponseStreamEventUnion]
+	ids   *wire.ToolIDs
+	calls map[string]*pendingCall // function calls being assembled, by item id
 }
 
 // step reads one event: the text of response.output_text.delta; a
@@ -352,21 +260,19 @@ func (e *responseEvents) step() (string, bool, error) {
 	case "response.output_text.delta":
 		return ev.Delta, false, nil
 	case "response.refusal.delta":
-		if e.refusal.Len()+len(ev.Delta) <= maxStreamedCalls {
-			e.refusal.WriteString(ev.Delta)
-		}
+		s.refuse(ev.Delta)
 	case "response.output_item.added":
 		if ev.Item.Type == "function_call" {
 			pc := &pendingCall{id: ev.Item.CallID, name: ev.Item.Name}
 			pc.args.WriteString(ev.Item.Arguments.OfString)
 			e.calls[ev.Item.ID] = pc
-			if err := e.grow(len(pc.id) + len(pc.name) + pc.args.Len() + 64); err != nil {
+			if err := s.growCalls(len(pc.id) + len(pc.name) + pc.args.Len() + 64); err != nil {
 				return "", false, err
 			}
 		}
 	case "response.function_call_arguments.delta":
 		if pc := e.calls[ev.ItemID]; pc != nil {
-			if err := e.grow(len(ev.Delta)); err != nil {
+			if err := s.growCalls(len(ev.Delta)); err != nil {
 				return "", false, err
 			}
 			pc.args.WriteString(ev.Delta)
@@ -391,16 +297,17 @@ func (e *responseEvents) step() (string, bool, error) {
 		e.meta(r)
 		s.res.Usage = llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)}
 		s.res.FinishReason, s.res.Finish = finish(r, len(s.delivered)+len(s.ready) > 0)
-		if f := s.p.withheld(s.header, s.status, s.received, s.res.FinishReason, e.refusal.String()); f != nil {
+		if f := s.withheld(); f != nil {
 			return "", false, f
 		}
 		return "", true, nil
 	case "response.failed":
 		e.meta(&ev.Response)
-		return "", false, s.p.responseFailed(&ev.Response, s.header, s.status, s.received)
+		return "", false, s.p.responseFailed(&ev.Response, s.reply)
 	case "error":
-		return "", false, s.p.classified(llm.Reply{Status: s.status, Header: s.header, Code: ev.Code,
-			Message: ev.Message, Body: []byte(ev.RawJSON()), Received: s.received}, nil)
+		r := s.llmReply([]byte(ev.RawJSON()))
+		r.Code, r.Message = ev.Code, ev.Message
+		return "", false, s.p.classified(r, nil)
 	}
 	return "", false, nil
 }
@@ -413,12 +320,4 @@ func (e *responseEvents) meta(r *responses.Response) {
 	if r.Model != "" {
 		e.s.res.Model = string(r.Model)
 	}
-}
-
-// grow counts n more bytes of tool calls against the cap.
-func (e *responseEvents) grow(n int) error {
-	if e.size += n; e.size > maxStreamedCalls {
-		return e.s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls), nil)
-	}
-	return nil
 }

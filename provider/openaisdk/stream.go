@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/openai/openai-go/v3/option"
@@ -24,18 +23,18 @@ import (
 // at a time on the caller's goroutine; the tool calls they complete wait
 // in ready and are delivered before the next text.
 type stream struct {
-	p        *Provider
-	ctx      context.Context
-	header   http.Header
-	status   int
-	received time.Time
-	close    func() error
+	reply
+	p     *Provider
+	ctx   context.Context
+	close func() error
 
 	// step reads one event: a piece of text, true at the end of a complete
 	// answer, or the failure.
 	step func() (string, bool, error)
 
 	res       llm.Response
+	refusal   strings.Builder // the refusal text streamed, up to maxStreamedCalls
+	callBytes int             // the bytes of the tool calls assembled, up to maxStreamedCalls
 	text      strings.Builder
 	ready     []llm.ToolCall
 	delivered []llm.ToolCall
@@ -44,13 +43,10 @@ type stream struct {
 	closed    atomic.Bool
 }
 
-func newStream(p *Provider, ctx context.Context, raw *http.Response, received time.Time, close func() error) *stream {
-	s := &stream{p: p, ctx: ctx, header: http.Header{}, status: 200, received: received, close: close}
-	if raw != nil {
-		s.header, s.status = raw.Header, raw.StatusCode
-	}
-	s.res.RequestID = llm.VendorOpenAI.RequestID(s.header)
-	s.res.RateLimit = llm.VendorOpenAI.RateLimit(s.header, received)
+func newStream(p *Provider, ctx context.Context, r reply, close func() error) *stream {
+	s := &stream{reply: r, p: p, ctx: ctx, close: close}
+	s.res.RequestID = llm.VendorOpenAI.RequestID(r.header)
+	s.res.RateLimit = llm.VendorOpenAI.RateLimit(r.header, r.received)
 	return s
 }
 
@@ -127,6 +123,28 @@ func (s *stream) Next() (c llm.Chunk, err error) {
 	}
 }
 
+// refuse adds a piece of a refusal, unless the refusal would grow longer
+// than maxStreamedCalls.
+func (s *stream) refuse(r string) {
+	if r != "" && s.refusal.Len()+len(r) <= maxStreamedCalls {
+		s.refusal.WriteString(r)
+	}
+}
+
+// withheld is the error for an answer the stream ended as withheld (see
+// Provider.withheld), or nil.
+func (s *stream) withheld() *llm.Error {
+	return s.p.withheld(s.reply, s.res.FinishReason, s.refusal.String())
+}
+
+// growCalls counts n more bytes of tool calls against the cap.
+func (s *stream) growCalls(n int) error {
+	if s.callBytes += n; s.callBytes > maxStreamedCalls {
+		return s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls), nil)
+	}
+	return nil
+}
+
 // closedError ends a stream closed before its end.
 func (s *stream) closedError() error {
 	s.ready = nil
@@ -154,7 +172,7 @@ func (s *stream) Close() error {
 // failure is an error of the stream after it started: the status and the
 // headers of its response, kind, and backstop's message.
 func (s *stream) failure(kind llm.Kind, msg string, cause error) *llm.Error {
-	f := s.p.answerFailure(s.header, s.status, s.received, kind)
+	f := s.p.answerFailure(s.reply, kind)
 	f.Message, f.Err = msg, cause
 	return s.p.ep.Redact(f)
 }
@@ -198,13 +216,7 @@ func (s *stream) eventError(err error) *llm.Error {
 // errorEvent classifies an event carrying a top-level error object, as
 // Complete classifies an error body.
 func (s *stream) errorEvent(data []byte) *llm.Error {
-	r := llm.Reply{Status: s.status, Header: s.header, Body: data, Received: s.received}
-	e, ok := errorObject(data)
-	if !ok {
-		return s.p.classified(r, errors.New(`the error event holds no "error" object`))
-	}
-	r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
-	return s.p.classified(r, nil)
+	return s.p.bodyError(s.llmReply(data), errors.New(`the error event holds no "error" object`))
 }
 
 // isJSON reports whether a 2xx to a streaming request is a JSON body
