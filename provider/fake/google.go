@@ -60,17 +60,8 @@ var googleMessages = map[int]string{
 // ("30s"); Type sets error.status, Message error.message.
 func googleError(o Outcome, ex exchange) (int, []byte, []header) {
 	status := errorStatus(o, ex.format)
-	code, ok := googleCodes[status]
-	if !ok {
-		code = "INTERNAL"
-		if status >= 400 && status < 500 {
-			code = "FAILED_PRECONDITION"
-		}
-	}
-	msg, ok := googleMessages[status]
-	if !ok {
-		msg = http.StatusText(status)
-	}
+	code := statusName(googleCodes, status, "FAILED_PRECONDITION", "INTERNAL")
+	msg := statusMessage(googleMessages, status)
 	var details []any
 	switch {
 	case status == 404 && ex.format == Gemini:
