@@ -292,13 +292,15 @@ func marshal(v any) []byte {
 // estimate is the fake's token count for n bytes: one per four, at least one.
 func estimate(n int) int { return max(1, (n+3)/4) }
 
+// anthropicMessage is a complete message, or, in message_start, the empty
+// message a stream begins with (no content, stop_reason null).
 type anthropicMessage struct {
 	ID           string          `json:"id"`
 	Type         string          `json:"type"`
 	Role         string          `json:"role"`
 	Model        string          `json:"model"`
 	Content      []any           `json:"content"`
-	StopReason   string          `json:"stop_reason"`
+	StopReason   *string         `json:"stop_reason"`
 	StopSequence *string         `json:"stop_sequence"`
 	StopDetails  json.RawMessage `json:"stop_details"`
 	Container    json.RawMessage `json:"container"`
@@ -582,7 +584,7 @@ func answerBody(o Outcome, ex exchange) []byte {
 		return marshal(anthropicMessage{
 			ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 			Content:    a.anthropicContent(),
-			StopReason: a.finish, StopSequence: a.stop, StopDetails: a.stopDetails(),
+			StopReason: &a.finish, StopSequence: a.stop, StopDetails: a.stopDetails(),
 			Container: jsonNull, Diagnostics: jsonNull,
 			Usage: a.anthropicUsage(a.out),
 		})
