@@ -277,11 +277,9 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				Name string          `json:"name"`
 				Args json.RawMessage `json:"args"`
 			}
-			if json.Unmarshal(raw, &fc) != nil || fc.Name == "" {
-				return googleInvalid("* GenerateContentRequest." + pat + ".function_call.name: Name cannot be empty.")
-			}
-			if present(fc.Args) && !isObject(fc.Args) {
-				return googleInvalid("Invalid value at '" + pat + ".function_call.args' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(fc.Args))
+			err := json.Unmarshal(raw, &fc)
+			if o := geminiFunction(err, fc.Name, fc.Args, pat+".function_call", "args"); o != nil {
+				return o
 			}
 		case "functionResponse":
 			var fr struct {
@@ -289,11 +287,9 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				Name     string          `json:"name"`
 				Response json.RawMessage `json:"response"`
 			}
-			if json.Unmarshal(raw, &fr) != nil || fr.Name == "" {
-				return googleInvalid("* GenerateContentRequest." + pat + ".function_response.name: Name cannot be empty.")
-			}
-			if present(fr.Response) && !isObject(fr.Response) {
-				return googleInvalid("Invalid value at '" + pat + ".function_response.response' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(fr.Response))
+			err := json.Unmarshal(raw, &fr)
+			if o := geminiFunction(err, fr.Name, fr.Response, pat+".function_response", "response"); o != nil {
+				return o
 			}
 			if c != nil {
 				id := fr.ID
@@ -307,6 +303,19 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				c.results = append(c.results, ToolResult{ID: id, Content: content})
 			}
 		}
+	}
+	return nil
+}
+
+// geminiFunction checks a decoded functionCall or functionResponse at pat
+// (err is the decoding's error): its name must be set and its Struct member,
+// args or response, must be an object when present.
+func geminiFunction(err error, name string, value json.RawMessage, pat, member string) *Outcome {
+	if err != nil || name == "" {
+		return googleInvalid("* GenerateContentRequest." + pat + ".name: Name cannot be empty.")
+	}
+	if present(value) && !isObject(value) {
+		return googleInvalid("Invalid value at '" + pat + "." + member + "' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(value))
 	}
 	return nil
 }
