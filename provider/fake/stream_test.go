@@ -663,20 +663,13 @@ func TestStreamStallCloseFromAnotherGoroutine(t *testing.T) {
 
 func TestStreamStallLoopback(t *testing.T) {
 	s := fake.New()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{}
-	defer func() {
-		tr.CloseIdleConnections()
-		s.Close()
-	}()
+	c := startLoopback(t, s)
 	done := make(chan struct{})
 	s.Script("m", fake.Answer("a b c").StallAfter(1).OnDone(func() { close(done) }))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	resp := openStream(t, ctx, &http.Client{Transport: tr}, s.URL(), fake.OpenAI, "m")
+	resp := openStream(t, ctx, c, s.URL(), fake.OpenAI, "m")
 	defer resp.Body.Close()
 	evs, err := readEvents(resp.Body, start)
 	// The stall holds the body open until the client gives up: the read
