@@ -369,12 +369,7 @@ func geminiConfig(raw json.RawMessage, c *carried) *Outcome {
 	if o := unknownName(gc, geminiConfigFields, "generation_config"); o != nil {
 		return o
 	}
-	type bound struct {
-		name     string
-		min, max float64
-		integer  bool
-	}
-	for _, b := range []bound{
+	for _, b := range []numField{
 		{"temperature", 0, 2, false}, {"topP", 0, 1, false}, {"topK", 0, 1 << 31, true},
 		{"maxOutputTokens", 1, 1 << 31, true}, {"candidateCount", 1, 8, true},
 		{"presencePenalty", -2, 2, false}, {"frequencyPenalty", -2, 2, false},
@@ -383,14 +378,7 @@ func geminiConfig(raw json.RawMessage, c *carried) *Outcome {
 		if !ok || !present(v) {
 			continue
 		}
-		var f float64
-		var isNum bool
-		if b.integer {
-			n, ok := integer(v)
-			f, isNum = float64(n), ok
-		} else {
-			f, isNum = number(v)
-		}
+		f, isNum := b.read(v)
 		if !isNum {
 			return googleInvalid("Invalid value at 'generation_config." + b.name + "', " + fmtNum(v))
 		}
