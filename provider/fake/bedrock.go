@@ -172,17 +172,8 @@ type bedrockErrorBody struct {
 // x-amzn-ErrorType.
 func bedrockError(o Outcome, ex exchange) (int, []byte, []header) {
 	status := errorStatus(o, Bedrock)
-	typ, ok := bedrockTypes[status]
-	if !ok {
-		typ = "InternalServerException"
-		if status >= 400 && status < 500 {
-			typ = "ValidationException"
-		}
-	}
-	msg, ok := bedrockMessages[status]
-	if !ok {
-		msg = http.StatusText(status)
-	}
+	typ := statusName(bedrockTypes, status, "ValidationException", "InternalServerException")
+	msg := statusMessage(bedrockMessages, status)
 	switch o.preset {
 	case presetSpendCap:
 		typ, msg = "ServiceQuotaExceededException", "Your request exceeds the service quota for your account. You can view your quotas at https://docs.aws.amazon.com/servicequotas/latest/userguide/gs-request-quota.html."

@@ -43,17 +43,23 @@ var modes = []mode{
 		return s.Client(), s.URL()
 	}},
 	{"loopback", func(t *testing.T, s *fake.Server) (*http.Client, string) {
-		t.Helper()
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		tr := &http.Transport{}
-		t.Cleanup(func() {
-			tr.CloseIdleConnections()
-			s.Close()
-		})
-		return &http.Client{Transport: tr}, s.URL()
+		return startLoopback(t, s), s.URL()
 	}},
+}
+
+// startLoopback starts s on loopback and returns a client with a transport
+// of its own; both are closed when the test ends.
+func startLoopback(t *testing.T, s *fake.Server) *http.Client {
+	t.Helper()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		s.Close()
+	})
+	return &http.Client{Transport: tr}
 }
 
 func forEachMode(t *testing.T, f func(t *testing.T, s *fake.Server, c *http.Client, base string)) {

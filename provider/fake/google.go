@@ -60,17 +60,8 @@ var googleMessages = map[int]string{
 // ("30s"); Type sets error.status, Message error.message.
 func googleError(o Outcome, ex exchange) (int, []byte, []header) {
 	status := errorStatus(o, ex.format)
-	code, ok := googleCodes[status]
-	if !ok {
-		code = "INTERNAL"
-		if status >= 400 && status < 500 {
-			code = "FAILED_PRECONDITION"
-		}
-	}
-	msg, ok := googleMessages[status]
-	if !ok {
-		msg = http.StatusText(status)
-	}
+	code := statusName(googleCodes, status, "FAILED_PRECONDITION", "INTERNAL")
+	msg := statusMessage(googleMessages, status)
 	var details []any
 	switch {
 	case status == 404 && ex.format == Gemini:
@@ -286,11 +277,9 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				Name string          `json:"name"`
 				Args json.RawMessage `json:"args"`
 			}
-			if json.Unmarshal(raw, &fc) != nil || fc.Name == "" {
-				return googleInvalid("* GenerateContentRequest." + pat + ".function_call.name: Name cannot be empty.")
-			}
-			if present(fc.Args) && !isObject(fc.Args) {
-				return googleInvalid("Invalid value at '" + pat + ".function_call.args' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(fc.Args))
+			err := json.Unmarshal(raw, &fc)
+			if o := geminiFunction(err, fc.Name, fc.Args, pat+".function_call", "args"); o != nil {
+				return o
 			}
 		case "functionResponse":
 			var fr struct {
@@ -298,11 +287,9 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				Name     string          `json:"name"`
 				Response json.RawMessage `json:"response"`
 			}
-			if json.Unmarshal(raw, &fr) != nil || fr.Name == "" {
-				return googleInvalid("* GenerateContentRequest." + pat + ".function_response.name: Name cannot be empty.")
-			}
-			if present(fr.Response) && !isObject(fr.Response) {
-				return googleInvalid("Invalid value at '" + pat + ".function_response.response' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(fr.Response))
+			err := json.Unmarshal(raw, &fr)
+			if o := geminiFunction(err, fr.Name, fr.Response, pat+".function_response", "response"); o != nil {
+				return o
 			}
 			if c != nil {
 				id := fr.ID
@@ -316,6 +303,19 @@ func geminiParts(ct map[string]json.RawMessage, at string, c *carried) *Outcome 
 				c.results = append(c.results, ToolResult{ID: id, Content: content})
 			}
 		}
+	}
+	return nil
+}
+
+// geminiFunction checks a decoded functionCall or functionResponse at pat
+// (err is the decoding's error): its name must be set and its Struct member,
+// args or response, must be an object when present.
+func geminiFunction(err error, name string, value json.RawMessage, pat, member string) *Outcome {
+	if err != nil || name == "" {
+		return googleInvalid("* GenerateContentRequest." + pat + ".name: Name cannot be empty.")
+	}
+	if present(value) && !isObject(value) {
+		return googleInvalid("Invalid value at '" + pat + "." + member + "' (type.googleapis.com/google.protobuf.Struct), " + fmtNum(value))
 	}
 	return nil
 }
@@ -369,12 +369,7 @@ func geminiConfig(raw json.RawMessage, c *carried) *Outcome {
 	if o := unknownName(gc, geminiConfigFields, "generation_config"); o != nil {
 		return o
 	}
-	type bound struct {
-		name     string
-		min, max float64
-		integer  bool
-	}
-	for _, b := range []bound{
+	for _, b := range []numField{
 		{"temperature", 0, 2, false}, {"topP", 0, 1, false}, {"topK", 0, 1 << 31, true},
 		{"maxOutputTokens", 1, 1 << 31, true}, {"candidateCount", 1, 8, true},
 		{"presencePenalty", -2, 2, false}, {"frequencyPenalty", -2, 2, false},
@@ -383,14 +378,7 @@ func geminiConfig(raw json.RawMessage, c *carried) *Outcome {
 		if !ok || !present(v) {
 			continue
 		}
-		var f float64
-		var isNum bool
-		if b.integer {
-			n, ok := integer(v)
-			f, isNum = float64(n), ok
-		} else {
-			f, isNum = number(v)
-		}
+		f, isNum := b.read(v)
 		if !isNum {
 			return googleInvalid("Invalid value at 'generation_config." + b.name + "', " + fmtNum(v))
 		}

@@ -42,6 +42,21 @@ type errorBodyFields struct {
 	}
 }
 
+// sendShape posts body in format f to s after editing the default headers:
+// each header is set to its value, or deleted when the value is "".
+func sendShape(t *testing.T, s *fake.Server, f fake.Format, header map[string]string, body string) result {
+	t.Helper()
+	req := newRequest(t, context.Background(), s.URL(), f, body)
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return do(t, s.Client(), req)
+}
+
 // TestRejectedShapes sends, one by one, request shapes the real APIs answer
 // with a 400 (or 401) and checks the fake's status, type and message.
 func TestRejectedShapes(t *testing.T) {
@@ -127,15 +142,7 @@ func TestRejectedShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := fake.New()
-			req := newRequest(t, context.Background(), s.URL(), tt.format, tt.body)
-			for k, v := range tt.header {
-				if v == "" {
-					req.Header.Del(k)
-				} else {
-					req.Header.Set(k, v)
-				}
-			}
-			r := do(t, s.Client(), req)
+			r := sendShape(t, s, tt.format, tt.header, tt.body)
 			var e errorBodyFields
 			if err := json.Unmarshal([]byte(r.body), &e); err != nil {
 				t.Fatalf("body %s: %v", r.body, err)
@@ -209,15 +216,7 @@ func TestAcceptedShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := fake.New()
-			req := newRequest(t, context.Background(), s.URL(), tt.format, tt.body)
-			for k, v := range tt.header {
-				if v == "" {
-					req.Header.Del(k)
-				} else {
-					req.Header.Set(k, v)
-				}
-			}
-			r := do(t, s.Client(), req)
+			r := sendShape(t, s, tt.format, tt.header, tt.body)
 			if r.status != 200 || !strings.Contains(r.body, "fake answer from") {
 				t.Errorf("got %d %s, want the default answer", r.status, r.body)
 			}

@@ -186,23 +186,9 @@ func cutConn(w http.ResponseWriter) {
 
 type anthropicStream struct{ a answer }
 
-type anthropicStreamMessage struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []anthropicBlock `json:"content"`
-	StopReason   *string          `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	StopDetails  json.RawMessage  `json:"stop_details"`
-	Container    json.RawMessage  `json:"container"`
-	Diagnostics  json.RawMessage  `json:"diagnostics"`
-	Usage        anthropicUsage   `json:"usage"`
-}
-
 type anthropicMessageStart struct {
-	Type    string                 `json:"type"`
-	Message anthropicStreamMessage `json:"message"`
+	Type    string           `json:"type"`
+	Message anthropicMessage `json:"message"`
 }
 
 type anthropicBlockEvent struct {
@@ -250,8 +236,8 @@ func (s anthropicStream) textBlock() bool { return s.a.text != "" || len(s.a.too
 // block (if any) and a ping.
 func (s anthropicStream) head() []event {
 	evs := []event{
-		anthropicEvent("message_start", anthropicMessageStart{Type: "message_start", Message: anthropicStreamMessage{
-			ID: s.a.id, Type: "message", Role: "assistant", Model: s.a.model, Content: []anthropicBlock{},
+		anthropicEvent("message_start", anthropicMessageStart{Type: "message_start", Message: anthropicMessage{
+			ID: s.a.id, Type: "message", Role: "assistant", Model: s.a.model, Content: []any{},
 			StopDetails: jsonNull, Container: jsonNull, Diagnostics: jsonNull,
 			Usage: s.a.anthropicUsage(min(s.a.out, 1)),
 		}}),

@@ -230,12 +230,7 @@ func TestStreamAnthropicWire(t *testing.T) {
 	forEachMode(t, func(t *testing.T, s *fake.Server, c *http.Client, base string) {
 		s.Script("m", fake.Answer("Hi there, you"))
 		body := streamBody(fake.Anthropic, "m", false)
-		resp, err := c.Do(newRequest(t, context.Background(), base, fake.Anthropic, body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
+		resp, raw, err := readStream(t, c, newRequest(t, context.Background(), base, fake.Anthropic, body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,12 +280,7 @@ func TestStreamOpenAIWire(t *testing.T) {
 		for _, includeUsage := range []bool{false, true} {
 			s.Script("m", fake.Answer("Hi there").ID("chatcmpl-x").Model("gpt-served").Finish("length").RequestID("req_x"))
 			body := streamBody(fake.OpenAI, "m", includeUsage)
-			resp, err := c.Do(newRequest(t, context.Background(), base, fake.OpenAI, body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, raw, err := readStream(t, c, newRequest(t, context.Background(), base, fake.OpenAI, body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -673,20 +663,13 @@ func TestStreamStallCloseFromAnotherGoroutine(t *testing.T) {
 
 func TestStreamStallLoopback(t *testing.T) {
 	s := fake.New()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{}
-	defer func() {
-		tr.CloseIdleConnections()
-		s.Close()
-	}()
+	c := startLoopback(t, s)
 	done := make(chan struct{})
 	s.Script("m", fake.Answer("a b c").StallAfter(1).OnDone(func() { close(done) }))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	resp := openStream(t, ctx, &http.Client{Transport: tr}, s.URL(), fake.OpenAI, "m")
+	resp := openStream(t, ctx, c, s.URL(), fake.OpenAI, "m")
 	defer resp.Body.Close()
 	evs, err := readEvents(resp.Body, start)
 	// The stall holds the body open until the client gives up: the read

@@ -65,12 +65,7 @@ func TestCallToolsPanicsOnBadArguments(t *testing.T) {
 // streamData returns the data of each event of a streamed response.
 func streamData(t *testing.T, c *http.Client, base string, f fake.Format, body string) []string {
 	t.Helper()
-	resp, err := c.Do(newRequest(t, context.Background(), base, f, body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	_, raw, err := readStream(t, c, newRequest(t, context.Background(), base, f, body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,6 +142,24 @@ func integer(raw json.RawMessage) (int64, bool) {
 	return n, json.Unmarshal(t, &n) == nil
 }
 
+// numField is a numeric request field and the range it must be in; an
+// integer field takes only whole numbers written as such.
+type numField struct {
+	name     string
+	min, max float64
+	integer  bool
+}
+
+// read is the field's value raw as a number; ok is false when raw is not a
+// number, or, for an integer field, not an integer.
+func (b numField) read(raw json.RawMessage) (v float64, ok bool) {
+	v, ok = number(raw)
+	if ok && b.integer {
+		_, ok = integer(raw)
+	}
+	return v, ok
+}
+
 func present(raw json.RawMessage) bool { return raw != nil && string(bytes.TrimSpace(raw)) != "null" }
 
 func isObject(raw json.RawMessage) bool {
@@ -563,12 +581,7 @@ func checkOpenAIBody(r request, c *carried) *Outcome {
 	if o := checkOpenAIMessages(list, c); o != nil {
 		return o
 	}
-	type bound struct {
-		name     string
-		min, max float64
-		integer  bool
-	}
-	for _, b := range []bound{
+	for _, b := range []numField{
 		{"temperature", 0, 2, false}, {"top_p", 0, 1, false},
 		{"frequency_penalty", -2, 2, false}, {"presence_penalty", -2, 2, false},
 		{"n", 1, 128, true}, {"max_completion_tokens", 1, 1 << 31, true}, {"max_tokens", 1, 1 << 31, true},
@@ -582,10 +595,7 @@ func checkOpenAIBody(r request, c *carried) *Outcome {
 		if b.integer {
 			kind, want = "integer", "an integer"
 		}
-		v, ok := number(raw)
-		if ok && b.integer {
-			_, ok = integer(raw)
-		}
+		v, ok := b.read(raw)
 		switch {
 		case !ok:
 			return invalidParam(fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", b.name, want, jsonKind(raw)), b.name, "invalid_type")

@@ -292,13 +292,15 @@ func marshal(v any) []byte {
 // estimate is the fake's token count for n bytes: one per four, at least one.
 func estimate(n int) int { return max(1, (n+3)/4) }
 
+// anthropicMessage is a complete message, or, in message_start, the empty
+// message a stream begins with (no content, stop_reason null).
 type anthropicMessage struct {
 	ID           string          `json:"id"`
 	Type         string          `json:"type"`
 	Role         string          `json:"role"`
 	Model        string          `json:"model"`
 	Content      []any           `json:"content"`
-	StopReason   string          `json:"stop_reason"`
+	StopReason   *string         `json:"stop_reason"`
 	StopSequence *string         `json:"stop_sequence"`
 	StopDetails  json.RawMessage `json:"stop_details"`
 	Container    json.RawMessage `json:"container"`
@@ -582,7 +584,7 @@ func answerBody(o Outcome, ex exchange) []byte {
 		return marshal(anthropicMessage{
 			ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 			Content:    a.anthropicContent(),
-			StopReason: a.finish, StopSequence: a.stop, StopDetails: a.stopDetails(),
+			StopReason: &a.finish, StopSequence: a.stop, StopDetails: a.stopDetails(),
 			Container: jsonNull, Diagnostics: jsonNull,
 			Usage: a.anthropicUsage(a.out),
 		})
@@ -670,19 +672,10 @@ func errorBody(o Outcome, ex exchange, requestID string) (int, []byte, []header)
 func providerError(o Outcome, ex exchange, requestID string) (int, []byte) {
 	status := errorStatus(o, ex.format)
 	if ex.format.family() == Anthropic {
-		typ, ok := anthropicTypes[status]
-		if !ok {
-			typ = "api_error"
-			if status >= 400 && status < 500 {
-				typ = "invalid_request_error"
-			}
-		}
-		msg, ok := anthropicMessages[status]
-		switch {
-		case status == 404:
+		typ := statusName(anthropicTypes, status, "invalid_request_error", "api_error")
+		msg := statusMessage(anthropicMessages, status)
+		if status == 404 {
 			msg = "model: " + ex.model
-		case !ok:
-			msg = http.StatusText(status)
 		}
 		var code string
 		switch o.preset {
@@ -701,10 +694,8 @@ func providerError(o Outcome, ex exchange, requestID string) (int, []byte) {
 		return status, marshal(e)
 	}
 
-	typ, code, param := "invalid_request_error", "", ""
-	if status >= 500 || status < 400 {
-		typ = "server_error"
-	}
+	typ := statusName(nil, status, "invalid_request_error", "server_error")
+	code, param := "", ""
 	msg, ok := openaiMessages[status]
 	if !ok {
 		msg = http.StatusText(status) + "."
@@ -735,6 +726,28 @@ func providerError(o Outcome, ex exchange, requestID string) (int, []byte) {
 		Param: nullable(o.param.or(param)), Code: nullable(o.code.or(code)),
 	}}
 	return status, marshal(e)
+}
+
+// statusName is names[status], or, for a status names lacks, client for a
+// 4xx status and server for any other: the error type or code each
+// provider's error body carries.
+func statusName(names map[int]string, status int, client, server string) string {
+	if name, ok := names[status]; ok {
+		return name
+	}
+	if status >= 400 && status < 500 {
+		return client
+	}
+	return server
+}
+
+// statusMessage is messages[status], or the status text for a status
+// messages lacks.
+func statusMessage(messages map[int]string, status int) string {
+	if msg, ok := messages[status]; ok {
+		return msg
+	}
+	return http.StatusText(status)
 }
 
 func nullable(s string) *string {

@@ -28,16 +28,72 @@ func startFake(t *testing.T) *fake.Server {
 	return s
 }
 
-func anthropicClient(t *testing.T, s *fake.Server) anthropic.Client {
+// loopbackClient is an HTTP client of its own for an SDK that reaches a
+// started fake over loopback; its idle connections close when the test ends.
+func loopbackClient(t *testing.T) *http.Client {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// unstreamedAndStreamed runs f as two subtests: unstreamed, then streamed.
+func unstreamedAndStreamed(t *testing.T, f func(t *testing.T, streamed bool)) {
+	for _, streamed := range []bool{false, true} {
+		name := "unstreamed"
+		if streamed {
+			name = "streamed"
+		}
+		t.Run(name, func(t *testing.T) { f(t, streamed) })
+	}
+}
+
+// sdkStream is an SDK's stream of server-sent events.
+type sdkStream[T any] interface {
+	Next() bool
+	Current() T
+	Err() error
+	Close() error
+}
+
+// readStream reads stream to its end, handing each event to f; an error
+// from f or from the stream fails t.
+func readStream[T any](t *testing.T, stream sdkStream[T], f func(T) error) {
+	t.Helper()
+	defer stream.Close()
+	for stream.Next() {
+		if err := f(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func anthropicClient(t *testing.T, s *fake.Server) anthropic.Client {
+	t.Helper()
 	return anthropic.NewClient(
 		option.WithAPIKey("sk-ant-test"),
 		option.WithBaseURL(s.URL()),
-		option.WithHTTPClient(&http.Client{Transport: tr}),
+		option.WithHTTPClient(loopbackClient(t)),
 		option.WithMaxRetries(0),
 	)
+}
+
+// readAnthropicStream reads stream to its end, checking every event's
+// required fields, and returns the message the events accumulate to and how
+// many content_block_delta events there were.
+func readAnthropicStream(t *testing.T, stream sdkStream[anthropic.MessageStreamEventUnion]) (msg anthropic.Message, deltas int) {
+	t.Helper()
+	readStream(t, stream, func(ev anthropic.MessageStreamEventUnion) error {
+		checkRequired(t, "event:"+ev.Type, ev.AsAny())
+		if ev.Type == "content_block_delta" {
+			deltas++
+		}
+		return msg.Accumulate(ev)
+	})
+	return msg, deltas
 }
 
 func userText(text string) []anthropic.MessageParam {
@@ -103,25 +159,9 @@ func TestAnthropicStream(t *testing.T) {
 	s := startFake(t)
 	s.Script(claude, fake.Answer("Streaming is fun, isn't it?"))
 	client := anthropicClient(t, s)
-	stream := client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
+	msg, deltas := readAnthropicStream(t, client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
 		Model: claude, MaxTokens: 1024, Messages: userText("Hi"),
-	})
-	defer stream.Close()
-	var msg anthropic.Message
-	var deltas int
-	for stream.Next() {
-		ev := stream.Current()
-		checkRequired(t, "event:"+ev.Type, ev.AsAny())
-		if ev.Type == "content_block_delta" {
-			deltas++
-		}
-		if err := msg.Accumulate(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	if len(msg.Content) != 1 || msg.Content[0].Text != "Streaming is fun, isn't it?" || deltas < 2 {
 		t.Errorf("accumulated %+v from %d deltas", msg.Content, deltas)
 	}
@@ -140,70 +180,53 @@ var weatherTool = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
 }}}
 
 func TestAnthropicToolRoundTrip(t *testing.T) {
-	for _, streamed := range []bool{false, true} {
-		name := "unstreamed"
+	unstreamedAndStreamed(t, func(t *testing.T, streamed bool) {
+		s := startFake(t)
+		s.Script(claude,
+			fake.Answer("Let me check.").ToolCalls(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
+			fake.Answer("It is sunny in Paris."))
+		client := anthropicClient(t, s)
+		params := anthropic.MessageNewParams{Model: claude, MaxTokens: 1024, Messages: userText("Weather in Paris?"), Tools: weatherTool}
+		var msg anthropic.Message
 		if streamed {
-			name = "streamed"
-		}
-		t.Run(name, func(t *testing.T) {
-			s := startFake(t)
-			s.Script(claude,
-				fake.Answer("Let me check.").ToolCalls(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
-				fake.Answer("It is sunny in Paris."))
-			client := anthropicClient(t, s)
-			params := anthropic.MessageNewParams{Model: claude, MaxTokens: 1024, Messages: userText("Weather in Paris?"), Tools: weatherTool}
-			var msg anthropic.Message
-			if streamed {
-				stream := client.Messages.NewStreaming(context.Background(), params)
-				for stream.Next() {
-					ev := stream.Current()
-					checkRequired(t, "event:"+ev.Type, ev.AsAny())
-					if err := msg.Accumulate(ev); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := stream.Err(); err != nil {
-					t.Fatal(err)
-				}
-				stream.Close()
-			} else {
-				m, err := client.Messages.New(context.Background(), params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkRequired(t, "Message", m)
-				msg = *m
-			}
-			if msg.StopReason != anthropic.StopReasonToolUse || len(msg.Content) != 2 {
-				t.Fatalf("stop %q content %+v", msg.StopReason, msg.Content)
-			}
-			use, ok := msg.Content[1].AsAny().(anthropic.ToolUseBlock)
-			if !ok {
-				t.Fatalf("content[1] is %T", msg.Content[1].AsAny())
-			}
-			var in struct{ City string }
-			if err := json.Unmarshal(use.Input, &in); err != nil || in.City != "Paris" || use.Name != "get_weather" || use.ID != "toolu_fake_1_0" {
-				t.Errorf("tool use %+v (%s): %v", use, use.Input, err)
-			}
-
-			params.Messages = append(params.Messages, msg.ToParam(),
-				anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "sunny, 24°C", false)))
-			final, err := client.Messages.New(context.Background(), params)
+			msg, _ = readAnthropicStream(t, client.Messages.NewStreaming(context.Background(), params))
+		} else {
+			m, err := client.Messages.New(context.Background(), params)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if final.Content[0].Text != "It is sunny in Paris." || final.StopReason != anthropic.StopReasonEndTurn {
-				t.Errorf("final %+v", final)
-			}
-			calls := s.Calls(claude)
-			if got := calls[1].ToolResults; len(got) != 1 || got[0] != (fake.ToolResult{ID: use.ID, Content: "sunny, 24°C"}) {
-				t.Errorf("tool results recorded %+v", got)
-			}
-			if got := calls[1].Tools; len(got) != 1 || got[0] != "get_weather" {
-				t.Errorf("tools recorded %v", got)
-			}
-		})
-	}
+			checkRequired(t, "Message", m)
+			msg = *m
+		}
+		if msg.StopReason != anthropic.StopReasonToolUse || len(msg.Content) != 2 {
+			t.Fatalf("stop %q content %+v", msg.StopReason, msg.Content)
+		}
+		use, ok := msg.Content[1].AsAny().(anthropic.ToolUseBlock)
+		if !ok {
+			t.Fatalf("content[1] is %T", msg.Content[1].AsAny())
+		}
+		var in struct{ City string }
+		if err := json.Unmarshal(use.Input, &in); err != nil || in.City != "Paris" || use.Name != "get_weather" || use.ID != "toolu_fake_1_0" {
+			t.Errorf("tool use %+v (%s): %v", use, use.Input, err)
+		}
+
+		params.Messages = append(params.Messages, msg.ToParam(),
+			anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "sunny, 24°C", false)))
+		final, err := client.Messages.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if final.Content[0].Text != "It is sunny in Paris." || final.StopReason != anthropic.StopReasonEndTurn {
+			t.Errorf("final %+v", final)
+		}
+		calls := s.Calls(claude)
+		if got := calls[1].ToolResults; len(got) != 1 || got[0] != (fake.ToolResult{ID: use.ID, Content: "sunny, 24°C"}) {
+			t.Errorf("tool results recorded %+v", got)
+		}
+		if got := calls[1].Tools; len(got) != 1 || got[0] != "get_weather" {
+			t.Errorf("tools recorded %v", got)
+		}
+	})
 }
 
 func TestAnthropicErrors(t *testing.T) {

@@ -18,14 +18,25 @@ const gpt = "gpt-5.5"
 
 func openaiClient(t *testing.T, s *fake.Server) openai.Client {
 	t.Helper()
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	return openai.NewClient(
 		option.WithAPIKey("sk-test"),
 		option.WithBaseURL(s.URL()+"/v1/"),
-		option.WithHTTPClient(&http.Client{Transport: tr}),
+		option.WithHTTPClient(loopbackClient(t)),
 		option.WithMaxRetries(0),
 	)
+}
+
+// readOpenAIStream reads stream to its end, checking every chunk's required
+// fields, and returns the chunks accumulated and how many there were.
+func readOpenAIStream(t *testing.T, stream sdkStream[openai.ChatCompletionChunk]) (acc openai.ChatCompletionAccumulator, chunks int) {
+	t.Helper()
+	readStream(t, stream, func(ch openai.ChatCompletionChunk) error {
+		checkRequired(t, "ChatCompletionChunk", ch)
+		acc.AddChunk(ch)
+		chunks++
+		return nil
+	})
+	return acc, chunks
 }
 
 func TestOpenAICompletion(t *testing.T) {
@@ -102,22 +113,10 @@ func TestOpenAIStream(t *testing.T) {
 	s := startFake(t)
 	s.Script(gpt, fake.Answer("Streaming is fun, isn't it?").Usage(9, 7))
 	client := openaiClient(t, s)
-	stream := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+	acc, chunks := readOpenAIStream(t, client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
 		Model: gpt, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	})
-	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
-	chunks := 0
-	for stream.Next() {
-		ch := stream.Current()
-		checkRequired(t, "ChatCompletionChunk", ch)
-		acc.AddChunk(ch)
-		chunks++
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Streaming is fun, isn't it?" || chunks < 4 ||
 		acc.Choices[0].FinishReason != "stop" || acc.Usage.CompletionTokens != 7 {
 		t.Errorf("accumulated %+v usage %+v from %d chunks", acc.Choices, acc.Usage, chunks)
@@ -125,69 +124,53 @@ func TestOpenAIStream(t *testing.T) {
 }
 
 func TestOpenAIToolRoundTrip(t *testing.T) {
-	for _, streamed := range []bool{false, true} {
-		name := "unstreamed"
-		if streamed {
-			name = "streamed"
+	unstreamedAndStreamed(t, func(t *testing.T, streamed bool) {
+		s := startFake(t)
+		s.Script(gpt,
+			fake.CallTools(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
+			fake.Answer("It is sunny in Paris."))
+		client := openaiClient(t, s)
+		params := openai.ChatCompletionNewParams{
+			Model:    gpt,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+			Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+				Name:        "get_weather",
+				Description: openai.String("The weather in a city."),
+				Parameters:  shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
+			})},
 		}
-		t.Run(name, func(t *testing.T) {
-			s := startFake(t)
-			s.Script(gpt,
-				fake.CallTools(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
-				fake.Answer("It is sunny in Paris."))
-			client := openaiClient(t, s)
-			params := openai.ChatCompletionNewParams{
-				Model:    gpt,
-				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
-				Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-					Name:        "get_weather",
-					Description: openai.String("The weather in a city."),
-					Parameters:  shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
-				})},
-			}
-			var msg openai.ChatCompletionMessage
-			var finish string
-			if streamed {
-				stream := client.Chat.Completions.NewStreaming(context.Background(), params)
-				var acc openai.ChatCompletionAccumulator
-				for stream.Next() {
-					ch := stream.Current()
-					checkRequired(t, "ChatCompletionChunk", ch)
-					acc.AddChunk(ch)
-				}
-				if err := stream.Err(); err != nil {
-					t.Fatal(err)
-				}
-				stream.Close()
-				msg, finish = acc.Choices[0].Message, acc.Choices[0].FinishReason
-			} else {
-				c, err := client.Chat.Completions.New(context.Background(), params)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkRequired(t, "ChatCompletion", c)
-				msg, finish = c.Choices[0].Message, c.Choices[0].FinishReason
-			}
-			if finish != "tool_calls" || len(msg.ToolCalls) != 1 {
-				t.Fatalf("finish %q message %+v", finish, msg)
-			}
-			tc := msg.ToolCalls[0]
-			if tc.ID != "call_fake_1_0" || tc.Function.Name != "get_weather" || tc.Function.Arguments != `{"city":"Paris"}` {
-				t.Errorf("tool call %+v", tc)
-			}
-			params.Messages = append(params.Messages, msg.ToParam(), openai.ToolMessage("sunny, 24°C", tc.ID))
-			final, err := client.Chat.Completions.New(context.Background(), params)
+		var msg openai.ChatCompletionMessage
+		var finish string
+		if streamed {
+			acc, _ := readOpenAIStream(t, client.Chat.Completions.NewStreaming(context.Background(), params))
+			msg, finish = acc.Choices[0].Message, acc.Choices[0].FinishReason
+		} else {
+			c, err := client.Chat.Completions.New(context.Background(), params)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if final.Choices[0].Message.Content != "It is sunny in Paris." {
-				t.Errorf("final %+v", final.Choices[0])
-			}
-			if got := s.Calls(gpt)[1].ToolResults; len(got) != 1 || got[0] != (fake.ToolResult{ID: tc.ID, Content: "sunny, 24°C"}) {
-				t.Errorf("tool results recorded %+v", got)
-			}
-		})
-	}
+			checkRequired(t, "ChatCompletion", c)
+			msg, finish = c.Choices[0].Message, c.Choices[0].FinishReason
+		}
+		if finish != "tool_calls" || len(msg.ToolCalls) != 1 {
+			t.Fatalf("finish %q message %+v", finish, msg)
+		}
+		tc := msg.ToolCalls[0]
+		if tc.ID != "call_fake_1_0" || tc.Function.Name != "get_weather" || tc.Function.Arguments != `{"city":"Paris"}` {
+			t.Errorf("tool call %+v", tc)
+		}
+		params.Messages = append(params.Messages, msg.ToParam(), openai.ToolMessage("sunny, 24°C", tc.ID))
+		final, err := client.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if final.Choices[0].Message.Content != "It is sunny in Paris." {
+			t.Errorf("final %+v", final.Choices[0])
+		}
+		if got := s.Calls(gpt)[1].ToolResults; len(got) != 1 || got[0] != (fake.ToolResult{ID: tc.ID, Content: "sunny, 24°C"}) {
+			t.Errorf("tool results recorded %+v", got)
+		}
+	})
 }
 
 func TestOpenAIErrors(t *testing.T) {

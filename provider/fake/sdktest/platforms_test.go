@@ -36,8 +36,32 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-func msgs() []anthropic.MessageParam {
-	return []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}
+// hi is a short message to model m.
+func hi(m string) anthropic.MessageNewParams {
+	return anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}
+}
+
+// wantMessage sends hi to model m on c and fails t unless the answer is
+// text, with every required field.
+func wantMessage(t *testing.T, c anthropic.Client, m, text string) {
+	t.Helper()
+	msg, err := c.Messages.New(context.Background(), hi(m))
+	if err != nil || msg.Content[0].Text != text {
+		t.Fatalf("%v %+v", err, msg)
+	}
+	checkRequired(t, "Message", msg)
+}
+
+// wantStatus sends hi to model m on c and fails t unless the SDK returns an
+// API error with status code.
+func wantStatus(t *testing.T, c anthropic.Client, m string, code int) {
+	t.Helper()
+	_, err := c.Messages.New(context.Background(), hi(m))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != code {
+		t.Fatalf("%d: %v", code, err)
+	}
+	t.Logf("%d: %v", code, err)
 }
 
 func TestBedrockSDK(t *testing.T) {
@@ -49,41 +73,23 @@ func TestBedrockSDK(t *testing.T) {
 	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "SECRET", "")}
 	c := anthropic.NewClient(bedrock.WithConfig(cfg), option.WithBaseURL(s.URL()), option.WithHTTPClient(s.Client()), option.WithMaxRetries(0))
 	ctx := context.Background()
-	msg, err := c.Messages.New(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	if err != nil || msg.Content[0].Text != "hello bedrock" {
-		t.Fatalf("%v %+v", err, msg)
+	wantMessage(t, c, m, "hello bedrock")
+	acc, _ := readAnthropicStream(t, c.Messages.NewStreaming(ctx, hi(m)))
+	if acc.Content[0].Text != "streamed hello there" || acc.Content[1].Name != "f" || string(acc.StopReason) != "tool_use" {
+		t.Fatalf("%+v", acc)
 	}
-	checkRequired(t, "Message", msg)
-	st := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	var acc anthropic.Message
-	for st.Next() {
-		if err := acc.Accumulate(st.Current()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st.Err() != nil || acc.Content[0].Text != "streamed hello there" || acc.Content[1].Name != "f" || string(acc.StopReason) != "tool_use" {
-		t.Fatalf("%v %+v", st.Err(), acc)
-	}
-	st = c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
+	st := c.Messages.NewStreaming(ctx, hi(m))
 	for st.Next() {
 	}
 	if st.Err() == nil || !strings.Contains(st.Err().Error(), "throttlingException") {
 		t.Fatalf("stream error: %v", st.Err())
 	}
 	t.Logf("stream error: %v", st.Err())
-	_, err = c.Messages.New(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	var ae *anthropic.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 429 {
-		t.Fatalf("429: %v", err)
-	}
-	t.Logf("429: %v", err)
+	wantStatus(t, c, m, 429)
 	// the wrong region is refused
 	c2 := anthropic.NewClient(bedrock.WithConfig(aws.Config{Region: "us-east-1", Credentials: cfg.Credentials}), option.WithBaseURL(s.URL()),
 		option.WithHTTPClient(s.Client()), option.WithMaxRetries(0))
-	_, err = c2.Messages.New(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	if !errors.As(err, &ae) || ae.StatusCode != 403 {
-		t.Fatalf("403: %v", err)
-	}
+	wantStatus(t, c2, m, 403)
 }
 
 func TestVertexSDK(t *testing.T) {
@@ -95,25 +101,12 @@ func TestVertexSDK(t *testing.T) {
 	// The HTTP client comes first, so that WithCredentials wraps it with the token.
 	c := anthropic.NewClient(option.WithHTTPClient(s.Client()), vertex.WithCredentials(ctx, "us-east5", "proj", creds),
 		option.WithBaseURL(s.URL()), option.WithMaxRetries(0))
-	msg, err := c.Messages.New(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	if err != nil || msg.Content[0].Text != "hello vertex" {
-		t.Fatalf("%v %+v", err, msg)
+	wantMessage(t, c, m, "hello vertex")
+	acc, _ := readAnthropicStream(t, c.Messages.NewStreaming(ctx, hi(m)))
+	if acc.Content[0].Text != "streamed vertex" {
+		t.Fatalf("%+v", acc)
 	}
-	checkRequired(t, "Message", msg)
-	st := c.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	var acc anthropic.Message
-	for st.Next() {
-		_ = acc.Accumulate(st.Current())
-	}
-	if st.Err() != nil || acc.Content[0].Text != "streamed vertex" {
-		t.Fatalf("%v %+v", st.Err(), acc)
-	}
-	_, err = c.Messages.New(ctx, anthropic.MessageNewParams{Model: m, MaxTokens: 64, Messages: msgs()})
-	var ae *anthropic.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 429 {
-		t.Fatalf("429: %v", err)
-	}
-	t.Logf("429: %v", err)
+	wantStatus(t, c, m, 429)
 	if cs := s.Calls(m); len(cs) != 3 || cs[0].Format != fake.Vertex {
 		t.Fatalf("calls %d", len(cs))
 	}
@@ -183,10 +176,8 @@ func TestAzureSDK(t *testing.T) {
 	s := startFake(t) // the SDK sends a key over HTTP to loopback only, on a transport of its own
 	const d = "my-gpt"
 	s.Script(d, fake.Answer("hello azure"), fake.Answer("streamed azure"), fake.RateLimited("3"))
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
 	c := openai.NewClient(azure.WithEndpoint(s.URL(), "2024-10-21"), azure.WithAPIKey("k"), azure.WithUnsafeAllowHTTP(),
-		oaopt.WithHTTPClient(&http.Client{Transport: tr}), oaopt.WithMaxRetries(0))
+		oaopt.WithHTTPClient(loopbackClient(t)), oaopt.WithMaxRetries(0))
 	ctx := context.Background()
 	p := openai.ChatCompletionNewParams{Model: d, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 	r, err := c.Chat.Completions.New(ctx, p)
