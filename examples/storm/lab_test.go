@@ -262,6 +262,20 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 	wg.Wait()
 }
 
+// arrivals starts call(0) to call(n-1) in goroutines of their own, one
+// every every (all at the same instant when every is 0), and returns when
+// all have returned.
+func arrivals(n int, every time.Duration, call func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { call(i) })
+		if every > 0 {
+			time.Sleep(every)
+		}
+	}
+	wg.Wait()
+}
+
 // inParallel runs row 0..n-1 of a scenario as parallel subtests of a
 // subtest "rows", one synctest bubble each, and returns what each row
 // measured, in order.

@@ -39,30 +39,24 @@ func outage(t *testing.T, target chain.Target) outageRun {
 		f.Script(primaryModel, fake.Status(503))
 		c := build(t, f, target, true)
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		n := int(outageLength() / outageEvery)
-		for range n {
-			wg.Go(func() {
-				res, err := c.Call(t.Context(), ask)
-				mu.Lock()
-				defer mu.Unlock()
-				run.calls++
-				if err == nil {
-					run.answered++
+		arrivals(int(outageLength()/outageEvery), outageEvery, func(int) {
+			res, err := c.Call(t.Context(), ask)
+			mu.Lock()
+			defer mu.Unlock()
+			run.calls++
+			if err == nil {
+				run.answered++
+			}
+			for _, a := range res.Attempts {
+				switch {
+				case a.Decision != chain.DecisionSkip:
+				case errors.Is(a.Err, budget.ErrExhausted):
+					run.byBudget++
+				case errors.Is(a.Err, breaker.ErrOpen):
+					run.byBreaker++
 				}
-				for _, a := range res.Attempts {
-					switch {
-					case a.Decision != chain.DecisionSkip:
-					case errors.Is(a.Err, budget.ErrExhausted):
-						run.byBudget++
-					case errors.Is(a.Err, breaker.ErrOpen):
-						run.byBreaker++
-					}
-				}
-			})
-			time.Sleep(outageEvery)
-		}
-		wg.Wait()
+			}
+		})
 		run.primary = f.Requests(primaryModel)
 	})
 	return run
