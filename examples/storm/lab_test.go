@@ -7,6 +7,7 @@ package storm
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -225,6 +226,36 @@ func (b *rateBucket) serve(now time.Time) fake.Outcome {
 		Header("anthropic-ratelimit-requests-limit", strconv.FormatInt(rate, 10)).
 		Header("anthropic-ratelimit-requests-remaining", strconv.FormatInt(b.level/bucketUnit, 10)).
 		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
+}
+
+// limitRun is what a row against rate-limited deployments did.
+type limitRun struct {
+	admitted, rejected int // at the providers, arrivals before the end
+	calls, failed      int // calls made, and failed, before the end
+	refused            int // failed calls that sent no request at all (refused locally)
+}
+
+// limitHead is the heading of the columns limitRun.row fills after the
+// row's name.
+var limitHead = []string{"requests", "answered", "goodput", "429s", "429s per answer", "calls", "failed", "refused locally"}
+
+// row adds r to tb as a row named name, goodput taken against capacity,
+// with more cells after limitHead's.
+func (r limitRun) row(tb *table, name string, capacity float64, more ...any) {
+	tb.row(append([]any{name, r.admitted + r.rejected, r.admitted, float64(r.admitted) / capacity, r.rejected,
+		fmt.Sprintf("%.3f", ratio(r.rejected, r.admitted)), r.calls, r.failed, r.refused}, more...)...)
+}
+
+// check holds the row named name to the lab's goal against rate limits:
+// goodput at least 0.95 of capacity, under 0.05 429s per answer.
+func (r limitRun) check(t *testing.T, name string, capacity float64) {
+	t.Helper()
+	if share := float64(r.admitted) / capacity; share < 0.95 {
+		t.Errorf("%s: goodput %.3f of capacity, want at least 0.95", name, share)
+	}
+	if per := ratio(r.rejected, r.admitted); per >= 0.05 {
+		t.Errorf("%s: %.3f 429s per answer, want under 0.05", name, per)
+	}
 }
 
 // client makes one call, the way a row of a table does.

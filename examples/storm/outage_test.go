@@ -96,9 +96,7 @@ func TestStormOutage(t *testing.T) {
 	tb.note("success, so against a dead primary it spends its 100 retries and stops; the breaker opens after 5 failures and probes")
 	tb.note("at 5, 15, 35 and 75s, then every 60s (the open interval doubles from 5s up to 60s). The next tier answers every call")
 	tb.note("whichever bounds the retries: only the primary's load differs.")
-	if raceEnabled {
-		tb.note("Race detector on: %v of outage instead of 10m.", length)
-	}
+	tb.raceNote("%v of outage instead of 10m.", length)
 	tb.print(t)
 
 	if per := ratio(def.primary, def.calls); per > 1.1 {
