@@ -263,15 +263,17 @@ type client func(ctx context.Context) error
 
 // backToBack runs clients virtual clients until end, each making its next
 // call as soon as the previous one ended, and waiting limitPause after a
-// call that failed without any time passing. done is told of every call
-// that ended before the run did. Calls still going at end may finish: the
+// call that failed without any time passing. It returns the calls that
+// ended before the run did, and how many of them failed; done, when not
+// nil, is told of each of them too. Calls still going at end may finish: the
 // answer to a request admitted just before end arrives limitAnswer later.
 // The context is cancelled then rather than given a deadline, so that the
 // chain does not refuse slots past the end of the run.
-func backToBack(ctx context.Context, clients int, end time.Time, call client, done func(err error)) {
+func backToBack(ctx context.Context, clients int, end time.Time, call client, done func(err error)) (calls, failed int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	time.AfterFunc(time.Until(end.Add(limitAnswer+time.Millisecond)), cancel)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Go(func() {
@@ -281,7 +283,15 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 				if ctx.Err() != nil {
 					return // cut short by the end of the run
 				}
-				done(err)
+				mu.Lock()
+				calls++
+				if err != nil {
+					failed++
+				}
+				mu.Unlock()
+				if done != nil {
+					done(err)
+				}
 				if err != nil && time.Since(began) == 0 {
 					if sleep(ctx, limitPause) != nil {
 						return
@@ -291,6 +301,7 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 		})
 	}
 	wg.Wait()
+	return calls, failed
 }
 
 // arrivals starts call(0) to call(n-1) in goroutines of their own, one

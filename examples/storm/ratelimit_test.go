@@ -52,14 +52,7 @@ func rateLimited(t *testing.T, makeClient func(t *testing.T, p llm.Provider, ref
 			run.refused++
 			mu.Unlock()
 		})
-		backToBack(t.Context(), rlClients, end, call, func(err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			run.calls++
-			if err != nil {
-				run.failed++
-			}
-		})
+		run.calls, run.failed = backToBack(t.Context(), rlClients, end, call, nil)
 		run.admitted, run.rejected = b.admitted, b.rejected
 	})
 	return run

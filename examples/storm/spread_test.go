@@ -90,15 +90,11 @@ func spreadOut(t *testing.T, s spread.Strategy) spreadRun {
 			return err
 		}
 		var mu sync.Mutex
-		backToBack(t.Context(), spreadClients, end, call, func(err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			run.calls++
-			if err != nil {
-				run.failed++
-			}
+		run.calls, run.failed = backToBack(t.Context(), spreadClients, end, call, func(err error) {
 			if errors.Is(err, errRefused) {
+				mu.Lock()
 				run.refused++
+				mu.Unlock()
 			}
 		})
 		for i, b := range bs {
