@@ -58,6 +58,20 @@ func (tel *telemetry) metrics(t *testing.T) map[string]metricdata.Aggregation {
 	return out
 }
 
+// support is the chain "support" recording to tel: sonnet on p, with
+// params, then the sibling haiku on p.
+func (tel *telemetry) support(t *testing.T, p llm.Provider, params llm.Params) *chain.Chain {
+	t.Helper()
+	c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
+		Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet, Params: params}).
+		OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func attrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
 	m := map[attribute.Key]attribute.Value{}
 	for _, kv := range kvs {
@@ -94,14 +108,7 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry()
 		f := fake.New()
-		p := claude(t, f)
-		c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
-			Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet, Params: llm.Params{MaxTokens: 300}}).
-			OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).
-			Build()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := tel.support(t, claude(t, f), llm.Params{MaxTokens: 300})
 		f.Script(sonnet, fake.Overloaded(), fake.Overloaded(), fake.Status(529).RetryAfter("2"))
 		f.Script(haiku, fake.Answer("ok").Model(haiku+"-20261101").RequestID("req_served").Usage(12, 3))
 		res, err := c.Call(t.Context(), ask)
@@ -217,10 +224,7 @@ func TestBreakerChangesAndSkipsAreRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry()
 		f := fake.New()
-		p := claude(t, f)
-		c, _ := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
-			Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
-			OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).Build()
+		c := tel.support(t, claude(t, f), llm.Params{})
 		f.Script(sonnet, fake.SpendCap())
 		mustCall(t, c) // opens the breaker at once
 		tel.spans.Reset()

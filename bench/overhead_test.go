@@ -47,6 +47,20 @@ func backstopChain(tb testing.TB) *chain.Chain {
 	return c
 }
 
+// calls is the body of a benchmark of a chain: the same call to c, over
+// and over, keeping each answer.
+func calls(b *testing.B, c *chain.Chain) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Call(ctx, request)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink = res.Response
+	}
+}
+
 func failsafeExecutor() failsafe.Executor[*llm.Response] {
 	fb := fallback.NewWithResult(&static)
 	rp := retrypolicy.NewBuilder[*llm.Response]().WithMaxAttempts(3).

@@ -51,19 +51,8 @@ func tierSetups() []struct {
 }
 
 func BenchmarkSpread(b *testing.B) {
-	ctx := context.Background()
 	for _, s := range tierSetups() {
-		b.Run(s.name, func(b *testing.B) {
-			c := tier(b, s.setup)
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := c.Call(ctx, request)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sink = res.Response
-			}
-		})
+		b.Run(s.name, func(b *testing.B) { calls(b, tier(b, s.setup)) })
 	}
 }
 

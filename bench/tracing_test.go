@@ -45,29 +45,24 @@ func tracedChain(tb testing.TB, tp trace.TracerProvider) *chain.Chain {
 	return c
 }
 
+// benchTracer is tp's tracer for the bare spans, tp nil meaning the unset
+// global, as it does for a chain.
+func benchTracer(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return tp.Tracer("bench")
+}
+
 func BenchmarkTracing(b *testing.B) {
 	ctx := context.Background()
 	for _, p := range []struct {
 		name string
 		tp   trace.TracerProvider // nil: the unset global
 	}{{"sdk", sdkProvider()}, {"noop", noop.NewTracerProvider()}, {"global", nil}} {
-		b.Run("backstop/"+p.name, func(b *testing.B) {
-			c := tracedChain(b, p.tp)
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := c.Call(ctx, request)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sink = res.Response
-			}
-		})
+		b.Run("backstop/"+p.name, func(b *testing.B) { calls(b, tracedChain(b, p.tp)) })
 		b.Run("twospans/"+p.name, func(b *testing.B) {
-			tp := p.tp
-			if tp == nil {
-				tp = otel.GetTracerProvider()
-			}
-			tr := tp.Tracer("bench")
+			tr := benchTracer(p.tp)
 			b.ReportAllocs()
 			for b.Loop() {
 				cctx, call := tr.Start(ctx, "backstop.call bench", trace.WithSpanKind(trace.SpanKindInternal))
@@ -80,11 +75,7 @@ func BenchmarkTracing(b *testing.B) {
 		// healthy call, set with the OTel API directly: the least it can
 		// cost to record that information.
 		b.Run("twospans+attrs/"+p.name, func(b *testing.B) {
-			tp := p.tp
-			if tp == nil {
-				tp = otel.GetTracerProvider()
-			}
-			tr := tp.Tracer("bench")
+			tr := benchTracer(p.tp)
 			b.ReportAllocs()
 			for b.Loop() {
 				cctx, call := tr.Start(ctx, "backstop.call bench", trace.WithSpanKind(trace.SpanKindInternal),

@@ -61,20 +61,16 @@ func contend(t *testing.T, j retry.Jitter) contentionRun {
 			Breaker: breaker.Settings{Disabled: true},
 		}, false)
 		start := time.Now()
-		var wg sync.WaitGroup
 		var rmu sync.Mutex
-		for range contentionClients {
-			wg.Go(func() {
-				_, err := c.Call(t.Context(), ask)
-				rmu.Lock()
-				defer rmu.Unlock()
-				if err != nil {
-					run.failed++
-				}
-				run.finish = max(run.finish, time.Since(start))
-			})
-		}
-		wg.Wait()
+		arrivals(contentionClients, 0, func(int) {
+			_, err := c.Call(t.Context(), ask)
+			rmu.Lock()
+			defer rmu.Unlock()
+			if err != nil {
+				run.failed++
+			}
+			run.finish = max(run.finish, time.Since(start))
+		})
 		run.calls = f.Requests(primaryModel)
 	})
 	return run

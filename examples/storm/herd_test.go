@@ -49,25 +49,21 @@ func herd(t *testing.T, target chain.Target) herdRun {
 		})
 		c := build(t, f, target, true)
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for range herdClients {
-			wg.Go(func() {
-				res, err := c.Call(t.Context(), ask)
-				if err != nil {
-					t.Errorf("call failed: %v", err)
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				run.answered = max(run.answered, time.Since(start))
-				if res.Served.Target == "primary" {
-					run.primary++
-				} else {
-					run.next++
-				}
-			})
-		}
-		wg.Wait()
+		arrivals(herdClients, 0, func(int) {
+			res, err := c.Call(t.Context(), ask)
+			if err != nil {
+				t.Errorf("call failed: %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			run.answered = max(run.answered, time.Since(start))
+			if res.Served.Target == "primary" {
+				run.primary++
+			} else {
+				run.next++
+			}
+		})
 		var retries []time.Time
 		for _, at := range f.Arrivals(primaryModel) {
 			if at.After(start) {

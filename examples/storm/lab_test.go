@@ -7,6 +7,7 @@ package storm
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -227,20 +228,52 @@ func (b *rateBucket) serve(now time.Time) fake.Outcome {
 		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
 }
 
+// limitRun is what a row against rate-limited deployments did.
+type limitRun struct {
+	admitted, rejected int // at the providers, arrivals before the end
+	calls, failed      int // calls made, and failed, before the end
+	refused            int // failed calls that sent no request at all (refused locally)
+}
+
+// limitHead is the heading of the columns limitRun.row fills after the
+// row's name.
+var limitHead = []string{"requests", "answered", "goodput", "429s", "429s per answer", "calls", "failed", "refused locally"}
+
+// row adds r to tb as a row named name, goodput taken against capacity,
+// with more cells after limitHead's.
+func (r limitRun) row(tb *table, name string, capacity float64, more ...any) {
+	tb.row(append([]any{name, r.admitted + r.rejected, r.admitted, float64(r.admitted) / capacity, r.rejected,
+		fmt.Sprintf("%.3f", ratio(r.rejected, r.admitted)), r.calls, r.failed, r.refused}, more...)...)
+}
+
+// check holds the row named name to the lab's goal against rate limits:
+// goodput at least 0.95 of capacity, under 0.05 429s per answer.
+func (r limitRun) check(t *testing.T, name string, capacity float64) {
+	t.Helper()
+	if share := float64(r.admitted) / capacity; share < 0.95 {
+		t.Errorf("%s: goodput %.3f of capacity, want at least 0.95", name, share)
+	}
+	if per := ratio(r.rejected, r.admitted); per >= 0.05 {
+		t.Errorf("%s: %.3f 429s per answer, want under 0.05", name, per)
+	}
+}
+
 // client makes one call, the way a row of a table does.
 type client func(ctx context.Context) error
 
 // backToBack runs clients virtual clients until end, each making its next
 // call as soon as the previous one ended, and waiting limitPause after a
-// call that failed without any time passing. done is told of every call
-// that ended before the run did. Calls still going at end may finish: the
+// call that failed without any time passing. It returns the calls that
+// ended before the run did, and how many of them failed; done, when not
+// nil, is told of each of them too. Calls still going at end may finish: the
 // answer to a request admitted just before end arrives limitAnswer later.
 // The context is cancelled then rather than given a deadline, so that the
 // chain does not refuse slots past the end of the run.
-func backToBack(ctx context.Context, clients int, end time.Time, call client, done func(err error)) {
+func backToBack(ctx context.Context, clients int, end time.Time, call client, done func(err error)) (calls, failed int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	time.AfterFunc(time.Until(end.Add(limitAnswer+time.Millisecond)), cancel)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Go(func() {
@@ -250,7 +283,15 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 				if ctx.Err() != nil {
 					return // cut short by the end of the run
 				}
-				done(err)
+				mu.Lock()
+				calls++
+				if err != nil {
+					failed++
+				}
+				mu.Unlock()
+				if done != nil {
+					done(err)
+				}
 				if err != nil && time.Since(began) == 0 {
 					if sleep(ctx, limitPause) != nil {
 						return
@@ -258,6 +299,21 @@ func backToBack(ctx context.Context, clients int, end time.Time, call client, do
 				}
 			}
 		})
+	}
+	wg.Wait()
+	return calls, failed
+}
+
+// arrivals starts call(0) to call(n-1) in goroutines of their own, one
+// every every (all at the same instant when every is 0), and returns when
+// all have returned.
+func arrivals(n int, every time.Duration, call func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { call(i) })
+		if every > 0 {
+			time.Sleep(every)
+		}
 	}
 	wg.Wait()
 }

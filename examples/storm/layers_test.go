@@ -42,17 +42,12 @@ func stack(t *testing.T, s setup) layersRun {
 		f.Script(primaryModel, fake.Status(503))
 		act := s(t, f)
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for range layerActions {
-			wg.Go(func() {
-				n := act(t.Context())
-				mu.Lock()
-				defer mu.Unlock()
-				run.most = max(run.most, n)
-			})
-			time.Sleep(layerEvery)
-		}
-		wg.Wait()
+		arrivals(layerActions, layerEvery, func(int) {
+			n := act(t.Context())
+			mu.Lock()
+			defer mu.Unlock()
+			run.most = max(run.most, n)
+		})
 		run.total = f.Requests(primaryModel)
 	})
 	return run

@@ -39,30 +39,24 @@ func outage(t *testing.T, target chain.Target) outageRun {
 		f.Script(primaryModel, fake.Status(503))
 		c := build(t, f, target, true)
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		n := int(outageLength() / outageEvery)
-		for range n {
-			wg.Go(func() {
-				res, err := c.Call(t.Context(), ask)
-				mu.Lock()
-				defer mu.Unlock()
-				run.calls++
-				if err == nil {
-					run.answered++
+		arrivals(int(outageLength()/outageEvery), outageEvery, func(int) {
+			res, err := c.Call(t.Context(), ask)
+			mu.Lock()
+			defer mu.Unlock()
+			run.calls++
+			if err == nil {
+				run.answered++
+			}
+			for _, a := range res.Attempts {
+				switch {
+				case a.Decision != chain.DecisionSkip:
+				case errors.Is(a.Err, budget.ErrExhausted):
+					run.byBudget++
+				case errors.Is(a.Err, breaker.ErrOpen):
+					run.byBreaker++
 				}
-				for _, a := range res.Attempts {
-					switch {
-					case a.Decision != chain.DecisionSkip:
-					case errors.Is(a.Err, budget.ErrExhausted):
-						run.byBudget++
-					case errors.Is(a.Err, breaker.ErrOpen):
-						run.byBreaker++
-					}
-				}
-			})
-			time.Sleep(outageEvery)
-		}
-		wg.Wait()
+			}
+		})
 		run.primary = f.Requests(primaryModel)
 	})
 	return run
@@ -102,9 +96,7 @@ func TestStormOutage(t *testing.T) {
 	tb.note("success, so against a dead primary it spends its 100 retries and stops; the breaker opens after 5 failures and probes")
 	tb.note("at 5, 15, 35 and 75s, then every 60s (the open interval doubles from 5s up to 60s). The next tier answers every call")
 	tb.note("whichever bounds the retries: only the primary's load differs.")
-	if raceEnabled {
-		tb.note("Race detector on: %v of outage instead of 10m.", length)
-	}
+	tb.raceNote("%v of outage instead of 10m.", length)
 	tb.print(t)
 
 	if per := ratio(def.primary, def.calls); per > 1.1 {

@@ -58,25 +58,19 @@ func recovery(t *testing.T, outage time.Duration, target chain.Target) recoveryR
 		c := build(t, f, target, false)
 		defer c.Close()
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		n := int((recoveryDown + outage + recoveryAfter) / recoveryEvery)
-		for range n {
-			wg.Go(func() {
-				_, err := c.Call(t.Context(), ask)
-				mu.Lock()
-				defer mu.Unlock()
-				run.calls++
-				if err != nil {
-					run.failed++
-					return
-				}
-				if now := time.Now(); !now.Before(up) && run.back < 0 {
-					run.back = now.Sub(up)
-				}
-			})
-			time.Sleep(recoveryEvery)
-		}
-		wg.Wait()
+		arrivals(int((recoveryDown+outage+recoveryAfter)/recoveryEvery), recoveryEvery, func(int) {
+			_, err := c.Call(t.Context(), ask)
+			mu.Lock()
+			defer mu.Unlock()
+			run.calls++
+			if err != nil {
+				run.failed++
+				return
+			}
+			if now := time.Now(); !now.Before(up) && run.back < 0 {
+				run.back = now.Sub(up)
+			}
+		})
 		for _, call := range f.Calls(primaryModel) {
 			if call.Time.Before(down) || !call.Time.Before(up) {
 				continue

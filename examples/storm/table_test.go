@@ -78,6 +78,14 @@ func (tb *table) String() string {
 	return b.String()
 }
 
+// raceNote adds a note, after "Race detector on: ", when the race
+// detector is: what the scenario ran instead of its usual length.
+func (tb *table) raceNote(format string, args ...any) {
+	if raceEnabled {
+		tb.note("Race detector on: "+format, args...)
+	}
+}
+
 // print writes the table to the test's output (shown with go test -v).
 func (tb *table) print(t *testing.T) {
 	fmt.Fprint(t.Output(), tb.String())

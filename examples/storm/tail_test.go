@@ -104,44 +104,39 @@ func tail(t *testing.T, slow bool, h hedge.Config) tailRun {
 			}
 		})
 		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for n := range tailCalls {
+		arrivals(tailCalls, tailEvery, func(n int) {
 			req := ask
 			req.Messages = []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf("Where is my order? (call %d)", n)}}
-			wg.Go(func() {
-				began := time.Now()
-				res, err := c.Call(t.Context(), req)
-				took := time.Since(began)
-				mu.Lock()
-				defer mu.Unlock()
-				run.calls++
-				if err != nil {
-					run.failed++
-					return
-				}
-				run.took = append(run.took, took)
-				if took >= tailSlow {
-					run.slowServed++
-				}
-				if res.Served.Target == deploymentName(tailSlowOne) {
-					run.servedBySlowOne++
-				}
-				for _, a := range res.Attempts {
-					switch {
-					case !a.Hedge:
-					case a.Decision == chain.DecisionSkip:
-						run.hedgesRefused++
-					default:
-						run.hedges++
-						if a.Decision == chain.DecisionServed {
-							run.won++
-						}
+			began := time.Now()
+			res, err := c.Call(t.Context(), req)
+			took := time.Since(began)
+			mu.Lock()
+			defer mu.Unlock()
+			run.calls++
+			if err != nil {
+				run.failed++
+				return
+			}
+			run.took = append(run.took, took)
+			if took >= tailSlow {
+				run.slowServed++
+			}
+			if res.Served.Target == deploymentName(tailSlowOne) {
+				run.servedBySlowOne++
+			}
+			for _, a := range res.Attempts {
+				switch {
+				case !a.Hedge:
+				case a.Decision == chain.DecisionSkip:
+					run.hedgesRefused++
+				default:
+					run.hedges++
+					if a.Decision == chain.DecisionServed {
+						run.won++
 					}
 				}
-			})
-			time.Sleep(tailEvery)
-		}
-		wg.Wait()
+			}
+		})
 		for i, f := range fs {
 			run.requests[i] = f.Requests(primaryModel)
 		}
