@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -143,33 +144,15 @@ var errHead = problems.Head("breaker: invalid configuration")
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
-	if s.ConsecutiveFailures == 0 {
-		s.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if s.FailureRatio == 0 {
-		s.FailureRatio = DefaultFailureRatio
-	}
-	if s.MinRequests == 0 {
-		s.MinRequests = DefaultMinRequests
-	}
-	if s.Window == 0 {
-		s.Window = DefaultWindow
-	}
-	if s.BucketPeriod == 0 {
-		s.BucketPeriod = s.Window / DefaultBuckets
-	}
-	if s.OpenFor == 0 {
-		s.OpenFor = DefaultOpenFor
-	}
-	if s.FirstOpenFor == 0 {
-		s.FirstOpenFor = min(DefaultFirstOpenFor, s.OpenFor)
-	}
-	if s.Probes == 0 {
-		s.Probes = DefaultProbes
-	}
-	if s.MaxGate == 0 {
-		s.MaxGate = DefaultMaxGate
-	}
+	s.ConsecutiveFailures = cmp.Or(s.ConsecutiveFailures, DefaultConsecutiveFailures)
+	s.FailureRatio = cmp.Or(s.FailureRatio, DefaultFailureRatio)
+	s.MinRequests = cmp.Or(s.MinRequests, DefaultMinRequests)
+	s.Window = cmp.Or(s.Window, DefaultWindow)
+	s.BucketPeriod = cmp.Or(s.BucketPeriod, s.Window/DefaultBuckets)
+	s.OpenFor = cmp.Or(s.OpenFor, DefaultOpenFor)
+	s.FirstOpenFor = cmp.Or(s.FirstOpenFor, min(DefaultFirstOpenFor, s.OpenFor))
+	s.Probes = cmp.Or(s.Probes, DefaultProbes)
+	s.MaxGate = cmp.Or(s.MaxGate, DefaultMaxGate)
 	return s
 }
 

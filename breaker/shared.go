@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,16 +172,10 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	s := &Shared{
 		store:   store,
 		key:     key,
-		timeout: opts.Timeout,
+		timeout: cmp.Or(opts.Timeout, DefaultSharedTimeout),
 		base:    time.Now(),
 	}
-	if s.timeout == 0 {
-		s.timeout = DefaultSharedTimeout
-	}
-	probe := opts.ProbeEvery
-	if probe == 0 {
-		probe = DefaultProbeEvery
-	}
+	probe := cmp.Or(opts.ProbeEvery, DefaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)
 	return s, nil

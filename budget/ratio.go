@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
@@ -53,15 +54,9 @@ type RatioConfig struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c RatioConfig) WithDefaults() RatioConfig {
-	if c.Ratio == 0 {
-		c.Ratio = DefaultRatio
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.MinRetries == 0 {
-		c.MinRetries = DefaultMinRetries
-	}
+	c.Ratio = cmp.Or(c.Ratio, DefaultRatio)
+	c.Window = cmp.Or(c.Window, DefaultWindow)
+	c.MinRetries = cmp.Or(c.MinRetries, DefaultMinRetries)
 	return c
 }
 

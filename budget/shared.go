@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -275,10 +276,10 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		key:        key,
 		local:      opts.Local,
 		config:     c,
-		timeout:    orDefault(opts.Timeout, DefaultSharedTimeout),
-		flushEvery: int64(orDefault(opts.FlushEvery, DefaultFlushEvery)),
-		flushAfter: int64(orDefault(opts.FlushAfter, DefaultFlushAfter)),
-		health: remote.NewHealth("shared budget", key, orDefault(opts.ProbeEvery, DefaultProbeEvery),
+		timeout:    cmp.Or(opts.Timeout, DefaultSharedTimeout),
+		flushEvery: int64(cmp.Or(opts.FlushEvery, DefaultFlushEvery)),
+		flushAfter: int64(cmp.Or(opts.FlushAfter, DefaultFlushAfter)),
+		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, DefaultProbeEvery),
 			opts.OnError, opts.Logger),
 		available: opts.Available,
 		base:      time.Now(),
@@ -303,15 +304,6 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		s.shape.Floor = int64(c.MinRetries)
 	}
 	return s, nil
-}
-
-// orDefault returns v, or def when v is zero.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Record tells the Local budget of o and, if o is a first attempt, counts

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,12 +88,8 @@ type MemoryConfig struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c MemoryConfig) WithDefaults() MemoryConfig {
-	if c.MaxEntries == 0 {
-		c.MaxEntries = DefaultMaxEntries
-	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.MaxEntries = cmp.Or(c.MaxEntries, DefaultMaxEntries)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	return c
 }
 
@@ -167,9 +164,7 @@ func (m *Memory) Set(ctx context.Context, key string, e Entry, ttl time.Duration
 	if ttl < 0 {
 		return fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means the store's default, %v)", ErrInvalidTTL, ttl, m.ttl)
 	}
-	if ttl == 0 {
-		ttl = m.ttl
-	}
+	ttl = cmp.Or(ttl, m.ttl)
 	now := time.Now()
 	if e.Stored.IsZero() {
 		e.Stored = now

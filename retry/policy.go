@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -93,21 +94,11 @@ var errHead = problems.Head("retry: invalid policy")
 // WithDefaults returns p with every zero field set to its default. It is
 // idempotent: a negative Pad (no pad) stays negative.
 func (p Policy) WithDefaults() Policy {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
-	if p.Base == 0 {
-		p.Base = DefaultBase
-	}
-	if p.Cap == 0 {
-		p.Cap = DefaultCap
-	}
-	if p.Pad == 0 {
-		p.Pad = DefaultPad // a negative Pad stays: it means none
-	}
-	if p.MaxRetryAfter == 0 {
-		p.MaxRetryAfter = DefaultMaxRetryAfter
-	}
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
+	p.Base = cmp.Or(p.Base, DefaultBase)
+	p.Cap = cmp.Or(p.Cap, DefaultCap)
+	p.Pad = cmp.Or(p.Pad, DefaultPad) // a negative Pad stays: it means none
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
 	return p
 }
 
