@@ -163,14 +163,11 @@ func (s Config) Validate() error {
 	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
 		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Window", s.Window}, {"BucketPeriod", s.BucketPeriod}, {"FirstOpenFor", s.FirstOpenFor}, {"OpenFor", s.OpenFor}, {"MaxGate", s.MaxGate}} {
-		if d.v < 0 {
-			bad("%s is %v; it must not be negative (0 means the default)", d.name, d.v)
-		}
-	}
+	problems.NotNegative(found, "Window", s.Window, "the default")
+	problems.NotNegative(found, "BucketPeriod", s.BucketPeriod, "the default")
+	problems.NotNegative(found, "FirstOpenFor", s.FirstOpenFor, "the default")
+	problems.NotNegative(found, "OpenFor", s.OpenFor, "the default")
+	problems.NotNegative(found, "MaxGate", s.MaxGate, "the default")
 	if d := s.WithDefaults(); s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
 		openFor := d.OpenFor.String()
 		if s.OpenFor == 0 {

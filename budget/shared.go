@@ -241,8 +241,8 @@ var _ Refunder = (*Shared)(nil)
 // FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
 // store may be down when it is called.
 func NewShared(store Store, opts SharedConfig) (*Shared, error) {
-	found := problems.New(errHead)
-	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
+	found := problems.In(errHead, "shared budget")
+	bad := found.Addf
 	var key string
 	if store == nil {
 		bad("store is nil; build one on Redis with redisstore.NewShared(client), then its Budget(key)")
@@ -250,22 +250,10 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
 	found.Add(opts.Ratio.Validate())
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		def  time.Duration
-	}{
-		{"Timeout", opts.Timeout, DefaultSharedTimeout},
-		{"FlushEvery", opts.FlushEvery, DefaultFlushEvery},
-		{"ProbeEvery", opts.ProbeEvery, DefaultProbeEvery},
-	} {
-		if d.v < 0 {
-			bad("%s is %v; it must not be negative (0 means %v)", d.name, d.v, d.def)
-		}
-	}
-	if opts.FlushAfter < 0 {
-		bad("FlushAfter is %d; it must not be negative (0 means %d)", opts.FlushAfter, DefaultFlushAfter)
-	}
+	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
+	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, DefaultFlushEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
+	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, DefaultFlushAfter)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}

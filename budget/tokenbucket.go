@@ -53,8 +53,8 @@ func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
 // ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
 // MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
-	found := problems.New(errHead)
-	bad := func(format string, args ...any) { found.Addf("token bucket: "+format, args...) }
+	found := problems.In(errHead, "token bucket")
+	bad := found.Addf
 	ok := true
 	check := func(field string, v, def float64) {
 		switch {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -96,14 +95,10 @@ func (c MemoryConfig) WithDefaults() MemoryConfig {
 // Validate reports every problem with c at once, each matching
 // ErrInvalidConfig and naming the field.
 func (c MemoryConfig) Validate() error {
-	var errs []error
-	if c.MaxEntries < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: MaxEntries is %d; it must not be negative (0 means %d)", errHead, c.MaxEntries, DefaultMaxEntries))
-	}
-	if c.TTL < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: TTL is %v; it must not be negative (0 means %v)", errHead, c.TTL, DefaultTTL))
-	}
-	return errors.Join(errs...)
+	found := problems.In(errHead, "memory store")
+	problems.NotNegative(found, "MaxEntries", c.MaxEntries, DefaultMaxEntries)
+	problems.NotNegative(found, "TTL", c.TTL, DefaultTTL)
+	return found.Err()
 }
 
 // NewMemory returns an empty Memory configured by cfg (the zero

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
@@ -137,20 +138,12 @@ const (
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	store, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
-	var errs []error
-	if err := checkCacheClient(client); err != nil {
-		errs = append(errs, err)
-	}
-	if opts.TTL < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: TTL is %v; it must not be negative (0 means %v)", errCacheHead, opts.TTL, cache.DefaultTTL))
-	}
-	if opts.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", errCacheHead, opts.Timeout, DefaultCacheTimeout))
-	}
-	if opts.ProbeEvery < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: ProbeEvery is %v; it must not be negative (0 means %v)", errCacheHead, opts.ProbeEvery, DefaultCacheProbeEvery))
-	}
-	if err := errors.Join(errs...); err != nil {
+	found := problems.In(errCacheHead, "redis store")
+	found.Add(checkCacheClient(client))
+	problems.NotNegative(found, "TTL", opts.TTL, cache.DefaultTTL)
+	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultCacheTimeout)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultCacheProbeEvery)
+	if err := found.Err(); err != nil {
 		return nil, err
 	}
 	r := &Cache{

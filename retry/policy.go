@@ -110,15 +110,9 @@ func (p Policy) Validate() error {
 	if p.MaxAttempts < 0 {
 		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)
 	}
-	if p.Base < 0 {
-		bad("Base is %v; it must not be negative (0 means %v)", p.Base, DefaultBase)
-	}
-	if p.Cap < 0 {
-		bad("Cap is %v; it must not be negative (0 means %v)", p.Cap, DefaultCap)
-	}
-	if p.MaxRetryAfter < 0 {
-		bad("MaxRetryAfter is %v; it must not be negative (0 means %v)", p.MaxRetryAfter, DefaultMaxRetryAfter)
-	}
+	problems.NotNegative(found, "Base", p.Base, DefaultBase)
+	problems.NotNegative(found, "Cap", p.Cap, DefaultCap)
+	problems.NotNegative(found, "MaxRetryAfter", p.MaxRetryAfter, DefaultMaxRetryAfter)
 	if d := p.WithDefaults(); p.Base >= 0 && p.Cap >= 0 && d.Cap < d.Base {
 		bad("Cap (%v) is below Base (%v); raise Cap or lower Base", d.Cap, d.Base)
 	}
