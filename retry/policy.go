@@ -2,7 +2,6 @@ package retry
 
 import (
 	"cmp"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -36,20 +35,10 @@ const (
 	NoJitter
 )
 
+var jitterNames = [...]string{FullJitter: "full", EqualJitter: "equal", DecorrelatedJitter: "decorrelated", NoJitter: "none"}
+
 // String returns the jitter's name.
-func (j Jitter) String() string {
-	switch j {
-	case FullJitter:
-		return "full"
-	case EqualJitter:
-		return "equal"
-	case DecorrelatedJitter:
-		return "decorrelated"
-	case NoJitter:
-		return "none"
-	}
-	return fmt.Sprintf("Jitter(%d)", uint8(j))
-}
+func (j Jitter) String() string { return name(j, "Jitter", jitterNames[:]) }
 
 // Policy is how one target retries. The zero value means the documented
 // defaults field by field, so Policy{MaxAttempts: 2} changes only that.
