@@ -101,6 +101,18 @@ func saysAll(t *testing.T, err, sentinel error, want []string) {
 	}
 }
 
+// wantDown fails the test unless a store that lost Redis says so: not
+// available, and told OnError once, with an error matching sentinel.
+func wantDown(t *testing.T, available bool, calls *redistest.Errors, sentinel error) {
+	t.Helper()
+	if available {
+		t.Fatal("Available() with Redis down")
+	}
+	if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], sentinel) {
+		t.Fatalf("OnError calls: %v; want one error matching %v", errs, sentinel)
+	}
+}
+
 // pinnedShared is a miniredis whose clock is pinned at t0 and a shared
 // breaker store on sharedKey in it.
 func pinnedShared(t *testing.T) (*miniredis.Miniredis, *breaker.Shared) {
@@ -520,13 +532,7 @@ func TestBreakersRedisDownAndBack(t *testing.T) {
 		if n := rt.Evals.Load(); n != 1 {
 			t.Fatalf("%d round trips; want 1", n)
 		}
-		if s.Available() {
-			t.Fatal("Available() with Redis down")
-		}
-		errs := calls.Get()
-		if len(errs) != 1 || !errors.Is(errs[0], breaker.ErrSharedUnavailable) {
-			t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
-		}
+		wantDown(t, s.Available(), &calls, breaker.ErrSharedUnavailable)
 		wantWarn := `level=WARN msg="backstop: shared breaker state unavailable, using local state" key=` + sharedKey
 		if got := logs.String(); strings.Count(got, "level=") != 1 || !strings.Contains(got, wantWarn) {
 			t.Fatalf("log:\n%s\nwant one record: %s", got, wantWarn)

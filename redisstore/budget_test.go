@@ -426,13 +426,7 @@ func TestBudgetRedisDownAndBack(t *testing.T) {
 		if n := evals.Evals.Load(); n != 1 {
 			t.Fatalf("Redis down: %d round trips tried; want still 1", n)
 		}
-		if s.Available() {
-			t.Fatal("Available() with Redis down")
-		}
-		errs := calls.Get()
-		if len(errs) != 1 || !errors.Is(errs[0], budget.ErrSharedUnavailable) {
-			t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
-		}
+		wantDown(t, s.Available(), &calls, budget.ErrSharedUnavailable)
 		if got := logs.String(); strings.Count(got, "level=WARN") != 1 ||
 			!strings.Contains(got, `msg="backstop: shared budget unavailable, using local state" key=down`) {
 			t.Fatalf("log:\n%s\nwant one Warn record saying the shared budget is unavailable", got)
