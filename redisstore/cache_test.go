@@ -348,48 +348,12 @@ func TestCacheDown(t *testing.T) {
 	cachetest.WantValue(t, newRedis(t, r.client, CacheOptions{Timeout: testTimeout}), "q", "a")
 }
 
-// blackHole accepts connections and never answers: a Redis that hangs. It
-// stops when the test ends.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // A Redis that accepts connections and never answers costs a call the
 // Timeout, not the client's ReadTimeout (3s). (ProbeEvery 1ns: every call
 // tries Redis; TestRedisLeavesAFailedRedisAlone shows the back-off.)
 func TestCacheHangs(t *testing.T) {
 	ctx := context.Background()
-	r := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
+	r := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
 	for range 3 {
 		start := time.Now()
 		_, ok, err := r.Get(ctx, "q")
@@ -427,7 +391,7 @@ func TestCacheContext(t *testing.T) {
 
 	// The caller's deadline, shorter than the Timeout, ends a call to a
 	// Redis that hangs: the error is the caller's, not cache.ErrUnavailable.
-	slow := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: time.Minute})
+	slow := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: time.Minute})
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
@@ -439,7 +403,7 @@ func TestCacheContext(t *testing.T) {
 
 	// Canceled while Redis is asked: go-redis bounds a read by deadlines
 	// only, so the call ends at the Timeout, with the caller's error.
-	hung := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 100 * time.Millisecond})
+	hung := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 100 * time.Millisecond})
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
 	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
