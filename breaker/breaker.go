@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -143,33 +144,15 @@ var errHead = problems.Head("breaker: invalid configuration")
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
-	if s.ConsecutiveFailures == 0 {
-		s.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if s.FailureRatio == 0 {
-		s.FailureRatio = DefaultFailureRatio
-	}
-	if s.MinRequests == 0 {
-		s.MinRequests = DefaultMinRequests
-	}
-	if s.Window == 0 {
-		s.Window = DefaultWindow
-	}
-	if s.BucketPeriod == 0 {
-		s.BucketPeriod = s.Window / DefaultBuckets
-	}
-	if s.OpenFor == 0 {
-		s.OpenFor = DefaultOpenFor
-	}
-	if s.FirstOpenFor == 0 {
-		s.FirstOpenFor = min(DefaultFirstOpenFor, s.OpenFor)
-	}
-	if s.Probes == 0 {
-		s.Probes = DefaultProbes
-	}
-	if s.MaxGate == 0 {
-		s.MaxGate = DefaultMaxGate
-	}
+	s.ConsecutiveFailures = cmp.Or(s.ConsecutiveFailures, DefaultConsecutiveFailures)
+	s.FailureRatio = cmp.Or(s.FailureRatio, DefaultFailureRatio)
+	s.MinRequests = cmp.Or(s.MinRequests, DefaultMinRequests)
+	s.Window = cmp.Or(s.Window, DefaultWindow)
+	s.BucketPeriod = cmp.Or(s.BucketPeriod, s.Window/DefaultBuckets)
+	s.OpenFor = cmp.Or(s.OpenFor, DefaultOpenFor)
+	s.FirstOpenFor = cmp.Or(s.FirstOpenFor, min(DefaultFirstOpenFor, s.OpenFor))
+	s.Probes = cmp.Or(s.Probes, DefaultProbes)
+	s.MaxGate = cmp.Or(s.MaxGate, DefaultMaxGate)
 	return s
 }
 
@@ -180,14 +163,11 @@ func (s Config) Validate() error {
 	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
 		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Window", s.Window}, {"BucketPeriod", s.BucketPeriod}, {"FirstOpenFor", s.FirstOpenFor}, {"OpenFor", s.OpenFor}, {"MaxGate", s.MaxGate}} {
-		if d.v < 0 {
-			bad("%s is %v; it must not be negative (0 means the default)", d.name, d.v)
-		}
-	}
+	problems.NotNegative(found, "Window", s.Window, "the default")
+	problems.NotNegative(found, "BucketPeriod", s.BucketPeriod, "the default")
+	problems.NotNegative(found, "FirstOpenFor", s.FirstOpenFor, "the default")
+	problems.NotNegative(found, "OpenFor", s.OpenFor, "the default")
+	problems.NotNegative(found, "MaxGate", s.MaxGate, "the default")
 	if d := s.WithDefaults(); s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
 		openFor := d.OpenFor.String()
 		if s.OpenFor == 0 {

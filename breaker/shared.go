@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,35 +153,25 @@ type Shared struct {
 // Errors match ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, a negative Timeout or ProbeEvery.
 func NewShared(store Store, opts SharedConfig) (*Shared, error) {
-	found := problems.New(errHead)
+	found := problems.In(errHead, "shared state")
 	var key string
 	if store == nil {
-		found.Addf("shared state: store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")
+		found.Addf("store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")
 	} else if key = store.Key(); key == "" {
-		found.Addf(`shared state: key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
+		found.Addf(`key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}
-	if opts.Timeout < 0 {
-		found.Addf("shared state: Timeout is %v; it must not be negative (0 means %v)", opts.Timeout, DefaultSharedTimeout)
-	}
-	if opts.ProbeEvery < 0 {
-		found.Addf("shared state: ProbeEvery is %v; it must not be negative (0 means %v)", opts.ProbeEvery, DefaultProbeEvery)
-	}
+	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
 	s := &Shared{
 		store:   store,
 		key:     key,
-		timeout: opts.Timeout,
+		timeout: cmp.Or(opts.Timeout, DefaultSharedTimeout),
 		base:    time.Now(),
 	}
-	if s.timeout == 0 {
-		s.timeout = DefaultSharedTimeout
-	}
-	probe := opts.ProbeEvery
-	if probe == 0 {
-		probe = DefaultProbeEvery
-	}
+	probe := cmp.Or(opts.ProbeEvery, DefaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)
 	return s, nil

@@ -15,10 +15,7 @@ func benchRatio(b *testing.B, plenty bool) *Ratio {
 	if plenty {
 		c.Ratio = 1
 	}
-	r, err := NewRatio(c)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := mustNew(b, NewRatio, c)
 	if plenty {
 		r.bucket(r.now()).firsts.Add(1 << 50)
 	}
@@ -90,10 +87,7 @@ func benchBucket(b *testing.B, plenty bool) *TokenBucket {
 	if !plenty {
 		c = TokenBucketConfig{Capacity: 1, Cost: 1}
 	}
-	tb, err := NewTokenBucket(c)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tb := mustNew(b, NewTokenBucket, c)
 	if !plenty {
 		_ = tb.Withdraw(context.Background())
 	}

@@ -40,14 +40,8 @@ func TestUnlimited(t *testing.T) {
 
 func TestErrExhaustedMatches(t *testing.T) {
 	ctx := context.Background()
-	r, err := NewRatio(RatioConfig{MinRetries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := NewTokenBucket(TokenBucketConfig{Capacity: 1, Cost: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, NewRatio, RatioConfig{MinRetries: 1})
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{Capacity: 1, Cost: 1})
 	for name, b := range map[string]Budget{"ratio": r, "token bucket": tb} {
 		if err := b.Withdraw(ctx); err != nil {
 			t.Fatalf("%s: first retry refused: %v", name, err)
@@ -142,16 +136,39 @@ func TestStormRatioBudget10000(t *testing.T) {
 
 func TestStormTokenBucket(t *testing.T) {
 	const clients = 10_000
-	tb, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
 	got := storm(tb, clients)
 	if want := int64(DefaultCapacity / DefaultCost); got != want {
 		t.Fatalf("%d retries granted from a full bucket of %v at %v each, want exactly %d", got, DefaultCapacity, DefaultCost, want)
 	}
 	if tb.Tokens() != 0 {
 		t.Fatalf("tokens = %v after the storm, want 0", tb.Tokens())
+	}
+}
+
+// mustNew returns newBudget(c), failing the test on an error.
+func mustNew[C, B any](t testing.TB, newBudget func(C) (B, error), c C) B {
+	t.Helper()
+	b, err := newBudget(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// refused fails the test unless newBudget refuses c with an error that
+// matches ErrInvalidConfig and says each of says.
+func refused[C any, B comparable](t *testing.T, newBudget func(C) (B, error), c C, says ...string) {
+	t.Helper()
+	b, err := newBudget(c)
+	var none B
+	if b != none || !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("%+v: got (%v, %v), want ErrInvalidConfig", c, b, err)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%+v: error %q should say %q", c, err, s)
+		}
 	}
 }
 
@@ -167,10 +184,7 @@ func drain(b Budget) int64 {
 func TestZeroAllocs(t *testing.T) {
 	ctx := context.Background()
 	r := defaultRatio()
-	tb, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
 	for name, f := range map[string]func(){
 		"Ratio.Record first":       func() { r.Record(ctx, Outcome{Success: true}) },
 		"Ratio.Record retry":       func() { r.Record(ctx, Outcome{Retry: true}) },

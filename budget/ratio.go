@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
@@ -53,15 +54,9 @@ type RatioConfig struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c RatioConfig) WithDefaults() RatioConfig {
-	if c.Ratio == 0 {
-		c.Ratio = DefaultRatio
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.MinRetries == 0 {
-		c.MinRetries = DefaultMinRetries
-	}
+	c.Ratio = cmp.Or(c.Ratio, DefaultRatio)
+	c.Window = cmp.Or(c.Window, DefaultWindow)
+	c.MinRetries = cmp.Or(c.MinRetries, DefaultMinRetries)
 	return c
 }
 
@@ -69,18 +64,16 @@ func (c RatioConfig) WithDefaults() RatioConfig {
 // ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
 // negative Window or one shorter than MinWindow.
 func (c RatioConfig) Validate() error {
-	found := problems.New(errHead)
-	bad := func(format string, args ...any) { found.Addf("ratio budget: "+format, args...) }
+	found := problems.In(errHead, "ratio budget")
+	bad := found.Addf
 	switch {
 	case math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio < 0:
 		bad("Ratio is %v; use a fraction in (0, 1], or 0 for the default (%v)", c.Ratio, DefaultRatio)
 	case c.Ratio > 1:
 		bad("Ratio is %v; it must be at most 1 (no more retries than first attempts); use Unlimited() to switch budgeting off", c.Ratio)
 	}
-	switch {
-	case c.Window < 0:
-		bad("Window is %v; it must not be negative (0 means %v)", c.Window, DefaultWindow)
-	case c.Window > 0 && c.Window < MinWindow:
+	problems.NotNegative(found, "Window", c.Window, DefaultWindow)
+	if c.Window > 0 && c.Window < MinWindow {
 		bad("Window is %v; it must be at least %v (%d buckets of 1ms); lengthen it or use 0 for %v", c.Window, MinWindow, Buckets, DefaultWindow)
 	}
 	return found.Err()

@@ -28,10 +28,7 @@ func TestRatioDefaults(t *testing.T) {
 	if got := want.WithDefaults(); got != want {
 		t.Fatalf("WithDefaults is not idempotent: %+v", got)
 	}
-	r, err := NewRatio(RatioConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, NewRatio, RatioConfig{})
 	if r.Config() != want || defaultRatio().Config() != want {
 		t.Fatalf("Config = %+v, want %+v", r.Config(), want)
 	}
@@ -66,13 +63,7 @@ func TestRatioValidate(t *testing.T) {
 		{RatioConfig{Window: 1}, "Window", "at least 10ms"},
 	}
 	for _, tc := range cases {
-		r, err := NewRatio(tc.c)
-		if r != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("%+v: got (%v, %v), want ErrInvalidConfig", tc.c, r, err)
-		}
-		if msg := err.Error(); !strings.Contains(msg, tc.field+" is") || !strings.Contains(msg, tc.hint) {
-			t.Errorf("%+v: error %q should name %s and say %q", tc.c, msg, tc.field, tc.hint)
-		}
+		refused(t, NewRatio, tc.c, tc.field+" is", tc.hint)
 	}
 	err := RatioConfig{Ratio: 2, Window: -1}.Validate()
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Ratio") || !strings.Contains(err.Error(), "Window") {
@@ -119,10 +110,7 @@ func TestRatioExactForDecimalRatios(t *testing.T) {
 	// 0.29 * 100 is 28.999999999999996 in float64; the budget keeps ratios
 	// in millionths so that it is 29.
 	synctest.Test(t, func(t *testing.T) {
-		r, err := NewRatio(RatioConfig{Ratio: 0.29, MinRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{Ratio: 0.29, MinRetries: -1})
 		for range 100 {
 			r.Record(context.Background(), Outcome{})
 		}
@@ -137,10 +125,7 @@ func TestRatioFloor(t *testing.T) {
 		if got := drain(defaultRatio()); got != DefaultMinRetries {
 			t.Fatalf("no traffic: granted %d, want MinRetries %d", got, DefaultMinRetries)
 		}
-		r, err := NewRatio(RatioConfig{MinRetries: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{MinRetries: 3})
 		if got := drain(r); got != 3 {
 			t.Fatalf("no traffic, MinRetries 3: granted %d", got)
 		}
@@ -152,10 +137,7 @@ func TestRatioFloor(t *testing.T) {
 			t.Fatalf("29 first attempts at 10%% (2) are under the floor of 3: granted %d more", got)
 		}
 		// No floor: nothing until ten first attempts were seen.
-		none, err := NewRatio(RatioConfig{MinRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		none := mustNew(t, NewRatio, RatioConfig{MinRetries: -1})
 		if none.Withdraw(context.Background()) == nil {
 			t.Fatal("no floor and no traffic: a retry was granted")
 		}
@@ -200,10 +182,7 @@ func TestRatioWindowRolls(t *testing.T) {
 func TestRatioPartialRoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r, err := NewRatio(RatioConfig{MinRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{MinRetries: -1})
 		for range 100 {
 			r.Record(ctx, Outcome{}) // bucket 0
 		}
@@ -259,10 +238,7 @@ func TestRatioRetriesAgeOutOneByOne(t *testing.T) {
 
 func TestRatioShortWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := NewRatio(RatioConfig{Window: MinWindow, MinRetries: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{Window: MinWindow, MinRetries: 2})
 		for range 5 {
 			if got := drain(r); got != 2 {
 				t.Fatalf("granted %d, want 2", got)
@@ -290,10 +266,7 @@ func TestRatioRecordCountsFirstAttemptsOnly(t *testing.T) {
 func TestRatioConcurrentCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r, err := NewRatio(RatioConfig{MinRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{MinRetries: -1})
 		const n = 10_000
 		var wg sync.WaitGroup
 		var granted, refused int64
@@ -327,10 +300,7 @@ func TestRatioConcurrentCounts(t *testing.T) {
 // two cannot both pass on one remaining retry.
 func TestRatioStaleClockSeesNewerBuckets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, err := NewRatio(RatioConfig{MinRetries: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := mustNew(t, NewRatio, RatioConfig{MinRetries: 1})
 		if err := r.withdraw(10); err != nil { // bucket 0 now counts epoch 10
 			t.Fatal(err)
 		}
@@ -357,10 +327,7 @@ func TestRatioStaleClockSeesNewerBuckets(t *testing.T) {
 // counters' consistency are what is checked.
 func TestRatioRollsUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	r, err := NewRatio(RatioConfig{Window: MinWindow, MinRetries: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustNew(t, NewRatio, RatioConfig{Window: MinWindow, MinRetries: 2})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -240,8 +241,8 @@ var _ Refunder = (*Shared)(nil)
 // FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
 // store may be down when it is called.
 func NewShared(store Store, opts SharedConfig) (*Shared, error) {
-	found := problems.New(errHead)
-	bad := func(format string, args ...any) { found.Addf("shared budget: "+format, args...) }
+	found := problems.In(errHead, "shared budget")
+	bad := found.Addf
 	var key string
 	if store == nil {
 		bad("store is nil; build one on Redis with redisstore.NewShared(client), then its Budget(key)")
@@ -249,22 +250,10 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
 	found.Add(opts.Ratio.Validate())
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		def  time.Duration
-	}{
-		{"Timeout", opts.Timeout, DefaultSharedTimeout},
-		{"FlushEvery", opts.FlushEvery, DefaultFlushEvery},
-		{"ProbeEvery", opts.ProbeEvery, DefaultProbeEvery},
-	} {
-		if d.v < 0 {
-			bad("%s is %v; it must not be negative (0 means %v)", d.name, d.v, d.def)
-		}
-	}
-	if opts.FlushAfter < 0 {
-		bad("FlushAfter is %d; it must not be negative (0 means %d)", opts.FlushAfter, DefaultFlushAfter)
-	}
+	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
+	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, DefaultFlushEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
+	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, DefaultFlushAfter)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
@@ -275,10 +264,10 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		key:        key,
 		local:      opts.Local,
 		config:     c,
-		timeout:    orDefault(opts.Timeout, DefaultSharedTimeout),
-		flushEvery: int64(orDefault(opts.FlushEvery, DefaultFlushEvery)),
-		flushAfter: int64(orDefault(opts.FlushAfter, DefaultFlushAfter)),
-		health: remote.NewHealth("shared budget", key, orDefault(opts.ProbeEvery, DefaultProbeEvery),
+		timeout:    cmp.Or(opts.Timeout, DefaultSharedTimeout),
+		flushEvery: int64(cmp.Or(opts.FlushEvery, DefaultFlushEvery)),
+		flushAfter: int64(cmp.Or(opts.FlushAfter, DefaultFlushAfter)),
+		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, DefaultProbeEvery),
 			opts.OnError, opts.Logger),
 		available: opts.Available,
 		base:      time.Now(),
@@ -303,15 +292,6 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		s.shape.Floor = int64(c.MinRetries)
 	}
 	return s, nil
-}
-
-// orDefault returns v, or def when v is zero.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Record tells the Local budget of o and, if o is a first attempt, counts

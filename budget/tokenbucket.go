@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
@@ -42,15 +43,9 @@ type TokenBucketConfig struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
-	if c.Capacity == 0 {
-		c.Capacity = DefaultCapacity
-	}
-	if c.Cost == 0 {
-		c.Cost = DefaultCost
-	}
-	if c.Refund == 0 {
-		c.Refund = DefaultRefund
-	}
+	c.Capacity = cmp.Or(c.Capacity, DefaultCapacity)
+	c.Cost = cmp.Or(c.Cost, DefaultCost)
+	c.Refund = cmp.Or(c.Refund, DefaultRefund)
 	return c
 }
 
@@ -58,8 +53,8 @@ func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
 // ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
 // MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
-	found := problems.New(errHead)
-	bad := func(format string, args ...any) { found.Addf("token bucket: "+format, args...) }
+	found := problems.In(errHead, "token bucket")
+	bad := found.Addf
 	ok := true
 	check := func(field string, v, def float64) {
 		switch {

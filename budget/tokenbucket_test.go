@@ -15,10 +15,7 @@ func TestTokenBucketDefaults(t *testing.T) {
 	if got := (TokenBucketConfig{}).WithDefaults(); got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}
-	tb, err := NewTokenBucket(TokenBucketConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
 	if tb.Config() != want || tb.Tokens() != 500 {
 		t.Fatalf("Config = %+v, Tokens = %v; want %+v and a full bucket", tb.Config(), tb.Tokens(), want)
 	}
@@ -63,13 +60,7 @@ func TestTokenBucketValidate(t *testing.T) {
 		{TokenBucketConfig{Cost: 501}, "Cost (501) is above Capacity (500)", "lower Cost"},
 	}
 	for _, tc := range cases {
-		tb, err := NewTokenBucket(tc.c)
-		if tb != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("%+v: got (%v, %v), want ErrInvalidConfig", tc.c, tb, err)
-		}
-		if msg := err.Error(); !strings.Contains(msg, tc.field) || !strings.Contains(msg, tc.hint) {
-			t.Errorf("%+v: error %q should name %s and say %q", tc.c, msg, tc.field, tc.hint)
-		}
+		refused(t, NewTokenBucket, tc.c, tc.field, tc.hint)
 	}
 	err := TokenBucketConfig{Capacity: -1, Cost: math.NaN(), Refund: -1}.Validate()
 	for _, field := range []string{"Capacity", "Cost", "Refund"} {
@@ -81,10 +72,7 @@ func TestTokenBucketValidate(t *testing.T) {
 
 func TestTokenBucketArithmetic(t *testing.T) {
 	ctx := context.Background()
-	tb, err := NewTokenBucket(TokenBucketConfig{Capacity: 10, Cost: 3, Refund: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{Capacity: 10, Cost: 3, Refund: 0.5})
 	step := func(what string, want float64) {
 		t.Helper()
 		if got := tb.Tokens(); got != want {
@@ -127,10 +115,7 @@ func TestTokenBucketArithmetic(t *testing.T) {
 
 func TestTokenBucketFractions(t *testing.T) {
 	// 0.1 + 0.1 + 0.1 != 0.3 in float64; the bucket counts thousandths.
-	tb, err := NewTokenBucket(TokenBucketConfig{Capacity: 0.3, Cost: 0.1, Refund: 0.05})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{Capacity: 0.3, Cost: 0.1, Refund: 0.05})
 	if got := drain(tb); got != 3 {
 		t.Fatalf("granted %d, want 3", got)
 	}
@@ -147,10 +132,7 @@ func TestTokenBucketFractions(t *testing.T) {
 func TestTokenBucketConcurrent(t *testing.T) {
 	ctx := context.Background()
 	const n = 10_000
-	tb, err := NewTokenBucket(TokenBucketConfig{Capacity: 50, Cost: 5, Refund: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{Capacity: 50, Cost: 5, Refund: 1})
 	var lo, hi atomic.Int64
 	lo.Store(math.MaxInt64)
 	stop := make(chan struct{})

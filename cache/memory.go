@@ -2,8 +2,8 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -87,26 +87,18 @@ type MemoryConfig struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c MemoryConfig) WithDefaults() MemoryConfig {
-	if c.MaxEntries == 0 {
-		c.MaxEntries = DefaultMaxEntries
-	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.MaxEntries = cmp.Or(c.MaxEntries, DefaultMaxEntries)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	return c
 }
 
 // Validate reports every problem with c at once, each matching
 // ErrInvalidConfig and naming the field.
 func (c MemoryConfig) Validate() error {
-	var errs []error
-	if c.MaxEntries < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: MaxEntries is %d; it must not be negative (0 means %d)", errHead, c.MaxEntries, DefaultMaxEntries))
-	}
-	if c.TTL < 0 {
-		errs = append(errs, fmt.Errorf("%w: memory store: TTL is %v; it must not be negative (0 means %v)", errHead, c.TTL, DefaultTTL))
-	}
-	return errors.Join(errs...)
+	found := problems.In(errHead, "memory store")
+	problems.NotNegative(found, "MaxEntries", c.MaxEntries, DefaultMaxEntries)
+	problems.NotNegative(found, "TTL", c.TTL, DefaultTTL)
+	return found.Err()
 }
 
 // NewMemory returns an empty Memory configured by cfg (the zero
@@ -167,9 +159,7 @@ func (m *Memory) Set(ctx context.Context, key string, e Entry, ttl time.Duration
 	if ttl < 0 {
 		return fmt.Errorf("%w: memory store: ttl is %v; it must not be negative (0 means the store's default, %v)", ErrInvalidTTL, ttl, m.ttl)
 	}
-	if ttl == 0 {
-		ttl = m.ttl
-	}
+	ttl = cmp.Or(ttl, m.ttl)
 	now := time.Now()
 	if e.Stored.IsZero() {
 		e.Stored = now

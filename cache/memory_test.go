@@ -60,48 +60,6 @@ func wantValue(t testing.TB, s Store, key, want string) {
 	}
 }
 
-func TestGetSet(t *testing.T) {
-	ctx := context.Background()
-	m := newMemory(t, 10, time.Hour)
-	if e, ok, err := m.Get(ctx, "absent"); ok || err != nil || e.Value != nil || !e.Stored.IsZero() {
-		t.Fatalf("Get of an absent key = %+v, %v, %v; want zero Entry, false, nil", e, ok, err)
-	}
-	stored := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if err := m.Set(ctx, "q1", Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
-		t.Fatal(err)
-	}
-	e, ok, err := m.Get(ctx, "q1")
-	if err != nil || !ok {
-		t.Fatalf("Get = ok %v, err %v", ok, err)
-	}
-	if string(e.Value) != `{"text":"a1"}` || !e.Stored.Equal(stored) {
-		t.Fatalf("Get = %q stored %v; want the entry as Set", e.Value, e.Stored)
-	}
-	if m.Len() != 1 {
-		t.Fatalf("Len = %d, want 1", m.Len())
-	}
-
-	// Set replaces.
-	mustSet(t, m, "q1", "a1'", 0)
-	wantValue(t, m, "q1", "a1'")
-	if m.Len() != 1 {
-		t.Fatalf("Len after replacing = %d, want 1", m.Len())
-	}
-
-	// Empty and nil values are stored and served.
-	mustSet(t, m, "empty", "", 0)
-	wantValue(t, m, "empty", "")
-	if err := m.Set(ctx, "nil", Entry{}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if e, ok, _ := m.Get(ctx, "nil"); !ok || e.Value != nil {
-		t.Fatalf("Get of a nil Value = %v, %v; want nil, true", e.Value, ok)
-	}
-	// The empty key is a key like any other.
-	mustSet(t, m, "", "blank", 0)
-	wantValue(t, m, "", "blank")
-}
-
 // A zero Stored is set to the time of the Set; a Stored in the past plays no
 // part in expiry.
 func TestStored(t *testing.T) {
@@ -272,30 +230,6 @@ func TestLRUEviction(t *testing.T) {
 		if !present(t, m, k) {
 			t.Fatalf("%s evicted; want only d evicted", k)
 		}
-	}
-}
-
-func TestCopySemantics(t *testing.T) {
-	ctx := context.Background()
-	m := newMemory(t, 10, time.Hour)
-	v := []byte("original")
-	if err := m.Set(ctx, "q", Entry{Value: v}, 0); err != nil {
-		t.Fatal(err)
-	}
-	copy(v, "MUTATED!")
-	e, _, _ := m.Get(ctx, "q")
-	if string(e.Value) != "original" {
-		t.Fatalf("changing the Set slice changed the cache: %q", e.Value)
-	}
-	copy(e.Value, "MUTATED!")
-	e.Value = append(e.Value[:0], "appended over"...)
-	e2, _, _ := m.Get(ctx, "q")
-	if string(e2.Value) != "original" {
-		t.Fatalf("changing a Get slice changed the cache: %q", e2.Value)
-	}
-	e3, _, _ := m.Get(ctx, "q")
-	if &e2.Value[0] == &e3.Value[0] {
-		t.Fatal("two Gets returned the same bytes")
 	}
 }
 

@@ -83,9 +83,7 @@ func (c Config) WithDefaults() Config {
 	if c.Adaptive && c.Delay == 0 {
 		c.Delay = DefaultMinDelay
 	}
-	if c.Quantile == 0 {
-		c.Quantile = DefaultQuantile
-	}
+	c.Quantile = cmp.Or(c.Quantile, DefaultQuantile)
 	return c
 }
 

@@ -73,10 +73,7 @@ func anthropicKind(typ, code, message string, body []byte) (Kind, bool) {
 func anthropicType(typ, msg string) (Kind, bool) {
 	switch typ {
 	case "invalid_request_error":
-		if strings.Contains(strings.ToLower(msg), "prompt is too long") {
-			return KindContextLength, true
-		}
-		return KindBadRequest, true
+		return refusedRequest(msg, "prompt is too long")
 	case "authentication_error", "permission_error":
 		return KindAuth, true
 	case "billing_error":
@@ -202,10 +199,7 @@ func googleKind(status, message string, body []byte) (Kind, bool) {
 	case "DEADLINE_EXCEEDED":
 		return KindTimeout, true
 	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
-		if strings.Contains(strings.ToLower(message), "token count") || strings.Contains(strings.ToLower(message), "exceeds the maximum number of tokens") {
-			return KindContextLength, true
-		}
-		return KindBadRequest, true
+		return refusedRequest(message, "token count", "exceeds the maximum number of tokens")
 	case "UNAUTHENTICATED", "PERMISSION_DENIED":
 		return KindAuth, true
 	case "NOT_FOUND":
@@ -242,10 +236,7 @@ func bedrockKind(exception, message string) (Kind, bool) {
 	case "ModelTimeoutException":
 		return KindTimeout, true
 	case "ValidationException":
-		if strings.Contains(strings.ToLower(message), "too long") || strings.Contains(strings.ToLower(message), "input is too long") {
-			return KindContextLength, true
-		}
-		return KindBadRequest, true
+		return refusedRequest(message, "too long", "input is too long")
 	case "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException":
 		return KindAuth, true
 	case "ResourceNotFoundException":
@@ -254,4 +245,17 @@ func bedrockKind(exception, message string) (Kind, bool) {
 		return KindConflict, true
 	}
 	return KindUnknown, false
+}
+
+// refusedRequest classifies a request the vendor refused: KindContextLength
+// when msg says, in any case, one of tooLong (the prompt did not fit),
+// KindBadRequest otherwise.
+func refusedRequest(msg string, tooLong ...string) (Kind, bool) {
+	m := strings.ToLower(msg)
+	for _, phrase := range tooLong {
+		if strings.Contains(m, phrase) {
+			return KindContextLength, true
+		}
+	}
+	return KindBadRequest, true
 }

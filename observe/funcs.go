@@ -42,65 +42,33 @@ var (
 
 // StartCall implements Observer.
 func (f *Funcs) StartCall(ctx context.Context, e CallStart) (context.Context, Call) {
-	if f.OnCallStart != nil {
-		f.OnCallStart(e)
-	}
+	tell(f.OnCallStart, e)
 	return ctx, funcsCall{f}
 }
 
 // BreakerChanged implements StateObserver.
-func (f *Funcs) BreakerChanged(e BreakerChange) {
-	if f.OnBreakerChange != nil {
-		f.OnBreakerChange(e)
-	}
-}
+func (f *Funcs) BreakerChanged(e BreakerChange) { tell(f.OnBreakerChange, e) }
 
 // SharedUnavailable implements StateObserver.
-func (f *Funcs) SharedUnavailable(e SharedUnavailable) {
-	if f.OnSharedUnavailable != nil {
-		f.OnSharedUnavailable(e)
-	}
-}
+func (f *Funcs) SharedUnavailable(e SharedUnavailable) { tell(f.OnSharedUnavailable, e) }
 
 // funcsCall is a Funcs observing one call; it holds nothing of its own.
 type funcsCall struct{ f *Funcs }
 
 func (c funcsCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt) {
-	if c.f.OnAttemptStart != nil {
-		c.f.OnAttemptStart(e)
-	}
+	tell(c.f.OnAttemptStart, e)
 	return ctx, funcsAttempt(c)
 }
 
-func (c funcsCall) Retry(e Retry) {
-	if c.f.OnRetry != nil {
-		c.f.OnRetry(e)
-	}
-}
+func (c funcsCall) Retry(e Retry) { tell(c.f.OnRetry, e) }
 
-func (c funcsCall) Skip(e Skip) {
-	if c.f.OnSkip != nil {
-		c.f.OnSkip(e)
-	}
-}
+func (c funcsCall) Skip(e Skip) { tell(c.f.OnSkip, e) }
 
-func (c funcsCall) Fallback(e Fallback) {
-	if c.f.OnFallback != nil {
-		c.f.OnFallback(e)
-	}
-}
+func (c funcsCall) Fallback(e Fallback) { tell(c.f.OnFallback, e) }
 
-func (c funcsCall) GateClosed(e GateClosed) {
-	if c.f.OnGateClosed != nil {
-		c.f.OnGateClosed(e)
-	}
-}
+func (c funcsCall) GateClosed(e GateClosed) { tell(c.f.OnGateClosed, e) }
 
-func (c funcsCall) ValidationFailed(e ValidationFailed) {
-	if c.f.OnValidationFailed != nil {
-		c.f.OnValidationFailed(e)
-	}
-}
+func (c funcsCall) ValidationFailed(e ValidationFailed) { tell(c.f.OnValidationFailed, e) }
 
 func (c funcsCall) SharedLocal() {
 	if c.f.OnSharedLocal != nil {
@@ -108,23 +76,18 @@ func (c funcsCall) SharedLocal() {
 	}
 }
 
-func (c funcsCall) End(e CallEnd) {
-	if c.f.OnCallEnd != nil {
-		c.f.OnCallEnd(e)
-	}
-}
+func (c funcsCall) End(e CallEnd) { tell(c.f.OnCallEnd, e) }
 
 // funcsAttempt is a Funcs observing one attempt.
 type funcsAttempt struct{ f *Funcs }
 
-func (a funcsAttempt) FirstChunk(e FirstChunk) {
-	if a.f.OnFirstChunk != nil {
-		a.f.OnFirstChunk(e)
-	}
-}
+func (a funcsAttempt) FirstChunk(e FirstChunk) { tell(a.f.OnFirstChunk, e) }
 
-func (a funcsAttempt) End(e AttemptEnd) {
-	if a.f.OnAttemptEnd != nil {
-		a.f.OnAttemptEnd(e)
+func (a funcsAttempt) End(e AttemptEnd) { tell(a.f.OnAttemptEnd, e) }
+
+// tell calls on with e, if it is set.
+func tell[E any](on func(E), e E) {
+	if on != nil {
+		on(e)
 	}
 }

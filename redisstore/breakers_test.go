@@ -38,15 +38,15 @@ func store(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
 // failure.
 func newTestShared(t testing.TB, c redis.UniversalClient, key string, opts breaker.SharedOptions) *breaker.Shared {
 	t.Helper()
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Timeout = cmp.Or(opts.Timeout, sharedTestTimeout)
 	s, err := breaker.NewShared(store(t, c).Breakers(key), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, "breaker.NewShared", err)
 	return s
 }
+
+// sharedTestTimeout is the Timeout of the tests' shared breakers and budgets
+// that set none.
+const sharedTestTimeout = 10 * time.Second
 
 // load returns s.Load sorted by name, failing the test on an error.
 func load(t testing.TB, s *breaker.Shared) []breaker.Remote {
@@ -82,7 +82,8 @@ func hkeys(t testing.TB, m *miniredis.Miniredis, key string) []string {
 }
 
 // t0 pins miniredis's clock (its TIME, which the scripts read), so that the
-// remaining durations Load returns are exact.
+// remaining durations Load returns are exact. It is a budget bucket's
+// boundary too.
 var t0 = time.Unix(1_800_000_000, 0)
 
 const sharedKey = "backstop:c:breakers"
@@ -100,14 +101,34 @@ func saysAll(t *testing.T, err, sentinel error, want []string) {
 	}
 }
 
+// wantDown fails the test unless a store that lost Redis says so: not
+// available, and told OnError once, with an error matching sentinel.
+func wantDown(t *testing.T, available bool, calls *redistest.Errors, sentinel error) {
+	t.Helper()
+	if available {
+		t.Fatal("Available() with Redis down")
+	}
+	if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], sentinel) {
+		t.Fatalf("OnError calls: %v; want one error matching %v", errs, sentinel)
+	}
+}
+
 // pinnedShared is a miniredis whose clock is pinned at t0 and a shared
 // breaker store on sharedKey in it.
 func pinnedShared(t *testing.T) (*miniredis.Miniredis, *breaker.Shared) {
 	t.Helper()
+	m, c, _ := pinnedRedis(t)
+	return m, newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+}
+
+// pinnedRedis is a miniredis whose clock is pinned at t0 and a client of
+// it that counts its round trips.
+func pinnedRedis(t *testing.T) (*miniredis.Miniredis, *redis.Client, *redistest.RoundTrips) {
+	t.Helper()
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	return m, newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	c, rt := redistest.CountedClient(t, m.Addr())
+	return m, c, rt
 }
 
 // wantLoad fails the test unless s.Load returns want; when (ending in a
@@ -231,9 +252,7 @@ func TestBreakersMakeNoRoundTripWhenBuilt(t *testing.T) {
 // millisecond.
 func TestBreakersPublishAndLoad(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, rt := redistest.CountedClient(t, m.Addr())
+	m, c, rt := pinnedRedis(t)
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	if rs := load(t, s); len(rs) != 0 {
 		t.Fatalf("Load of an empty key = %+v; want nothing", rs)
@@ -319,9 +338,7 @@ func TestBreakersPublishClosed(t *testing.T) {
 // time) and disappears when its last field is removed.
 func TestBreakersKeyLifetime(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
+	m, c, _ := pinnedRedis(t)
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
 	pttl := func() time.Duration {
 		t.Helper()
@@ -487,30 +504,7 @@ func TestBreakersRedisDownAndBack(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.SetTime(t0)
 	addr := m.Addr()
-	// miniredis is stopped and started by a goroutine outside the bubble:
-	// the listener and connection goroutines it starts must not be the
-	// bubble's (they block on the network, and would outlive it).
-	ops := make(chan string)
-	acks := make(chan error)
-	go func() {
-		for op := range ops {
-			switch op {
-			case "close":
-				m.Close()
-				acks <- nil
-			case "restart":
-				acks <- m.Restart()
-			}
-		}
-	}()
-	defer close(ops)
-	redisDo := func(t *testing.T, op string) {
-		t.Helper()
-		ops <- op
-		if err := <-acks; err != nil {
-			t.Fatalf("%s miniredis: %v", op, err)
-		}
-	}
+	redisDo := miniredisOutside(t, m)
 
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -538,13 +532,7 @@ func TestBreakersRedisDownAndBack(t *testing.T) {
 		if n := rt.Evals.Load(); n != 1 {
 			t.Fatalf("%d round trips; want 1", n)
 		}
-		if s.Available() {
-			t.Fatal("Available() with Redis down")
-		}
-		errs := calls.Get()
-		if len(errs) != 1 || !errors.Is(errs[0], breaker.ErrSharedUnavailable) {
-			t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
-		}
+		wantDown(t, s.Available(), &calls, breaker.ErrSharedUnavailable)
 		wantWarn := `level=WARN msg="backstop: shared breaker state unavailable, using local state" key=` + sharedKey
 		if got := logs.String(); strings.Count(got, "level=") != 1 || !strings.Contains(got, wantWarn) {
 			t.Fatalf("log:\n%s\nwant one record: %s", got, wantWarn)
@@ -667,9 +655,7 @@ func TestBreakersRedisError(t *testing.T) {
 // into a new hash), Redis stays available, and each repair is logged.
 func TestBreakersWrongTypeKeyIsRepaired(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	c, _ := redistest.CountedClient(t, m.Addr())
+	m, c, _ := pinnedRedis(t)
 	var calls redistest.Errors
 	var logs redistest.Log
 	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,

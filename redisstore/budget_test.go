@@ -6,6 +6,7 @@ package redisstore_test
 // by internal/redistest: skipped when none answers, failed under CI=true.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,13 +33,9 @@ import (
 // local ones.
 func newTestBudget(t testing.TB, c redis.UniversalClient, key string, opts budget.SharedOptions) *budget.Shared {
 	t.Helper()
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Timeout = cmp.Or(opts.Timeout, sharedTestTimeout)
 	s, err := budget.NewShared(store(t, c).Budget(key), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, "budget.NewShared", err)
 	return s
 }
 
@@ -173,10 +170,7 @@ func TestBudgetFloor(t *testing.T) {
 // the key expires two Windows after its last write.
 func TestBudgetWindowRolls(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0) // a bucket boundary
-	m.SetTime(t0)
+	m, c, _ := pinnedRedis(t)
 	const key = "roll"
 	s := newTestBudget(t, c, key, budget.SharedOptions{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
 	recordFirsts(ctx, s, 100) // FlushAfter: written by the 100th
@@ -219,10 +213,7 @@ func TestBudgetWindowRolls(t *testing.T) {
 // ahead, are dropped rather than counted.
 func TestBudgetDropsForeignFields(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
+	m, c, _ := pinnedRedis(t)
 	m.HSet("foreign", "x", "5", "fnope", "7", "r1800000099", "1000", "f1800000000", "12", "rzz", "3", "f1800000001", "x")
 	s := newTestBudget(t, c, "foreign", budget.SharedOptions{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
 	if n := grantAll(t, ctx, s, 100); n != 10 {
@@ -238,10 +229,7 @@ func TestBudgetDropsForeignFields(t *testing.T) {
 
 func TestBudgetRefund(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
+	m, c, _ := pinnedRedis(t)
 	s := newTestBudget(t, c, "refund", budget.SharedOptions{Ratio: budget.RatioConfig{MinRetries: 3, Window: 10 * time.Second}})
 	if n := grantAll(t, ctx, s, 10); n != 3 {
 		t.Fatalf("granted %d; want 3", n)
@@ -438,13 +426,7 @@ func TestBudgetRedisDownAndBack(t *testing.T) {
 		if n := evals.Evals.Load(); n != 1 {
 			t.Fatalf("Redis down: %d round trips tried; want still 1", n)
 		}
-		if s.Available() {
-			t.Fatal("Available() with Redis down")
-		}
-		errs := calls.Get()
-		if len(errs) != 1 || !errors.Is(errs[0], budget.ErrSharedUnavailable) {
-			t.Fatalf("OnError calls: %v; want one error matching ErrSharedUnavailable", errs)
-		}
+		wantDown(t, s.Available(), &calls, budget.ErrSharedUnavailable)
 		if got := logs.String(); strings.Count(got, "level=WARN") != 1 ||
 			!strings.Contains(got, `msg="backstop: shared budget unavailable, using local state" key=down`) {
 			t.Fatalf("log:\n%s\nwant one Warn record saying the shared budget is unavailable", got)
@@ -617,10 +599,7 @@ func TestBudgetWrongTypeKeyIsRepaired(t *testing.T) {
 // is written.
 func TestBudgetKeyWithoutTTLGetsOne(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	c, _ := redistest.CountedClient(t, m.Addr())
-	t0 := time.Unix(1_800_000_000, 0)
-	m.SetTime(t0)
+	m, c, _ := pinnedRedis(t)
 	const window = 10 * time.Second
 	epoch := t0.UnixMicro() / int64(window/budget.Buckets/time.Microsecond)
 	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")

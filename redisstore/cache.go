@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
@@ -136,36 +138,22 @@ const (
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	store, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
-	var errs []error
-	if err := checkCacheClient(client); err != nil {
-		errs = append(errs, err)
-	}
-	if opts.TTL < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: TTL is %v; it must not be negative (0 means %v)", errCacheHead, opts.TTL, cache.DefaultTTL))
-	}
-	if opts.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: Timeout is %v; it must not be negative (0 means %v)", errCacheHead, opts.Timeout, DefaultCacheTimeout))
-	}
-	if opts.ProbeEvery < 0 {
-		errs = append(errs, fmt.Errorf("%w: redis store: ProbeEvery is %v; it must not be negative (0 means %v)", errCacheHead, opts.ProbeEvery, DefaultCacheProbeEvery))
-	}
-	if err := errors.Join(errs...); err != nil {
+	found := problems.In(errCacheHead, "redis store")
+	found.Add(checkCacheClient(client))
+	problems.NotNegative(found, "TTL", opts.TTL, cache.DefaultTTL)
+	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultCacheTimeout)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultCacheProbeEvery)
+	if err := found.Err(); err != nil {
 		return nil, err
 	}
-	r := &Cache{client: client, prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout, base: time.Now()}
-	if r.prefix == "" {
-		r.prefix = DefaultCachePrefix
+	r := &Cache{
+		client:  client,
+		prefix:  cmp.Or(opts.Prefix, DefaultCachePrefix),
+		ttl:     cmp.Or(opts.TTL, cache.DefaultTTL),
+		timeout: cmp.Or(opts.Timeout, DefaultCacheTimeout),
+		base:    time.Now(),
 	}
-	if r.ttl == 0 {
-		r.ttl = cache.DefaultTTL
-	}
-	if r.timeout == 0 {
-		r.timeout = DefaultCacheTimeout
-	}
-	probe := opts.ProbeEvery
-	if probe == 0 {
-		probe = DefaultCacheProbeEvery
-	}
+	probe := cmp.Or(opts.ProbeEvery, DefaultCacheProbeEvery)
 	r.health = remote.NewHealth("last-known-good store", r.prefix, probe, opts.OnError, opts.Logger).
 		Saying("serving without it", "using it")
 	r.leftAlone = fmt.Errorf("%w: redis store %q: Redis failed recently; the next try is after ProbeEvery (%v)", cache.ErrUnavailable, r.prefix, probe)
@@ -232,9 +220,7 @@ func (r *Cache) Set(ctx context.Context, key string, e cache.Entry, ttl time.Dur
 	if ttl < 0 {
 		return fmt.Errorf("%w: redis store: ttl is %v; it must not be negative (0 means the store's default, %v)", cache.ErrInvalidTTL, ttl, r.ttl)
 	}
-	if ttl == 0 {
-		ttl = r.ttl
-	}
+	ttl = cmp.Or(ttl, r.ttl)
 	// Redis counts whole milliseconds: round up, so that an entry never
 	// expires before it was asked to (and a ttl under 1ms is not 0).
 	ttl = (ttl + time.Millisecond - 1).Truncate(time.Millisecond)

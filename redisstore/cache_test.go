@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/internal/cachetest"
 	"github.com/backstop-llm/backstop/internal/redistest"
 )
 
@@ -112,37 +113,20 @@ func TestNewCacheOtherClient(t *testing.T) {
 	m := miniredis.RunT(t)
 	type wrapped struct{ redis.UniversalClient }
 	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, CacheOptions{Timeout: testTimeout})
-	mustSet(t, r, "q", "a", 0)
-	wantValue(t, r, "q", "a")
+	cachetest.MustSet(t, r, "q", "a", 0)
+	cachetest.WantValue(t, r, "q", "a")
 }
 
 func TestCacheGetSet(t *testing.T) {
 	ctx := context.Background()
 	r, m := newMiniRedis(t, CacheOptions{})
-	if e, ok, err := r.Get(ctx, "absent"); ok || err != nil || e.Value != nil || !e.Stored.IsZero() {
-		t.Fatalf("Get of an absent key = %+v, %v, %v; want zero cache.Entry, false, nil", e, ok, err)
-	}
-	stored := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	if err := r.Set(ctx, "q1", cache.Entry{Value: []byte(`{"text":"a1"}`), Stored: stored}, 0); err != nil {
-		t.Fatal(err)
-	}
-	e, ok, err := r.Get(ctx, "q1")
-	if err != nil || !ok {
-		t.Fatalf("Get = ok %v, err %v", ok, err)
-	}
-	if string(e.Value) != `{"text":"a1"}` || !e.Stored.Equal(stored) {
-		t.Fatalf("Get = %q stored %v; want the entry as Set", e.Value, e.Stored)
-	}
-
-	// Replacing.
-	mustSet(t, r, "q1", "a2", 0)
-	wantValue(t, r, "q1", "a2")
+	cachetest.Store(t, r)
 
 	// A zero Stored is the time of the Set.
 	before := time.Now()
-	mustSet(t, r, "q2", "b", 0)
+	cachetest.MustSet(t, r, "q2", "b", 0)
 	after := time.Now()
-	e, _, _ = r.Get(ctx, "q2")
+	e, _, _ := r.Get(ctx, "q2")
 	if e.Stored.Before(before.Round(0)) || e.Stored.After(after) {
 		t.Fatalf("Stored = %v; want the time of the Set, in [%v, %v]", e.Stored, before, after)
 	}
@@ -194,19 +178,19 @@ func TestCachePrefix(t *testing.T) {
 	a2 := newRedis(t, c, CacheOptions{Prefix: "svc-a:", Timeout: testTimeout})
 	b := newRedis(t, c, CacheOptions{Prefix: "svc-b:", Timeout: testTimeout})
 
-	mustSet(t, def, "q", "default", 0)
-	mustSet(t, a, "q", "from a", 0)
+	cachetest.MustSet(t, def, "q", "default", 0)
+	cachetest.MustSet(t, a, "q", "from a", 0)
 	if got, want := strings.Join(m.Keys(), " "), "backstop:lastgood:q svc-a:q"; got != want {
 		t.Fatalf("keys %q; want %q", got, want)
 	}
-	wantValue(t, def, "q", "default")
-	wantValue(t, a2, "q", "from a") // same prefix: shared, as replicas share
+	cachetest.WantValue(t, def, "q", "default")
+	cachetest.WantValue(t, a2, "q", "from a") // same prefix: shared, as replicas share
 	if _, ok, err := b.Get(ctx, "q"); ok || err != nil {
 		t.Fatalf("another prefix sees the entry: ok %v, err %v", ok, err)
 	}
 	// Keys that only differ in a way a prefix could hide stay apart.
-	mustSet(t, b, "x:q", "bx", 0)
-	if present(t, a, "x:q") {
+	cachetest.MustSet(t, b, "x:q", "bx", 0)
+	if cachetest.Present(t, a, "x:q") {
 		t.Fatal("svc-a:x:q is served though only svc-b:x:q was set")
 	}
 }
@@ -214,10 +198,10 @@ func TestCachePrefix(t *testing.T) {
 func TestCacheTTL(t *testing.T) {
 	ctx := context.Background()
 	r, m := newMiniRedis(t, CacheOptions{Prefix: "p:", TTL: time.Hour})
-	mustSet(t, r, "default", "d", 0)
-	mustSet(t, r, "short", "s", time.Minute)
-	mustSet(t, r, "sub-ms", "u", time.Microsecond)
-	mustSet(t, r, "odd", "o", 1500*time.Microsecond)
+	cachetest.MustSet(t, r, "default", "d", 0)
+	cachetest.MustSet(t, r, "short", "s", time.Minute)
+	cachetest.MustSet(t, r, "sub-ms", "u", time.Microsecond)
+	cachetest.MustSet(t, r, "odd", "o", 1500*time.Microsecond)
 	for key, want := range map[string]time.Duration{
 		"p:default": time.Hour,
 		"p:short":   time.Minute,
@@ -230,30 +214,30 @@ func TestCacheTTL(t *testing.T) {
 	}
 
 	m.FastForward(time.Minute - time.Millisecond)
-	wantValue(t, r, "short", "s")
+	cachetest.WantValue(t, r, "short", "s")
 	m.FastForward(time.Millisecond)
-	if present(t, r, "short") {
+	if cachetest.Present(t, r, "short") {
 		t.Fatal("an entry is served at the end of its ttl")
 	}
-	wantValue(t, r, "default", "d")
+	cachetest.WantValue(t, r, "default", "d")
 	m.FastForward(time.Hour)
-	if present(t, r, "default") {
+	if cachetest.Present(t, r, "default") {
 		t.Fatal("an entry is served after the store's TTL")
 	}
 
 	// A Set restarts the clock.
-	mustSet(t, r, "again", "1", time.Minute)
+	cachetest.MustSet(t, r, "again", "1", time.Minute)
 	m.FastForward(50 * time.Second)
-	mustSet(t, r, "again", "2", time.Minute)
+	cachetest.MustSet(t, r, "again", "2", time.Minute)
 	m.FastForward(50 * time.Second)
-	wantValue(t, r, "again", "2")
+	cachetest.WantValue(t, r, "again", "2")
 
 	// A negative ttl stores nothing.
 	err := r.Set(ctx, "neg", cache.Entry{Value: []byte("n")}, -time.Second)
 	if !errors.Is(err, cache.ErrInvalidTTL) || !strings.Contains(err.Error(), "0 means the store's default, 1h0m0s") {
 		t.Fatalf("Set with a negative ttl: %v; want cache.ErrInvalidTTL naming the default", err)
 	}
-	if present(t, r, "neg") {
+	if cachetest.Present(t, r, "neg") {
 		t.Fatal("a Set with a negative ttl stored the entry")
 	}
 	// Every key the store wrote expires.
@@ -261,29 +245,6 @@ func TestCacheTTL(t *testing.T) {
 		if m.TTL(k) <= 0 {
 			t.Errorf("key %s has no TTL", k)
 		}
-	}
-}
-
-func TestCacheCopies(t *testing.T) {
-	ctx := context.Background()
-	r, _ := newMiniRedis(t, CacheOptions{})
-	v := []byte("original")
-	if err := r.Set(ctx, "q", cache.Entry{Value: v}, 0); err != nil {
-		t.Fatal(err)
-	}
-	copy(v, "CHANGED!")
-	e, _, _ := r.Get(ctx, "q")
-	if string(e.Value) != "original" {
-		t.Fatalf("changing the Set bytes changed the entry: %q", e.Value)
-	}
-	copy(e.Value, "CHANGED!")
-	_ = append(e.Value, "more"...)
-	e2, _, _ := r.Get(ctx, "q")
-	if string(e2.Value) != "original" {
-		t.Fatalf("changing the returned bytes changed the entry: %q", e2.Value)
-	}
-	if &e.Value[0] == &e2.Value[0] {
-		t.Fatal("two Gets returned the same bytes")
 	}
 }
 
@@ -322,8 +283,8 @@ func TestCacheMalformed(t *testing.T) {
 		t.Fatalf("Get of a list = %v, %v; want an error matching cache.ErrMalformed", ok, err)
 	}
 	// Set replaces it all the same.
-	mustSet(t, r, "list", "fixed", 0)
-	wantValue(t, r, "list", "fixed")
+	cachetest.MustSet(t, r, "list", "fixed", 0)
+	cachetest.WantValue(t, r, "list", "fixed")
 }
 
 // An error reply from the server makes the store unavailable, not broken.
@@ -331,7 +292,7 @@ func TestCacheMalformed(t *testing.T) {
 func TestCacheErrorReply(t *testing.T) {
 	ctx := context.Background()
 	r, m := newMiniRedis(t, CacheOptions{ProbeEvery: time.Nanosecond})
-	mustSet(t, r, "q", "a", 0) // connected
+	cachetest.MustSet(t, r, "q", "a", 0) // connected
 	m.SetError("ERR injected failure")
 	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, cache.ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
 		t.Fatalf("Get = %v, %v; want cache.ErrUnavailable with the server's error", ok, err)
@@ -340,8 +301,8 @@ func TestCacheErrorReply(t *testing.T) {
 		t.Fatalf("Set = %v; want cache.ErrUnavailable", err)
 	}
 	m.SetError("")
-	mustSet(t, r, "q", "a", 0)
-	wantValue(t, r, "q", "a")
+	cachetest.MustSet(t, r, "q", "a", 0)
+	cachetest.WantValue(t, r, "q", "a")
 }
 
 // checkUnavailable fails the test unless err matches cache.ErrUnavailable and not
@@ -366,7 +327,7 @@ func checkUnavailable(t *testing.T, op string, err error, took, limit time.Durat
 func TestCacheDown(t *testing.T) {
 	ctx := context.Background()
 	r, m := newMiniRedis(t, CacheOptions{Timeout: 50 * time.Millisecond})
-	mustSet(t, r, "q", "a", 0) // connected once
+	cachetest.MustSet(t, r, "q", "a", 0) // connected once
 	m.Close()
 	for range 3 {
 		start := time.Now()
@@ -384,43 +345,7 @@ func TestCacheDown(t *testing.T) {
 	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	wantValue(t, newRedis(t, r.client, CacheOptions{Timeout: testTimeout}), "q", "a")
-}
-
-// blackHole accepts connections and never answers: a Redis that hangs. It
-// stops when the test ends.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
+	cachetest.WantValue(t, newRedis(t, r.client, CacheOptions{Timeout: testTimeout}), "q", "a")
 }
 
 // A Redis that accepts connections and never answers costs a call the
@@ -428,7 +353,7 @@ func blackHole(t *testing.T) string {
 // tries Redis; TestRedisLeavesAFailedRedisAlone shows the back-off.)
 func TestCacheHangs(t *testing.T) {
 	ctx := context.Background()
-	r := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
+	r := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
 	for range 3 {
 		start := time.Now()
 		_, ok, err := r.Get(ctx, "q")
@@ -444,7 +369,7 @@ func TestCacheHangs(t *testing.T) {
 
 func TestCacheContext(t *testing.T) {
 	r, m := newMiniRedis(t, CacheOptions{})
-	mustSet(t, r, "q", "a", 0)
+	cachetest.MustSet(t, r, "q", "a", 0)
 
 	// Already done: Redis is not asked.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -462,11 +387,11 @@ func TestCacheContext(t *testing.T) {
 	if m.CommandCount() != n {
 		t.Fatal("a call with a done ctx reached Redis")
 	}
-	wantValue(t, r, "q", "a")
+	cachetest.WantValue(t, r, "q", "a")
 
 	// The caller's deadline, shorter than the Timeout, ends a call to a
 	// Redis that hangs: the error is the caller's, not cache.ErrUnavailable.
-	slow := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: time.Minute})
+	slow := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: time.Minute})
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
@@ -478,7 +403,7 @@ func TestCacheContext(t *testing.T) {
 
 	// Canceled while Redis is asked: go-redis bounds a read by deadlines
 	// only, so the call ends at the Timeout, with the caller's error.
-	hung := newRedis(t, newRedisClient(t, blackHole(t)), CacheOptions{Timeout: 100 * time.Millisecond})
+	hung := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 100 * time.Millisecond})
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
 	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
@@ -546,8 +471,8 @@ func TestCacheIntegration(t *testing.T) {
 	if err != nil || !ok || string(e.Value) != `{"text":"a1"}` || !e.Stored.Equal(stored) {
 		t.Fatalf("Get = %q stored %v, %v, %v; want the entry as Set", e.Value, e.Stored, ok, err)
 	}
-	mustSet(t, r, "q", "a2", 0)
-	wantValue(t, r, "q", "a2")
+	cachetest.MustSet(t, r, "q", "a2", 0)
+	cachetest.WantValue(t, r, "q", "a2")
 
 	// Prefix and TTL, as Redis sees them.
 	if n, err := c.Exists(ctx, prefix+"q").Result(); err != nil || n != 1 {
@@ -556,19 +481,19 @@ func TestCacheIntegration(t *testing.T) {
 	if d, err := c.PTTL(ctx, prefix+"q").Result(); err != nil || d <= 59*time.Minute || d > time.Hour {
 		t.Fatalf("PTTL = %v, %v; want about the store's TTL (1h)", d, err)
 	}
-	mustSet(t, r, "short", "s", time.Minute)
+	cachetest.MustSet(t, r, "short", "s", time.Minute)
 	if d, err := c.PTTL(ctx, prefix+"short").Result(); err != nil || d <= 59*time.Second || d > time.Minute {
 		t.Fatalf("PTTL = %v, %v; want about the Set's ttl (1m)", d, err)
 	}
 	other := newRedis(t, c, CacheOptions{Prefix: prefix + "other:", Timeout: testTimeout})
-	if present(t, other, "q") {
+	if cachetest.Present(t, other, "q") {
 		t.Fatal("another prefix sees the entry")
 	}
 
 	// Expiry, on the server's clock.
-	mustSet(t, r, "expiring", "x", 20*time.Millisecond)
+	cachetest.MustSet(t, r, "expiring", "x", 20*time.Millisecond)
 	deadline := time.Now().Add(5 * time.Second)
-	for present(t, r, "expiring") {
+	for cachetest.Present(t, r, "expiring") {
 		if time.Now().After(deadline) {
 			t.Fatal("an entry Set with ttl 20ms is still served after 5s")
 		}
@@ -586,7 +511,7 @@ func TestCacheIntegration(t *testing.T) {
 	copy(v, "CHANGED!")
 	e, _, _ = r.Get(ctx, "copy")
 	copy(e.Value, "CHANGED!")
-	wantValue(t, r, "copy", "original")
+	cachetest.WantValue(t, r, "copy", "original")
 
 	// Malformed values.
 	if err := c.Set(ctx, prefix+"bad", "not ours", time.Minute).Err(); err != nil {
@@ -717,37 +642,6 @@ func TestCacheCallerDeadlineIsTheCallers(t *testing.T) {
 			t.Fatalf("Get #%d under a 10ms caller deadline (Timeout 1m) = %v; want the caller's DeadlineExceeded, not cache.ErrUnavailable", i, err)
 		}
 	}
-}
-
-// wantValue fails the test unless s holds want under key.
-func wantValue(t testing.TB, s cache.Store, key, want string) {
-	t.Helper()
-	e, ok, err := s.Get(context.Background(), key)
-	if err != nil || !ok {
-		t.Fatalf("Get(%q) = ok %v, err %v; want the entry", key, ok, err)
-	}
-	if string(e.Value) != want {
-		t.Fatalf("Get(%q) = %q; want %q", key, e.Value, want)
-	}
-}
-
-// mustSet stores value under key for ttl, failing the test on an error.
-func mustSet(t testing.TB, s cache.Store, key, value string, ttl time.Duration) {
-	t.Helper()
-	if err := s.Set(context.Background(), key, cache.Entry{Value: []byte(value)}, ttl); err != nil {
-		t.Fatalf("Set(%q): %v", key, err)
-	}
-}
-
-// present reports whether s holds an entry under key, failing the test on
-// an error.
-func present(t testing.TB, s cache.Store, key string) bool {
-	t.Helper()
-	_, ok, err := s.Get(context.Background(), key)
-	if err != nil {
-		t.Fatalf("Get(%q): %v", key, err)
-	}
-	return ok
 }
 
 // benchValue is the size of a typical remembered answer: a small JSON

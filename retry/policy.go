@@ -1,7 +1,7 @@
 package retry
 
 import (
-	"fmt"
+	"cmp"
 	"math/rand/v2"
 	"time"
 
@@ -35,20 +35,10 @@ const (
 	NoJitter
 )
 
+var jitterNames = [...]string{FullJitter: "full", EqualJitter: "equal", DecorrelatedJitter: "decorrelated", NoJitter: "none"}
+
 // String returns the jitter's name.
-func (j Jitter) String() string {
-	switch j {
-	case FullJitter:
-		return "full"
-	case EqualJitter:
-		return "equal"
-	case DecorrelatedJitter:
-		return "decorrelated"
-	case NoJitter:
-		return "none"
-	}
-	return fmt.Sprintf("Jitter(%d)", uint8(j))
-}
+func (j Jitter) String() string { return name(j, "Jitter", jitterNames[:]) }
 
 // Policy is how one target retries. The zero value means the documented
 // defaults field by field, so Policy{MaxAttempts: 2} changes only that.
@@ -93,21 +83,11 @@ var errHead = problems.Head("retry: invalid policy")
 // WithDefaults returns p with every zero field set to its default. It is
 // idempotent: a negative Pad (no pad) stays negative.
 func (p Policy) WithDefaults() Policy {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
-	if p.Base == 0 {
-		p.Base = DefaultBase
-	}
-	if p.Cap == 0 {
-		p.Cap = DefaultCap
-	}
-	if p.Pad == 0 {
-		p.Pad = DefaultPad // a negative Pad stays: it means none
-	}
-	if p.MaxRetryAfter == 0 {
-		p.MaxRetryAfter = DefaultMaxRetryAfter
-	}
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
+	p.Base = cmp.Or(p.Base, DefaultBase)
+	p.Cap = cmp.Or(p.Cap, DefaultCap)
+	p.Pad = cmp.Or(p.Pad, DefaultPad) // a negative Pad stays: it means none
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
 	return p
 }
 
@@ -119,15 +99,9 @@ func (p Policy) Validate() error {
 	if p.MaxAttempts < 0 {
 		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)
 	}
-	if p.Base < 0 {
-		bad("Base is %v; it must not be negative (0 means %v)", p.Base, DefaultBase)
-	}
-	if p.Cap < 0 {
-		bad("Cap is %v; it must not be negative (0 means %v)", p.Cap, DefaultCap)
-	}
-	if p.MaxRetryAfter < 0 {
-		bad("MaxRetryAfter is %v; it must not be negative (0 means %v)", p.MaxRetryAfter, DefaultMaxRetryAfter)
-	}
+	problems.NotNegative(found, "Base", p.Base, DefaultBase)
+	problems.NotNegative(found, "Cap", p.Cap, DefaultCap)
+	problems.NotNegative(found, "MaxRetryAfter", p.MaxRetryAfter, DefaultMaxRetryAfter)
 	if d := p.WithDefaults(); p.Base >= 0 && p.Cap >= 0 && d.Cap < d.Base {
 		bad("Cap (%v) is below Base (%v); raise Cap or lower Base", d.Cap, d.Base)
 	}

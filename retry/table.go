@@ -23,20 +23,10 @@ const (
 	Excluded
 )
 
+var verdictNames = [...]string{NotFailure: "not_failure", Failure: "failure", Trip: "trip", Excluded: "excluded"}
+
 // String returns the verdict's name.
-func (v Verdict) String() string {
-	switch v {
-	case NotFailure:
-		return "not_failure"
-	case Failure:
-		return "failure"
-	case Trip:
-		return "trip"
-	case Excluded:
-		return "excluded"
-	}
-	return fmt.Sprintf("Verdict(%d)", uint8(v))
-}
+func (v Verdict) String() string { return name(v, "Verdict", verdictNames[:]) }
 
 // Fallback is whether the chain moves on to the next target after a target
 // failed with some kind.
@@ -55,19 +45,17 @@ const (
 	IfAllowed
 )
 
+var fallbackNames = [...]string{Next: "next", Stop: "stop", LargerContext: "larger_context", IfAllowed: "if_allowed"}
+
 // String returns the fallback's name.
-func (f Fallback) String() string {
-	switch f {
-	case Next:
-		return "next"
-	case Stop:
-		return "stop"
-	case LargerContext:
-		return "larger_context"
-	case IfAllowed:
-		return "if_allowed"
+func (f Fallback) String() string { return name(f, "Fallback", fallbackNames[:]) }
+
+// name returns names[v], or typ(v) for a value that has no name.
+func name[T ~uint8](v T, typ string, names []string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("Fallback(%d)", uint8(f))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // Rule is one row of the decision table.

@@ -31,6 +31,7 @@
 package throttle
 
 import (
+	"cmp"
 	"errors"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
@@ -122,15 +123,9 @@ func (s Config) On() bool { return s.RequestsPerMinute > 0 || s.TokensPerMinute 
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
-	if s.MaxWait == 0 {
-		s.MaxWait = DefaultMaxWait
-	}
-	if s.Backoff == 0 {
-		s.Backoff = DefaultBackoff
-	}
-	if s.Recovery == 0 {
-		s.Recovery = DefaultRecovery
-	}
+	s.MaxWait = cmp.Or(s.MaxWait, DefaultMaxWait)
+	s.Backoff = cmp.Or(s.Backoff, DefaultBackoff)
+	s.Recovery = cmp.Or(s.Recovery, DefaultRecovery)
 	return s
 }
 

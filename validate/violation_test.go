@@ -68,13 +68,20 @@ func TestViolations(t *testing.T) {
 	}
 	for range 20 { // map order differs from run to run
 		_, err := s.Validate(answer)
-		var verr *ValidationError
-		if !errors.As(err, &verr) {
-			t.Fatalf("Validate: %v; want a *ValidationError", err)
-		}
-		if !reflect.DeepEqual(verr.Violations, want) {
-			t.Fatalf("violations:\n%s\nwant:\n%s", lines(verr.Violations), lines(want))
-		}
+		wantViolations(t, err, want)
+	}
+}
+
+// wantViolations fails the test unless err is a *ValidationError holding
+// want, in order.
+func wantViolations(t *testing.T, err error, want []Violation) {
+	t.Helper()
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("Validate: %v; want a *ValidationError", err)
+	}
+	if !reflect.DeepEqual(verr.Violations, want) {
+		t.Fatalf("violations:\n%s\nwant:\n%s", lines(verr.Violations), lines(want))
 	}
 }
 
@@ -194,31 +201,17 @@ func TestFeedbackOfOtherErrors(t *testing.T) {
 func TestFalseSchemaKeywords(t *testing.T) {
 	s := mustCompile(t, `{"properties": {"gone": false}, "unevaluatedProperties": false, "prefixItems": [true]}`)
 	_, err := s.Validate(`{"gone": 1, "extra": 2}`)
-	var verr *ValidationError
-	if !errors.As(err, &verr) {
-		t.Fatal(err)
-	}
-	want := []Violation{
+	wantViolations(t, err, []Violation{
 		{"/extra", "unevaluatedProperties", "value not allowed here (false schema)", "/unevaluatedProperties"},
 		{"/gone", "properties", "value not allowed here (false schema)", "/properties/gone"},
-	}
-	if !reflect.DeepEqual(verr.Violations, want) {
-		t.Fatalf("violations:\n%s\nwant:\n%s", lines(verr.Violations), lines(want))
-	}
+	})
 }
 
 func TestAnyOfListsEveryAlternative(t *testing.T) {
 	s := mustCompile(t, `{"properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 10}]}}}`)
 	_, err := s.Validate(`{"v": 3}`)
-	var verr *ValidationError
-	if !errors.As(err, &verr) {
-		t.Fatal(err)
-	}
-	want := []Violation{
+	wantViolations(t, err, []Violation{
 		{"/v", "minimum", "minimum: got 3, want 10", "/properties/v/anyOf/1/minimum"},
 		{"/v", "type", "got number, want string", "/properties/v/anyOf/0/type"},
-	}
-	if !reflect.DeepEqual(verr.Violations, want) {
-		t.Fatalf("violations:\n%s\nwant:\n%s", lines(verr.Violations), lines(want))
-	}
+	})
 }

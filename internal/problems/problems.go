@@ -32,6 +32,7 @@ func (h head) Is(target error) bool { return target == ErrInvalidConfig }
 // List is the problems found so far. The zero List is not usable; use New.
 type List struct {
 	prefix error
+	part   string // "" or the part of the configuration, with ": "
 	errs   []error
 }
 
@@ -39,9 +40,23 @@ type List struct {
 // a package's Head, or any sentinel.
 func New(prefix error) *List { return &List{prefix: prefix} }
 
+// In starts a list like New whose problems each name, after prefix, the
+// part of the configuration they are in, such as "ratio budget":
+// "budget: invalid configuration: ratio budget: Window is -1s; ...".
+func In(prefix error, part string) *List { return &List{prefix: prefix, part: part + ": "} }
+
 // Addf records a problem: what is wrong and what to change.
 func (l *List) Addf(format string, args ...any) {
-	l.errs = append(l.errs, fmt.Errorf("%w: "+format, append([]any{l.prefix}, args...)...))
+	l.errs = append(l.errs, fmt.Errorf("%w: %s"+format, append([]any{l.prefix, l.part}, args...)...))
+}
+
+// NotNegative records, when v is negative, that field must not be, and
+// what 0 means instead: "Window is -1s; it must not be negative (0 means
+// 10s)". zero is the default, or words such as "the default".
+func NotNegative[T ~int | ~int64](l *List, field string, v T, zero any) {
+	if v < 0 {
+		l.Addf("%s is %v; it must not be negative (0 means %v)", field, v, zero)
+	}
 }
 
 // Add records problems found by another check (an error that already
