@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
@@ -142,11 +143,11 @@ func TestStreamFirstChunkTimeoutMovesOn(t *testing.T) {
 
 func TestStreamIsValidatedAndRememberedAndTraced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tel := newTelemetry()
+		tel := oteltest.New()
 		f := fake.New()
 		store := memory(t)
 		p := claude(t, f)
-		c, err := chain.New("support").Schema(answerSchema).TracerProvider(tel.tp).
+		c, err := chain.New("support").Schema(answerSchema).TracerProvider(tel.TracerProvider).
 			Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
 			OrDegrade(chain.LastGood(store)).Build()
 		if err != nil {
@@ -161,7 +162,7 @@ func TestStreamIsValidatedAndRememberedAndTraced(t *testing.T) {
 		if string(res.JSON) != good {
 			t.Fatalf("JSON %s", res.JSON)
 		}
-		spans := tel.spans.GetSpans()
+		spans := tel.Spans.GetSpans()
 		attempt, call := attrs(spans[0].Attributes), attrs(spans[1].Attributes)
 		if attempt[tracing.GenAITimeToFirstChunk].AsFloat64() != 2 || call[tracing.KeyStreamOutcome].AsString() != "complete" {
 			t.Fatalf("attempt %v call %v", attempt, call)

@@ -4,7 +4,6 @@ package backstop_test
 // metrics, and a scan of everything exported for secrets.
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
@@ -20,49 +20,16 @@ import (
 	"github.com/backstop-llm/backstop/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// telemetry is an SDK tracer provider exporting synchronously to memory
-// and a meter provider read by hand: no goroutine outlives the test.
-type telemetry struct {
-	spans  *tracetest.InMemoryExporter
-	tp     *sdktrace.TracerProvider
-	reader *sdkmetric.ManualReader
-	mp     *sdkmetric.MeterProvider
-}
-
-func newTelemetry() *telemetry {
-	t := &telemetry{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.spans))
-	t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(t.reader))
-	return t
-}
-
-func (tel *telemetry) metrics(t *testing.T) map[string]metricdata.Aggregation {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
-}
-
 // support is the chain "support" recording to tel: sonnet on p, with
 // params, then the sibling haiku on p.
-func (tel *telemetry) support(t *testing.T, p llm.Provider, params llm.Params) *chain.Chain {
+func support(t *testing.T, tel *oteltest.Telemetry, p llm.Provider, params llm.Params) *chain.Chain {
 	t.Helper()
-	c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
+	c, err := chain.New("support").TracerProvider(tel.TracerProvider).MeterProvider(tel.MeterProvider).
 		Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet, Params: params}).
 		OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).
 		Build()
@@ -106,9 +73,9 @@ func sumOf(t *testing.T, data metricdata.Aggregation, want ...attribute.KeyValue
 // once, served by the sibling.
 func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tel := newTelemetry()
+		tel := oteltest.New()
 		f := fake.New()
-		c := tel.support(t, claude(t, f), llm.Params{MaxTokens: 300})
+		c := support(t, tel, claude(t, f), llm.Params{MaxTokens: 300})
 		f.Script(sonnet, fake.Overloaded(), fake.Overloaded(), fake.Status(529).RetryAfter("2"))
 		f.Script(haiku, fake.Answer("ok").Model(haiku+"-20261101").RequestID("req_served").Usage(12, 3))
 		res, err := c.Call(t.Context(), ask)
@@ -116,7 +83,7 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		spans := tel.spans.GetSpans()
+		spans := tel.Spans.GetSpans()
 		if len(spans) != 5 {
 			t.Fatalf("%d spans, want 5 (4 attempts and the call)", len(spans))
 		}
@@ -185,7 +152,7 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 			t.Fatalf("%d retry and %d fallback events, want 2 and 1", retries, fallbacks)
 		}
 
-		m := tel.metrics(t)
+		m := tel.Metrics(t)
 		if n := sumOf(t, m[tracing.MetricCalls], tracing.KeyOutcome.String("served"), tracing.KeyServedTier.String("sibling")); n != 1 {
 			t.Errorf("calls served by the sibling: %d", n)
 		}
@@ -222,18 +189,18 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 
 func TestBreakerChangesAndSkipsAreRecorded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tel := newTelemetry()
+		tel := oteltest.New()
 		f := fake.New()
-		c := tel.support(t, claude(t, f), llm.Params{})
+		c := support(t, tel, claude(t, f), llm.Params{})
 		f.Script(sonnet, fake.SpendCap())
 		mustCall(t, c) // opens the breaker at once
-		tel.spans.Reset()
+		tel.Spans.Reset()
 		mustCall(t, c)
-		call := tel.spans.GetSpans()[1]
+		call := tel.Spans.GetSpans()[1]
 		if len(call.Events) == 0 || call.Events[0].Name != tracing.EventBreakerRejected {
 			t.Fatalf("events %v", call.Events)
 		}
-		if n := sumOf(t, tel.metrics(t)[tracing.MetricBreakerChanges], tracing.KeyTarget.String("sonnet"), tracing.KeyBreakerState.String("open")); n != 1 {
+		if n := sumOf(t, tel.Metrics(t)[tracing.MetricBreakerChanges], tracing.KeyTarget.String("sonnet"), tracing.KeyBreakerState.String("open")); n != 1 {
 			t.Fatalf("breaker changes to open: %d", n)
 		}
 	})
@@ -247,13 +214,13 @@ func TestTelemetryHoldsNoSecretsOrContent(t *testing.T) {
 	const prompt = "My passport number is X1234567; where is my order?"
 	for _, capture := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			tel := newTelemetry()
+			tel := oteltest.New()
 			f := fake.New()
 			p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: f.URL(), HTTPClient: f.Client()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).CaptureContent(capture).
+			c, err := chain.New("support").TracerProvider(tel.TracerProvider).MeterProvider(tel.MeterProvider).CaptureContent(capture).
 				Schema(answerSchema).
 				Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet, System: "Secret system prompt"}).
 				OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).
@@ -270,7 +237,7 @@ func TestTelemetryHoldsNoSecretsOrContent(t *testing.T) {
 			_, _ = c.Call(t.Context(), req)
 
 			var dump strings.Builder
-			for _, s := range tel.spans.GetSpans() {
+			for _, s := range tel.Spans.GetSpans() {
 				fmt.Fprintln(&dump, s.Name, s.Status.Description)
 				for _, a := range s.Attributes {
 					fmt.Fprintln(&dump, a.Key, a.Value.Emit())
@@ -282,9 +249,7 @@ func TestTelemetryHoldsNoSecretsOrContent(t *testing.T) {
 					}
 				}
 			}
-			var rm metricdata.ResourceMetrics
-			_ = tel.reader.Collect(context.Background(), &rm)
-			fmt.Fprintf(&dump, "%+v", rm)
+			fmt.Fprintf(&dump, "%+v", tel.Collect(t))
 			out := dump.String()
 			if strings.Contains(out, key) || strings.Contains(out, "SECRET-KEY") {
 				t.Fatalf("capture %v: the API key is in the telemetry", capture)
@@ -317,11 +282,11 @@ func TestNoopAndUnsetProvidersRecordNothing(t *testing.T) {
 // loser is not an error, and the call span records the hedge.
 func TestTraceOfAHedgedRace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tel := newTelemetry()
+		tel := oteltest.New()
 		eu1, eu2 := fake.New(), fake.New()
 		eu1.Script(sonnet, fake.Answer("slow").After(8*time.Second))
 		eu2.Script(sonnet, fake.Answer("fast").RequestID("req_fast").After(200*time.Millisecond))
-		c, err := chain.New("support").TracerProvider(tel.tp).MeterProvider(tel.mp).
+		c, err := chain.New("support").TracerProvider(tel.TracerProvider).MeterProvider(tel.MeterProvider).
 			Spread(spread.Weighted).Hedge(hedge.Config{Delay: time.Second}).
 			Primary(chain.Target{Name: "eu-1", Provider: claude(t, eu1), Model: sonnet, Weight: 1e9}).
 			OrDeployment(chain.Target{Name: "eu-2", Provider: claude(t, eu2), Model: sonnet}).
@@ -332,7 +297,7 @@ func TestTraceOfAHedgedRace(t *testing.T) {
 		if res, err := c.Call(t.Context(), ask); err != nil || res.Served.Target != "eu-2" {
 			t.Fatalf("%v %+v", err, res)
 		}
-		spans := tel.spans.GetSpans()
+		spans := tel.Spans.GetSpans()
 		byTarget := map[string]tracetest.SpanStub{}
 		var call tracetest.SpanStub
 		for _, s := range spans {
@@ -366,7 +331,7 @@ func TestTraceOfAHedgedRace(t *testing.T) {
 		if hedges != 1 {
 			t.Errorf("%d hedge events on the call span; want 1", hedges)
 		}
-		m := tel.metrics(t)
+		m := tel.Metrics(t)
 		if n := sumOf(t, m[tracing.MetricHedges], tracing.KeyTarget.String("eu-2")); n != 1 {
 			t.Errorf("backstop.hedges = %d; want 1", n)
 		}

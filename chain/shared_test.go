@@ -18,15 +18,12 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/internal/redistest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/redis/go-redis/v9"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // Modes of a flaky provider.
@@ -70,7 +67,7 @@ type fleetOptions struct {
 	name    string
 	shared  *chain.SharedOptions // nil: not shared
 	primary chain.Target         // Name, Provider and Model are set by newFleet
-	tel     *telemetry
+	tel     *oteltest.Telemetry
 }
 
 // newFleet builds the replicas, each on a client of addr made now (inside
@@ -95,7 +92,7 @@ func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 			b.Shared(sharedStore(t, c), opts)
 		}
 		if o.tel != nil {
-			b.TracerProvider(o.tel.tp).MeterProvider(o.tel.mp)
+			b.TracerProvider(o.tel.TracerProvider).MeterProvider(o.tel.MeterProvider)
 		}
 		p := o.primary
 		p.Name, p.Provider, p.Model = "primary", f.primary, "claude"
@@ -236,7 +233,7 @@ func TestSharedGateClosesOtherReplicas(t *testing.T) {
 func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 	m := miniredis.RunT(t)
 	{
-		tel := newTelemetry()
+		tel := oteltest.New()
 		f := newFleet(t, m.Addr(), fleetOptions{n: 3, tel: tel, shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 0)
@@ -259,11 +256,11 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 		if !strings.Contains(logs, "shared breaker state unavailable, using local state") {
 			t.Fatalf("no log line says the shared state is unavailable:\n%s", logs)
 		}
-		if n := tel.counter(t, "backstop.shared.unavailable"); n < 2 {
+		if n := tel.Counter(t, "backstop.shared.unavailable"); n < 2 {
 			t.Fatalf("backstop.shared.unavailable = %d; want at least one per replica that saw Redis fail", n)
 		}
 		var events int
-		for _, s := range tel.spans.GetSpans() {
+		for _, s := range tel.Spans.GetSpans() {
 			for _, e := range s.Events {
 				if e.Name == "backstop.shared.local" {
 					events++
@@ -358,42 +355,6 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 			t.Fatalf("replica 1 did not read the shared state after Refresh:\n%s", path(res))
 		}
 	})
-}
-
-// telemetry records spans and metrics in memory, synchronously: no
-// goroutine outlives the test.
-type telemetry struct {
-	spans  *tracetest.InMemoryExporter
-	tp     *sdktrace.TracerProvider
-	reader *sdkmetric.ManualReader
-	mp     *sdkmetric.MeterProvider
-}
-
-func newTelemetry() *telemetry {
-	t := &telemetry{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.spans))
-	t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(t.reader))
-	return t
-}
-
-// counter returns the total of the int64 counter named name.
-func (tel *telemetry) counter(t *testing.T, name string) int64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
-				for _, p := range s.DataPoints {
-					n += p.Value
-				}
-			}
-		}
-	}
-	return n
 }
 
 // path lists a result's attempts, one per line, for failure messages.
