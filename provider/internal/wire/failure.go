@@ -120,14 +120,10 @@ func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 	if e.Secret == "" {
 		return f
 	}
-	f.Type = e.redact(f.Type)
-	f.Code = e.redact(f.Code)
-	f.Message = e.redact(f.Message)
-	f.Detail = e.redact(f.Detail)
-	f.RequestID = e.redact(f.RequestID)
+	e.redact(&f.Type, &f.Code, &f.Message, &f.Detail, &f.RequestID)
 	if f.Err != nil {
 		if msg := f.Err.Error(); strings.Contains(msg, e.Secret) {
-			if r := e.redact(msg); r != msg {
+			if r := redactKey(msg, len(msg), e.Secret); r != msg {
 				f.Err = &redactedError{msg: r, err: f.Err}
 			}
 		}
@@ -144,15 +140,15 @@ func (e *Endpoint) Clean(res *llm.Response) *llm.Response {
 	if e.Secret == "" {
 		return res
 	}
-	res.ID = e.redact(res.ID)
-	res.Model = e.redact(res.Model)
-	res.RequestID = e.redact(res.RequestID)
-	res.FinishReason = e.redact(res.FinishReason)
+	e.redact(&res.ID, &res.Model, &res.RequestID, &res.FinishReason)
 	return res
 }
 
-func (e *Endpoint) redact(s string) string {
-	return redactKey(s, len(s), e.Secret)
+// redact removes the key from each text that fields point to.
+func (e *Endpoint) redact(fields ...*string) {
+	for _, s := range fields {
+		*s = redactKey(*s, len(*s), e.Secret)
+	}
 }
 
 // MinSecretLen is the length from which a key is redacted wherever it
