@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,6 +62,19 @@ func (e *Endpoint) Malformed(r *Reply, cause error) *llm.Error {
 		f.Detail = e.quote(r.Body)
 	}
 	return f
+}
+
+// Decode reads the JSON body of a 2xx reply into v. A reply of any other
+// status is an error reply, returned as parseError makes it; a body that is
+// not the expected JSON is Malformed, the key redacted.
+func (e *Endpoint) Decode(r *Reply, v any, parseError func(*Reply) *llm.Error) *llm.Error {
+	if r.Status < 200 || r.Status > 299 {
+		return parseError(r)
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return e.Redact(e.Malformed(r, err))
+	}
+	return nil
 }
 
 // detailMax is how many bytes of the provider's own message an error keeps
