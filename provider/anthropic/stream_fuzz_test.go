@@ -66,7 +66,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 		f.Add([]byte(s), []byte{7, 3, 63})
 	}
 	const maxBytes = 256
-	tr := &piecesTransport{}
+	tr := &suite.Replay{RequestID: "Request-Id"}
 	p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: maxBytes, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		f.Fatal(err)
@@ -77,7 +77,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 		{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResultPart("functions.get:0", "ok", false)}},
 	}}
 	f.Fuzz(func(t *testing.T, body, sizes []byte) {
-		tr.body, tr.sizes = body, sizes
+		tr.Body, tr.Sizes = body, sizes
 		st, err := p.Stream(context.Background(), req)
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
@@ -128,35 +128,4 @@ func FuzzStreamToolCalls(f *testing.F) {
 			t.Fatal("Next after the end and Close succeeded")
 		}
 	})
-}
-
-// piecesTransport answers every request with a 200 event stream of body,
-// read in pieces of the sizes given (cycling, 1 to 64 bytes).
-type piecesTransport struct {
-	body, sizes []byte
-}
-
-func (p *piecesTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, ContentLength: -1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, "Request-Id": {"req_1"}},
-		Body:   io.NopCloser(&sizedReader{b: p.body, sizes: p.sizes})}, nil
-}
-
-type sizedReader struct {
-	b, sizes []byte
-	i        int
-}
-
-func (r *sizedReader) Read(buf []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	n := len(r.b)
-	if len(r.sizes) > 0 {
-		n = int(r.sizes[r.i%len(r.sizes)])%64 + 1
-		r.i++
-	}
-	n = copy(buf, r.b[:min(n, len(r.b))])
-	r.b = r.b[n:]
-	return n, nil
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,16 +40,6 @@ func FuzzStream(f *testing.F) {
 		}})
 }
 
-// replay is an in-process http.RoundTripper answering every request with a
-// 200 event stream of body.
-type replay struct{ body []byte }
-
-func (r *replay) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, "X-Request-Id": {"req_1"}},
-		Body:   io.NopCloser(bytes.NewReader(r.body))}, nil
-}
-
 // FuzzStreamToolCalls fuzzes the assembly of two calls whose arguments
 // arrive in pieces cut and interleaved as cuts says: each call must come
 // out whole, once, in index order, with the arguments its pieces spell (as
@@ -59,7 +48,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 	f.Add(`{"location":"Santorini, Greece"}`, `{"tz":"UTC"}`, []byte{3, 1, 4, 1, 5, 9, 2, 6}, false)
 	f.Add(`{"a":`, ``, []byte{0}, true)
 	f.Add("\"é\xff", ` [1, 2] `, []byte{1, 1, 1}, false)
-	tr := &replay{}
+	tr := &suite.Replay{RequestID: "X-Request-Id"}
 	p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		f.Fatal(err)
@@ -95,7 +84,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 			events.WriteString(chunkEvent(0, "", "tool_calls"))
 		}
 		events.WriteString(data("[DONE]"))
-		tr.body = []byte(events.String())
+		tr.Body = []byte(events.String())
 		st, err := p.Stream(context.Background(), userReq)
 		if err != nil {
 			t.Fatal(err)
@@ -147,13 +136,13 @@ func FuzzStreamToolCallEvents(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	const max = 512
-	tr := &replay{}
+	tr := &suite.Replay{RequestID: "X-Request-Id"}
 	p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: max, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tr.body = body
+		tr.Body = body
 		st, err := p.Stream(context.Background(), userReq)
 		if err != nil {
 			t.Fatal(err)

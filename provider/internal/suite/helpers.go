@@ -228,7 +228,7 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 	for _, s := range c.Seeds {
 		f.Add([]byte(s), []byte{5, 1, 63}, uint(len(s)/2))
 	}
-	tr := &bodyTransport{requestID: c.RequestID}
+	tr := &Replay{RequestID: c.RequestID}
 	p, err := c.Open(tr)
 	if err != nil {
 		f.Fatal(err)
@@ -237,7 +237,7 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
 			body = WithKey(body, c.Key, keyAt/2)
 		}
-		tr.body, tr.sizes = body, sizes
+		tr.Body, tr.Sizes = body, sizes
 		st, err := p.Stream(context.Background(), c.Request)
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
@@ -279,19 +279,20 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 	})
 }
 
-// bodyTransport answers every request with a 200 event stream whose body is
-// body, delivered in reads of the sizes given (cycling; 1 to 64 bytes).
-// A fuzz worker runs one input at a time, so one transport serves them all.
-type bodyTransport struct {
-	requestID string
-	body      []byte
-	sizes     []byte
+// Replay is an in-process transport answering every request with a 200
+// event stream whose body is Body, delivered in reads of the sizes given
+// (cycling; 1 to 64 bytes; no sizes: all at once), with "req_1" in the
+// header RequestID. A fuzz worker runs one input at a time, so one Replay
+// serves them all.
+type Replay struct {
+	RequestID   string
+	Body, Sizes []byte
 }
 
-func (b *bodyTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, ContentLength: -1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, b.requestID: {"req_1"}},
-		Body:   io.NopCloser(&pieces{b: b.body, sizes: b.sizes})}, nil
+func (b *Replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
+		Header: http.Header{"Content-Type": {"text/event-stream"}, b.RequestID: {"req_1"}},
+		Body:   io.NopCloser(&pieces{b: b.Body, sizes: b.Sizes})}, nil
 }
 
 // pieces reads b in pieces of the sizes given, cycling (each 1 to 64
