@@ -201,6 +201,73 @@ func CheckError(t testing.TB, err error, provider, key string, status int) *llm.
 	return e
 }
 
+// ErrorFuzz is what FuzzParseError needs of an adapter.
+type ErrorFuzz struct {
+	// Provider is the adapter's name; Key its API key.
+	Provider, Key string
+	// Seeds are error replies of the adapter's wire format.
+	Seeds []Reply
+	// Parse turns a reply of status and body into the adapter's error.
+	Parse func(status int, body []byte) *llm.Error
+	// Check checks what the adapter's error must hold of the reply beside
+	// what every error must (see CheckError).
+	Check func(t *testing.T, e *llm.Error, body []byte)
+}
+
+// Reply is a reply's status and body.
+type Reply struct {
+	Status int
+	Body   string
+}
+
+// FuzzParseError fuzzes an adapter's parsing of error replies of fuzzed
+// statuses and bodies, each echoing the key somewhere: every one is a
+// complete error that quotes no key (see CheckError), then as c.Check says.
+func FuzzParseError(f *testing.F, c ErrorFuzz) {
+	for _, s := range c.Seeds {
+		f.Add(s.Status, []byte(s.Body), uint(len(s.Body)/2))
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
+		body = WithKey(body, c.Key, keyAt)
+		c.Check(t, CheckError(t, c.Parse(status, body), c.Provider, c.Key, status), body)
+	})
+}
+
+// ResponseFuzz is what FuzzParseResponse needs of an adapter.
+type ResponseFuzz struct {
+	// Provider is the adapter's name; Key its API key.
+	Provider, Key string
+	// Seeds are 200 bodies of the adapter's wire format.
+	Seeds []string
+	// Parse turns a 200 reply of body into the answer or an error.
+	Parse func(body []byte) (*llm.Response, error)
+	// Check checks an answer accepted from body.
+	Check func(t *testing.T, body []byte, res *llm.Response)
+}
+
+// FuzzParseResponse fuzzes an adapter's parsing of 200 replies, half of
+// them echoing the key: each is an answer, as c.Check says, or a complete
+// error that quotes no key, never both.
+func FuzzParseResponse(f *testing.F, c ResponseFuzz) {
+	for _, s := range c.Seeds {
+		f.Add([]byte(s), uint(0))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, keyAt uint) {
+		if keyAt%2 == 1 { // half the runs echo the key somewhere
+			body = WithKey(body, c.Key, keyAt/2)
+		}
+		res, err := c.Parse(body)
+		if err != nil {
+			if res != nil {
+				t.Fatal("both a response and an error")
+			}
+			CheckError(t, err, c.Provider, c.Key, 200)
+			return
+		}
+		c.Check(t, body, res)
+	})
+}
+
 // StreamFuzz is what FuzzStream needs of an adapter.
 type StreamFuzz struct {
 	// Provider is the adapter's name; Key the API key Open configures.
