@@ -83,7 +83,7 @@ func TestStream(t *testing.T) {
 				t.Errorf("Response after one chunk: %+v", res)
 			}
 			call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}
-			rest, err := readChunks(st)
+			rest, err := suite.ReadChunks(t, st)
 			if err != io.EOF || !reflect.DeepEqual(rest, []llm.Chunk{{Text: ", world"}, {ToolCall: &call}}) {
 				t.Fatalf("rest %s, %v; want \", world\", the call, io.EOF", showChunks(rest), err)
 			}

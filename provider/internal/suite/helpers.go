@@ -148,6 +148,23 @@ func ReadStream(s llm.Stream) ([]string, error) {
 	}
 }
 
+// ReadChunks reads s to its end and returns its chunks and the final
+// error, failing t at a chunk that is not either text or a tool call.
+func ReadChunks(t testing.TB, s llm.Stream) ([]llm.Chunk, error) {
+	t.Helper()
+	var got []llm.Chunk
+	for {
+		c, err := s.Next()
+		if err != nil {
+			return got, err
+		}
+		if (c.Text == "") == (c.ToolCall == nil) {
+			t.Fatalf("chunk %+v: want text or a tool call", c)
+		}
+		got = append(got, c)
+	}
+}
+
 // StreamFails reads s, which must fail with an *llm.Error naming provider
 // and quoting no key after the chunks want, and returns the error.
 func StreamFails(t testing.TB, s llm.Stream, provider, key string, want ...string) *llm.Error {
