@@ -3,10 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -83,49 +80,19 @@ func FuzzStreamToolCalls(f *testing.F) {
 			t.Fatalf("Stream: %v", err)
 		}
 		defer st.Close()
-		var text strings.Builder
-		var calls []llm.ToolCall
-		size := 0
-		for {
-			c, err := st.Next()
-			if err == io.EOF {
-				if !bytes.Contains(body, []byte("message_stop")) {
-					t.Fatalf("io.EOF from a stream without message_stop: %q", body)
-				}
-				break
-			}
-			if err != nil {
-				suite.CheckError(t, err, "anthropic", testKey, 200)
-				break
-			}
-			switch {
-			case (c.Text == "") == (c.ToolCall == nil):
-				t.Fatalf("chunk %+v: want text or a call", c)
-			case c.ToolCall != nil:
-				if !json.Valid(c.ToolCall.Arguments) {
-					t.Fatalf("call arguments %q are not JSON", c.ToolCall.Arguments)
-				}
-				if c.ToolCall.ID == sent {
-					t.Fatalf("translated id %q returned untranslated", sent)
-				}
-				size += len(c.ToolCall.ID) + len(c.ToolCall.Name) + len(c.ToolCall.Arguments)
-				calls = append(calls, *c.ToolCall)
-			default:
-				text.WriteString(c.Text)
-			}
+		_, calls, fail := suite.ReadToEnd(t, st, "anthropic", testKey)
+		if fail == nil && !bytes.Contains(body, []byte("message_stop")) {
+			t.Fatalf("io.EOF from a stream without message_stop: %q", body)
 		}
-		res := st.Response()
-		if res.Text != text.String() || !reflect.DeepEqual(res.ToolCalls, calls) {
-			t.Fatalf("Response text %q, calls %+v; want the chunks' %q, %+v", res.Text, res.ToolCalls, text.String(), calls)
+		size := 0
+		for _, c := range calls {
+			if c.ID == sent {
+				t.Fatalf("translated id %q returned untranslated", sent)
+			}
+			size += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
 		if size > maxBytes+len(`{}`)*len(calls) { // {} for a call without input is not counted
 			t.Fatalf("%d bytes of calls; the cap is %d", size, maxBytes)
-		}
-		if st.Close() != nil {
-			t.Fatal("Close failed")
-		}
-		if _, err := st.Next(); err == nil {
-			t.Fatal("Next after the end and Close succeeded")
 		}
 	})
 }

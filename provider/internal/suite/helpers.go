@@ -165,6 +165,40 @@ func ReadChunks(t testing.TB, s llm.Stream) ([]llm.Chunk, error) {
 	}
 }
 
+// ReadToEnd reads s to its end as every stream must end, whatever its
+// events: each chunk text or a tool call with JSON arguments (see
+// ReadChunks), the end io.EOF or a complete error of provider that quotes
+// no key (see CheckError), returned as fail; Response then holds exactly the
+// text and calls delivered, Close succeeds and Next after it fails.
+func ReadToEnd(t testing.TB, s llm.Stream, provider, key string) (text string, calls []llm.ToolCall, fail *llm.Error) {
+	t.Helper()
+	chunks, err := ReadChunks(t, s)
+	if err != io.EOF {
+		fail = CheckError(t, err, provider, key, 200)
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+		if c.ToolCall != nil {
+			if !json.Valid(c.ToolCall.Arguments) {
+				t.Fatalf("a tool call whose arguments are not JSON: %q", c.ToolCall.Arguments)
+			}
+			calls = append(calls, *c.ToolCall)
+		}
+	}
+	text = b.String()
+	if res := s.Response(); res.Text != text || !reflect.DeepEqual(res.ToolCalls, calls) {
+		t.Fatalf("Response text %q, calls %+v; want the chunks' %q, %+v", res.Text, res.ToolCalls, text, calls)
+	}
+	if s.Close() != nil {
+		t.Fatal("Close failed")
+	}
+	if _, err := s.Next(); err == nil {
+		t.Fatal("Next after the end and Close succeeded")
+	}
+	return text, calls, fail
+}
+
 // StreamFails reads s, which must fail with an *llm.Error naming provider
 // and quoting no key after the chunks want, and returns the error.
 func StreamFails(t testing.TB, s llm.Stream, provider, key string, want ...string) *llm.Error {
@@ -327,38 +361,15 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 			t.Fatalf("Stream: %v", err)
 		}
 		defer st.Close()
-		var text strings.Builder
-		for {
-			ch, err := st.Next()
-			if err == io.EOF {
-				if !bytes.Contains(body, []byte(c.End)) {
-					t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
-				}
-				break
-			}
-			if err != nil {
-				e := CheckError(t, err, c.Provider, c.Key, 200)
-				if e.RequestID != "req_1" {
-					t.Fatalf("error without the request id: %#v", e)
-				}
-				break
-			}
-			if ch.Text == "" && ch.ToolCall == nil {
-				t.Fatal("an empty chunk")
-			}
-			if ch.ToolCall != nil && !json.Valid(ch.ToolCall.Arguments) {
-				t.Fatalf("a tool call whose arguments are not JSON: %q", ch.ToolCall.Arguments)
-			}
-			text.WriteString(ch.Text)
+		_, _, fail := ReadToEnd(t, st, c.Provider, c.Key)
+		if fail == nil && !bytes.Contains(body, []byte(c.End)) {
+			t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
 		}
-		if res := st.Response(); res.Text != text.String() || res.RequestID != "req_1" || len(res.Text) > c.MaxText {
-			t.Fatalf("Response %+v; want the text of the chunks %q", res, text.String())
+		if fail != nil && fail.RequestID != "req_1" {
+			t.Fatalf("error without the request id: %#v", fail)
 		}
-		if st.Close() != nil {
-			t.Fatal("Close failed")
-		}
-		if _, err := st.Next(); err == nil {
-			t.Fatal("Next after the end and Close succeeded")
+		if res := st.Response(); res.RequestID != "req_1" || len(res.Text) > c.MaxText {
+			t.Fatalf("Response %+v; want the request id and at most %d bytes of text", res, c.MaxText)
 		}
 	})
 }
