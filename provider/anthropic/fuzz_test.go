@@ -22,68 +22,52 @@ func fuzzReply(status int, body []byte) *wire.Reply {
 }
 
 func FuzzParseError(f *testing.F) {
-	for _, s := range []struct {
-		status int
-		body   string
-	}{
-		{529, `{"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CS"}`},
-		{429, `{"type":"error","error":{"type":"rate_limit_error","message":"limit","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_1"}`},
-		{400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`},
-		{401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
-		{502, "<html><head><title>502 Bad Gateway</title></head></html>"},
-		{500, `{"type":"error","error":{"type":"api_error","message":"\u00e9\ud800"}}`},
-		{200, `{"type":"error","error":null}`},
-		{404, ""},
-		{0, `{"error":{"details":"x"}}`},
-	} {
-		f.Add(s.status, []byte(s.body), uint(len(s.body)/2))
-	}
 	p := newProvider(f, "http://127.0.0.1")
-	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
-		body = suite.WithKey(body, testKey, keyAt)
-		e := suite.CheckError(t, p.parseError(fuzzReply(status, body)), "anthropic", testKey, status)
-		for _, code := range []string{"enforced_spend_limit_reached", "contract_spend_limit_reached", "linked_organization_spend_limit_reached"} {
-			if bytes.Contains(body, []byte(code)) && e.Kind != llm.KindQuota {
-				t.Fatalf("spend limit %s in the body but Kind %v", code, e.Kind)
+	suite.FuzzParseError(f, suite.ErrorFuzz{Provider: "anthropic", Key: testKey,
+		Seeds: []suite.Reply{
+			{Status: 529, Body: `{"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CS"}`},
+			{Status: 429, Body: `{"type":"error","error":{"type":"rate_limit_error","message":"limit","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_1"}`},
+			{Status: 400, Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`},
+			{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+			{Status: 502, Body: "<html><head><title>502 Bad Gateway</title></head></html>"},
+			{Status: 500, Body: `{"type":"error","error":{"type":"api_error","message":"\u00e9\ud800"}}`},
+			{Status: 200, Body: `{"type":"error","error":null}`},
+			{Status: 404, Body: ""},
+			{Status: 0, Body: `{"error":{"details":"x"}}`},
+		},
+		Parse: func(status int, body []byte) *llm.Error { return p.parseError(fuzzReply(status, body)) },
+		Check: func(t *testing.T, e *llm.Error, body []byte) {
+			for _, code := range []string{"enforced_spend_limit_reached", "contract_spend_limit_reached", "linked_organization_spend_limit_reached"} {
+				if bytes.Contains(body, []byte(code)) && e.Kind != llm.KindQuota {
+					t.Fatalf("spend limit %s in the body but Kind %v", code, e.Kind)
+				}
 			}
-		}
-		if e.RequestID == "" || e.RetryAfter != 3*time.Second || e.ShouldRetry == nil || *e.ShouldRetry {
-			t.Fatalf("headers lost: %#v", e)
-		}
-	})
+			if e.RequestID == "" || e.RetryAfter != 3*time.Second || e.ShouldRetry == nil || *e.ShouldRetry {
+				t.Fatalf("headers lost: %#v", e)
+			}
+		}})
 }
 
 func FuzzParseResponse(f *testing.F) {
-	for _, s := range []string{
-		okBody,
-		`{"id":"m","type":"message","content":[],"stop_reason":"refusal"}`,
-		`{"content":[{"type":"text","text":"a"},{"type":"text"},{"text":"b"}],"usage":{"input_tokens":-1}}`,
-		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-		`{"content":null}`, `[]`, `"text"`, ``,
-		toolBody,
-		`{"type":"message","content":[{"type":"tool_use","id":"toolu_019a016c6d9a97873778a4dd","name":"get","input":null},{"type":"tool_use"}],"stop_reason":"tool_use"}`,
-		`{"content":[{"type":"tool_use","id":"x","name":"y","input":[1,"a"]},{"type":"tool_use","id":7}]}`,
-	} {
-		f.Add([]byte(s), uint(0))
-	}
 	p := newProvider(f, "http://127.0.0.1")
-	f.Fuzz(func(t *testing.T, body []byte, keyAt uint) {
-		if keyAt%2 == 1 { // half the runs echo the key somewhere
-			body = suite.WithKey(body, testKey, keyAt/2)
-		}
-		res, err := p.parse(fuzzReply(200, body), nil)
-		if err != nil {
-			if res != nil {
-				t.Fatal("both a response and an error")
+	suite.FuzzParseResponse(f, suite.ResponseFuzz{Provider: "anthropic", Key: testKey,
+		Seeds: []string{
+			okBody,
+			`{"id":"m","type":"message","content":[],"stop_reason":"refusal"}`,
+			`{"content":[{"type":"text","text":"a"},{"type":"text"},{"text":"b"}],"usage":{"input_tokens":-1}}`,
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			`{"content":null}`, `[]`, `"text"`, ``,
+			toolBody,
+			`{"type":"message","content":[{"type":"tool_use","id":"toolu_019a016c6d9a97873778a4dd","name":"get","input":null},{"type":"tool_use"}],"stop_reason":"tool_use"}`,
+			`{"content":[{"type":"tool_use","id":"x","name":"y","input":[1,"a"]},{"type":"tool_use","id":7}]}`,
+		},
+		Parse: func(body []byte) (*llm.Response, error) { return p.parse(fuzzReply(200, body), nil) },
+		Check: func(t *testing.T, body []byte, res *llm.Response) {
+			if !json.Valid(body) || res.RequestID != "req_1" {
+				t.Fatalf("accepted %q as %+v", body, res)
 			}
-			suite.CheckError(t, err, "anthropic", testKey, 200)
-			return
-		}
-		if !json.Valid(body) || res.RequestID != "req_1" {
-			t.Fatalf("accepted %q as %+v", body, res)
-		}
-		checkToolCalls(t, body, res, nil)
-	})
+			checkToolCalls(t, body, res, nil)
+		}})
 }
 
 // FuzzParseToolCalls fuzzes the tool_use blocks of an answer to a request

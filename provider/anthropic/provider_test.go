@@ -1,18 +1,17 @@
 package anthropic
 
-// What is specific to the Messages API's wire format: the request body and
-// headers, the answer's parsing, the error types and codes. What every
-// adapter must do alike (statuses, headers on errors, unreadable bodies,
-// redaction, one request per call, cancellation, configuration) is tested
-// once for all in provider/internal/suite.
+// What is specific to the Messages API's wire format: the answer's parsing,
+// the error types and codes. What every adapter must do alike (the request's
+// method, path, headers and body as its adapters-table entry describes
+// them, statuses, headers on errors, unreadable bodies, redaction, one
+// request per call, cancellation, configuration) is tested once for all in
+// provider/internal/suite.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,88 +42,6 @@ const okBody = `{"id":"msg_01","type":"message","role":"assistant","model":"clau
 "content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"Hello, "},{"type":"tool_use","id":"t","name":"x","input":{}},{"type":"text","text":"world"}],
 "stop_reason":"end_turn","stop_sequence":null,
 "usage":{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":3,"cache_read_input_tokens":7}}`
-
-func TestRequestShape(t *testing.T) {
-	s := suite.NewServer(t, suite.Respond(200, okBody))
-	p, err := New(Config{APIKey: testKey, BaseURL: s.URL + "/", Header: http.Header{"anthropic-beta": {"b1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := llm.Request{
-		Model:  "claude-test",
-		System: "Be <brief> & kind.",
-		Messages: []llm.Message{
-			{Role: llm.RoleUser, Content: "Hi"},
-			{Role: llm.RoleAssistant, Content: "Hello"},
-			{Role: llm.RoleUser, Content: "Again"},
-		},
-		Params: llm.Params{
-			MaxTokens:   300,
-			Temperature: llm.Float(0),
-			TopP:        llm.Float(0.9),
-			Stop:        []string{"END"},
-			Extra:       map[string]any{"metadata": map[string]string{"user_id": "u1"}, "top_p": 0.5},
-		},
-	}
-	if _, err := p.Complete(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	got := s.Last()
-	if got.Method != http.MethodPost || got.Path != "/v1/messages" {
-		t.Errorf("request %s %s; want POST /v1/messages", got.Method, got.Path)
-	}
-	for k, want := range map[string]string{
-		"X-Api-Key": testKey, "Anthropic-Version": "2023-06-01",
-		"Content-Type": "application/json", "Anthropic-Beta": "b1",
-	} {
-		if v := got.Header.Get(k); v != want {
-			t.Errorf("header %s = %q; want %q", k, v, want)
-		}
-	}
-	if strings.Contains(string(got.Body), `\u003c`) {
-		t.Errorf("body escapes HTML: %s", got.Body)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(got.Body, &body); err != nil {
-		t.Fatalf("body is not JSON: %v: %s", err, got.Body)
-	}
-	want := map[string]any{
-		"model":      "claude-test",
-		"max_tokens": 300.0,
-		"system":     "Be <brief> & kind.",
-		"messages": []any{
-			map[string]any{"role": "user", "content": "Hi"},
-			map[string]any{"role": "assistant", "content": "Hello"},
-			map[string]any{"role": "user", "content": "Again"},
-		},
-		"temperature":    0.0,
-		"top_p":          0.5, // Extra overrides
-		"stop_sequences": []any{"END"},
-		"metadata":       map[string]any{"user_id": "u1"},
-	}
-	if g, w := fmt.Sprint(body), fmt.Sprint(want); g != w {
-		t.Errorf("body\n got %s\nwant %s", g, w)
-	}
-}
-
-func TestRequestDefaults(t *testing.T) {
-	s := suite.NewServer(t, suite.Respond(200, okBody))
-	if _, err := newProvider(t, s.URL).Complete(context.Background(), userReq); err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(s.Last().Body, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got["max_tokens"] != float64(DefaultMaxTokens) {
-		t.Errorf("max_tokens = %v; want %d", got["max_tokens"], DefaultMaxTokens)
-	}
-	for _, k := range []string{"system", "temperature", "top_p", "stop_sequences"} {
-		if v, ok := got[k]; ok {
-			t.Errorf("unset %s sent as %v", k, v)
-		}
-	}
-}
 
 func TestSuccess(t *testing.T) {
 	reset := "2026-11-30T16:00:00Z"

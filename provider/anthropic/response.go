@@ -43,12 +43,9 @@ type block struct {
 // ids translates the tool-call ids back into the caller's: those the
 // request sent translated (nil: none).
 func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
-	if r.Status < 200 || r.Status > 299 {
-		return nil, p.parseError(r)
-	}
 	var b reply
-	if err := json.Unmarshal(r.Body, &b); err != nil {
-		return nil, p.ep.Redact(p.ep.Malformed(r, err))
+	if f := p.ep.Decode(r, &b, p.parseError); f != nil {
+		return nil, f
 	}
 	if b.Type == "error" || b.Error != nil && b.Content == nil {
 		return nil, p.parseError(r) // an error sent with a 2xx, as gateways do

@@ -3,10 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -66,7 +63,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 		f.Add([]byte(s), []byte{7, 3, 63})
 	}
 	const maxBytes = 256
-	tr := &piecesTransport{}
+	tr := &suite.Replay{RequestID: "Request-Id"}
 	p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: maxBytes, HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		f.Fatal(err)
@@ -77,86 +74,25 @@ func FuzzStreamToolCalls(f *testing.F) {
 		{Role: llm.RoleUser, Parts: []llm.Part{llm.ToolResultPart("functions.get:0", "ok", false)}},
 	}}
 	f.Fuzz(func(t *testing.T, body, sizes []byte) {
-		tr.body, tr.sizes = body, sizes
+		tr.Body, tr.Sizes = body, sizes
 		st, err := p.Stream(context.Background(), req)
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
 		}
 		defer st.Close()
-		var text strings.Builder
-		var calls []llm.ToolCall
-		size := 0
-		for {
-			c, err := st.Next()
-			if err == io.EOF {
-				if !bytes.Contains(body, []byte("message_stop")) {
-					t.Fatalf("io.EOF from a stream without message_stop: %q", body)
-				}
-				break
-			}
-			if err != nil {
-				suite.CheckError(t, err, "anthropic", testKey, 200)
-				break
-			}
-			switch {
-			case (c.Text == "") == (c.ToolCall == nil):
-				t.Fatalf("chunk %+v: want text or a call", c)
-			case c.ToolCall != nil:
-				if !json.Valid(c.ToolCall.Arguments) {
-					t.Fatalf("call arguments %q are not JSON", c.ToolCall.Arguments)
-				}
-				if c.ToolCall.ID == sent {
-					t.Fatalf("translated id %q returned untranslated", sent)
-				}
-				size += len(c.ToolCall.ID) + len(c.ToolCall.Name) + len(c.ToolCall.Arguments)
-				calls = append(calls, *c.ToolCall)
-			default:
-				text.WriteString(c.Text)
-			}
+		_, calls, fail := suite.ReadToEnd(t, st, "anthropic", testKey)
+		if fail == nil && !bytes.Contains(body, []byte("message_stop")) {
+			t.Fatalf("io.EOF from a stream without message_stop: %q", body)
 		}
-		res := st.Response()
-		if res.Text != text.String() || !reflect.DeepEqual(res.ToolCalls, calls) {
-			t.Fatalf("Response text %q, calls %+v; want the chunks' %q, %+v", res.Text, res.ToolCalls, text.String(), calls)
+		size := 0
+		for _, c := range calls {
+			if c.ID == sent {
+				t.Fatalf("translated id %q returned untranslated", sent)
+			}
+			size += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
 		if size > maxBytes+len(`{}`)*len(calls) { // {} for a call without input is not counted
 			t.Fatalf("%d bytes of calls; the cap is %d", size, maxBytes)
 		}
-		if st.Close() != nil {
-			t.Fatal("Close failed")
-		}
-		if _, err := st.Next(); err == nil {
-			t.Fatal("Next after the end and Close succeeded")
-		}
 	})
-}
-
-// piecesTransport answers every request with a 200 event stream of body,
-// read in pieces of the sizes given (cycling, 1 to 64 bytes).
-type piecesTransport struct {
-	body, sizes []byte
-}
-
-func (p *piecesTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, ContentLength: -1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, "Request-Id": {"req_1"}},
-		Body:   io.NopCloser(&sizedReader{b: p.body, sizes: p.sizes})}, nil
-}
-
-type sizedReader struct {
-	b, sizes []byte
-	i        int
-}
-
-func (r *sizedReader) Read(buf []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	n := len(r.b)
-	if len(r.sizes) > 0 {
-		n = int(r.sizes[r.i%len(r.sizes)])%64 + 1
-		r.i++
-	}
-	n = copy(buf, r.b[:min(n, len(r.b))])
-	r.b = r.b[n:]
-	return n, nil
 }

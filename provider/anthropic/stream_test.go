@@ -1,13 +1,13 @@
 package anthropic
 
 // What is specific to the Messages API's events. How every adapter's stream
-// ends, fails and stops is tested once for all in provider/internal/suite.
+// is requested, ends, fails (error events among them) and stops is tested
+// once for all in provider/internal/suite.
 
 import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,7 +83,7 @@ func TestStream(t *testing.T) {
 				t.Errorf("Response after one chunk: %+v", res)
 			}
 			call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}
-			rest, err := readChunks(st)
+			rest, err := suite.ReadChunks(t, st)
 			if err != io.EOF || !reflect.DeepEqual(rest, []llm.Chunk{{Text: ", world"}, {ToolCall: &call}}) {
 				t.Fatalf("rest %s, %v; want \", world\", the call, io.EOF", showChunks(rest), err)
 			}
@@ -94,36 +94,6 @@ func TestStream(t *testing.T) {
 				ToolCalls: []llm.ToolCall{call}, Finish: llm.FinishStop}
 			suite.StreamEnds(t, st, want)
 		})
-	}
-}
-
-// TestStreamRequest checks the body is Complete's plus "stream": true, and
-// the Accept header.
-func TestStreamRequest(t *testing.T) {
-	s := suite.NewServer(t, suite.StreamOrComplete(happyStream, okBody))
-	p := newProvider(t, s.URL)
-	req := llm.Request{Model: "claude-test", System: "Be brief.", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}},
-		Params: llm.Params{MaxTokens: 300, Temperature: llm.Float(0), Stop: []string{"END"}, Extra: map[string]any{"metadata": map[string]string{"user_id": "u1"}}}}
-	complete, stream := suite.Bodies(t, p, s, req)
-	got := s.Last()
-	if stream["stream"] != true {
-		t.Errorf(`"stream" = %v; want true`, stream["stream"])
-	}
-	delete(stream, "stream")
-	if !reflect.DeepEqual(stream, complete) || len(complete) != 7 {
-		t.Errorf("stream body %v\nwant Complete's %v", stream, complete)
-	}
-	if got.Header.Get("Accept") != "text/event-stream" || got.Header.Get("X-Api-Key") != testKey || got.Method != http.MethodPost || got.Path != "/v1/messages" {
-		t.Errorf("request %s %s with headers %v", got.Method, got.Path, got.Header)
-	}
-}
-
-func TestStreamMultiLineData(t *testing.T) {
-	split := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\ndata: \"index\":1,\"delta\":{\"type\":\"text_delta\",\ndata: \"text\":\"two\\nlines\"}}\n\n"
-	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, split, evStop}))
-	got, err := suite.ReadStream(openStream(t, newProvider(t, s.URL), context.Background()))
-	if err != io.EOF || !reflect.DeepEqual(got, []string{"two\nlines"}) {
-		t.Errorf("got %q, %v", got, err)
 	}
 }
 
@@ -146,36 +116,6 @@ func TestStreamNoEventLines(t *testing.T) {
 	got, err := suite.ReadStream(st)
 	if err != io.EOF || strings.Join(got, "") != "Hello, world" || st.Response().FinishReason != "end_turn" {
 		t.Errorf("got %q, %v, %+v", got, err, st.Response())
-	}
-}
-
-func TestStreamErrorEvent(t *testing.T) {
-	tests := []struct {
-		name, data string
-		kind       llm.Kind
-		typ        string
-	}{
-		{"overloaded", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, llm.KindOverloaded, "overloaded_error"},
-		{"api error", `{"type":"error","error":{"details":null,"type":"api_error","message":"Internal server error"}}`, llm.KindServer, "api_error"},
-		{"rate limit", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, llm.KindRateLimited, "rate_limit_error"},
-		{"spend limit", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"enforced_spend_limit_reached"}}}`, llm.KindQuota, "rate_limit_error"},
-		{"contract spend limit", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"contract_spend_limit_reached"}}}`, llm.KindQuota, "rate_limit_error"},
-		{"ramp limit", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"ramp_limit_exceeded"}}}`, llm.KindRateLimited, "rate_limit_error"},
-		{"unknown type", `{"type":"error","error":{"type":"brand_new_error","message":"?"}}`, llm.KindServer, "brand_new_error"},
-		{"unparseable", `Overloaded`, llm.KindServer, ""},
-		{"key in message", `{"type":"error","error":{"type":"overloaded_error","message":"` + testKey + `"}}`, llm.KindOverloaded, "overloaded_error"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, evHello, evWorld, event("error", tt.data), evStop}, "request-id", "req_err"))
-			e := streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()), "Hello", ", world")
-			if e.Kind != tt.kind || e.Status != 200 || e.RequestID != "req_err" || e.Type != tt.typ {
-				t.Errorf("got %#v; want Kind %v, Status 200, request-id req_err, Type %q", e, tt.kind, tt.typ)
-			}
-			if tt.name == "overloaded" && (e.Detail != "Overloaded" || strings.Contains(e.Error(), "Overloaded [")) {
-				t.Errorf("message %q, detail %q; want the provider's message in Detail only", e.Error(), e.Detail)
-			}
-		})
 	}
 }
 

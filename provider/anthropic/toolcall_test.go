@@ -16,18 +16,6 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
-// readChunks reads s to its end and returns the chunks and the final error.
-func readChunks(s llm.Stream) ([]llm.Chunk, error) {
-	var got []llm.Chunk
-	for {
-		c, err := s.Next()
-		if err != nil {
-			return got, err
-		}
-		got = append(got, c)
-	}
-}
-
 // showChunks prints chunks for a failure message.
 func showChunks(cs []llm.Chunk) string {
 	var b strings.Builder
@@ -110,7 +98,7 @@ func TestFinish(t *testing.T) {
 				t.Errorf("Complete: %+v, %v; want Finish %v", res, err, tt.want)
 			}
 			st := openStream(t, p, context.Background())
-			if _, err := readChunks(st); err != io.EOF {
+			if _, err := suite.ReadChunks(t, st); err != io.EOF {
 				t.Fatal(err)
 			}
 			if res := st.Response(); res.Finish != tt.want || res.FinishReason != tt.reason {
@@ -149,7 +137,7 @@ func TestStreamToolCall(t *testing.T) {
 	s := suite.NewServer(t, suite.SSE([]string{evStart, toolStart(0, "toolu_id", "get_weather"),
 		jsonDelta(0, ""), jsonDelta(0, `{"city": `), jsonDelta(0, `"Los `), jsonDelta(0, `Angeles"}`), blockStop(0), evToolStop}))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(st)
+	got, err := suite.ReadChunks(t, st)
 	want := llm.ToolCall{ID: "toolu_id", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Los Angeles"}`)}
 	if err != io.EOF || !reflect.DeepEqual(got, []llm.Chunk{{ToolCall: &want}}) {
 		t.Fatalf("chunks %s, %v; want the call", showChunks(got), err)
@@ -220,7 +208,7 @@ func TestStreamToolCallUnstopped(t *testing.T) {
 	// message.
 	s := suite.NewServer(t, suite.SSE([]string{evStart, toolStart(0, "toolu_1", "f"), jsonDelta(0, `{"a":1}`), evToolStop}))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(st)
+	got, err := suite.ReadChunks(t, st)
 	if err != io.EOF || len(got) != 1 || got[0].ToolCall == nil || string(got[0].ToolCall.Arguments) != `{"a":1}` {
 		t.Errorf("chunks %s, %v", showChunks(got), err)
 	}
@@ -256,7 +244,7 @@ func TestStreamToolCallTooLong(t *testing.T) {
 func TestStreamWholeToolCalls(t *testing.T) {
 	s := suite.NewServer(t, suite.Respond(200, toolBody, "content-type", "application/json"))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(st)
+	got, err := suite.ReadChunks(t, st)
 	if err != io.EOF || len(got) != 3 || got[0].ToolCall == nil || got[0].ToolCall.ID != "toolu_01A" ||
 		got[1].ToolCall == nil || got[1].ToolCall.ID != "toolu_01B" || got[2].Text != "Let me check." {
 		t.Fatalf("chunks %s, %v", showChunks(got), err)
@@ -304,7 +292,7 @@ func TestForeignToolIDsRoundTrip(t *testing.T) {
 		t.Errorf("Complete: ids %q; want %q", got, want)
 	}
 	st := suite.OpenStream(t, p, context.Background(), req)
-	chunks, err := readChunks(st)
+	chunks, err := suite.ReadChunks(t, st)
 	if err != io.EOF {
 		t.Fatal(err)
 	}

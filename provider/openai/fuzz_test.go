@@ -22,71 +22,57 @@ func fuzzReply(status int, body []byte) *wire.Reply {
 }
 
 func FuzzParseError(f *testing.F) {
-	for _, s := range []struct {
-		status int
-		body   string
-	}{
-		{429, `{"error":{"message":"Rate limit reached. Please try again in 1.574s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
-		{429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`},
-		{400, `{"error":{"message":"maximum context length","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
-		{400, `{"error":{"message":"m","type":1,"code":-2.5e3}}`},
-		{404, `{"error":"model not found"}`},
-		{502, "<html><head><title>502 Bad Gateway</title></head></html>"},
-		{200, `{"error":{"code":"content_filter"}}`},
-		{500, ""},
-		{0, `{"error":null}`},
-	} {
-		f.Add(s.status, []byte(s.body), uint(len(s.body)/2))
-	}
 	p := newProvider(f, "http://127.0.0.1")
-	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
-		body = suite.WithKey(body, testKey, keyAt)
-		e := suite.CheckError(t, p.parseError(fuzzReply(status, body)), "openai", testKey, status)
-		if e.RequestID != "req_1" || e.RetryAfter != 1500*time.Millisecond || e.ShouldRetry == nil || !*e.ShouldRetry ||
-			!e.RateLimit.Requests.Reported() {
-			t.Fatalf("headers lost: %#v", e)
-		}
-	})
+	suite.FuzzParseError(f, suite.ErrorFuzz{Provider: "openai", Key: testKey,
+		Seeds: []suite.Reply{
+			{Status: 429, Body: `{"error":{"message":"Rate limit reached. Please try again in 1.574s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
+			{Status: 429, Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`},
+			{Status: 400, Body: `{"error":{"message":"maximum context length","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
+			{Status: 400, Body: `{"error":{"message":"m","type":1,"code":-2.5e3}}`},
+			{Status: 404, Body: `{"error":"model not found"}`},
+			{Status: 502, Body: "<html><head><title>502 Bad Gateway</title></head></html>"},
+			{Status: 200, Body: `{"error":{"code":"content_filter"}}`},
+			{Status: 500, Body: ""},
+			{Status: 0, Body: `{"error":null}`},
+		},
+		Parse: func(status int, body []byte) *llm.Error { return p.parseError(fuzzReply(status, body)) },
+		Check: func(t *testing.T, e *llm.Error, body []byte) {
+			if e.RequestID != "req_1" || e.RetryAfter != 1500*time.Millisecond || e.ShouldRetry == nil || !*e.ShouldRetry ||
+				!e.RateLimit.Requests.Reported() {
+				t.Fatalf("headers lost: %#v", e)
+			}
+		}})
 }
 
 func FuzzParseResponse(f *testing.F) {
-	for _, s := range []string{
-		okBody,
-		`{"choices":[{"message":{"content":null,"refusal":"no"},"finish_reason":"stop"}]}`,
-		`{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":-1}}`,
-		`{"choices":[],"error":{"message":"x","code":"rate_limit_exceeded"}}`,
-		`{"choices":null}`, `[]`, `"text"`, ``,
-		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}]}`,
-		`{"choices":[{"message":{"tool_calls":[{"id":"` + translated + `","function":{"name":"f","arguments":"{"}},{"function":{"name":"g","arguments":{"a":[1]}}},{"id":"c","function":{"name":"","arguments":null}}]}}]}`,
-		`{"choices":[{"message":{"tool_calls":[{"id":1,"function":{"name":"f"}}]}}]}`,
-		`{"choices":[{"message":{"tool_calls":{}}}]}`,
-	} {
-		f.Add([]byte(s), uint(0))
-	}
 	p := newProvider(f, "http://127.0.0.1")
-	f.Fuzz(func(t *testing.T, body []byte, keyAt uint) {
-		if keyAt%2 == 1 { // half the runs echo the key somewhere
-			body = suite.WithKey(body, testKey, keyAt/2)
-		}
-		ids := openaiwire.ToolIDs()
-		ids.Out(historyID)
-		res, err := p.parse(fuzzReply(200, body), &ids)
-		if err != nil {
-			if res != nil {
-				t.Fatal("both a response and an error")
+	suite.FuzzParseResponse(f, suite.ResponseFuzz{Provider: "openai", Key: testKey,
+		Seeds: []string{
+			okBody,
+			`{"choices":[{"message":{"content":null,"refusal":"no"},"finish_reason":"stop"}]}`,
+			`{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":-1}}`,
+			`{"choices":[],"error":{"message":"x","code":"rate_limit_exceeded"}}`,
+			`{"choices":null}`, `[]`, `"text"`, ``,
+			`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}]}`,
+			`{"choices":[{"message":{"tool_calls":[{"id":"` + translated + `","function":{"name":"f","arguments":"{"}},{"function":{"name":"g","arguments":{"a":[1]}}},{"id":"c","function":{"name":"","arguments":null}}]}}]}`,
+			`{"choices":[{"message":{"tool_calls":[{"id":1,"function":{"name":"f"}}]}}]}`,
+			`{"choices":[{"message":{"tool_calls":{}}}]}`,
+		},
+		Parse: func(body []byte) (*llm.Response, error) {
+			ids := openaiwire.ToolIDs()
+			ids.Out(historyID)
+			return p.parse(fuzzReply(200, body), &ids)
+		},
+		Check: func(t *testing.T, body []byte, res *llm.Response) {
+			if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != llm.FinishOf(res.FinishReason) {
+				t.Fatalf("accepted %q as %+v", body, res)
 			}
-			suite.CheckError(t, err, "openai", testKey, 200)
-			return
-		}
-		if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != llm.FinishOf(res.FinishReason) {
-			t.Fatalf("accepted %q as %+v", body, res)
-		}
-		for _, c := range res.ToolCalls {
-			if c.ID == "" || c.ID == translated || c.Name == "" || !json.Valid(c.Arguments) {
-				t.Fatalf("tool call %q %q %s from %q", c.ID, c.Name, c.Arguments, body)
+			for _, c := range res.ToolCalls {
+				if c.ID == "" || c.ID == translated || c.Name == "" || !json.Valid(c.Arguments) {
+					t.Fatalf("tool call %q %q %s from %q", c.ID, c.Name, c.Arguments, body)
+				}
 			}
-		}
-	})
+		}})
 }
 
 // historyID is a tool-call id of a history that OpenAI would refuse;

@@ -46,12 +46,9 @@ type replyToolCall struct {
 // ids translates the tool-call ids of the answer back into the caller's
 // (those of the request it answers); nil passes them through.
 func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
-	if r.Status < 200 || r.Status > 299 {
-		return nil, p.parseError(r)
-	}
 	var b reply
-	if err := json.Unmarshal(r.Body, &b); err != nil {
-		return nil, p.ep.Redact(p.ep.Malformed(r, err))
+	if f := p.ep.Decode(r, &b, p.parseError); f != nil {
+		return nil, f
 	}
 	if len(b.Choices) == 0 {
 		if b.Error != nil {

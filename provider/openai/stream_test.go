@@ -1,15 +1,14 @@
 package openai
 
 // What is specific to the Chat Completions chunks. How every adapter's
-// stream ends, fails and stops is tested once for all in
-// provider/internal/suite.
+// stream is requested, ends, fails (error events among them) and stops is
+// tested once for all in provider/internal/suite.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -102,72 +101,6 @@ func TestStream(t *testing.T) {
 	}
 }
 
-// TestStreamRequest checks the body is Complete's plus "stream" and
-// "stream_options", and the Accept header.
-func TestStreamRequest(t *testing.T) {
-	s := suite.NewServer(t, suite.StreamOrComplete(happyStream, okBody))
-	p := newProvider(t, s.URL)
-	req := llm.Request{Model: "gpt-test", System: "Be brief.", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}},
-		Params: llm.Params{MaxTokens: 300, Temperature: llm.Float(0), Stop: []string{"END"}, Extra: map[string]any{"seed": 7}}}
-	complete, stream := suite.Bodies(t, p, s, req)
-	if stream["stream"] != true || !reflect.DeepEqual(stream["stream_options"], map[string]any{"include_usage": true}) {
-		t.Errorf(`"stream" = %v, "stream_options" = %v`, stream["stream"], stream["stream_options"])
-	}
-	delete(stream, "stream")
-	delete(stream, "stream_options")
-	if !reflect.DeepEqual(stream, complete) || len(complete) != 6 {
-		t.Errorf("stream body %v\nwant Complete's %v", stream, complete)
-	}
-	if s.Last().Header.Get("Accept") != "text/event-stream" || s.Last().Header.Get("Authorization") != "Bearer "+testKey ||
-		s.Last().Method != http.MethodPost || s.Last().Path != "/v1/chat/completions" {
-		t.Errorf("request %s %s with headers %v", s.Last().Method, s.Last().Path, s.Last().Header)
-	}
-	// Extra can switch stream_options off for a server that rejects it.
-	req.Params.Extra = map[string]any{"stream_options": nil}
-	st, err := p.Stream(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if !strings.Contains(string(s.Last().Body), `"stream_options":null`) {
-		t.Errorf("body %s", s.Last().Body)
-	}
-}
-
-func TestStreamMultiLineData(t *testing.T) {
-	split := "data: {\"id\":\"chatcmpl-01\",\ndata: \"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"two\\nlines\"}}]}\n\n"
-	s := suite.NewServer(t, suite.SSE([]string{evRole, split, evEnd}))
-	got, err := suite.ReadStream(openStream(t, newProvider(t, s.URL), context.Background()))
-	if err != io.EOF || !reflect.DeepEqual(got, []string{"two\nlines"}) {
-		t.Errorf("got %q, %v", got, err)
-	}
-}
-
-func TestStreamErrorEvent(t *testing.T) {
-	tests := []struct {
-		name, ev  string
-		kind      llm.Kind
-		typ, code string
-	}{
-		{"server error", data(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`), llm.KindServer, "server_error", ""},
-		{"rate limit", data(errBody("tokens", "rate_limit_exceeded", "Rate limit reached")), llm.KindRateLimited, "tokens", "rate_limit_exceeded"},
-		{"quota", data(errBody("insufficient_quota", "insufficient_quota", "quota")), llm.KindQuota, "insufficient_quota", "insufficient_quota"},
-		{"error event type", "event: error\ndata: " + errBody("server_error", "", "boom") + "\n\n", llm.KindServer, "server_error", ""},
-		{"error event without an error object", "event: error\ndata: {\"message\":\"boom\"}\n\n", llm.KindServer, "", ""},
-		{"string error", data(`{"error":"model overloaded"}`), llm.KindServer, "", ""},
-		{"key in message", data(errBody("invalid_request_error", "", "key "+testKey)), llm.KindServer, "invalid_request_error", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := suite.NewServer(t, suite.SSE([]string{evRole, evHello, evWorld, tt.ev, evEnd}, "x-request-id", "req_err"))
-			e := streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()), "Hello", ", world")
-			if e.Kind != tt.kind || e.Status != 200 || e.RequestID != "req_err" || e.Type != tt.typ || e.Code != tt.code {
-				t.Errorf("got %#v; want Kind %v, Status 200, request-id req_err, %s/%s", e, tt.kind, tt.typ, tt.code)
-			}
-		})
-	}
-}
-
 func TestStreamContentFilter(t *testing.T) {
 	s := suite.NewServer(t, suite.SSE([]string{evRole, evHello, chunkEvent(0, "", "content_filter"), data("[DONE]")}))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
@@ -180,5 +113,21 @@ func TestStreamContentFilter(t *testing.T) {
 	e = streamFails(t, openStream(t, newProvider(t, s.URL), context.Background()))
 	if e.Kind != llm.KindContentFilter || e.Code != "refusal" || e.Detail != "I can't help with that." || strings.Contains(e.Error(), "help with") {
 		t.Errorf("refusal: got %#v", e)
+	}
+}
+
+// TestStreamOptionsOff: Extra can switch stream_options off for a server
+// that rejects it (the suite's TestStreamRequest checks it is sent).
+func TestStreamOptionsOff(t *testing.T) {
+	s := suite.NewServer(t, suite.SSE(happyStream))
+	req := userReq
+	req.Params.Extra = map[string]any{"stream_options": nil}
+	st, err := newProvider(t, s.URL).Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if !strings.Contains(string(s.Last().Body), `"stream_options":null`) {
+		t.Errorf("body %s", s.Last().Body)
 	}
 }

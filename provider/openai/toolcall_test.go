@@ -135,26 +135,10 @@ func toolPiece(index int, args string) string {
 	return data(fmt.Sprintf(`{"id":"chatcmpl-A3Tguz3LSXTHBTY2NAPBCSyfBltxF","object":"chat.completion.chunk","created":1725392480,"model":"gpt-4o-2024-05-13","system_fingerprint":"fp_157b3831f5","choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":"%s"}}]},"logprobs":{"content":[],"refusal":null},"finish_reason":null}],"usage":null}`, index, args))
 }
 
-// readChunks reads st to its end and returns its chunks.
-func readChunks(t *testing.T, st llm.Stream) ([]llm.Chunk, error) {
-	t.Helper()
-	var got []llm.Chunk
-	for {
-		c, err := st.Next()
-		if err != nil {
-			return got, err
-		}
-		if (c.Text == "") == (c.ToolCall == nil) {
-			t.Fatalf("chunk %+v: want text or a tool call", c)
-		}
-		got = append(got, c)
-	}
-}
-
 func TestStreamToolCall(t *testing.T) {
 	s := suite.NewServer(t, suite.SSE(sdkToolStream))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(t, st)
+	got, err := suite.ReadChunks(t, st)
 	if err != io.EOF || len(got) != 2 || got[0].Text != "It is sunny" || got[1].ToolCall == nil ||
 		!reflect.DeepEqual(*got[1].ToolCall, weatherCall) {
 		t.Fatalf("chunks %+v, %v; want the text then %+v", got, err, weatherCall)
@@ -187,7 +171,7 @@ func TestStreamParallelToolCalls(t *testing.T) {
 	}
 	s := suite.NewServer(t, suite.SSE(events))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(t, st)
+	got, err := suite.ReadChunks(t, st)
 	if err != io.EOF || len(got) != 2 {
 		t.Fatalf("chunks %+v, %v", got, err)
 	}
@@ -229,7 +213,7 @@ func TestStreamToolCallsWithoutIndex(t *testing.T) {
 				chunkEvent(0, "", "stop"), data("[DONE]")}
 			s := suite.NewServer(t, suite.SSE(events))
 			st := openStream(t, newProvider(t, s.URL), context.Background())
-			got, err := readChunks(t, st)
+			got, err := suite.ReadChunks(t, st)
 			if err != io.EOF || len(got) != 2 || !reflect.DeepEqual(st.Response().ToolCalls, want) {
 				t.Fatalf("chunks %+v, %v; calls %s; want %s", got, err, calls(st.Response().ToolCalls), calls(want))
 			}
@@ -245,7 +229,7 @@ func TestStreamToolCallsAtDone(t *testing.T) {
 		data("[DONE]")}
 	s := suite.NewServer(t, suite.SSE(events))
 	st := openStream(t, newProvider(t, s.URL), context.Background())
-	got, err := readChunks(t, st)
+	got, err := suite.ReadChunks(t, st)
 	want := llm.ToolCall{ID: "call_a", Name: "f", Arguments: json.RawMessage(`"{\"a\":"`)}
 	if err != io.EOF || len(got) != 1 || !reflect.DeepEqual(*got[0].ToolCall, want) {
 		t.Fatalf("chunks %+v, %v; want %+v", got, err, want)
@@ -302,7 +286,7 @@ func TestStreamWholeToolCalls(t *testing.T) {
 	if res := st.Response(); len(res.ToolCalls) != 0 {
 		t.Errorf("calls before Next: %+v", res.ToolCalls)
 	}
-	got, err := readChunks(t, st)
+	got, err := suite.ReadChunks(t, st)
 	if err != io.EOF || len(got) != 3 || got[0].Text != "Checking." || got[1].ToolCall.ID != "call_1" || got[2].ToolCall.ID != "call_2" {
 		t.Fatalf("chunks %+v, %v", got, err)
 	}

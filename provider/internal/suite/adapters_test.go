@@ -35,6 +35,7 @@ type config struct {
 	base     string
 	client   *http.Client
 	maxBytes int64
+	header   http.Header
 }
 
 // malformed is a body an adapter cannot use, the Kind its error must have
@@ -95,6 +96,36 @@ type adapter struct {
 	// events is a whole event stream whose answer's id and model carry
 	// echo.
 	events func(echo string) string
+
+	// header is a Config.Header of a header the provider documents, sent
+	// the headers every request carries (the key's among them) and path
+	// where it goes under the BaseURL.
+	header http.Header
+	sent   map[string]string
+	path   string
+	// extra is the Params.Extra of shapeRequest, overriding one of its
+	// fields; shape the body that request is sent as, plain the body of
+	// the suite's request (nothing unset is sent).
+	extra        map[string]any
+	shape, plain map[string]any
+	// streamFields are what a Stream's body adds to Complete's.
+	streamFields map[string]any
+	// multiLine is a text event whose data spans lines, delivering
+	// "two\nlines".
+	multiLine string
+	// errorEvents are error events of its wire format that fail a stream
+	// after its text, each with the error it must fail with.
+	errorEvents []errorEvent
+}
+
+// errorEvent is an error event and the error a stream must fail with.
+type errorEvent struct {
+	name, event string
+	kind        llm.Kind
+	typ, code   string
+	// detail, when set, is the provider's message, which the error must
+	// hold in Detail only.
+	detail string
 }
 
 // opener is an adapter's open: its New given the Config that cfg makes of
@@ -190,7 +221,7 @@ var adapters = []adapter{
 		name: "anthropic",
 		key:  anthropicKey,
 		open: opener(anthropic.New, func(c config) anthropic.Config {
-			return anthropic.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes}
+			return anthropic.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes, Header: c.header}
 		}),
 		defaultURL: anthropic.DefaultBaseURL + "/v1/messages",
 		requestID:  "Request-Id",
@@ -258,12 +289,46 @@ var adapters = []adapter{
 				event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"fine"}}`) +
 				event("message_stop", `{"type":"message_stop"}`)
 		},
+		header: http.Header{"anthropic-beta": {"b1"}},
+		sent: map[string]string{"X-Api-Key": anthropicKey, "Anthropic-Version": "2023-06-01",
+			"Content-Type": "application/json", "Anthropic-Beta": "b1"},
+		path:  "/v1/messages",
+		extra: map[string]any{"metadata": map[string]string{"user_id": "u1"}, "top_p": 0.5},
+		shape: map[string]any{
+			"model":      "m",
+			"max_tokens": 300.0,
+			"system":     "Be <brief> & kind.",
+			"messages": []any{
+				map[string]any{"role": "user", "content": "Hi"},
+				map[string]any{"role": "assistant", "content": "Hello"},
+				map[string]any{"role": "user", "content": "Again"},
+			},
+			"temperature":    0.0,
+			"top_p":          0.5, // Extra overrides
+			"stop_sequences": []any{"END"},
+			"metadata":       map[string]any{"user_id": "u1"},
+		},
+		plain: map[string]any{"model": "m", "max_tokens": float64(anthropic.DefaultMaxTokens),
+			"messages": []any{map[string]any{"role": "user", "content": prompt}}},
+		streamFields: map[string]any{"stream": true},
+		multiLine:    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\ndata: \"index\":0,\"delta\":{\"type\":\"text_delta\",\ndata: \"text\":\"two\\nlines\"}}\n\n",
+		errorEvents: []errorEvent{
+			{"overloaded", event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), llm.KindOverloaded, "overloaded_error", "", "Overloaded"},
+			{"api error", event("error", `{"type":"error","error":{"details":null,"type":"api_error","message":"Internal server error"}}`), llm.KindServer, "api_error", "", ""},
+			{"rate limit", event("error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`), llm.KindRateLimited, "rate_limit_error", "", ""},
+			{"spend limit", event("error", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"enforced_spend_limit_reached"}}}`), llm.KindQuota, "rate_limit_error", "enforced_spend_limit_reached", ""},
+			{"contract spend limit", event("error", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"contract_spend_limit_reached"}}}`), llm.KindQuota, "rate_limit_error", "contract_spend_limit_reached", ""},
+			{"ramp limit", event("error", `{"type":"error","error":{"type":"rate_limit_error","message":"x","details":{"error_code":"ramp_limit_exceeded"}}}`), llm.KindRateLimited, "rate_limit_error", "ramp_limit_exceeded", ""},
+			{"unknown type", event("error", `{"type":"error","error":{"type":"brand_new_error","message":"?"}}`), llm.KindServer, "brand_new_error", "", ""},
+			{"unparseable", event("error", `Overloaded`), llm.KindServer, "", "", ""},
+			{"key in message", event("error", `{"type":"error","error":{"type":"overloaded_error","message":"`+anthropicKey+`"}}`), llm.KindOverloaded, "overloaded_error", "", ""},
+		},
 	},
 	{
 		name: "openai",
 		key:  openaiKey,
 		open: opener(openai.New, func(c config) openai.Config {
-			return openai.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes}
+			return openai.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes, Header: c.header}
 		}),
 		defaultURL: openai.DefaultBaseURL + openai.DefaultPath,
 		requestID:  "X-Request-Id",
@@ -328,6 +393,37 @@ var adapters = []adapter{
 		events: func(echo string) string {
 			return data(`{"id":"chatcmpl-`+echo+`","model":"gpt-`+echo+`","choices":[{"index":0,"delta":{"content":"fine"}}]}`) +
 				data("[DONE]")
+		},
+		header: http.Header{"OpenAI-Project": {"proj_1"}},
+		sent:   map[string]string{"Authorization": "Bearer " + openaiKey, "Content-Type": "application/json", "Openai-Project": "proj_1"},
+		path:   "/v1/chat/completions",
+		extra:  map[string]any{"seed": 7, "temperature": 1.5, "response_format": map[string]string{"type": "json_object"}},
+		shape: map[string]any{
+			"model": "m",
+			"messages": []any{
+				map[string]any{"role": "system", "content": "Be <brief> & kind."},
+				map[string]any{"role": "user", "content": "Hi"},
+				map[string]any{"role": "assistant", "content": "Hello"},
+				map[string]any{"role": "user", "content": "Again"},
+			},
+			"max_completion_tokens": 300.0,
+			"temperature":           1.5, // Extra overrides
+			"top_p":                 0.9,
+			"stop":                  []any{"END"},
+			"seed":                  7.0,
+			"response_format":       map[string]any{"type": "json_object"},
+		},
+		plain:        map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": prompt}}},
+		streamFields: map[string]any{"stream": true, "stream_options": map[string]any{"include_usage": true}},
+		multiLine:    "data: {\"id\":\"chatcmpl-01\",\ndata: \"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"two\\nlines\"}}]}\n\n",
+		errorEvents: []errorEvent{
+			{"server error", data(`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`), llm.KindServer, "server_error", "", ""},
+			{"rate limit", data(openaiError("tokens", "rate_limit_exceeded", "Rate limit reached")), llm.KindRateLimited, "tokens", "rate_limit_exceeded", ""},
+			{"quota", data(openaiError("insufficient_quota", "insufficient_quota", "quota")), llm.KindQuota, "insufficient_quota", "insufficient_quota", ""},
+			{"error event type", "event: error\ndata: " + openaiError("server_error", "", "boom") + "\n\n", llm.KindServer, "server_error", "", ""},
+			{"error event without an error object", "event: error\ndata: {\"message\":\"boom\"}\n\n", llm.KindServer, "", "", ""},
+			{"string error", data(`{"error":"model overloaded"}`), llm.KindServer, "", "", ""},
+			{"key in message", data(openaiError("invalid_request_error", "", "key "+openaiKey)), llm.KindServer, "invalid_request_error", "", ""},
 		},
 	},
 }

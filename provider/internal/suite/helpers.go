@@ -148,6 +148,57 @@ func ReadStream(s llm.Stream) ([]string, error) {
 	}
 }
 
+// ReadChunks reads s to its end and returns its chunks and the final
+// error, failing t at a chunk that is not either text or a tool call.
+func ReadChunks(t testing.TB, s llm.Stream) ([]llm.Chunk, error) {
+	t.Helper()
+	var got []llm.Chunk
+	for {
+		c, err := s.Next()
+		if err != nil {
+			return got, err
+		}
+		if (c.Text == "") == (c.ToolCall == nil) {
+			t.Fatalf("chunk %+v: want text or a tool call", c)
+		}
+		got = append(got, c)
+	}
+}
+
+// ReadToEnd reads s to its end as every stream must end, whatever its
+// events: each chunk text or a tool call with JSON arguments (see
+// ReadChunks), the end io.EOF or a complete error of provider that quotes
+// no key (see CheckError), returned as fail; Response then holds exactly the
+// text and calls delivered, Close succeeds and Next after it fails.
+func ReadToEnd(t testing.TB, s llm.Stream, provider, key string) (text string, calls []llm.ToolCall, fail *llm.Error) {
+	t.Helper()
+	chunks, err := ReadChunks(t, s)
+	if err != io.EOF {
+		fail = CheckError(t, err, provider, key, 200)
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+		if c.ToolCall != nil {
+			if !json.Valid(c.ToolCall.Arguments) {
+				t.Fatalf("a tool call whose arguments are not JSON: %q", c.ToolCall.Arguments)
+			}
+			calls = append(calls, *c.ToolCall)
+		}
+	}
+	text = b.String()
+	if res := s.Response(); res.Text != text || !reflect.DeepEqual(res.ToolCalls, calls) {
+		t.Fatalf("Response text %q, calls %+v; want the chunks' %q, %+v", res.Text, res.ToolCalls, text, calls)
+	}
+	if s.Close() != nil {
+		t.Fatal("Close failed")
+	}
+	if _, err := s.Next(); err == nil {
+		t.Fatal("Next after the end and Close succeeded")
+	}
+	return text, calls, fail
+}
+
 // StreamFails reads s, which must fail with an *llm.Error naming provider
 // and quoting no key after the chunks want, and returns the error.
 func StreamFails(t testing.TB, s llm.Stream, provider, key string, want ...string) *llm.Error {
@@ -201,6 +252,73 @@ func CheckError(t testing.TB, err error, provider, key string, status int) *llm.
 	return e
 }
 
+// ErrorFuzz is what FuzzParseError needs of an adapter.
+type ErrorFuzz struct {
+	// Provider is the adapter's name; Key its API key.
+	Provider, Key string
+	// Seeds are error replies of the adapter's wire format.
+	Seeds []Reply
+	// Parse turns a reply of status and body into the adapter's error.
+	Parse func(status int, body []byte) *llm.Error
+	// Check checks what the adapter's error must hold of the reply beside
+	// what every error must (see CheckError).
+	Check func(t *testing.T, e *llm.Error, body []byte)
+}
+
+// Reply is a reply's status and body.
+type Reply struct {
+	Status int
+	Body   string
+}
+
+// FuzzParseError fuzzes an adapter's parsing of error replies of fuzzed
+// statuses and bodies, each echoing the key somewhere: every one is a
+// complete error that quotes no key (see CheckError), then as c.Check says.
+func FuzzParseError(f *testing.F, c ErrorFuzz) {
+	for _, s := range c.Seeds {
+		f.Add(s.Status, []byte(s.Body), uint(len(s.Body)/2))
+	}
+	f.Fuzz(func(t *testing.T, status int, body []byte, keyAt uint) {
+		body = WithKey(body, c.Key, keyAt)
+		c.Check(t, CheckError(t, c.Parse(status, body), c.Provider, c.Key, status), body)
+	})
+}
+
+// ResponseFuzz is what FuzzParseResponse needs of an adapter.
+type ResponseFuzz struct {
+	// Provider is the adapter's name; Key its API key.
+	Provider, Key string
+	// Seeds are 200 bodies of the adapter's wire format.
+	Seeds []string
+	// Parse turns a 200 reply of body into the answer or an error.
+	Parse func(body []byte) (*llm.Response, error)
+	// Check checks an answer accepted from body.
+	Check func(t *testing.T, body []byte, res *llm.Response)
+}
+
+// FuzzParseResponse fuzzes an adapter's parsing of 200 replies, half of
+// them echoing the key: each is an answer, as c.Check says, or a complete
+// error that quotes no key, never both.
+func FuzzParseResponse(f *testing.F, c ResponseFuzz) {
+	for _, s := range c.Seeds {
+		f.Add([]byte(s), uint(0))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, keyAt uint) {
+		if keyAt%2 == 1 { // half the runs echo the key somewhere
+			body = WithKey(body, c.Key, keyAt/2)
+		}
+		res, err := c.Parse(body)
+		if err != nil {
+			if res != nil {
+				t.Fatal("both a response and an error")
+			}
+			CheckError(t, err, c.Provider, c.Key, 200)
+			return
+		}
+		c.Check(t, body, res)
+	})
+}
+
 // StreamFuzz is what FuzzStream needs of an adapter.
 type StreamFuzz struct {
 	// Provider is the adapter's name; Key the API key Open configures.
@@ -228,7 +346,7 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 	for _, s := range c.Seeds {
 		f.Add([]byte(s), []byte{5, 1, 63}, uint(len(s)/2))
 	}
-	tr := &bodyTransport{requestID: c.RequestID}
+	tr := &Replay{RequestID: c.RequestID}
 	p, err := c.Open(tr)
 	if err != nil {
 		f.Fatal(err)
@@ -237,61 +355,39 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 		if keyAt%2 == 1 { // half the runs echo the key somewhere
 			body = WithKey(body, c.Key, keyAt/2)
 		}
-		tr.body, tr.sizes = body, sizes
+		tr.Body, tr.Sizes = body, sizes
 		st, err := p.Stream(context.Background(), c.Request)
 		if err != nil {
 			t.Fatalf("Stream: %v", err)
 		}
 		defer st.Close()
-		var text strings.Builder
-		for {
-			ch, err := st.Next()
-			if err == io.EOF {
-				if !bytes.Contains(body, []byte(c.End)) {
-					t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
-				}
-				break
-			}
-			if err != nil {
-				e := CheckError(t, err, c.Provider, c.Key, 200)
-				if e.RequestID != "req_1" {
-					t.Fatalf("error without the request id: %#v", e)
-				}
-				break
-			}
-			if ch.Text == "" && ch.ToolCall == nil {
-				t.Fatal("an empty chunk")
-			}
-			if ch.ToolCall != nil && !json.Valid(ch.ToolCall.Arguments) {
-				t.Fatalf("a tool call whose arguments are not JSON: %q", ch.ToolCall.Arguments)
-			}
-			text.WriteString(ch.Text)
+		_, _, fail := ReadToEnd(t, st, c.Provider, c.Key)
+		if fail == nil && !bytes.Contains(body, []byte(c.End)) {
+			t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
 		}
-		if res := st.Response(); res.Text != text.String() || res.RequestID != "req_1" || len(res.Text) > c.MaxText {
-			t.Fatalf("Response %+v; want the text of the chunks %q", res, text.String())
+		if fail != nil && fail.RequestID != "req_1" {
+			t.Fatalf("error without the request id: %#v", fail)
 		}
-		if st.Close() != nil {
-			t.Fatal("Close failed")
-		}
-		if _, err := st.Next(); err == nil {
-			t.Fatal("Next after the end and Close succeeded")
+		if res := st.Response(); res.RequestID != "req_1" || len(res.Text) > c.MaxText {
+			t.Fatalf("Response %+v; want the request id and at most %d bytes of text", res, c.MaxText)
 		}
 	})
 }
 
-// bodyTransport answers every request with a 200 event stream whose body is
-// body, delivered in reads of the sizes given (cycling; 1 to 64 bytes).
-// A fuzz worker runs one input at a time, so one transport serves them all.
-type bodyTransport struct {
-	requestID string
-	body      []byte
-	sizes     []byte
+// Replay is an in-process transport answering every request with a 200
+// event stream whose body is Body, delivered in reads of the sizes given
+// (cycling; 1 to 64 bytes; no sizes: all at once), with "req_1" in the
+// header RequestID. A fuzz worker runs one input at a time, so one Replay
+// serves them all.
+type Replay struct {
+	RequestID   string
+	Body, Sizes []byte
 }
 
-func (b *bodyTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, ContentLength: -1,
-		Header: http.Header{"Content-Type": {"text/event-stream"}, b.requestID: {"req_1"}},
-		Body:   io.NopCloser(&pieces{b: b.body, sizes: b.sizes})}, nil
+func (b *Replay) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
+		Header: http.Header{"Content-Type": {"text/event-stream"}, b.RequestID: {"req_1"}},
+		Body:   io.NopCloser(&pieces{b: b.Body, sizes: b.Sizes})}, nil
 }
 
 // pieces reads b in pieces of the sizes given, cycling (each 1 to 64

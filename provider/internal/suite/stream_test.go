@@ -332,3 +332,35 @@ func TestStreamEncodeError(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamMultiLineData: an event whose data spans several lines is one
+// event, its lines joined by "\n".
+func TestStreamMultiLineData(t *testing.T) {
+	forEach(t, func(t *testing.T, a adapter) {
+		s := NewServer(t, SSE([]string{a.start, a.multiLine, a.end}))
+		got, err := ReadStream(OpenStream(t, a.new(t, s.URL, nil), context.Background(), request))
+		if err != io.EOF || !reflect.DeepEqual(got, []string{"two\nlines"}) {
+			t.Errorf("got %q, %v", got, err)
+		}
+	})
+}
+
+// TestStreamErrorEvent: an error event fails the stream after the text
+// before it, classified as its wire format says, with the request id; the
+// provider's message is in Detail only.
+func TestStreamErrorEvent(t *testing.T) {
+	forEach(t, func(t *testing.T, a adapter) {
+		for _, tt := range a.errorEvents {
+			t.Run(tt.name, func(t *testing.T) {
+				s := NewServer(t, SSE([]string{a.start, a.text("Hello"), a.text(", world"), tt.event, a.end}, a.requestID, "req_err"))
+				e := a.streamFails(t, OpenStream(t, a.new(t, s.URL, nil), context.Background(), request), "Hello", ", world")
+				if e.Kind != tt.kind || e.Status != 200 || e.RequestID != "req_err" || e.Type != tt.typ || e.Code != tt.code {
+					t.Errorf("got %#v; want Kind %v, Status 200, request id req_err, %s/%s", e, tt.kind, tt.typ, tt.code)
+				}
+				if tt.detail != "" && (e.Detail != tt.detail || strings.Contains(e.Error(), tt.detail+" [")) {
+					t.Errorf("message %q, detail %q; want the provider's message in Detail only", e.Error(), e.Detail)
+				}
+			})
+		}
+	})
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,6 +64,19 @@ func (e *Endpoint) Malformed(r *Reply, cause error) *llm.Error {
 	return f
 }
 
+// Decode reads the JSON body of a 2xx reply into v. A reply of any other
+// status is an error reply, returned as parseError makes it; a body that is
+// not the expected JSON is Malformed, the key redacted.
+func (e *Endpoint) Decode(r *Reply, v any, parseError func(*Reply) *llm.Error) *llm.Error {
+	if r.Status < 200 || r.Status > 299 {
+		return parseError(r)
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return e.Redact(e.Malformed(r, err))
+	}
+	return nil
+}
+
 // detailMax is how many bytes of the provider's own message an error keeps
 // in its Detail.
 const detailMax = 512
@@ -120,14 +134,10 @@ func (e *Endpoint) Redact(f *llm.Error) *llm.Error {
 	if e.Secret == "" {
 		return f
 	}
-	f.Type = e.redact(f.Type)
-	f.Code = e.redact(f.Code)
-	f.Message = e.redact(f.Message)
-	f.Detail = e.redact(f.Detail)
-	f.RequestID = e.redact(f.RequestID)
+	e.redact(&f.Type, &f.Code, &f.Message, &f.Detail, &f.RequestID)
 	if f.Err != nil {
 		if msg := f.Err.Error(); strings.Contains(msg, e.Secret) {
-			if r := e.redact(msg); r != msg {
+			if r := redactKey(msg, len(msg), e.Secret); r != msg {
 				f.Err = &redactedError{msg: r, err: f.Err}
 			}
 		}
@@ -144,15 +154,15 @@ func (e *Endpoint) Clean(res *llm.Response) *llm.Response {
 	if e.Secret == "" {
 		return res
 	}
-	res.ID = e.redact(res.ID)
-	res.Model = e.redact(res.Model)
-	res.RequestID = e.redact(res.RequestID)
-	res.FinishReason = e.redact(res.FinishReason)
+	e.redact(&res.ID, &res.Model, &res.RequestID, &res.FinishReason)
 	return res
 }
 
-func (e *Endpoint) redact(s string) string {
-	return redactKey(s, len(s), e.Secret)
+// redact removes the key from each text that fields point to.
+func (e *Endpoint) redact(fields ...*string) {
+	for _, s := range fields {
+		*s = redactKey(*s, len(*s), e.Secret)
+	}
 }
 
 // MinSecretLen is the length from which a key is redacted wherever it
