@@ -58,7 +58,10 @@ func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
 func (a *attempt) served(rec *Attempt, s *sent) {
 	rec.Target, rec.Tier, rec.Model, rec.N, rec.Decision = a.t.Name, a.t.tier, a.t.Model, a.n, DecisionServed
 	rec.Wait, rec.Duration, rec.Status, rec.RequestID = a.wait, s.elapsed, s.status, s.requestID
-	rec.Choice, rec.Hedge = a.choice, a.hedge
+	rec.Hedge = a.hedge
+	if a.choice != nil { // rec is zero: a pointer store costs a write barrier while the collector runs
+		rec.Choice = a.choice
+	}
 }
 
 // skipped is the record of attempt n on t, not sent (after waiting wait),

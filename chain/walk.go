@@ -276,7 +276,9 @@ func (w *walk) grow() *Attempt {
 // serve fills the result from t's answer and remembers it.
 func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage, req *llm.Request) {
 	w.res.serve(t, resp)
-	w.res.JSON = js
+	if js != nil {
+		w.res.JSON = js
+	}
 	for _, l := range w.c.lastGoods {
 		// A store that fails costs this call nothing: the answer is
 		// served anyway, only not remembered.

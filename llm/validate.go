@@ -99,6 +99,9 @@ func checkPart(callsp *map[string]bool, role Role, i, j int, p *Part) error {
 
 // checkTools checks the tools, the tool choice and the response schema.
 func (r *Request) checkTools() error {
+	if len(r.Tools) == 0 && r.ToolChoice == (ToolChoice{}) && len(r.ResponseSchema) == 0 {
+		return nil // a conversation of text alone: nothing to check
+	}
 	for i := range r.Tools {
 		t := &r.Tools[i] // by pointer: a Tool is 56 bytes, and each is compared with all before it
 		if err := checkToolName(t.Name); err != "" {
