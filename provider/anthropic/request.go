@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -81,13 +82,6 @@ type outputFormat struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
-// emptySchema is the input_schema of a tool without one: an object with
-// any properties.
-var emptySchema = json.RawMessage(`{"type":"object"}`)
-
-// emptyInput is the input of a tool call without arguments.
-var emptyInput = json.RawMessage(`{}`)
-
 // maxToolID is the longest tool-use id sent as is; the API's pattern is
 // ^[a-zA-Z0-9_-]+$.
 const maxToolID = 64
@@ -135,7 +129,7 @@ func (p *Provider) newRequest(req llm.Request, ids *wire.ToolIDs) (*request, err
 		for i, t := range req.Tools {
 			r.Tools[i] = tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 			if len(t.InputSchema) == 0 {
-				r.Tools[i].InputSchema = emptySchema
+				r.Tools[i].InputSchema = anthropicwire.EmptySchema
 			}
 		}
 	}
@@ -177,11 +171,7 @@ func (p *Provider) blocks(m *llm.Message, i int, ids *wire.ToolIDs) ([]contentBl
 		switch {
 		case pt.ToolCall != nil:
 			tc := pt.ToolCall
-			input := tc.Arguments
-			if len(input) == 0 {
-				input = emptyInput
-			}
-			out = append(out, contentBlock{Type: "tool_use", ID: ids.Out(tc.ID), Name: tc.Name, Input: input})
+			out = append(out, contentBlock{Type: "tool_use", ID: ids.Out(tc.ID), Name: tc.Name, Input: anthropicwire.Input(tc.Arguments)})
 		case pt.ToolResult != nil:
 			tr := pt.ToolResult
 			out = append(out, contentBlock{Type: "tool_result", ToolUseID: ids.Out(tr.CallID), Content: tr.Content, IsError: tr.IsError})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -79,19 +80,9 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error
 func toolCalls(blocks []block, ids *wire.ToolIDs) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for i := range blocks {
-		bl := &blocks[i]
-		if bl.Type != "tool_use" {
-			continue
+		if bl := &blocks[i]; bl.Type == "tool_use" {
+			calls = append(calls, anthropicwire.ToolCall(ids, bl.ID, bl.Name, bl.Input))
 		}
-		args := bl.Input
-		if len(args) == 0 || string(args) == "null" {
-			args = emptyInput
-		}
-		id := bl.ID
-		if ids != nil {
-			id = ids.Back(id)
-		}
-		calls = append(calls, llm.ToolCall{ID: id, Name: bl.Name, Arguments: args})
 	}
 	return calls
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
@@ -342,12 +343,8 @@ func (s *eventState) finish(i int, res *llm.Response) error {
 	c := s.open[i]
 	s.open = append(s.open[:i], s.open[i+1:]...)
 	args := json.RawMessage(c.args)
-	switch {
-	case len(args) > 0:
-	case len(c.input) > 0 && string(c.input) != "null":
-		args = c.input
-	default:
-		args = emptyInput
+	if len(args) == 0 {
+		args = anthropicwire.Arguments(c.input)
 	}
 	if !json.Valid(args) {
 		f := s.p.ep.Failure(s.r, llm.KindInvalidOutput)

@@ -11,13 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/backstop-llm/backstop/llm"
-)
-
-// emptySchema is the input_schema of a tool without one, emptyInput the
-// input of a tool call without arguments, as the native adapter sends them.
-var (
-	emptySchema = json.RawMessage(`{"type":"object"}`)
-	emptyInput  = json.RawMessage(`{}`)
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
 
 // params translates req into the SDK's MessageNewParams and the request
@@ -59,7 +53,7 @@ func (c *call) params(req llm.Request) (anthropic.MessageNewParams, []option.Req
 		for i, t := range req.Tools {
 			schema := t.InputSchema
 			if len(schema) == 0 {
-				schema = emptySchema
+				schema = anthropicwire.EmptySchema
 			}
 			if !json.Valid(schema) {
 				return ps, nil, c.badRequest(fmt.Sprintf("tool %d (%s): InputSchema is not JSON", i, t.Name), nil)
@@ -145,10 +139,7 @@ func (c *call) blocks(m *llm.Message, i int) ([]anthropic.ContentBlockParamUnion
 		switch {
 		case pt.ToolCall != nil:
 			tc := pt.ToolCall
-			input := tc.Arguments
-			if len(input) == 0 {
-				input = emptyInput
-			}
+			input := anthropicwire.Input(tc.Arguments)
 			if !json.Valid(input) {
 				return nil, c.badRequest(fmt.Sprintf("message %d, part %d: the arguments of tool call %s are not JSON", i, j, tc.Name), nil)
 			}

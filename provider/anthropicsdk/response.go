@@ -10,6 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
 
 // answer translates the SDK's Message into the answer, or the error it
@@ -81,15 +82,9 @@ func (c *call) refused(status int, h http.Header, stopReason string) *llm.Error 
 func (c *call) toolCalls(blocks []anthropic.ContentBlockUnion) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for i := range blocks {
-		bl := &blocks[i]
-		if bl.Type != "tool_use" {
-			continue
+		if bl := &blocks[i]; bl.Type == "tool_use" {
+			calls = append(calls, anthropicwire.ToolCall(&c.ids, bl.ID, bl.Name, bl.Input))
 		}
-		args := bl.Input
-		if len(args) == 0 || string(args) == "null" {
-			args = emptyInput
-		}
-		calls = append(calls, llm.ToolCall{ID: c.ids.Back(bl.ID), Name: bl.Name, Arguments: args})
 	}
 	return calls
 }

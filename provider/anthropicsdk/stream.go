@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
 
 // Stream sends req through the client's Messages.NewStreaming as exactly
@@ -379,12 +380,8 @@ func (s *stream) finish(i int) error {
 	oc := s.open[i]
 	s.open = append(s.open[:i], s.open[i+1:]...)
 	args := json.RawMessage(oc.args)
-	switch {
-	case len(args) > 0:
-	case oc.input != "" && oc.input != "null":
-		args = json.RawMessage(oc.input)
-	default:
-		args = emptyInput
+	if len(args) == 0 {
+		args = anthropicwire.Arguments(json.RawMessage(oc.input))
 	}
 	if !json.Valid(args) {
 		f := s.failure(llm.KindInvalidOutput)

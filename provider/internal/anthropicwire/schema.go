@@ -1,7 +1,7 @@
 // Package anthropicwire holds what every adapter of Anthropic's Messages
 // API (the native provider/anthropic and provider/anthropicsdk over the
 // official SDK) must do alike: the limits of structured outputs a response
-// schema must meet.
+// schema must meet, and the input of tool_use blocks.
 package anthropicwire
 
 import (

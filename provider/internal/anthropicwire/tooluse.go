@@ -1,0 +1,44 @@
+package anthropicwire
+
+import (
+	"encoding/json"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
+)
+
+// EmptySchema is the input_schema of a tool without one: an object with
+// any properties.
+var EmptySchema = json.RawMessage(`{"type":"object"}`)
+
+// EmptyInput is the input of a tool call without arguments.
+var EmptyInput = json.RawMessage(`{}`)
+
+// Input returns the input of the tool_use block sent for a tool call with
+// the arguments args: args, or {} when there are none.
+func Input(args json.RawMessage) json.RawMessage {
+	if len(args) == 0 {
+		return EmptyInput
+	}
+	return args
+}
+
+// Arguments returns the arguments of a tool call the API sent with the
+// input input: input, or {} when it is empty or null.
+func Arguments(input json.RawMessage) json.RawMessage {
+	if len(input) == 0 || string(input) == "null" {
+		return EmptyInput
+	}
+	return input
+}
+
+// ToolCall returns the call of a tool_use block with the id id, the name
+// name and the input input: an id the request translated comes back as
+// the caller's (ids may be nil when none was), a call without input has
+// the arguments {}.
+func ToolCall(ids *wire.ToolIDs, id, name string, input json.RawMessage) llm.ToolCall {
+	if ids != nil {
+		id = ids.Back(id)
+	}
+	return llm.ToolCall{ID: id, Name: name, Arguments: Arguments(input)}
+}
