@@ -87,21 +87,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // the key redacted; nil for neither.
 func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Error {
-	var f *llm.Error
-	switch {
-	case finishReason == "content_filter":
-		f = p.ep.Failure(r, llm.KindContentFilter)
-		f.Code = finishReason
-		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
-	case refusal != "":
-		f = p.ep.Failure(r, llm.KindContentFilter)
-		f.Code = "refusal"
-		f.Message = "the model refused to answer"
-		f.Detail = p.ep.Detail(refusal)
-	default:
-		return nil
-	}
-	return p.ep.Redact(f)
+	return openaiwire.Withheld(&p.ep, func(k llm.Kind) *llm.Error { return p.ep.Failure(r, k) }, finishReason, refusal)
 }
 
 // rateLimit reads the x-ratelimit-* headers, as every adapter of OpenAI's

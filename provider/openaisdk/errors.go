@@ -3,7 +3,6 @@ package openaisdk
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 )
@@ -146,54 +146,10 @@ func body(resp *http.Response) []byte {
 	return b
 }
 
-// apiError is an error object as the native adapter reads it: type and
-// code may be numbers; {"error":"message"} is a message alone.
-type apiError struct {
-	Message string `json:"message"`
-	Type    text   `json:"type"`
-	Code    text   `json:"code"`
-}
-
-// errorFields are the fields of an error object.
-type errorFields struct{ Type, Code, Message string }
-
 // errorObject reads the top-level "error" of body, an object or a string.
-func errorObject(body []byte) (errorFields, bool) {
-	var b struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
-		return errorFields{}, false
-	}
-	switch e := bytes.TrimSpace(b.Error); {
-	case len(e) > 0 && e[0] == '"':
-		var msg string
-		_ = json.Unmarshal(e, &msg)
-		return errorFields{Message: msg}, true
-	case len(e) > 0 && e[0] == '{':
-		var a apiError
-		if json.Unmarshal(e, &a) != nil {
-			return errorFields{}, false
-		}
-		return errorFields{Type: string(a.Type), Code: string(a.Code), Message: a.Message}, true
-	}
-	return errorFields{}, false
-}
-
-// text decodes a JSON string, number or boolean as its text; null and
-// anything else as "".
-type text string
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (t *text) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) == 0:
-	case b[0] == '"':
-		return json.Unmarshal(b, (*string)(t))
-	case b[0] == '-' || b[0] >= '0' && b[0] <= '9' || b[0] == 't' || b[0] == 'f':
-		*t = text(b)
-	}
-	return nil
+func errorObject(body []byte) (openaiwire.ErrorObject, bool) {
+	e, err := openaiwire.ParseError(body)
+	return e, err == nil
 }
 
 func first(a, b string) string {
@@ -207,21 +163,7 @@ func first(a, b string) string {
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // as the native adapter reports them; nil for neither.
 func (p *Provider) withheld(r reply, finishReason, refusal string) *llm.Error {
-	var f *llm.Error
-	switch {
-	case finishReason == "content_filter":
-		f = p.answerFailure(r, llm.KindContentFilter)
-		f.Code = finishReason
-		f.Message = "the answer was withheld by the content filter (finish_reason content_filter)"
-	case refusal != "":
-		f = p.answerFailure(r, llm.KindContentFilter)
-		f.Code = "refusal"
-		f.Message = "the model refused to answer"
-		f.Detail = p.ep.Detail(refusal)
-	default:
-		return nil
-	}
-	return p.ep.Redact(f)
+	return openaiwire.Withheld(&p.ep, func(k llm.Kind) *llm.Error { return p.answerFailure(r, k) }, finishReason, refusal)
 }
 
 // answerFailure starts the error for an answer that arrived but cannot be
