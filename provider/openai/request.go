@@ -202,28 +202,15 @@ func toolChoice(c llm.ToolChoice) any {
 // text (Content and text parts) as the content string, omitted when empty
 // and there are tool calls, and its tool calls.
 func (p *Provider) assistantMessage(out []message, i int, m *llm.Message, ids *wire.ToolIDs) ([]message, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	var calls []toolCallWire
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
-			args := string(part.ToolCall.Arguments)
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			calls = append(calls, toolCallWire{ID: ids.Out(part.ToolCall.ID), Type: "function",
-				Function: functionCall{Name: part.ToolCall.Name, Arguments: args}})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
-		}
+	text, calls, bad := openaiwire.AssistantParts(i, m, ids, func(id, name, args string) toolCallWire {
+		return toolCallWire{ID: id, Type: "function", Function: functionCall{Name: name, Arguments: args}}
+	}, p.badPart)
+	if bad != nil {
+		return nil, bad
 	}
 	msg := message{Role: llm.RoleAssistant, ToolCalls: calls}
-	if text.Len() > 0 || len(calls) == 0 {
-		msg.Content = text.String()
+	if text != "" || len(calls) == 0 {
+		msg.Content = text
 	}
 	return append(out, msg), nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -87,24 +88,15 @@ func input[I, C any](p *Provider, out []I, msgs []llm.Message, ids *wire.ToolIDs
 // content and the text parts, omitted when empty and there are tool calls)
 // and its tool calls.
 func inputAssistant[I, C any](p *Provider, out []I, i int, m *llm.Message, ids *wire.ToolIDs, f *inputFormat[I, C]) ([]I, error) {
-	var text strings.Builder
-	text.WriteString(m.Content)
-	var calls []callParam
-	for j := range m.Parts {
-		part := &m.Parts[j]
-		switch {
-		case part.ToolCall != nil:
-			calls = append(calls, callParam{id: ids.Out(part.ToolCall.ID), name: part.ToolCall.Name,
-				arguments: callArguments(part.ToolCall.Arguments)})
-		case part.Media != nil, part.ToolResult != nil:
-			return nil, p.badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
-		default:
-			text.WriteString(part.Text)
-		}
+	text, calls, bad := openaiwire.AssistantParts(i, m, ids, func(id, name, args string) callParam {
+		return callParam{id: id, name: name, arguments: args}
+	}, p.badPart)
+	if bad != nil {
+		return nil, bad
 	}
 	var content param.Opt[string]
-	if text.Len() > 0 || len(calls) == 0 {
-		content = openai.String(text.String())
+	if text != "" || len(calls) == 0 {
+		content = openai.String(text)
 	}
 	return append(out, f.assistant(content, calls)...), nil
 }

@@ -24,15 +24,6 @@ func rawArguments(decoded, raw string) string {
 	return decoded
 }
 
-// callArguments returns the arguments of a call to replay: its JSON text,
-// "{}" when empty.
-func callArguments(args json.RawMessage) string {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return "{}"
-	}
-	return string(args)
-}
-
 // toolResultText returns a tool result's content, prefixed when it reports
 // a failure.
 func toolResultText(tr *llm.ToolResult) string {

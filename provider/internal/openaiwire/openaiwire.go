@@ -1,8 +1,9 @@
 // Package openaiwire holds what every adapter of OpenAI's APIs (the native
 // provider/openai and provider/openaisdk over the official SDK) must do
 // alike: the strict-mode rules a response schema must meet, the
-// translation of tool-call ids, and a tool call's arguments kept valid
-// JSON.
+// translation of tool-call ids, a tool call's arguments kept valid JSON,
+// the reading of error objects and withheld answers, and the parts of an
+// assistant message.
 package openaiwire
 
 import (
