@@ -62,10 +62,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error
 	}
 	var calls []llm.ToolCall
 	for _, tc := range c.Message.ToolCalls {
-		if tc.Function.Name == "" {
-			continue // not a call anyone can run
-		}
-		calls = append(calls, openaiwire.ToolCall(ids, tc.ID, tc.Function.Name, string(tc.Function.Arguments)))
+		calls = openaiwire.AppendCall(calls, ids, tc.ID, tc.Function.Name, string(tc.Function.Arguments))
 	}
 	return p.ep.Clean(&llm.Response{
 		Text:         c.Message.Content,

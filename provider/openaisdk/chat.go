@@ -153,11 +153,8 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r reply, ids *wire.Tool
 	}
 	var calls []llm.ToolCall
 	for _, tc := range c.Message.ToolCalls {
-		if tc.Function.Name == "" {
-			continue // not a call anyone can run (a custom tool's, or a nameless one)
-		}
-		calls = append(calls, openaiwire.ToolCall(ids, tc.ID, tc.Function.Name,
-			rawArguments(tc.Function.Arguments, tc.Function.JSON.Arguments.Raw())))
+		calls = openaiwire.AppendCall(calls, ids, tc.ID, tc.Function.Name,
+			rawArguments(tc.Function.Arguments, tc.Function.JSON.Arguments.Raw()))
 	}
 	return p.ep.Clean(&llm.Response{
 		Text:         c.Message.Content,

@@ -164,10 +164,8 @@ func (p *Provider) responsesAnswer(r *responses.Response, rp reply, ids *wire.To
 				}
 			}
 		case "function_call":
-			if item.Name != "" {
-				calls = append(calls, openaiwire.ToolCall(ids, item.CallID, item.Name,
-					rawArguments(item.Arguments.OfString, item.Arguments.JSON.OfString.Raw())))
-			}
+			calls = openaiwire.AppendCall(calls, ids, item.CallID, item.Name,
+				rawArguments(item.Arguments.OfString, item.Arguments.JSON.OfString.Raw()))
 		}
 	}
 	reason, fin := finish(r, len(calls) > 0)

@@ -228,6 +228,16 @@ func ToolCall(ids *wire.ToolIDs, id, name, args string) llm.ToolCall {
 	return llm.ToolCall{ID: id, Name: name, Arguments: ArgumentsJSON(args)}
 }
 
+// AppendCall appends to calls the ToolCall of a call the answer made,
+// unless it has no name: not a call anyone can run (a custom tool's, or a
+// nameless one).
+func AppendCall(calls []llm.ToolCall, ids *wire.ToolIDs, id, name, args string) []llm.ToolCall {
+	if name == "" {
+		return calls
+	}
+	return append(calls, ToolCall(ids, id, name, args))
+}
+
 // ArgumentsJSON returns the arguments text the model wrote as a JSON value:
 // the text itself when it is valid JSON; {} when it is empty; otherwise
 // (the model can write broken JSON) the text as a JSON string, so that
