@@ -227,12 +227,7 @@ func (p *Provider) userMessages(out []message, i int, m *llm.Message, ids *wire.
 		part := &m.Parts[j]
 		switch {
 		case part.ToolResult != nil:
-			tr := part.ToolResult
-			c := tr.Content
-			if tr.IsError {
-				c = openaiwire.ErrorPrefix + c
-			}
-			out = append(out, message{Role: roleTool, Content: c, ToolCallID: ids.Out(tr.CallID)})
+			out = append(out, message{Role: roleTool, Content: openaiwire.ToolResultText(part.ToolResult), ToolCallID: ids.Out(part.ToolResult.CallID)})
 		case part.Media != nil:
 			cp, err := p.mediaPart(i, j, part.Media, docs)
 			if err != nil {

@@ -115,7 +115,7 @@ func inputUser[I, C any](p *Provider, out []I, i int, m *llm.Message, ids *wire.
 		part := &m.Parts[j]
 		switch md := part.Media; {
 		case part.ToolResult != nil:
-			out = append(out, f.toolResult(ids.Out(part.ToolResult.CallID), toolResultText(part.ToolResult)))
+			out = append(out, f.toolResult(ids.Out(part.ToolResult.CallID), openaiwire.ToolResultText(part.ToolResult)))
 		case part.ToolCall != nil:
 			return nil, p.badPart(i, j, m.Role, "a tool call goes in an assistant message")
 		case md == nil:

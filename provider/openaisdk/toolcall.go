@@ -5,9 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-
-	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 )
 
 // schemaName is the name every response format is sent with.
@@ -22,15 +19,6 @@ func rawArguments(decoded, raw string) string {
 		}
 	}
 	return decoded
-}
-
-// toolResultText returns a tool result's content, prefixed when it reports
-// a failure.
-func toolResultText(tr *llm.ToolResult) string {
-	if tr.IsError {
-		return openaiwire.ErrorPrefix + tr.Content
-	}
-	return tr.Content
 }
 
 // dataURL returns data as a data: URL of mediaType, base64-encoded.

@@ -27,6 +27,15 @@ const MaxToolCallID = 40
 // OpenAI's tool messages have no field to say so.
 const ErrorPrefix = "Error: "
 
+// ToolResultText returns a tool result's content as a tool message carries
+// it: prefixed with ErrorPrefix when it reports a failure.
+func ToolResultText(tr *llm.ToolResult) string {
+	if tr.IsError {
+		return ErrorPrefix + tr.Content
+	}
+	return tr.Content
+}
+
 // ToolIDs returns the tool-call id translation of one request: ids of at
 // most 40 letters, digits, _ and - go out as they are; any other goes out
 // as call_ and 24 hex digits, and comes back as the caller's.
