@@ -2,33 +2,21 @@ package anthropicsdk
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
-// cannedTransport answers every request in process with a 200 and okBody,
-// so that the benchmarks measure the SDK and the adapter, not a network.
-type cannedTransport struct{}
-
-func (cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	return &http.Response{StatusCode: 200, Request: r, ContentLength: int64(len(okBody)),
-		Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_bench"},
-			"Anthropic-Ratelimit-Requests-Remaining": {"49"}},
-		Body: io.NopCloser(strings.NewReader(okBody))}, nil
-}
-
+// benchClient answers every request in process with a 200 and okBody, so
+// that the benchmarks measure the SDK and the adapter, not a network.
 func benchClient() anthropic.Client {
+	canned := &suite.Canned{Body: []byte(okBody), Header: http.Header{"Content-Type": {"application/json"},
+		"Request-Id": {"req_bench"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}}}
 	return anthropic.NewClient(option.WithAPIKey(testKey), option.WithBaseURL("http://bench.invalid"),
-		option.WithHTTPClient(&http.Client{Transport: cannedTransport{}}), option.WithMaxRetries(0))
+		option.WithHTTPClient(&http.Client{Transport: canned}), option.WithMaxRetries(0))
 }
 
 // BenchmarkComplete is one Complete through the adapter: the request

@@ -1,9 +1,7 @@
 package anthropicsdk
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,18 +35,6 @@ func FuzzStream(f *testing.F) {
 		}})
 }
 
-// replyTransport answers every request with status, body and a request id.
-type replyTransport struct {
-	status int
-	body   []byte
-}
-
-func (r *replyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: r.status, Request: req, ContentLength: int64(len(r.body)),
-		Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_1"}},
-		Body:   io.NopCloser(bytes.NewReader(r.body))}, nil
-}
-
 // FuzzComplete: whatever status and body a server sends, Complete returns
 // an answer or a complete *llm.Error naming the provider, with the request
 // id, quoting no key; never a panic.
@@ -58,7 +44,9 @@ func FuzzComplete(f *testing.F) {
 		f.Add(200, []byte(s), uint(0))
 		f.Add(529, []byte(s), uint(3))
 	}
-	tr := &replyTransport{}
+	// Every request is answered with the input's status and body and a
+	// request id.
+	tr := &suite.Canned{Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_1"}}}
 	p, err := New(newClient(f, "http://127.0.0.1", optionHTTP(tr)), Options{MaxResponseBytes: 4096})
 	if err != nil {
 		f.Fatal(err)
@@ -70,7 +58,7 @@ func FuzzComplete(f *testing.F) {
 		if keyAt%2 == 1 {
 			body = suite.WithKey(body, testKey, keyAt/2)
 		}
-		tr.status, tr.body = status, body
+		tr.Status, tr.Body = status, body
 		res, err := p.Complete(context.Background(), userReq)
 		if err != nil {
 			e := suite.CheckError(t, err, "anthropic", testKey, status)

@@ -2,34 +2,20 @@ package genai
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	gg "google.golang.org/genai"
+
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
-// cannedTransport answers every request with okBody, in process.
-type cannedTransport struct{}
-
-func (cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	return &http.Response{
-		StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/json"}, "X-Goog-Request-Id": {"greq"}},
-		Body:    io.NopCloser(strings.NewReader(okBody)),
-		Request: r,
-	}, nil
-}
-
+// benchClient answers every request with okBody, in process.
 func benchClient(b *testing.B) *gg.Client {
-	return geminiClient(b, "http://gemini.invalid", &http.Client{Transport: cannedTransport{}})
+	canned := &suite.Canned{Body: []byte(okBody), Header: http.Header{"Content-Type": {"application/json"}, "X-Goog-Request-Id": {"greq"}}}
+	return geminiClient(b, "http://gemini.invalid", &http.Client{Transport: canned})
 }
 
 // benchAdapter is Complete through the adapter.

@@ -2,35 +2,23 @@ package openaisdk
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
 
-// canned answers every request in process with a 200 and chatOK: no
+// benchClient answers every request in process with a 200 and chatOK: no
 // sockets, so the benchmark measures the adapter and the SDK alone.
-type canned struct{}
-
-func (canned) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	return &http.Response{StatusCode: 200, Request: r, ContentLength: int64(len(chatOK)),
-		Header: http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"req_b"},
-			"X-Ratelimit-Limit-Requests": {"500"}, "X-Ratelimit-Remaining-Requests": {"499"}},
-		Body: io.NopCloser(strings.NewReader(chatOK))}, nil
-}
-
 func benchClient() openai.Client {
+	canned := &suite.Canned{Body: []byte(chatOK), Header: http.Header{"Content-Type": {"application/json"},
+		"X-Request-Id": {"req_b"}, "X-Ratelimit-Limit-Requests": {"500"}, "X-Ratelimit-Remaining-Requests": {"499"}}}
 	return openai.NewClient(option.WithAPIKey(testKey), option.WithBaseURL("https://api.example.test/v1"),
-		option.WithHTTPClient(&http.Client{Transport: canned{}}))
+		option.WithHTTPClient(&http.Client{Transport: canned}))
 }
 
 func benchRequest() llm.Request {
