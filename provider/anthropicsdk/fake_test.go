@@ -15,11 +15,7 @@ import (
 // against provider/fake, which renders each in the platform's own wire
 // format: one request per call, classified alike.
 func TestFake(t *testing.T) {
-	s := fake.New()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := suite.StartFake(t)
 	s.Region("eu-west-1")
 	platforms := []struct {
 		name, model string
@@ -28,17 +24,6 @@ func TestFake(t *testing.T) {
 		{"anthropic", "claude-fake", newProvider(t, s.URL())},
 		{"aws.bedrock", "eu.anthropic.claude-fake-v1:0", bedrockProvider(t, s.URL())},
 		{"gcp.vertex_ai", "claude-fake@20260101", vertexProvider(t, s.URL())},
-	}
-	outcomes := []struct {
-		name    string
-		outcome fake.Outcome
-		kind    llm.Kind
-	}{
-		{"overloaded", fake.Overloaded(), llm.KindOverloaded},
-		{"rate limited", fake.RateLimited("7"), llm.KindRateLimited},
-		{"spend cap", fake.SpendCap(), llm.KindQuota},
-		{"context too long", fake.ContextTooLong(), llm.KindContextLength},
-		{"server error", fake.ServerError(), llm.KindServer},
 	}
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
@@ -59,16 +44,16 @@ func TestFake(t *testing.T) {
 			if got, err := suite.ReadStream(st); err != io.EOF || st.Response().Text != "Hello from the fake." {
 				t.Errorf("stream %q %v", got, err)
 			}
-			for _, o := range outcomes {
-				s.Script(pl.model, o.outcome)
+			for _, o := range suite.FakeOutcomes() {
+				s.Script(pl.model, o.Outcome)
 				n := s.Requests(pl.model)
 				_, err := pl.p.Complete(context.Background(), req)
 				var e *llm.Error
-				if !errors.As(err, &e) || e.Kind != o.kind || e.Provider != pl.name {
-					t.Errorf("%s: %v (%#v); want %v", o.name, err, e, o.kind)
+				if !errors.As(err, &e) || e.Kind != o.Kind || e.Provider != pl.name {
+					t.Errorf("%s: %v (%#v); want %v", o.Name, err, e, o.Kind)
 				}
 				if got := s.Requests(pl.model) - n; got != 1 {
-					t.Errorf("%s: %d requests; want 1", o.name, got)
+					t.Errorf("%s: %d requests; want 1", o.Name, got)
 				}
 			}
 			s.Script(pl.model, fake.Answer("Hello from the fake.").ErrorAfter(1))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 // bearer adds an access token to every request, standing for the
@@ -39,35 +40,20 @@ func TestFake(t *testing.T) {
 			return vertexClient(t, url, &http.Client{Transport: bearer{http.DefaultTransport}})
 		}},
 	}
-	outcomes := []struct {
-		name    string
-		outcome fake.Outcome
-		kind    llm.Kind
-		retry   time.Duration
-	}{
-		{"overloaded", fake.Overloaded(), llm.KindOverloaded, 0},
-		// The fake sends both a Retry-After: 7 header and RetryInfo
-		// (retryDelay "7s"); the SDK's APIError carries no headers, so the
-		// delay is RetryInfo's. The fake's message is the Gemini API's own
-		// for per-minute limits too ("You exceeded your current quota,
-		// please check your plan and billing details."): with a RetryInfo
-		// it is a rate limit, not a quota.
-		{"rate limited", fake.RateLimited("7"), llm.KindRateLimited, 7 * time.Second},
+	// In "rate limited" the fake sends both a Retry-After: 7 header and
+	// RetryInfo (retryDelay "7s"); the SDK's APIError carries no headers,
+	// so the delay is RetryInfo's. The fake's message is the Gemini API's
+	// own for per-minute limits too ("You exceeded your current quota,
+	// please check your plan and billing details."): with a RetryInfo it
+	// is a rate limit, not a quota.
+	outcomes := append(suite.FakeOutcomes(),
 		// With RESOURCE_EXHAUSTED's generic message it is a rate limit.
-		{"rate limited, generic message", fake.RateLimited("7").Message("Resource has been exhausted (e.g. check quota)."),
-			llm.KindRateLimited, 7 * time.Second},
-		{"spend cap", fake.SpendCap(), llm.KindQuota, 0},
-		{"context too long", fake.ContextTooLong(), llm.KindContextLength, 0},
-		{"server error", fake.ServerError(), llm.KindServer, 0},
-	}
+		suite.FakeOutcome{Name: "rate limited, generic message", Outcome: fake.RateLimited("7").Message("Resource has been exhausted (e.g. check quota)."),
+			Kind: llm.KindRateLimited, RetryAfter: 7 * time.Second})
 	const model = "gemini-fake"
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
-			s := fake.New()
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
+			s := suite.StartFake(t)
 			p := newProvider(t, pl.client(t, s.URL()), Options{})
 			if p.Name() != pl.name {
 				t.Fatalf("Name %q", p.Name())
@@ -87,19 +73,19 @@ func TestFake(t *testing.T) {
 			}
 
 			for _, o := range outcomes {
-				s.Script(model, o.outcome)
+				s.Script(model, o.Outcome)
 				n := s.Requests(model)
 				res, err := p.Complete(context.Background(), hello(model))
 				if res != nil {
-					t.Errorf("%s: an answer %+v", o.name, res)
+					t.Errorf("%s: an answer %+v", o.Name, res)
 				}
 				if err == nil {
-					t.Errorf("%s: no error", o.name)
-				} else if f := asError(t, err); f.Kind != o.kind || f.Provider != pl.name || f.RetryAfter != o.retry {
-					t.Errorf("%s: %v (kind %v, retry %v); want %v, retry %v", o.name, err, f.Kind, f.RetryAfter, o.kind, o.retry)
+					t.Errorf("%s: no error", o.Name)
+				} else if f := asError(t, err); f.Kind != o.Kind || f.Provider != pl.name || f.RetryAfter != o.RetryAfter {
+					t.Errorf("%s: %v (kind %v, retry %v); want %v, retry %v", o.Name, err, f.Kind, f.RetryAfter, o.Kind, o.RetryAfter)
 				}
 				if got := s.Requests(model) - n; got != 1 {
-					t.Errorf("%s: %d requests; want 1", o.name, got)
+					t.Errorf("%s: %d requests; want 1", o.Name, got)
 				}
 			}
 
@@ -136,11 +122,7 @@ func TestFakeTools(t *testing.T) {
 			name = NameVertex
 		}
 		t.Run(name, func(t *testing.T) {
-			s := fake.New()
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
+			s := suite.StartFake(t)
 			c := geminiClient(t, s.URL(), nil)
 			if vertex {
 				c = vertexClient(t, s.URL(), &http.Client{Transport: bearer{http.DefaultTransport}})

@@ -22,11 +22,7 @@ import (
 // alike. The fake serves Chat Completions only (no /v1/responses), so the
 // Responses API is not driven here.
 func TestFake(t *testing.T) {
-	s := fake.New()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := suite.StartFake(t)
 	const azureKey = "azure-key-0123456789abcdef"
 	az, err := New(openai.NewClient(azure.WithEndpoint(s.URL(), "2024-10-21"), azure.WithAPIKey(azureKey),
 		azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(5), option.WithMaxRetryDelay(time.Millisecond)),
@@ -42,18 +38,6 @@ func TestFake(t *testing.T) {
 		{"openai", "gpt-fake", testKey, fake.OpenAI, newProvider(t, s.URL(), APIChat)},
 		// Azure scripts are keyed by the deployment, which the model names.
 		{"azure.ai.openai", "my-deployment", azureKey, fake.Azure, az},
-	}
-	outcomes := []struct {
-		name       string
-		outcome    fake.Outcome
-		kind       llm.Kind
-		retryAfter time.Duration
-	}{
-		{"overloaded", fake.Overloaded(), llm.KindOverloaded, 0},
-		{"rate limited", fake.RateLimited("7"), llm.KindRateLimited, 7 * time.Second},
-		{"spend cap", fake.SpendCap(), llm.KindQuota, 0},
-		{"context too long", fake.ContextTooLong(), llm.KindContextLength, 0},
-		{"server error", fake.ServerError(), llm.KindServer, 0},
 	}
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
@@ -78,18 +62,18 @@ func TestFake(t *testing.T) {
 			}
 
 			// Each error outcome, classified, in one request.
-			for _, o := range outcomes {
-				s.Script(pl.model, o.outcome)
+			for _, o := range suite.FakeOutcomes() {
+				s.Script(pl.model, o.Outcome)
 				n := s.Requests(pl.model)
 				e := suite.CompleteErr(t, pl.p, context.Background(), req, pl.key)
-				if e.Kind != o.kind {
-					t.Errorf("%s: kind %v (%#v); want %v", o.name, e.Kind, e, o.kind)
+				if e.Kind != o.Kind {
+					t.Errorf("%s: kind %v (%#v); want %v", o.Name, e.Kind, e, o.Kind)
 				}
-				if got := e.RetryAfter.Truncate(time.Second); o.retryAfter != 0 && got != o.retryAfter {
-					t.Errorf("%s: RetryAfter %v; want %v", o.name, e.RetryAfter, o.retryAfter)
+				if got := e.RetryAfter.Truncate(time.Second); o.RetryAfter != 0 && got != o.RetryAfter {
+					t.Errorf("%s: RetryAfter %v; want %v", o.Name, e.RetryAfter, o.RetryAfter)
 				}
 				if got := s.Requests(pl.model) - n; got != 1 {
-					t.Errorf("%s: %d requests; want 1", o.name, got)
+					t.Errorf("%s: %d requests; want 1", o.Name, got)
 				}
 			}
 
