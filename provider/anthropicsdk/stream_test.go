@@ -14,30 +14,17 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
-// event is one server-sent event as Anthropic writes it.
-func event(name, data string) string {
-	return "event: " + name + "\ndata: " + data + "\n\n"
-}
-
-func delta(index int, text string) string {
-	b, _ := json.Marshal(map[string]any{"type": "content_block_delta", "index": index,
-		"delta": map[string]string{"type": "text_delta", "text": text}})
-	return event("content_block_delta", string(b))
-}
+// event is one server-sent event as Anthropic writes it; delta the
+// text_delta event of a content block.
+var event, delta = suite.AnthropicEvent, suite.AnthropicDelta
 
 var (
-	evStart = event("message_start", `{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-test-20260101","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":3,"cache_read_input_tokens":7,"output_tokens":1}}}`)
-	evText0 = event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)
-	evStop  = event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`) +
-		event("message_stop", `{"type":"message_stop"}`)
+	evStart = suite.AnthropicStart
+	evText0 = suite.AnthropicText1
+	evStop  = suite.AnthropicStop
 	// evOther is what a stream may carry that is not text: a thinking
 	// block, pings, comments, an event of a later API version.
-	evOther = event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`) +
-		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think"}}`) +
-		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`) +
-		event("content_block_stop", `{"type":"content_block_stop","index":0}`) +
-		event("ping", `{"type": "ping"}`) +
-		event("brand_new_event", `{"type":"brand_new_event","anything":[1,{"x":null}]}`) +
+	evOther = suite.AnthropicOther +
 		": a comment\n\n"
 	evTool = event("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}}`) +
 		event("content_block_delta", `{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}`) +
