@@ -203,10 +203,7 @@ func TestKeyRedacted(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	release := make(chan struct{})
 	s := suite.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	p := newProvider(t, s.URL)

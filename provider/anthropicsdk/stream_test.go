@@ -144,10 +144,7 @@ func TestStreamClose(t *testing.T) {
 		w.WriteHeader(200)
 		io.WriteString(w, evStart+evText0+delta(1, "Hi"))
 		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	st := suite.OpenStream(t, newProvider(t, s.URL), context.Background(), userReq)
@@ -175,10 +172,7 @@ func TestStreamCanceled(t *testing.T) {
 		w.WriteHeader(200)
 		io.WriteString(w, evStart)
 		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	ctx, cancel := context.WithCancel(context.Background())

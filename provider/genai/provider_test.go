@@ -11,6 +11,7 @@ import (
 	gg "google.golang.org/genai"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 func TestNewNamesAndDeployment(t *testing.T) {
@@ -207,10 +208,7 @@ func TestTransportErrorOneRequest(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	release := make(chan struct{})
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 // drain reads st to its end: the chunks and the final error.
@@ -149,10 +150,7 @@ func TestStreamClose(t *testing.T) {
 	release := make(chan struct{})
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
 		writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"a"}]}}]}`)
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	st := startStream(t, context.Background(), s)

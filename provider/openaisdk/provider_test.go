@@ -367,10 +367,7 @@ func TestTransport(t *testing.T) {
 	}
 	block := make(chan struct{})
 	s := suite.NewServer(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-block:
-		case <-r.Context().Done():
-		}
+		suite.Hold(r, block)
 	})
 	defer close(block)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -218,10 +218,7 @@ func TestStreamClose(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: "+`{"id":"c","choices":[{"index":0,"delta":{"content":"Hel"}}]}`+"\n\n")
 		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
+		suite.Hold(r, release)
 	})
 	defer close(release)
 	for _, api := range []string{"close", "cancel"} {

@@ -101,6 +101,15 @@ func HangUp(w http.ResponseWriter, r *http.Request) {
 	c.Close()
 }
 
+// Hold blocks until release is closed or r is canceled: a handler that
+// keeps a request open.
+func Hold(r *http.Request, release <-chan struct{}) {
+	select {
+	case <-release:
+	case <-r.Context().Done():
+	}
+}
+
 // CompleteErr runs one Complete that must fail and returns its *llm.Error,
 // failing t unless the error names p and quotes no key.
 func CompleteErr(t testing.TB, p llm.Provider, ctx context.Context, req llm.Request, key string) *llm.Error {
