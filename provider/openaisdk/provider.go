@@ -2,7 +2,6 @@ package openaisdk
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -175,7 +174,7 @@ func (p *Provider) callOptions(extra map[string]any, raw **http.Response) ([]opt
 	opts := make([]option.RequestOption, 0, 2+len(extra))
 	opts = append(opts, option.WithMaxRetries(0), option.WithResponseInto(raw))
 	for k, v := range extra {
-		b, err := marshal(v)
+		b, err := wire.Marshal(v)
 		if err != nil {
 			return nil, p.ep.Redact(&llm.Error{Provider: p.Name(), Kind: llm.KindBadRequest,
 				Message: fmt.Sprintf("cannot encode the request body: Params.Extra[%q]: %v", k, err), Err: err})
@@ -261,18 +260,6 @@ func sjsonKey(k string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// marshal is json.Marshal without HTML escaping, as the native adapter
-// encodes: prompts travel as written.
-func marshal(v any) ([]byte, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
 }
 
 // recoverInto turns a panic inside the SDK (or in a middleware, a

@@ -14,7 +14,7 @@ import (
 // empty. A failure is an *llm.Error of KindBadRequest naming the culprit;
 // no request should be sent.
 func (e *Endpoint) Encode(v any, extra map[string]any) ([]byte, error) {
-	b, err := marshal(v)
+	b, err := Marshal(v)
 	if err == nil && len(extra) > 0 {
 		b, err = merge(b, extra)
 	}
@@ -31,17 +31,17 @@ func merge(b []byte, extra map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	for k, v := range extra {
-		raw, err := marshal(v)
+		raw, err := Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("Params.Extra[%q]: %w", k, err)
 		}
 		m[k] = raw
 	}
-	return marshal(m)
+	return Marshal(m)
 }
 
-// marshal is json.Marshal without HTML escaping: prompts travel as written.
-func marshal(v any) ([]byte, error) {
+// Marshal is json.Marshal without HTML escaping: prompts travel as written.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
