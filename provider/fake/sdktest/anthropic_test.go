@@ -12,21 +12,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 const claude = "claude-sonnet-5-5"
-
-// startFake starts the fake on loopback and returns it with its base URL;
-// it is closed when the test ends.
-func startFake(t *testing.T) *fake.Server {
-	t.Helper()
-	s := fake.New()
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
 
 // loopbackClient is an HTTP client of its own for an SDK that reaches a
 // started fake over loopback; its idle connections close when the test ends.
@@ -101,7 +90,7 @@ func userText(text string) []anthropic.MessageParam {
 }
 
 func TestAnthropicMessage(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(claude, fake.Answer("Hello from the fake.").Usage(12, 5).Cached(3))
 	client := anthropicClient(t, s)
 	var resp *http.Response
@@ -156,7 +145,7 @@ func checkAnthropicRateLimits(t *testing.T, resp *http.Response) {
 }
 
 func TestAnthropicStream(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(claude, fake.Answer("Streaming is fun, isn't it?"))
 	client := anthropicClient(t, s)
 	msg, deltas := readAnthropicStream(t, client.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
@@ -181,7 +170,7 @@ var weatherTool = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{
 
 func TestAnthropicToolRoundTrip(t *testing.T) {
 	unstreamedAndStreamed(t, func(t *testing.T, streamed bool) {
-		s := startFake(t)
+		s := suite.StartFake(t)
 		s.Script(claude,
 			fake.Answer("Let me check.").ToolCalls(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
 			fake.Answer("It is sunny in Paris."))
@@ -230,7 +219,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 }
 
 func TestAnthropicErrors(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(claude, fake.Overloaded(), fake.SpendCap())
 	client := anthropicClient(t, s)
 	params := anthropic.MessageNewParams{Model: claude, MaxTokens: 1024, Messages: userText("Hi")}

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 const gpt = "gpt-5.5"
@@ -40,7 +41,7 @@ func readOpenAIStream(t *testing.T, stream sdkStream[openai.ChatCompletionChunk]
 }
 
 func TestOpenAICompletion(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(gpt, fake.Answer("Hello from the fake.").Usage(20, 5).Cached(16))
 	client := openaiClient(t, s)
 	var resp *http.Response
@@ -93,7 +94,7 @@ func TestOpenAICompletion(t *testing.T) {
 }
 
 func TestOpenAIRefusal(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(gpt, fake.Refusal("I can't help with that."))
 	client := openaiClient(t, s)
 	c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
@@ -110,7 +111,7 @@ func TestOpenAIRefusal(t *testing.T) {
 }
 
 func TestOpenAIStream(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(gpt, fake.Answer("Streaming is fun, isn't it?").Usage(9, 7))
 	client := openaiClient(t, s)
 	acc, chunks := readOpenAIStream(t, client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
@@ -125,7 +126,7 @@ func TestOpenAIStream(t *testing.T) {
 
 func TestOpenAIToolRoundTrip(t *testing.T) {
 	unstreamedAndStreamed(t, func(t *testing.T, streamed bool) {
-		s := startFake(t)
+		s := suite.StartFake(t)
 		s.Script(gpt,
 			fake.CallTools(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),
 			fake.Answer("It is sunny in Paris."))
@@ -174,7 +175,7 @@ func TestOpenAIToolRoundTrip(t *testing.T) {
 }
 
 func TestOpenAIErrors(t *testing.T) {
-	s := startFake(t)
+	s := suite.StartFake(t)
 	s.Script(gpt, fake.RateLimited("2"), fake.SpendCap())
 	client := openaiClient(t, s)
 	params := openai.ChatCompletionNewParams{Model: gpt, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/backstop-llm/backstop/provider/fake"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 // The cloud platforms' SDK clients, driven in-process: the fake's Transport
@@ -173,7 +174,7 @@ func TestGeminiSDK(t *testing.T) {
 }
 
 func TestAzureSDK(t *testing.T) {
-	s := startFake(t) // the SDK sends a key over HTTP to loopback only, on a transport of its own
+	s := suite.StartFake(t) // the SDK sends a key over HTTP to loopback only, on a transport of its own
 	const d = "my-gpt"
 	s.Script(d, fake.Answer("hello azure"), fake.Answer("streamed azure"), fake.RateLimited("3"))
 	c := openai.NewClient(azure.WithEndpoint(s.URL(), "2024-10-21"), azure.WithAPIKey("k"), azure.WithUnsafeAllowHTTP(),
