@@ -118,6 +118,56 @@ func BenchmarkHealthyCall(b *testing.B) {
 	})
 }
 
+// BenchmarkOverheadRatio measures the ratio BenchmarkHealthyCall is read
+// for, backstop's overhead over failsafe-go's (each over the direct call),
+// on one goroutine, with the three ways of calling interleaved in blocks of
+// overheadBlock calls: whatever slows the machine down for a while (another
+// tenant, the collector, the clock's frequency) falls on all three alike,
+// where separate benchmarks a second apart each get their own share. Read
+// its "ratio" metric (with benchstat over -count runs); ns/op is per block
+// of all three and means little.
+func BenchmarkOverheadRatio(b *testing.B) {
+	ctx := context.Background()
+	c, ex := backstopChain(b), failsafeExecutor()
+	ways := [3]func() *llm.Response{
+		func() *llm.Response { r, _ := provider.Complete(ctx, request); return r },
+		func() *llm.Response {
+			res, err := c.Call(ctx, request)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return res.Response
+		},
+		func() *llm.Response {
+			r, err := ex.Get(func() (*llm.Response, error) { return provider.Complete(ctx, request) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		},
+	}
+	var spent [3]time.Duration
+	for b.Loop() {
+		for i, call := range ways {
+			start := time.Now()
+			for range overheadBlock {
+				sink = call()
+			}
+			spent[i] += time.Since(start)
+		}
+	}
+	calls := float64(b.N * overheadBlock)
+	direct, backstop, failsafe := float64(spent[0])/calls, float64(spent[1])/calls, float64(spent[2])/calls
+	b.ReportMetric((backstop-direct)/(failsafe-direct), "ratio")
+	b.ReportMetric(backstop, "backstop-ns/call")
+	b.ReportMetric(failsafe, "failsafe-ns/call")
+}
+
+// overheadBlock is how many calls BenchmarkOverheadRatio makes one way
+// before the next: enough that reading the clock around a block costs
+// nothing next to it, few enough that a block takes tens of microseconds.
+const overheadBlock = 64
+
 // TestBaselinesAnswer checks that the benchmarks measure real work: each
 // way of calling returns the provider's answer.
 func TestBaselinesAnswer(t *testing.T) {
