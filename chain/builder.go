@@ -289,7 +289,9 @@ func (p *build) entries() {
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { p.fail(label, f, a...) })
 		}
-		p.c.targets = append(p.c.targets, p.compileTarget(label, e.tier, t))
+		ct := p.compileTarget(label, e.tier, t)
+		p.c.lacks = p.c.lacks || ct.caps != llm.CapAll
+		p.c.targets = append(p.c.targets, ct)
 	}
 }
 

@@ -22,6 +22,7 @@ type Chain struct {
 	targets         []*target
 	groups          []*group // the model tiers, each a run of targets
 	spreads         bool     // a group spreads its calls
+	lacks           bool     // a model target cannot carry everything a request may hold
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema

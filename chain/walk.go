@@ -33,7 +33,7 @@ type walk struct {
 	causes    []error            // one per target that failed, in order
 	begin     time.Duration      // when the first attempt started, on the chain's clock; -1 before
 	minWindow int                // after a context-length failure: only larger windows; -1 before
-	needs     llm.Capabilities   // what the request carries beyond text
+	needs     llm.Capabilities   // what the request carries beyond text (0 in a chain whose targets all carry everything)
 	cancel    context.CancelFunc // the deadline's
 
 	// ranked marks the groups (by index) that spread and were ranked for
@@ -239,7 +239,9 @@ func (w *walk) check(req *llm.Request) error {
 	if err := req.Validate(); err != nil {
 		return err
 	}
-	w.needs = req.Needs()
+	if w.c.lacks { // otherwise every target carries whatever the request needs
+		w.needs = req.Needs()
+	}
 	return nil
 }
 
