@@ -23,11 +23,8 @@ func (r *Request) Validate() error {
 	var calls map[string]bool // call id -> answered; made at the first call
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		if m.Role != RoleUser && m.Role != RoleAssistant {
-			return badRequest(fmt.Sprintf("message %d: role %q is neither %q nor %q (the system prompt goes in Request.System)", i, m.Role, RoleUser, RoleAssistant), "")
-		}
-		if m.Content == "" && len(m.Parts) == 0 {
-			return badRequest(fmt.Sprintf("message %d (%s) is empty: set Content or Parts", i, m.Role), "")
+		if m.Role != RoleUser && m.Role != RoleAssistant || m.Content == "" && len(m.Parts) == 0 {
+			return messageProblem(i, m)
 		}
 		for j := range m.Parts {
 			if err := checkPart(&calls, m.Role, i, j, &m.Parts[j]); err != nil {
@@ -35,7 +32,22 @@ func (r *Request) Validate() error {
 			}
 		}
 	}
+	// Field by field: comparing ToolChoice with its zero value as a whole
+	// calls memequal.
+	if len(r.Tools) == 0 && r.ToolChoice.Mode == 0 && r.ToolChoice.Name == "" && len(r.ResponseSchema) == 0 {
+		return nil // no tools, tool choice or response schema to check
+	}
 	return r.checkTools()
+}
+
+// messageProblem says what is wrong with message i, m, whose role or
+// content Validate refused: apart from Validate, so that the loop every
+// call runs holds no formatting.
+func messageProblem(i int, m *Message) error {
+	if m.Role != RoleUser && m.Role != RoleAssistant {
+		return badRequest(fmt.Sprintf("message %d: role %q is neither %q nor %q (the system prompt goes in Request.System)", i, m.Role, RoleUser, RoleAssistant), "")
+	}
+	return badRequest(fmt.Sprintf("message %d (%s) is empty: set Content or Parts", i, m.Role), "")
 }
 
 // checkPart checks part j of message i (role), recording the tool calls
@@ -99,9 +111,6 @@ func checkPart(callsp *map[string]bool, role Role, i, j int, p *Part) error {
 
 // checkTools checks the tools, the tool choice and the response schema.
 func (r *Request) checkTools() error {
-	if len(r.Tools) == 0 && r.ToolChoice == (ToolChoice{}) && len(r.ResponseSchema) == 0 {
-		return nil // a conversation of text alone: nothing to check
-	}
 	for i := range r.Tools {
 		t := &r.Tools[i] // by pointer: a Tool is 56 bytes, and each is compared with all before it
 		if err := checkToolName(t.Name); err != "" {

@@ -97,3 +97,15 @@ func TestFinishOf(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkValidate is the check every call makes of its request, on the
+// commonest one: a single text message.
+func BenchmarkValidate(b *testing.B) {
+	r := Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}, Params: Params{MaxTokens: 100}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
