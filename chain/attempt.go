@@ -109,16 +109,8 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		}
 		w.attempt(a, &req, caller, &s)
 		switch {
-		case s.committed && s.by != nil:
-			return tried{resp: s.resp, committed: true, by: s.by.t}
-		case s.committed:
-			return tried{resp: s.resp, committed: true}
-		case s.err == nil && s.by != nil:
-			s.by.served(w.grow(), &s)
-			return tried{resp: s.resp, js: s.js, by: s.by.t}
-		case s.err == nil:
-			a.served(w.grow(), &s)
-			return tried{resp: s.resp, js: s.js}
+		case s.committed || s.err == nil:
+			return w.answered(a, &s)
 		case s.kind == llm.KindCanceled:
 			w.record(a.record(&s, DecisionStop, "the caller canceled"))
 			return tried{err: s.err, kind: s.kind}
@@ -147,6 +139,21 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		}
 		wait = st.wait
 	}
+}
+
+// answered is how t's attempts ended when attempt a (or the hedge that raced
+// it, s.by) answered: a committed stream is recorded by its sender, any
+// other answer here.
+func (w *walk) answered(a *attempt, s *sent) tried {
+	var by *target
+	if s.by != nil {
+		a, by = s.by, s.by.t
+	}
+	if s.committed {
+		return tried{resp: s.resp, committed: true, by: by}
+	}
+	a.served(w.grow(), s)
+	return tried{resp: s.resp, js: s.js, by: by}
 }
 
 // plan asks plan what follows the failed attempt a, drawing the policy's
