@@ -269,10 +269,11 @@ func (w *walk) enter(pos int) {
 	n := g.hi - g.lo
 	var ob [inlineRank]int
 	var fb [inlineRank]float64
-	order, figs := ob[:n:n], fb[:n:n]
+	order, figs := ob[:], fb[:]
 	if n > inlineRank {
 		order, figs = make([]int, n), make([]float64, n)
 	}
+	order, figs = order[:n], figs[:n]
 	var against int
 	switch g.strategy {
 	case spread.Weighted:
@@ -301,7 +302,7 @@ func (w *walk) enter(pos int) {
 func (w *walk) rankCandidates(g *group, order []int, figs []float64) int {
 	c := w.c
 	n := g.hi - g.lo
-	var buf [4]spread.Candidate
+	var buf [inlineRank]spread.Candidate
 	cands := buf[:0]
 	if n > len(buf) {
 		cands = make([]spread.Candidate, 0, n)

@@ -2,6 +2,7 @@ package chain_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -174,5 +175,28 @@ func TestSpreadBuildProblems(t *testing.T) {
 		{"negative weight", chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Weight: -1}), "Weight is -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantBuildErr(t, tc.b, tc.says) })
+	}
+}
+
+// Found in review: a tier of more than eight targets (past what a walk
+// ranks on its stack) panicked on every call, whatever the strategy.
+func TestSpreadOverATierOfMoreThanEightTargets(t *testing.T) {
+	for _, s := range []spread.Strategy{spread.Weighted, spread.LeastLoaded, spread.Latency, spread.Headroom} {
+		t.Run(s.String(), func(t *testing.T) {
+			ps := make([]llm.Provider, 10)
+			for i := range ps {
+				ps[i] = &timed{name: fmt.Sprintf("eu-%d", i+1)}
+			}
+			ch := deployments(t, spreading(s), nil, ps...)
+			for range 20 {
+				res, err := ch.Call(t.Context(), question)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c := res.Attempts[0].Choice; c == nil || c.Strategy != s || c.Rank != 1 || c.Of != 10 {
+					t.Fatalf("choice %+v", c)
+				}
+			}
+		})
 	}
 }

@@ -207,10 +207,7 @@ func (s Strategy) Rank(cands []Candidate, order []int, figs []float64, r Rand) C
 	}
 	var fb [8]float64
 	if figs == nil {
-		figs = fb[:n:n]
-		if n > len(fb) {
-			figs = make([]float64, n)
-		}
+		figs = room(fb[:], n)
 	}
 	var slowest time.Duration
 	if s == Latency {
@@ -301,9 +298,8 @@ func weightOf(c *Candidate) float64 {
 }
 
 // weighted draws the first candidate at random in proportion to the
-// weights, puts the others after it by weight, heaviest first, and
-// returns the weights' total.
-func weighted(weights []float64, order []int, r Rand) float64 {
+// weights and puts the others after it by weight, heaviest first.
+func weighted(weights []float64, order []int, r Rand) {
 	total := 0.0
 	for _, w := range weights {
 		total += w
@@ -317,7 +313,6 @@ func weighted(weights []float64, order []int, r Rand) float64 {
 	}
 	order[0], order[j] = order[j], order[0]
 	sortDesc(order[1:], weights)
-	return total
 }
 
 // twoChoices draws two candidates and puts the one with the lower figure
@@ -350,10 +345,7 @@ func twoChoices(figs []float64, order []int, r Rand) {
 // slot.
 func byRoom(cands []Candidate, figs []float64, order []int) {
 	var kb [8]float64
-	keys := kb[:len(cands):len(cands)]
-	if len(cands) > len(kb) {
-		keys = make([]float64, len(cands))
-	}
+	keys := room(kb[:], len(cands))
 	for i := range cands {
 		if figs[i] >= 1 {
 			keys[i] = -figs[i]
@@ -362,6 +354,14 @@ func byRoom(cands []Candidate, figs []float64, order []int) {
 		}
 	}
 	sortAsc(order, keys)
+}
+
+// room returns n floats: buf's first n when it has them, else new ones.
+func room(buf []float64, n int) []float64 {
+	if n <= len(buf) {
+		return buf[:n]
+	}
+	return make([]float64, n)
 }
 
 // sortAsc sorts order (indices into keys) by key, lowest first, keeping

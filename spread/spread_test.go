@@ -163,3 +163,21 @@ func TestStrategyNames(t *testing.T) {
 		t.Error("5 is valid")
 	}
 }
+
+// Found in review: more candidates than Rank keeps on its stack (eight)
+// panicked.
+func TestRankMoreThanEightCandidates(t *testing.T) {
+	for _, s := range []spread.Strategy{spread.Ordered, spread.Weighted, spread.LeastLoaded, spread.Latency, spread.Headroom} {
+		cands := make([]spread.Candidate, 12)
+		for i := range cands {
+			cands[i] = spread.Candidate{Name: string(rune('a' + i)), Weight: 1, InFlight: 12 - i, Room: float64(i), Latency: time.Duration(12-i) * time.Millisecond}
+		}
+		order := make([]int, len(cands))
+		c := s.Rank(cands, order, nil, seeded())
+		sorted := slices.Clone(order)
+		slices.Sort(sorted)
+		if c.Of != 12 || c.Rank != 1 || !slices.Equal(sorted, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
+			t.Errorf("%v: order %v, choice %+v", s, order, c)
+		}
+	}
+}
