@@ -116,9 +116,6 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 			return tried{err: s.err, kind: s.kind}
 		}
 		st := w.plan(a, &s, prev)
-		if st.decision == DecisionRetry && w.elsewhere(t) {
-			st = step{decision: DecisionNext, reason: "retried on another " + t.group.name + " target first", closeGate: s.retryAfter > 0}
-		}
 		if st.decision != DecisionRetry {
 			return w.leave(a, &s, st)
 		}
@@ -162,6 +159,9 @@ func (w *walk) plan(a *attempt, s *sent, prev time.Duration) step {
 	t := a.t
 	f := failure{kind: s.kind, n: a.n, retryAfter: s.retryAfter, shouldRetry: s.shouldRetry, invalid: s.invalid != nil}
 	l := limits{table: t.table, policy: t.policy, contentFallback: w.c.contentFallback}
+	if t.group.spreads() && w.later(t) {
+		l.elsewhere = t.group.name
+	}
 	if !f.invalid && f.n < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
 		l.backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
 	}

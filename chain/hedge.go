@@ -48,12 +48,7 @@ func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	for pos := w.pos + 1; pos < t.group.hi; pos++ {
-		if !w.triedAsHedge(w.target(pos)) {
-			return d, true
-		}
-	}
-	return 0, false
+	return d, w.later(t)
 }
 
 // triedAsHedge reports whether t was sent a hedge in this call.

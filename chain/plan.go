@@ -36,6 +36,10 @@ type limits struct {
 	hasDeadline bool
 	// contentFallback is whether the chain lets a content refusal move on.
 	contentFallback bool
+	// elsewhere names the target's tier when a retry goes to another
+	// target of it first (the tier spreads, and one is still to be tried
+	// in this call); "" otherwise.
+	elsewhere string
 }
 
 // step is what the walk does after a failed attempt.
@@ -63,6 +67,14 @@ func plan(f failure, l limits) step {
 	}
 	if f.retryAfter > l.policy.MaxRetryAfter {
 		return leave(f, l, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", f.retryAfter, l.policy.MaxRetryAfter))
+	}
+	if l.elsewhere != "" {
+		// A retry goes to another target of the tier first, without a
+		// wait (Retry-After speaks of this target alone), unless the
+		// next-target column keeps the call here: then it retries here.
+		if s := leave(f, l, "retried on another "+l.elsewhere+" target first"); s.decision == DecisionNext {
+			return s
+		}
 	}
 	wait := l.backoff
 	if f.invalid {

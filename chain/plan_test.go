@@ -106,6 +106,44 @@ func TestPlan(t *testing.T) {
 	t.Logf("%d cases", cases)
 }
 
+// TestPlanElsewhere: in a tier that spreads, a retry goes to another
+// target of the tier first, without a wait, and a Retry-After not waited
+// out closes this target's gate; unless the next-target column keeps the
+// call on this target, where it retries in place. Found in review: the
+// walk used to override plan's retry with a step of its own that skipped
+// the column.
+func TestPlanElsewhere(t *testing.T) {
+	policy := retry.Policy{}.WithDefaults()
+	for _, tc := range []struct {
+		name  string
+		table retry.Table
+		ra    time.Duration
+		want  step
+	}{
+		{"server error", retry.DefaultTable(), 0,
+			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
+		{"rate limited with a retry-after", retry.DefaultTable(), 5 * time.Second,
+			step{decision: DecisionNext, reason: "retried on another deployment target first", closeGate: true}},
+		{"a rule that retries and never falls back", retry.DefaultTable().With(map[llm.Kind]retry.Rule{llm.KindServer: {Retry: true, Fallback: retry.Stop}}), 0,
+			step{decision: DecisionRetry, wait: time.Second}},
+	} {
+		kind := llm.KindServer
+		if tc.ra > 0 {
+			kind = llm.KindRateLimited
+		}
+		f := failure{kind: kind, n: 1, retryAfter: tc.ra}
+		got := plan(f, limits{table: tc.table, policy: policy, backoff: time.Second, elsewhere: "deployment"})
+		if got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+		// Out of attempts, the table decides as it would anywhere.
+		f.n = policy.MaxAttempts
+		if got, want := plan(f, limits{table: tc.table, policy: policy, elsewhere: "deployment"}), plan(f, limits{table: tc.table, policy: policy}); got != want {
+			t.Errorf("%s, out of attempts: got %+v, want %+v", tc.name, got, want)
+		}
+	}
+}
+
 // reasonFor is the start of the reason plan gives for leaving.
 func reasonFor(n, allowed int, ra time.Duration, p retry.Policy) string {
 	switch {

@@ -363,15 +363,10 @@ func (w *walk) choice(pos int) *spread.Choice {
 	return ch
 }
 
-// elsewhere reports whether a retry on t, the target at the walk's
-// position, goes to another target of its tier first: the tier spreads,
-// and a later target of it is still to be tried in this call.
-func (w *walk) elsewhere(t *target) bool {
-	g := t.group
-	if !g.spreads() {
-		return false
-	}
-	for pos := w.pos + 1; pos < g.hi; pos++ {
+// later reports whether a target of t's tier after the walk's position
+// is still to be tried in this call (not yet sent a hedge).
+func (w *walk) later(t *target) bool {
+	for pos := w.pos + 1; pos < t.group.hi; pos++ {
 		if !w.triedAsHedge(w.target(pos)) {
 			return true
 		}
