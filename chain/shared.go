@@ -282,7 +282,7 @@ func (c *Chain) publish(ctx context.Context, t *target) {
 }
 
 // Flush writes what the chain has not yet told Redis: the first attempts
-// its shared budgets counted (they are written in batches) and any breaker
+// its shared retry and hedge budgets counted (they are written in batches) and any breaker
 // change Redis did not take when it happened. It then waits for the answers
 // its LastGood degradations are still writing behind their calls (see
 // LastGood), shared chain or not, so that a replica that stops loses none
@@ -300,11 +300,19 @@ func (c *Chain) Flush(ctx context.Context) error {
 			}
 		}
 	}
-	for _, t := range c.targets {
-		if s, ok := t.budget.(*budget.Shared); ok {
+	flushed := map[*budget.Shared]bool{} // a tier's targets share their hedge budget
+	flush := func(b budget.Budget) {
+		if s, ok := b.(*budget.Shared); ok && !flushed[s] {
+			flushed[s] = true
 			if err := s.Flush(ctx); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	for _, t := range c.targets {
+		flush(t.budget)
+		if t.hedge != nil {
+			flush(t.hedge.budget)
 		}
 	}
 	for _, l := range c.lastGoods {

@@ -1192,3 +1192,35 @@ func TestSharedHedgeBudgetIsOneForAllReplicas(t *testing.T) {
 		})
 	})
 }
+
+// Found in review: Flush wrote the shared retry budgets' batched first
+// attempts but not the shared hedge budgets', which a stopping replica
+// then lost.
+func TestSharedFlushWritesTheHedgeBudget(t *testing.T) {
+	m := miniredis.RunT(t)
+	client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
+	defer client.Close()
+	p := &timed{name: "eu-1"}
+	c, err := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).
+		Shared(sharedStore(t, client), chain.SharedConfig{Timeout: sharedTestTimeout}).
+		Primary(chain.Target{Name: "eu-1", Provider: p, Model: "m"}).
+		OrDeployment(chain.Target{Name: "eu-2", Provider: &timed{name: "eu-2"}, Model: "m"}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := c.Call(t.Context(), question); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:hedged:tier%3Adeployment:hedge"), budget.SharedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if firsts, _, err := b.Counts(context.Background()); err != nil || firsts != 3 {
+		t.Fatalf("the shared hedge budget counts %d first attempts (err %v); want the 3 calls", firsts, err)
+	}
+}
