@@ -181,43 +181,49 @@ type bucket struct {
 // Every reservation taken in it goes stale when the next begins; pending
 // keeps the slots it granted so that a bucket rebuilt without new headers
 // can leave out what they took (their holders take it again).
+//
+// pending is keyed by each slot's reservation from the request bucket,
+// which a learning limiter always has (New gives it a configured or a
+// provisional pace, and rebuild never removes it), so that taking a slot
+// allocates nothing beyond what rate.Limiter.ReserveN does. Each slot took
+// one request.
 type epoch struct {
 	stale   chan struct{} // closed when the epoch ends
-	pending map[*slot]struct{}
+	pending map[*rate.Reservation]slot
 	swept   int // len(pending) after the last sweep
 }
 
-// slot is what one reservation took from the buckets; its request goes
-// at at.
+// slot is what one reservation took from the buckets beside its request;
+// the request goes at at.
 type slot struct {
-	at               time.Time
-	requests, tokens int
+	at     time.Time
+	tokens int
 }
 
 func newEpoch() *epoch {
-	return &epoch{stale: make(chan struct{}), pending: make(map[*slot]struct{})}
+	return &epoch{stale: make(chan struct{}), pending: make(map[*rate.Reservation]slot)}
 }
 
-// hold records s, first forgetting the slots already reached once pending
-// has doubled since the last sweep (so that it stays about as large as
-// the queue).
-func (e *epoch) hold(now time.Time, s *slot) {
+// hold records s under r, first forgetting the slots already reached once
+// pending has doubled since the last sweep (so that it stays about as
+// large as the queue).
+func (e *epoch) hold(now time.Time, r *rate.Reservation, s slot) {
 	if len(e.pending) >= 2*e.swept+64 {
-		for p := range e.pending {
+		for k, p := range e.pending {
 			if !p.at.After(now) {
-				delete(e.pending, p)
+				delete(e.pending, k)
 			}
 		}
 		e.swept = len(e.pending)
 	}
-	e.pending[s] = struct{}{}
+	e.pending[r] = s
 }
 
 // owed is what the slots not yet reached at now took from each bucket.
 func (e *epoch) owed(now time.Time) (requests, tokens float64) {
-	for p := range e.pending {
+	for _, p := range e.pending {
 		if p.at.After(now) {
-			requests += float64(p.requests)
+			requests++
 			tokens += float64(p.tokens)
 		}
 	}
@@ -276,7 +282,6 @@ type Reservation struct {
 	l    *Limiter
 	r, t *rate.Reservation
 	e    *epoch // the epoch it was taken in; nil when it can never go stale
-	s    *slot
 }
 
 // Stale returns a channel that is closed when the slot no longer
@@ -310,7 +315,7 @@ func (r Reservation) Cancel(now time.Time) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	if r.e != nil {
-		delete(r.e.pending, r.s)
+		delete(r.e.pending, r.r)
 	}
 	r.cancel(now)
 }
@@ -353,14 +358,14 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 		return wait, Reservation{}, false
 	}
 	if l.epoch != nil {
-		res.e, res.s = l.epoch, &slot{at: now.Add(wait), tokens: tokens}
-		if res.r != nil {
-			res.s.requests = 1
+		// A learning limiter always has a request bucket (see epoch), so
+		// res.r is set and keys the slot.
+		s := slot{at: now.Add(wait)}
+		if res.t != nil {
+			s.tokens = tokens
 		}
-		if res.t == nil {
-			res.s.tokens = 0
-		}
-		l.epoch.hold(now, res.s)
+		res.e = l.epoch
+		l.epoch.hold(now, res.r, s)
 	}
 	return wait, res, true
 }
