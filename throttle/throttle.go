@@ -407,9 +407,10 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 
 // learnt returns the per-minute limit a announces for b when the limiter
 // is to learn it (b's limit was not configured, and a differs from what b
-// paces at), else 0.
+// paces at), else 0. Observe calls it only on a learning limiter (one with
+// an epoch, which New gives only with Learn).
 func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
-	if configured != 0 || !l.s.Learn || !a.Reported() || a.Limit <= 0 {
+	if configured != 0 || !a.Reported() || a.Limit <= 0 {
 		return 0
 	}
 	if b.known && b.limit == float64(a.Limit)/60 {
