@@ -270,10 +270,10 @@ func (l *Limiter) burst(perSecond float64) int {
 	return int(math.Max(1, perSecond))
 }
 
+// set makes b a full bucket of perSecond and burst.
 func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 	b.limit = perSecond
-	b.lim = rate.NewLimiter(rate.Limit(perSecond), burst)
-	b.lim.AllowN(now, 0) // start the clock now
+	b.lim = fill(now, perSecond, burst, float64(burst))
 }
 
 // Reservation is a slot a limiter granted. Cancel it if the request is
@@ -428,10 +428,7 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 // again.
 func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
 	owedR, owedT := l.epoch.owed(now)
-	requestBurst := int(requests)
-	if l.s.Burst > 0 {
-		requestBurst = l.s.Burst
-	}
+	requestBurst := cmp.Or(l.s.Burst, int(requests)) // a configured Burst wins
 	for _, b := range []struct {
 		b       *bucket
 		learned int32
