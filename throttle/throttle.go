@@ -144,9 +144,8 @@ func (s Config) Validate() error {
 	if s.Burst < 0 {
 		bad("Burst is %d; use 0 for the default", s.Burst)
 	}
-	if s.MaxWait < 0 || s.Recovery < 0 {
-		bad("MaxWait (%v) and Recovery (%v) must not be negative (0 means the default)", s.MaxWait, s.Recovery)
-	}
+	problems.NotNegative(found, "MaxWait", s.MaxWait, DefaultMaxWait)
+	problems.NotNegative(found, "Recovery", s.Recovery, DefaultRecovery)
 	if math.IsNaN(s.Backoff) || s.Backoff < 0 || s.Backoff >= 1 {
 		bad("Backoff is %v; use a share in (0, 1), or 0 for %v", s.Backoff, DefaultBackoff)
 	}
