@@ -168,7 +168,8 @@ func (s Config) Validate() error {
 	problems.NotNegative(found, "FirstOpenFor", s.FirstOpenFor, "the default")
 	problems.NotNegative(found, "OpenFor", s.OpenFor, "the default")
 	problems.NotNegative(found, "MaxGate", s.MaxGate, "the default")
-	if d := s.WithDefaults(); s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
+	d := s.WithDefaults()
+	if s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
 		openFor := d.OpenFor.String()
 		if s.OpenFor == 0 {
 			openFor += ", the default"
@@ -176,7 +177,7 @@ func (s Config) Validate() error {
 		bad("FirstOpenFor (%v) is longer than OpenFor (%s), the longest an opening lasts; lower FirstOpenFor or raise OpenFor (set FirstOpenFor to OpenFor for a fixed interval)",
 			d.FirstOpenFor, openFor)
 	}
-	if d := s.WithDefaults(); s.Window >= 0 && s.BucketPeriod >= 0 {
+	if s.Window >= 0 && s.BucketPeriod >= 0 {
 		switch {
 		case d.BucketPeriod > d.Window:
 			bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)

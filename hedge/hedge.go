@@ -90,9 +90,7 @@ func (c Config) WithDefaults() Config {
 // Validate reports every problem with c at once.
 func (c Config) Validate() error {
 	found := problems.New(errHead)
-	if c.Delay < 0 {
-		found.Addf("Delay is %v; it must not be negative (0 with Adaptive means %v; 0 without it is off)", c.Delay, DefaultMinDelay)
-	}
+	problems.NotNegative(found, "Delay", c.Delay, DefaultMinDelay.String()+" with Adaptive, off without it")
 	if math.IsNaN(c.Quantile) || c.Quantile < 0 || c.Quantile >= 1 {
 		found.Addf("Quantile is %v; use a share in (0, 1), or 0 for %v", c.Quantile, DefaultQuantile)
 	}

@@ -144,9 +144,8 @@ func (s Config) Validate() error {
 	if s.Burst < 0 {
 		bad("Burst is %d; use 0 for the default", s.Burst)
 	}
-	if s.MaxWait < 0 || s.Recovery < 0 {
-		bad("MaxWait (%v) and Recovery (%v) must not be negative (0 means the default)", s.MaxWait, s.Recovery)
-	}
+	problems.NotNegative(found, "MaxWait", s.MaxWait, DefaultMaxWait)
+	problems.NotNegative(found, "Recovery", s.Recovery, DefaultRecovery)
 	if math.IsNaN(s.Backoff) || s.Backoff < 0 || s.Backoff >= 1 {
 		bad("Backoff is %v; use a share in (0, 1), or 0 for %v", s.Backoff, DefaultBackoff)
 	}
@@ -181,43 +180,49 @@ type bucket struct {
 // Every reservation taken in it goes stale when the next begins; pending
 // keeps the slots it granted so that a bucket rebuilt without new headers
 // can leave out what they took (their holders take it again).
+//
+// pending is keyed by each slot's reservation from the request bucket,
+// which a learning limiter always has (New gives it a configured or a
+// provisional pace, and rebuild never removes it), so that taking a slot
+// allocates nothing beyond what rate.Limiter.ReserveN does. Each slot took
+// one request.
 type epoch struct {
 	stale   chan struct{} // closed when the epoch ends
-	pending map[*slot]struct{}
+	pending map[*rate.Reservation]slot
 	swept   int // len(pending) after the last sweep
 }
 
-// slot is what one reservation took from the buckets; its request goes
-// at at.
+// slot is what one reservation took from the buckets beside its request;
+// the request goes at at.
 type slot struct {
-	at               time.Time
-	requests, tokens int
+	at     time.Time
+	tokens int
 }
 
 func newEpoch() *epoch {
-	return &epoch{stale: make(chan struct{}), pending: make(map[*slot]struct{})}
+	return &epoch{stale: make(chan struct{}), pending: make(map[*rate.Reservation]slot)}
 }
 
-// hold records s, first forgetting the slots already reached once pending
-// has doubled since the last sweep (so that it stays about as large as
-// the queue).
-func (e *epoch) hold(now time.Time, s *slot) {
+// hold records s under r, first forgetting the slots already reached once
+// pending has doubled since the last sweep (so that it stays about as
+// large as the queue).
+func (e *epoch) hold(now time.Time, r *rate.Reservation, s slot) {
 	if len(e.pending) >= 2*e.swept+64 {
-		for p := range e.pending {
+		for k, p := range e.pending {
 			if !p.at.After(now) {
-				delete(e.pending, p)
+				delete(e.pending, k)
 			}
 		}
 		e.swept = len(e.pending)
 	}
-	e.pending[s] = struct{}{}
+	e.pending[r] = s
 }
 
 // owed is what the slots not yet reached at now took from each bucket.
 func (e *epoch) owed(now time.Time) (requests, tokens float64) {
-	for p := range e.pending {
+	for _, p := range e.pending {
 		if p.at.After(now) {
-			requests += float64(p.requests)
+			requests++
 			tokens += float64(p.tokens)
 		}
 	}
@@ -264,10 +269,10 @@ func (l *Limiter) burst(perSecond float64) int {
 	return int(math.Max(1, perSecond))
 }
 
+// set makes b a full bucket of perSecond and burst.
 func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 	b.limit = perSecond
-	b.lim = rate.NewLimiter(rate.Limit(perSecond), burst)
-	b.lim.AllowN(now, 0) // start the clock now
+	b.lim = fill(now, perSecond, burst, float64(burst))
 }
 
 // Reservation is a slot a limiter granted. Cancel it if the request is
@@ -276,7 +281,6 @@ type Reservation struct {
 	l    *Limiter
 	r, t *rate.Reservation
 	e    *epoch // the epoch it was taken in; nil when it can never go stale
-	s    *slot
 }
 
 // Stale returns a channel that is closed when the slot no longer
@@ -310,7 +314,7 @@ func (r Reservation) Cancel(now time.Time) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	if r.e != nil {
-		delete(r.e.pending, r.s)
+		delete(r.e.pending, r.r)
 	}
 	r.cancel(now)
 }
@@ -353,14 +357,14 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 		return wait, Reservation{}, false
 	}
 	if l.epoch != nil {
-		res.e, res.s = l.epoch, &slot{at: now.Add(wait), tokens: tokens}
-		if res.r != nil {
-			res.s.requests = 1
+		// A learning limiter always has a request bucket (see epoch), so
+		// res.r is set and keys the slot.
+		s := slot{at: now.Add(wait)}
+		if res.t != nil {
+			s.tokens = tokens
 		}
-		if res.t == nil {
-			res.s.tokens = 0
-		}
-		l.epoch.hold(now, res.s)
+		res.e = l.epoch
+		l.epoch.hold(now, res.r, s)
 	}
 	return wait, res, true
 }
@@ -402,9 +406,10 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 
 // learnt returns the per-minute limit a announces for b when the limiter
 // is to learn it (b's limit was not configured, and a differs from what b
-// paces at), else 0.
+// paces at), else 0. Observe calls it only on a learning limiter (one with
+// an epoch, which New gives only with Learn).
 func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
-	if configured != 0 || !l.s.Learn || !a.Reported() || a.Limit <= 0 {
+	if configured != 0 || !a.Reported() || a.Limit <= 0 {
 		return 0
 	}
 	if b.known && b.limit == float64(a.Limit)/60 {
@@ -422,10 +427,7 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 // again.
 func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
 	owedR, owedT := l.epoch.owed(now)
-	requestBurst := int(requests)
-	if l.s.Burst > 0 {
-		requestBurst = l.s.Burst
-	}
+	requestBurst := cmp.Or(l.s.Burst, int(requests)) // a configured Burst wins
 	for _, b := range []struct {
 		b       *bucket
 		learned int32

@@ -460,3 +460,31 @@ func TestHeadroom(t *testing.T) {
 		checkHeadroom(t, "throttling off", l, time.Now(), throttle.Headroom{Available: inf})
 	})
 }
+
+// BenchmarkReserve takes one slot a call, a second apart, so that every
+// slot is free at once and a Learn limiter's pending slots are swept as
+// they are reached (the map stays small, as in a paced run).
+func BenchmarkReserve(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		s    throttle.Config
+	}{
+		{"learn", throttle.Config{Learn: true}},
+		{"configured", throttle.Config{RequestsPerMinute: 60}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l, err := throttle.New(bc.s)
+			if err != nil || l == nil {
+				b.Fatal(l, err)
+			}
+			now := time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Second)
+				if _, _, ok := l.Reserve(now, 100, time.Second); !ok {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
