@@ -159,19 +159,24 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 
 // sendHedge sends the hedge of attempt a (sending req) to the next target
 // of a's tier that admits one, and returns its racer; nil when none is
-// sent.
+// sent. The hedge budget is asked first: while it is exhausted (an
+// outage makes every attempt slow) no target is asked for a breaker
+// ticket or a throttle slot only to give them back.
 func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
-	pos, h, ticket, res := w.hedgeTarget(a.t)
-	if h == nil {
+	tokens := throttle.EstimateTokens(*req)
+	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
+		if pos, h, _ := w.hedgeTarget(a.t, tokens, false); h != nil {
+			reason := "hedge not sent: the hedge budget is exhausted"
+			rec := skipped(h, 1, 0, err, reason)
+			rec.Choice, rec.Hedge = w.choice(pos), true
+			w.record(rec)
+			w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+		}
 		return nil
 	}
-	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
-		ticket.Report(retry.Excluded)
-		res.Cancel(time.Now())
-		reason := "hedge not sent: the hedge budget is exhausted"
-		w.record(Attempt{Target: h.Name, Tier: h.tier, Model: h.Model, N: 1, Err: err, Decision: DecisionSkip, Reason: reason,
-			Choice: w.choice(pos), Hedge: true})
-		w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+	pos, h, ticket := w.hedgeTarget(a.t, tokens, true)
+	if h == nil {
+		refund(w.ctx, a.t.hedge.budget)
 		return nil
 	}
 	w.hedged |= 1 << h.ob.Index
@@ -192,14 +197,15 @@ func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Durati
 }
 
 // hedgeTarget returns the first target after the walk's position in its
-// tier (in this call's order) that may take a hedge now, at position pos,
-// with its breaker ticket and throttle slot: one not yet tried as a hedge,
-// able to carry the request, before the deadline, its gate open, its
-// breaker admitting it, its throttle with a slot now. Nothing is recorded
-// of those that may not: the walk records them if it comes to them.
-func (w *walk) hedgeTarget(from *target) (pos int, h *target, ticket breaker.Ticket, res throttle.Reservation) {
+// tier (in this call's order) that may take a hedge of a request of about
+// tokens tokens now, at position pos: one not yet tried as a hedge, able
+// to carry the request, before the deadline, its gate open; and, when
+// take is true, its breaker admitting it (the ticket is returned) and its
+// throttle with a slot now (taken). Nothing is recorded of those that may not: the
+// walk records them if it comes to them.
+func (w *walk) hedgeTarget(from *target, tokens int, take bool) (pos int, h *target, ticket breaker.Ticket) {
 	if w.ctx.Err() != nil {
-		return 0, nil, ticket, res
+		return 0, nil, ticket
 	}
 	for pos = w.pos + 1; pos < from.group.hi; pos++ {
 		t := w.target(pos)
@@ -210,22 +216,22 @@ func (w *walk) hedgeTarget(from *target) (pos int, h *target, ticket breaker.Tic
 		if _, err := t.gate.Refusal(); err != nil {
 			continue
 		}
+		if !take {
+			return pos, t, ticket
+		}
 		tk, err := t.breaker.Allow()
 		if err != nil {
 			continue
 		}
 		if t.throttle != nil {
-			wait, r, ok := t.throttle.Reserve(time.Now(), 1, 0)
-			if !ok || wait > 0 {
-				r.Cancel(time.Now())
+			if _, _, ok := t.throttle.Reserve(time.Now(), tokens, 0); !ok { // a limit of 0: a slot now or none
 				tk.Report(retry.Excluded)
 				continue
 			}
-			res = r
 		}
-		return pos, t, tk, res
+		return pos, t, tk
 	}
-	return 0, nil, ticket, res
+	return 0, nil, ticket
 }
 
 // settleRace waits for the race of attempt a (racers[0]) and its hedge
@@ -263,7 +269,6 @@ func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *ra
 		w.lose(r)
 	}
 	first, h := racers[0], racers[1]
-	a.obs = first.a.obs
 	switch winner {
 	case first:
 		w.recordLoser(h, first)
