@@ -211,9 +211,6 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 			return
 		}
 	}
-	if t.load != nil {
-		t.load.Start()
-	}
 	resp, err := w.send.send(ctx, a, req, nil)
 	if err == nil && resp != nil && w.send.commits(t) {
 		s.resp, s.committed = resp, true
@@ -294,24 +291,19 @@ func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
 	return llm.RateLimit{}
 }
 
-// complete makes one attempt. A provider that panics has its breaker
-// ticket released (a half-open probe slot would otherwise be held for good)
-// before the panic goes on; a ticket that holds nothing needs no guard.
-func complete(ctx context.Context, t *target, req *llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
-	if !ticket.Held() {
-		return t.Provider.Complete(ctx, *req)
+// abandon, deferred around a send, gives back what attempt a holds when
+// its provider panics: its breaker ticket (a half-open probe slot would
+// otherwise be held for good) and its count in flight. The panic goes on.
+func (a *attempt) abandon() {
+	p := recover()
+	if p == nil {
+		return
 	}
-	return completeGuarded(ctx, t, req, ticket)
-}
-
-func completeGuarded(ctx context.Context, t *target, req *llm.Request, ticket breaker.Ticket) (*llm.Response, error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ticket.Report(retry.Excluded)
-			panic(p)
-		}
-	}()
-	return t.Provider.Complete(ctx, *req)
+	a.ticket.Report(retry.Excluded)
+	if a.t.load != nil {
+		a.t.load.End(a.start, 0)
+	}
+	panic(p)
 }
 
 // fair reports whether an attempt that started at start (on c's clock) and

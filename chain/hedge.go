@@ -87,9 +87,6 @@ func (r *racer) run(ctx context.Context, send sender, done chan<- *racer) {
 func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer) *racer {
 	r := &racer{a: *a, req: *req}
 	ctx, r.cancel = context.WithCancel(ctx)
-	if a.t.load != nil {
-		a.t.load.Start()
-	}
 	go r.run(ctx, w.send, done)
 	return r
 }

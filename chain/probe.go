@@ -69,8 +69,10 @@ func (p *prober) fire() {
 	p.mu.Unlock()
 	defer p.flying.Done()
 	t := p.t
+	var ticket breaker.Ticket
 	defer func() {
 		if recover() != nil { // a provider's bug must not end the process from a timer
+			ticket.Report(retry.Excluded) // the probe slot is free again
 			p.schedule(t.breaker.OpenInterval())
 		}
 	}()
@@ -88,7 +90,7 @@ func (p *prober) fire() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := complete(ctx, t, &p.req, ticket)
+	resp, err := t.Provider.Complete(ctx, p.req)
 	if err == nil && resp == nil {
 		err = errNilResponse
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -198,5 +199,40 @@ func TestSpreadOverATierOfMoreThanEightTargets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// panicsOnce panics on its first request, then answers as timed does.
+type panicsOnce struct {
+	timed
+	panicked atomic.Bool
+}
+
+func (p *panicsOnce) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if p.panicked.CompareAndSwap(false, true) {
+		panic("provider bug")
+	}
+	return p.timed.Complete(ctx, req)
+}
+
+// Found in review: a provider that panicked left its attempt counted in
+// flight for good, so LeastLoaded passed its target over ever after.
+func TestSpreadAProviderPanicEndsItsCountInFlight(t *testing.T) {
+	a, b := &panicsOnce{timed: timed{name: "eu-1"}}, &timed{name: "eu-2"}
+	ch := deployments(t, spreading(spread.LeastLoaded), nil, a, b)
+	for !a.panicked.Load() { // until eu-1 is tried first, and panics
+		func() {
+			defer func() { _ = recover() }()
+			_, _ = ch.Call(t.Context(), question)
+		}()
+	}
+	before := a.count()
+	for range 40 {
+		if _, err := ch.Call(t.Context(), question); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.count() - before; got < 5 {
+		t.Fatalf("eu-1 got %d of 40 calls after its panic; want about half", got)
 	}
 }

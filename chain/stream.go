@@ -162,14 +162,6 @@ var (
 // the attempt for when the stream ends. A provider that panics has the
 // breaker ticket released first, as Call's attempts do.
 func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt, req *llm.Request) (resp *llm.Response, err error) {
-	if a.ticket.Held() {
-		defer func() {
-			if p := recover(); p != nil {
-				a.ticket.Report(retry.Excluded)
-				panic(p)
-			}
-		}()
-	}
 	t := a.t
 	ctx, idle := context.WithCancelCause(ctx)
 	var timer *time.Timer

@@ -427,8 +427,9 @@ func TestNilAnswerInAStreamIsAFailure(t *testing.T) {
 
 // 7. A provider that panics mid-stream during a half-open probe leaves the
 // probe's ticket unreported: the breaker stays half-open with its one slot
-// taken, and the target is skipped for good. (Call guards this with
-// completeGuarded.) A panic in the caller's loop body does the same.
+// taken, and the target is skipped for good. (A panic while the stream
+// opens is guarded where every send is: attempt.abandon.) A panic in the
+// caller's loop body does the same.
 func TestPanicMidStreamReleasesTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &rprov{name: "a", openErr: &llm.Error{Provider: "a", Status: 529, Kind: llm.KindOverloaded}}

@@ -60,10 +60,19 @@ type walk struct {
 // interface, so that the attempt it is given stays on the walk's stack.
 type sender struct{ stream *Stream }
 
-// send makes attempt a, sending req, under ctx. A stream opens into st,
-// or into the Stream's own state when st is nil (a hedged race gives each
-// attempt its own).
+// send makes attempt a, sending req, under ctx, counting it in flight on
+// its target's load (the walk ends the count when it ends the attempt). A
+// stream opens into st, or into the Stream's own state when st is nil (a
+// hedged race gives each attempt its own). A provider that panics first
+// gives back what a holds (abandon); a ticket that holds nothing and no
+// load need no guard.
 func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
+	if a.t.load != nil {
+		a.t.load.Start()
+	}
+	if a.ticket.Held() || a.t.load != nil {
+		defer a.abandon()
+	}
 	if s.stream != nil {
 		if sp, ok := a.t.Provider.(llm.StreamProvider); ok {
 			if st == nil {
@@ -72,7 +81,7 @@ func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *stre
 			return st.open(ctx, sp, a, req)
 		}
 	}
-	return complete(ctx, a.t, req, a.ticket)
+	return a.t.Provider.Complete(ctx, *req)
 }
 
 // commits reports whether an answer send returned for t is still
