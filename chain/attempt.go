@@ -110,7 +110,16 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		w.attempt(a, &req, caller, &s)
 		switch {
 		case s.committed || s.err == nil:
-			return w.answered(a, &s)
+			// a answered, or the hedge that raced it (s.by) did; a
+			// committed stream is recorded by its sender.
+			won, by := a, (*target)(nil)
+			if s.by != nil {
+				won, by = s.by, s.by.t
+			}
+			if !s.committed {
+				won.served(w.grow(), &s)
+			}
+			return tried{resp: s.resp, js: s.js, committed: s.committed, by: by}
 		case s.kind == llm.KindCanceled:
 			w.record(a.record(&s, DecisionStop, "the caller canceled"))
 			return tried{err: s.err, kind: s.kind}
@@ -136,21 +145,6 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		}
 		wait = st.wait
 	}
-}
-
-// answered is how t's attempts ended when attempt a (or the hedge that raced
-// it, s.by) answered: a committed stream is recorded by its sender, any
-// other answer here.
-func (w *walk) answered(a *attempt, s *sent) tried {
-	var by *target
-	if s.by != nil {
-		a, by = s.by, s.by.t
-	}
-	if s.committed {
-		return tried{resp: s.resp, committed: true, by: by}
-	}
-	a.served(w.grow(), s)
-	return tried{resp: s.resp, js: s.js, by: by}
 }
 
 // plan asks plan what follows the failed attempt a, drawing the policy's

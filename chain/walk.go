@@ -65,14 +65,26 @@ type sender struct{ stream *Stream }
 // stream opens into st, or into the Stream's own state when st is nil (a
 // hedged race gives each attempt its own). A provider that panics first
 // gives back what a holds (abandon); a ticket that holds nothing and no
-// load need no guard.
+// count need no guard, and the healthy path pays for no defer.
 func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
 	if a.t.load != nil {
 		a.t.load.Start()
 	}
 	if a.ticket.Held() || a.t.load != nil {
-		defer a.abandon()
+		return s.guarded(ctx, a, req, st)
 	}
+	return s.open(ctx, a, req, st)
+}
+
+// guarded is open, giving back what a holds if its provider panics.
+func (s sender) guarded(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
+	defer a.abandon()
+	return s.open(ctx, a, req, st)
+}
+
+// open sends req to a's provider: a stream when s streams and the
+// provider can, the whole answer otherwise.
+func (s sender) open(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
 	if s.stream != nil {
 		if sp, ok := a.t.Provider.(llm.StreamProvider); ok {
 			if st == nil {
