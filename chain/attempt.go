@@ -88,7 +88,8 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 	req := *caller
 	t.prepare(&req)
 	var wait, prev time.Duration
-	var s sent // this attempt's outcome
+	var s sent                // this attempt's outcome
+	choice := w.choice(w.pos) // the same for every attempt on t in this call
 	for n := 1; ; n++ {
 		if n > 1 {
 			var why error
@@ -98,7 +99,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 			}
 		}
 		// On the stack, with the request beside it: a stream keeps copies.
-		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: w.choice(w.pos)}
+		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: choice}
 		if t.throttle != nil {
 			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
 				return out

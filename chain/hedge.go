@@ -42,7 +42,7 @@ type hedger struct {
 func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 	t := a.t
 	if a.n == 1 {
-		t.hedge.budget.Record(w.ctx, budget.Outcome{})
+		t.hedge.budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
 	}
 	d, ok := t.hedge.cfg.DelayFrom(t.group.window)
 	if !ok {

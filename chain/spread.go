@@ -29,7 +29,7 @@ import (
 // the figures it compared (Attempt.Choice).
 func (b *Builder) Spread(s spread.Strategy, tiers ...Tier) *Builder {
 	for _, g := range groupsOf(tiers) {
-		b.groups[g].strategy, b.groups[g].spreadSet = s, true
+		b.groups[g].strategy = s
 	}
 	b.groupTiers = append(b.groupTiers, tiers...)
 	return b
@@ -49,7 +49,7 @@ func (b *Builder) Spread(s spread.Strategy, tiers ...Tier) *Builder {
 // Target.Hedge replaces h for its attempts.
 func (b *Builder) Hedge(h hedge.Config, tiers ...Tier) *Builder {
 	for _, g := range groupsOf(tiers) {
-		b.groups[g].hedge, b.groups[g].hedgeSet = h, true
+		b.groups[g].hedge = h
 	}
 	b.groupTiers = append(b.groupTiers, tiers...)
 	return b
@@ -57,10 +57,8 @@ func (b *Builder) Hedge(h hedge.Config, tiers ...Tier) *Builder {
 
 // groupSetup is what Spread and Hedge set for one tier.
 type groupSetup struct {
-	strategy  spread.Strategy
-	hedge     hedge.Config
-	spreadSet bool
-	hedgeSet  bool
+	strategy spread.Strategy
+	hedge    hedge.Config
 }
 
 // The groups: the primary's model on its deployments, the siblings, the
@@ -312,11 +310,8 @@ func (w *walk) rankCandidates(g *group, order []int, figs []float64) int {
 		cands = append(cands, spread.Candidate{})
 		w.candidate(&cands[len(cands)-1], t, now)
 	}
-	first := g.strategy.Rank(cands, order, figs, nil)
-	if first.Against == "" {
-		return 0
-	}
-	return 1
+	g.strategy.Rank(cands, order, figs, nil)
+	return 1 // a tier that spreads has two targets or more: the first was compared with the second
 }
 
 // candidate fills cand (zero) with what the group's strategy compares of
