@@ -49,10 +49,8 @@ func wantState(t *testing.T, b *breaker.Breaker, want breaker.State, msg string)
 
 func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var changes []string
-		b := mustNew(t, breaker.Settings{OnStateChange: func(name string, from, to breaker.State) {
-			changes = append(changes, from.String()+">"+to.String())
-		}})
+		var tr transitions
+		b := mustNew(t, breaker.Settings{OnStateChange: tr.record})
 		reportN(t, b, retry.Failure, 4)
 		wantState(t, b, breaker.Closed, "opened before the 5th failure")
 		report(t, b, retry.Failure)
@@ -81,10 +79,7 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 		time.Sleep(time.Nanosecond)
 		report(t, b, retry.NotFailure)
 		wantState(t, b, breaker.Closed, "a successful probe should close")
-		want := "closed>open open>half-open half-open>open open>half-open half-open>closed"
-		if got := strings.Join(changes, " "); got != want {
-			t.Fatalf("transitions %q, want %q", got, want)
-		}
+		tr.want(t, "closed>open", "open>half-open", "half-open>open", "open>half-open", "half-open>closed")
 	})
 }
 
