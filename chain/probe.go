@@ -98,10 +98,7 @@ func (p *prober) fire() {
 	if err != nil {
 		verdict = t.table.Rule(llm.KindOf(err)).Breaker
 	}
-	ticket.Report(verdict)
-	if p.c.shared != nil {
-		p.c.publish(context.Background(), t)
-	}
+	p.c.report(context.Background(), t, ticket, verdict, time.Now())
 	if verdict == retry.Excluded {
 		p.schedule(probeRetry) // the slot is free again: not the target's verdict
 	}

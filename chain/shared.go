@@ -263,9 +263,14 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 // breaker (verdict v, under the attempt's ticket) and budget (success or
 // not), and publishes a breaker change it caused to the other replicas.
 func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success bool, at time.Time) {
-	t := a.t
-	a.ticket.ReportAt(v, at)
-	t.budget.Record(ctx, budget.Outcome{Retry: a.n > 1, Success: success, At: at})
+	a.t.budget.Record(ctx, budget.Outcome{Retry: a.n > 1, Success: success, At: at})
+	c.report(ctx, a.t, a.ticket, v, at)
+}
+
+// report tells t's breaker verdict v on the request sent under ticket,
+// which ended at at, and the other replicas of a change it caused.
+func (c *Chain) report(ctx context.Context, t *target, ticket breaker.Ticket, v retry.Verdict, at time.Time) {
+	ticket.ReportAt(v, at)
 	if c.shared != nil {
 		c.publish(ctx, t)
 	}
