@@ -18,7 +18,8 @@ import (
 // orders them afresh for each call (spread.Weighted, LeastLoaded, Latency,
 // Headroom), the first gets the call, and a failure that would retry it
 // goes to the tier's next target first (the retry policy applies in place
-// once every target of the tier has had its attempt). With no tiers named
+// once every target of the tier has had its attempt, or where the decision
+// table's next-target column keeps the call). With no tiers named
 // it applies to every model tier. The primary and its OrDeployment targets
 // are one tier, named by TierPrimary or TierDeployment: the primary's
 // model on every deployment; OrSibling targets are another, OrProvider
