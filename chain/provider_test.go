@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -73,4 +74,17 @@ func (p *timed) cancels() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.canceled
+}
+
+// panicsOnce panics on its first request, then answers as timed does.
+type panicsOnce struct {
+	timed
+	panicked atomic.Bool
+}
+
+func (p *panicsOnce) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if p.panicked.CompareAndSwap(false, true) {
+		panic("provider bug")
+	}
+	return p.timed.Complete(ctx, req)
 }

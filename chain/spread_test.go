@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -200,19 +199,6 @@ func TestSpreadOverATierOfMoreThanEightTargets(t *testing.T) {
 			}
 		})
 	}
-}
-
-// panicsOnce panics on its first request, then answers as timed does.
-type panicsOnce struct {
-	timed
-	panicked atomic.Bool
-}
-
-func (p *panicsOnce) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	if p.panicked.CompareAndSwap(false, true) {
-		panic("provider bug")
-	}
-	return p.timed.Complete(ctx, req)
 }
 
 // Found in review: a provider that panicked left its attempt counted in
