@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -185,20 +186,39 @@ func (t *Observer) active() *instruments {
 		return t.fixed
 	}
 	tp, mp := otel.GetTracerProvider(), otel.GetMeterProvider()
-	if tp == unsetTracerProvider && mp == unsetMeterProvider {
+	if unset(tp, mp) {
 		return nil
 	}
-	if in := t.cached.Load(); in != nil && in.tp == tp && in.mp == mp {
-		return in
+	in := t.cached.Load()
+	if in == nil || in.tp != tp || in.mp != mp {
+		var err error
+		if in, err = build(tp, mp); err != nil {
+			otel.Handle(err)
+			return nil
+		}
+		t.cached.Store(in)
 	}
-	in, err := build(tp, mp)
-	if err != nil {
-		otel.Handle(err)
-		return nil
+	if in.tracer == nil && in.m == nil {
+		return nil // no-op providers installed: nothing to record either
 	}
-	t.cached.Store(in)
 	return in
 }
+
+// unset reports whether tp and mp, as otel.Get*Provider returned them, are
+// still the API's unset globals: the check every call makes, telemetry or
+// not. It compares the interfaces' two words (type and pointer) instead of
+// the interfaces: == on two interfaces of one dynamic type calls the
+// runtime's ifaceeq, which cost the check more than the rest of it
+// (BenchmarkStartCallUnset). The unset globals are pointers, so equal words
+// are exactly equal interfaces; unequal words can only be interfaces that
+// differ (or equal values boxed apart, which no pointer is).
+func unset(tp trace.TracerProvider, mp metric.MeterProvider) bool {
+	return *(*ifaceWords)(unsafe.Pointer(&tp)) == *(*ifaceWords)(unsafe.Pointer(&unsetTracerProvider)) &&
+		*(*ifaceWords)(unsafe.Pointer(&mp)) == *(*ifaceWords)(unsafe.Pointer(&unsetMeterProvider))
+}
+
+// ifaceWords is how the gc toolchain lays out a non-empty interface value.
+type ifaceWords struct{ tab, data unsafe.Pointer }
 
 // target is one target's telemetry, prepared at Bind so that calls build
 // no attributes of their own for it.
