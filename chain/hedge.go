@@ -98,7 +98,9 @@ func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done ch
 // the caller's request, which the hedge's target prepares its own from.
 func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
 	done := make(chan *racer, 2)
-	first := w.launch(ctx, a, req, done)
+	var racers [2]*racer
+	defer abandonRace(&racers, done)
+	racers[0] = w.launch(ctx, a, req, done)
 	timer := time.NewTimer(delay)
 	select {
 	case r := <-done:
@@ -107,12 +109,41 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 		return
 	case <-timer.C:
 	}
-	h := w.sendHedge(a, req, caller, delay, done)
-	if h == nil {
+	racers[1] = w.sendHedge(a, req, caller, delay, done)
+	if racers[1] == nil {
 		w.alone(<-done, s)
 		return
 	}
-	w.settleRace(a, s, [2]*racer{first, h}, done)
+	w.settleRace(a, s, racers, done)
+}
+
+// abandonRace, deferred by race, ends the racers still running when race
+// returns: none, unless the walk's own goroutine panicked mid-race (an
+// observer, a validator). Each is canceled instead of being left to its
+// provider, waited for, and gives back its breaker ticket (a half-open
+// probe slot would otherwise be held for good), its count in flight and
+// its stream, as abandon does for an attempt that was not raced. The
+// panic goes on. No observer is told: the walk is unwinding.
+func abandonRace(racers *[2]*racer, done <-chan *racer) {
+	pending := 0
+	for _, r := range racers {
+		if r != nil && !r.ended {
+			r.cancel()
+			pending++
+		}
+	}
+	for ; pending > 0; pending-- {
+		r := <-done
+		r.ended = true
+		if r.a.cancel != nil {
+			r.a.cancel()
+		}
+		r.st.release() // a stream it opened; nothing otherwise
+		r.a.ticket.Report(retry.Excluded)
+		if t := r.a.t; t.load != nil {
+			t.load.End(r.a.start, 0)
+		}
+	}
 }
 
 // alone ends racer r, an attempt that was not raced after all, as an
@@ -339,7 +370,9 @@ func (w *walk) repanic(r *racer, racers [2]*racer, done <-chan *racer) {
 		}
 	}
 	for ; pending > 0; pending-- {
-		w.lose(<-done)
+		o := <-done
+		o.ended = true
+		w.lose(o)
 	}
 	r.cancel()
 	panic(r.panic)

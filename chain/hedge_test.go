@@ -243,3 +243,37 @@ func TestStreamHedgeRacesToTheFirstChunk(t *testing.T) {
 		}
 	})
 }
+
+// TestPanicMidRaceCancelsTheRacers: when the walk's own goroutine panics
+// while a race runs (here an observer, at the hedge's start), the attempt
+// still running is canceled, not left to its provider.
+func TestPanicMidRaceCancelsTheRacers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &timed{name: "eu-1", release: make(chan struct{})} // answers only when canceled
+		fast := &timed{name: "eu-2", delay: 100 * time.Millisecond}
+		obs := &observe.Funcs{OnAttemptStart: func(e observe.AttemptStart) {
+			if e.Hedge {
+				panic("observer")
+			}
+		}}
+		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(obs)
+		b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m"})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: fast, Model: "m"})
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != "observer" {
+					t.Fatalf("recovered %v", p)
+				}
+			}()
+			_, _ = c.Call(t.Context(), question)
+		}()
+		synctest.Wait()
+		if slow.count() != 1 || slow.cancels() != 1 {
+			t.Fatalf("the raced attempt: %d sent, %d canceled; want it canceled", slow.count(), slow.cancels())
+		}
+	})
+}
