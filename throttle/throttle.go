@@ -13,8 +13,11 @@
 // the chain moves on to the next target instead of waiting.
 //
 // With Learn, a limit you did not configure is taken from the headers.
-// Until the first ones arrive the limiter sends one request a second, one
-// at a time. Then it keeps the announced limit as the provider keeps it:
+// Until the first ones announcing a limit arrive the limiter sends one
+// request a second, one at a time; when they announce a token limit alone,
+// requests are paced by their tokens from then on. A provider that sends
+// no rate-limit headers keeps that provisional pace: configure its limits
+// instead. Then the limiter keeps the announced limit as the provider keeps it:
 // a bucket of the per-minute limit (unless Burst sets its size), refilled
 // continuously, drained to what the headers say remain, so that a fresh
 // provider bucket is used at once rather than a second's worth at a time.
@@ -85,9 +88,11 @@ type Config struct {
 	RequestsPerMinute, TokensPerMinute float64
 	// Learn takes unknown limits from the provider's rate-limit headers
 	// and turns throttling on even with no limit configured. Until the
-	// first headers it sends one request a second; a learned limit is
-	// kept as a bucket of its per-minute size (see Burst), and learning
-	// one makes the slots granted before it Stale.
+	// first headers announcing a limit it sends one request a second (for
+	// good, for a provider that sends none: configure its limits
+	// instead); headers announcing a token limit alone end that pace. A
+	// learned limit is kept as a bucket of its per-minute size (see
+	// Burst), and learning one makes the slots granted before it Stale.
 	Learn bool
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
@@ -181,11 +186,12 @@ type bucket struct {
 // keeps the slots it granted so that a bucket rebuilt without new headers
 // can leave out what they took (their holders take it again).
 //
-// pending is keyed by each slot's reservation from the request bucket,
-// which a learning limiter always has (New gives it a configured or a
-// provisional pace, and rebuild never removes it), so that taking a slot
-// allocates nothing beyond what rate.Limiter.ReserveN does. Each slot took
-// one request.
+// pending is keyed by each slot's reservation from the request bucket, or
+// from the token bucket in an epoch without a request bucket (the provider
+// announced a token limit alone), so that taking a slot allocates nothing
+// beyond what rate.Limiter.ReserveN does. A slot took one request from the
+// request bucket when the epoch has one; a slot that took nothing from
+// either is not kept.
 type epoch struct {
 	stale   chan struct{} // closed when the epoch ends
 	pending map[*rate.Reservation]slot
@@ -314,10 +320,15 @@ func (r Reservation) Cancel(now time.Time) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	if r.e != nil {
-		delete(r.e.pending, r.r)
+		delete(r.e.pending, r.key())
 	}
 	r.cancel(now)
 }
+
+// key is what keys r's slot in its epoch's pending (see epoch): its
+// request bucket's reservation, else its token bucket's; nil when it took
+// from neither.
+func (r Reservation) key() *rate.Reservation { return cmp.Or(r.r, r.t) }
 
 func (r Reservation) cancel(now time.Time) {
 	if r.r != nil {
@@ -357,14 +368,14 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 		return wait, Reservation{}, false
 	}
 	if l.epoch != nil {
-		// A learning limiter always has a request bucket (see epoch), so
-		// res.r is set and keys the slot.
+		res.e = l.epoch
 		s := slot{at: now.Add(wait)}
 		if res.t != nil {
 			s.tokens = tokens
 		}
-		res.e = l.epoch
-		l.epoch.hold(now, res.r, s)
+		if key := res.key(); key != nil {
+			l.epoch.hold(now, key, s)
+		}
 	}
 	return wait, res, true
 }
@@ -427,6 +438,12 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 // again.
 func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
 	owedR, owedT := l.epoch.owed(now)
+	if requests == 0 && !l.requests.known {
+		// The provider announced its limits and requests are not among
+		// them: Learn's provisional pace ends, and requests are paced by
+		// their tokens alone (until a request limit is announced).
+		l.requests = bucket{}
+	}
 	requestBurst := cmp.Or(l.s.Burst, int(requests)) // a configured Burst wins
 	for _, b := range []struct {
 		b       *bucket

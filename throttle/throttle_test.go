@@ -154,6 +154,62 @@ func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 	})
 }
 
+// A provider whose headers announce a token limit and no request limit
+// has said what it limits: Learn's provisional pace (one request a
+// second until the first headers) ends, and requests are paced by their
+// tokens alone.
+func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{Learn: true})
+		now := time.Now()
+		if w, _, _ := l.Reserve(now, 100, time.Hour); w != 0 {
+			t.Fatalf("first request waits %v", w)
+		}
+		_, early, _ := l.Reserve(now, 100, time.Hour) // at the provisional pace
+		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 59000}}, false)
+		if !closed(early.Stale()) {
+			t.Fatal("a slot spaced at the provisional pace is not stale once the limits are known")
+		}
+		for i := range 50 { // 5,000 tokens of the 59,000 remaining
+			if w, _, _ := l.Reserve(now, 100, time.Hour); w != 0 {
+				t.Fatalf("request %d waits %v with tokens to spare and no request limit announced", i, w)
+			}
+		}
+		// The token limit paces them: 1,000 tokens a second.
+		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 0}}, false)
+		if w, _, _ := l.Reserve(now, 100, time.Hour); w != 100*time.Millisecond {
+			t.Fatalf("with no tokens remaining a request of 100 waits %v, want 100ms", w)
+		}
+		// A request limit announced later is learned as before.
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 0},
+			Tokens: llm.Allowance{Limit: 60000, Remaining: 60000}}, false)
+		if w, _, _ := l.Reserve(now, 100, time.Hour); w != time.Second {
+			t.Fatalf("with no requests remaining of 60 a minute the next waits %v, want 1s", w)
+		}
+	})
+}
+
+// A slot canceled in an epoch without a request bucket is forgotten: a
+// later rebuild does not count its tokens as owed to its holder.
+func TestCanceledTokenSlotIsNotOwed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Settings{Learn: true})
+		now := time.Now()
+		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 0}}, false) // 1,000 a second, none left
+		w, r, _ := l.Reserve(now, 1000, time.Hour)
+		if w != time.Second {
+			t.Fatalf("1,000 tokens with none left wait %v, want 1s", w)
+		}
+		r.Cancel(now)
+		// A request limit learned rebuilds the token bucket from what it
+		// holds (nothing) and what pending slots took.
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 60}}, false)
+		if w, _, _ := l.Reserve(now, 1000, time.Hour); w != time.Second {
+			t.Fatalf("after the rebuild 1,000 tokens wait %v, want 1s: the canceled slot's tokens came back twice", w)
+		}
+	})
+}
+
 // A slot further away than the caller's limit is not taken: the limiter
 // is left exactly as it was, however refusals interleave.
 func TestRefusedSlotsDoNotLeak(t *testing.T) {
