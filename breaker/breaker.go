@@ -423,6 +423,16 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // the open interval has passed, the first attempt Allow lets through is the
 // half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
+	if b.cb != nil && b.elsewhere.Load() == nil && b.closed.Load() && b.fails.Load() == b.clean.Load() {
+		// The healthy path: nothing to tell gobreaker.
+		return Ticket{b: b, changes: b.changes.Load()}, nil
+	}
+	return b.allowWatched()
+}
+
+// allowWatched is Allow off the healthy path: a breaker that is off, open
+// here or elsewhere, or has failures to tell gobreaker of.
+func (b *Breaker) allowWatched() (Ticket, error) {
 	if b.cb == nil {
 		return Ticket{}, nil
 	}
@@ -430,7 +440,6 @@ func (b *Breaker) Allow() (Ticket, error) {
 		return Ticket{}, ErrOpenElsewhere
 	}
 	if b.closed.Load() && b.fails.Load() == b.clean.Load() {
-		// The healthy path: nothing to tell gobreaker.
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
@@ -681,6 +690,15 @@ func (t Ticket) Report(v retry.Verdict) {
 // when the attempt ended, from time.Now or derived from it with Add (it
 // must carry a monotonic reading).
 func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
+	if v == retry.NotFailure && t.done == nil && t.b != nil {
+		t.b.window.AddAt(0, now) // the healthy path: counted, nothing to tell gobreaker
+		return
+	}
+	t.reportWatched(v, now)
+}
+
+// reportWatched is ReportAt off the healthy path.
+func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
 	b := t.b
 	if b == nil {
 		return

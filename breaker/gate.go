@@ -99,8 +99,13 @@ func (g *Gate) ClosedUntil() (time.Time, bool) {
 func (g *Gate) Refusal() (time.Time, error) {
 	c := g.until.Load()
 	if c == nil {
-		return time.Time{}, nil
+		return time.Time{}, nil // open: the path every call takes
 	}
+	return g.refusal(c)
+}
+
+// refusal is Refusal for a gate closed until c (or that was).
+func (g *Gate) refusal(c *closure) (time.Time, error) {
 	if !time.Now().Before(c.until) {
 		g.until.CompareAndSwap(c, nil) // passed: reopen, and skip the clock next time
 		return time.Time{}, nil

@@ -236,10 +236,15 @@ func (r *Ratio) now() int64 {
 // an older epoch. A bucket already holding a newer epoch (the caller's clock
 // read is a whole ring stale) is returned as is.
 func (r *Ratio) bucket(e int64) *bucket {
-	b := &r.buckets[e%Buckets]
 	if r.current.Load() == e {
-		return b // the common case: no read of the contended counters' line
+		return &r.buckets[e%Buckets] // the common case: no read of the contended counters' line
 	}
+	return r.older(e)
+}
+
+// older is bucket for an epoch other than the newest reset one.
+func (r *Ratio) older(e int64) *bucket {
+	b := &r.buckets[e%Buckets]
 	if b.epoch.Load() < e {
 		r.roll(b, e)
 	}
