@@ -222,13 +222,8 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	c, t := w.c, a.t
 	s.elapsed = c.clock() - a.start
-	if err == nil && resp == nil {
-		err = &llm.Error{Provider: t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
-	}
-	if err == nil && (t.schema != nil || len(resp.ToolCalls) > 0) {
-		if s.js, err = c.checkAnswer(t, a.tools, resp); err != nil && llm.KindOf(err) == llm.KindInvalidOutput {
-			s.invalid = resp
-		}
+	if err == nil && (resp == nil || t.schema != nil || len(resp.ToolCalls) > 0) {
+		err = w.inspect(a, resp, s)
 	}
 	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading
 	if t.load != nil || t.group.window != nil {
@@ -237,14 +232,35 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
-	if err == nil {
-		s.resp, s.status, s.requestID = resp, 200, resp.RequestID
-		if w.obs != nil {
-			w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
-		}
-		c.settle(w.ctx, a, retry.NotFailure, true, now)
+	if err != nil {
+		w.failed(a, err, s, now)
 		return
 	}
+	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
+	if w.obs != nil {
+		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
+	}
+	c.settle(w.ctx, a, retry.NotFailure, true, now)
+}
+
+// inspect checks the answer resp of attempt a that carries a schema's
+// JSON or tool calls (or is missing): the error makes the attempt a
+// failure, and an answer that failed its schema is kept in s.invalid, to
+// re-ask with.
+func (w *walk) inspect(a *attempt, resp *llm.Response, s *sent) (err error) {
+	if resp == nil {
+		return &llm.Error{Provider: a.t.Provider.Name(), Kind: llm.KindUnknown, Message: "provider returned neither an answer nor an error"}
+	}
+	if s.js, err = w.c.checkAnswer(a.t, a.tools, resp); err != nil && llm.KindOf(err) == llm.KindInvalidOutput {
+		s.invalid = resp
+	}
+	return err
+}
+
+// failed reports attempt a, which failed with err at now: classified into
+// s, observed, and settled with the verdict its kind's rule gives.
+func (w *walk) failed(a *attempt, err error, s *sent, now time.Time) {
+	c, t := w.c, a.t
 	w.classify(s, err)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, Kind: s.kind, Err: err, Duration: s.elapsed})
 	if s.invalid != nil {

@@ -53,6 +53,14 @@ type target struct {
 // sent to t: t's model, and t's System and Params wherever t sets them.
 func (t *target) prepare(req *llm.Request) {
 	req.Model = t.Model
+	if t.System != "" || t.hasParams || t.native != nil {
+		t.override(req)
+	}
+}
+
+// override sets what t sets of req beyond its model: its System, its
+// Params and its native response schema.
+func (t *target) override(req *llm.Request) {
 	if t.System != "" {
 		req.System = t.System
 	}

@@ -336,8 +336,13 @@ func (w *walk) candidate(cand *spread.Candidate, t *target, now time.Duration) {
 // nil in an ordered tier.
 func (w *walk) choice(pos int) *spread.Choice {
 	if w.ranked == 0 {
-		return nil
+		return nil // the walk follows the chain's order: no call pays for more
 	}
+	return w.rankedChoice(pos)
+}
+
+// rankedChoice is choice in a walk that ranked some tier.
+func (w *walk) rankedChoice(pos int) *spread.Choice {
 	g := w.c.targets[pos].group // positions keep to their tier's range
 	if w.ranked&(1<<g.index) == 0 {
 		return nil

@@ -67,6 +67,15 @@ type sender struct{ stream *Stream }
 // gives back what a holds (abandon); a ticket that holds nothing and no
 // count need no guard, and the healthy path pays for no defer.
 func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
+	if s.stream == nil && a.t.load == nil && !a.ticket.Held() {
+		return a.t.Provider.Complete(ctx, *req) // nothing to stream, count or give back
+	}
+	return s.watched(ctx, a, req, st)
+}
+
+// watched is send for an attempt that streams, is counted or holds a
+// ticket.
+func (s sender) watched(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
 	if a.t.load != nil {
 		a.t.load.Start()
 	}
@@ -155,8 +164,15 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if len(req.Messages) == 0 {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}
-	if err := w.check(req); err != nil {
+	// A request no target could take is refused before anything is sent.
+	// The tools' InputSchemas are compiled when a call of the tool is
+	// checked (once per distinct schema per chain), not here: hashing every
+	// schema of every request would cost more than checking the one called.
+	if err := req.Validate(); err != nil {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, err)
+	}
+	if c.lacks { // otherwise every target carries whatever the request needs
+		w.needs = req.Needs()
 	}
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
@@ -213,57 +229,60 @@ func (w *walk) run(req *llm.Request) (served, error) {
 // admit decides whether t, at position pos of the walk, gets a first
 // attempt: its context window, the deadline, its Retry-After gate and its
 // breaker. It records a target passed over. ok is false for one; err is
-// the caller's cancellation.
+// the caller's cancellation. The checks that pass on the healthy path are
+// made here; what follows a refusal is out of line, so that the path
+// every call takes stays short.
 func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err error) {
-	c := w.c
-	if miss := w.needs &^ t.caps; miss != 0 {
-		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
-		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, miss)})
-		return ticket, false, nil
-	}
-	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
-		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,
-			fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow))
-		return ticket, false, nil
-	}
-	if w.ctx.Err() != nil {
-		if err := canceled(w.caller); err != nil {
-			return ticket, false, c.stopped(err)
-		}
-		for p := pos; p < len(c.targets); p++ {
-			w.pos = p
-			w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed")
-		}
-		w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
-		return ticket, false, nil
+	if w.needs&^t.caps != 0 || w.minWindow >= 0 && t.ContextWindow <= w.minWindow || w.ctx.Err() != nil {
+		return ticket, false, w.unfit(t, pos)
 	}
 	if until, err := t.gate.Refusal(); err != nil {
-		w.passOver(t, observe.SkipGate, err, gateReason(until, err))
-		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
+		w.refused(t, observe.SkipGate, err, until)
 		return ticket, false, nil
 	}
-	ticket, err = t.breaker.Allow()
-	if err != nil {
-		w.passOver(t, observe.SkipBreaker, err, breakerReason(t, err))
-		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
+	if ticket, err = t.breaker.Allow(); err != nil {
+		w.refused(t, observe.SkipBreaker, err, time.Time{})
 		return ticket, false, nil
 	}
 	return ticket, true, nil
 }
 
-// check refuses, before anything is sent, a request no target could take
-// (llm.Request.Validate), and notes what the request needs of a target.
-// The tools' InputSchemas are compiled when a call of the tool is checked
-// (once per distinct schema per chain), not here: hashing every schema of
-// every request would cost more than checking the one called.
-func (w *walk) check(req *llm.Request) error {
-	if err := req.Validate(); err != nil {
-		return err
+// unfit passes over t, at position pos, which cannot carry the request,
+// has too small a context window, or comes after the deadline (every
+// target from pos on is passed over then); it returns the caller's
+// cancellation, if that is what ended the deadline.
+func (w *walk) unfit(t *target, pos int) error {
+	c := w.c
+	if miss := w.needs &^ t.caps; miss != 0 {
+		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
+		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, miss)})
+		return nil
 	}
-	if w.c.lacks { // otherwise every target carries whatever the request needs
-		w.needs = req.Needs()
+	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
+		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,
+			fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow))
+		return nil
 	}
+	if err := canceled(w.caller); err != nil {
+		return c.stopped(err)
+	}
+	for p := pos; p < len(c.targets); p++ {
+		w.pos = p
+		w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed")
+	}
+	w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
 	return nil
+}
+
+// refused passes over t, whose gate (closed until until) or breaker
+// refused it with err.
+func (w *walk) refused(t *target, cause observe.SkipCause, err error, until time.Time) {
+	reason := breakerReason(t, err)
+	if cause == observe.SkipGate {
+		reason = gateReason(until, err)
+	}
+	w.passOver(t, cause, err, reason)
+	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
 }
 
 // passOver records t, at the walk's position, passed over without a
@@ -329,9 +348,13 @@ func outcome(res *Result, err error) (string, string) {
 
 // end reports the end of the call to its observers.
 func (w *walk) end(s served, err error, stream string) {
-	if w.obs == nil {
-		return
+	if w.obs != nil {
+		w.ended(s, err, stream)
 	}
+}
+
+// ended is end for an observed call.
+func (w *walk) ended(s served, err error, stream string) {
 	res := w.res
 	out, errType := outcome(res, err)
 	e := observe.CallEnd{Model: res.Served.Model, RequestID: res.Served.RequestID, Degraded: res.Degraded, Age: res.Age,
