@@ -118,8 +118,9 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 }
 
 // abandonRace, deferred by race, ends the racers still running when race
-// returns: none, unless the walk's own goroutine panicked mid-race (an
-// observer, a validator). Each is canceled instead of being left to its
+// returns: none, unless a panic ends the race (a racer's provider's, which
+// repanic goes on with, or one on the walk's own goroutine: an observer, a
+// validator). Each is canceled instead of being left to its
 // provider, waited for, and gives back its breaker ticket (a half-open
 // probe slot would otherwise be held for good), its count in flight and
 // its stream, as abandon does for an attempt that was not raced. The
@@ -150,7 +151,7 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 // unhedged attempt ends.
 func (w *walk) alone(r *racer, s *sent) {
 	r.ended = true
-	w.repanic(r, [2]*racer{}, nil)
+	w.repanic(r)
 	if w.won(r, s) {
 		return
 	}
@@ -274,9 +275,7 @@ func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *ra
 		r := <-done
 		pending--
 		r.ended = true
-		if r.panic != nil {
-			w.repanic(r, racers, done)
-		}
+		w.repanic(r)
 		if w.committed(r) {
 			winner = r
 			break
@@ -356,26 +355,13 @@ func (w *walk) recordLoser(r, winner *racer) {
 	w.record(r.a.record(&r.s, DecisionLost, reason))
 }
 
-// repanic goes on with racer r's panic on the walk's goroutine, after
-// canceling the other racers and waiting for them.
-func (w *walk) repanic(r *racer, racers [2]*racer, done <-chan *racer) {
-	if r.panic == nil {
-		return
+// repanic goes on with racer r's panic, if it panicked, on the walk's
+// goroutine; race's abandonRace then ends the racers still running.
+func (w *walk) repanic(r *racer) {
+	if r.panic != nil {
+		r.cancel()
+		panic(r.panic)
 	}
-	pending := 0
-	for _, o := range racers {
-		if o != nil && !o.ended {
-			o.cancel()
-			pending++
-		}
-	}
-	for ; pending > 0; pending-- {
-		o := <-done
-		o.ended = true
-		w.lose(o)
-	}
-	r.cancel()
-	panic(r.panic)
 }
 
 // firstChunkAt notes that attempt a, a stream, sent its first chunk now:

@@ -244,36 +244,48 @@ func TestStreamHedgeRacesToTheFirstChunk(t *testing.T) {
 	})
 }
 
-// TestPanicMidRaceCancelsTheRacers: when the walk's own goroutine panics
-// while a race runs (here an observer, at the hedge's start), the attempt
-// still running is canceled, not left to its provider.
+// TestPanicMidRaceCancelsTheRacers: when a panic ends a race (the
+// hedge's provider's, or one on the walk's own goroutine: here an
+// observer's, at the hedge's start), the attempt still running is
+// canceled, not left to its provider, and the panic reaches the caller.
 func TestPanicMidRaceCancelsTheRacers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		slow := &timed{name: "eu-1", release: make(chan struct{})} // answers only when canceled
-		fast := &timed{name: "eu-2", delay: 100 * time.Millisecond}
-		obs := &observe.Funcs{OnAttemptStart: func(e observe.AttemptStart) {
-			if e.Hedge {
-				panic("observer")
-			}
-		}}
-		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(obs)
-		b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m"})
-		b.OrDeployment(chain.Target{Name: "eu-2", Provider: fast, Model: "m"})
-		c, err := b.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		func() {
-			defer func() {
-				if p := recover(); p != "observer" {
-					t.Fatalf("recovered %v", p)
+	for _, tc := range []struct {
+		name     string
+		panics   string
+		hedge    func() llm.Provider
+		observer func(observe.AttemptStart)
+	}{
+		{"observer", "observer", func() llm.Provider { return &timed{name: "eu-2", delay: 100 * time.Millisecond} },
+			func(e observe.AttemptStart) {
+				if e.Hedge {
+					panic("observer")
 				}
-			}()
-			_, _ = c.Call(t.Context(), question)
-		}()
-		synctest.Wait()
-		if slow.count() != 1 || slow.cancels() != 1 {
-			t.Fatalf("the raced attempt: %d sent, %d canceled; want it canceled", slow.count(), slow.cancels())
-		}
-	})
+			}},
+		{"hedge's provider", "provider bug", func() llm.Provider { return &panicsOnce{timed: timed{name: "eu-2"}} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				slow := &timed{name: "eu-1", release: make(chan struct{})} // answers only when canceled
+				b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(&observe.Funcs{OnAttemptStart: tc.observer})
+				b.Primary(chain.Target{Name: "eu-1", Provider: slow, Model: "m"})
+				b.OrDeployment(chain.Target{Name: "eu-2", Provider: tc.hedge(), Model: "m"})
+				c, err := b.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				func() {
+					defer func() {
+						if p := recover(); p != tc.panics {
+							t.Fatalf("recovered %v, want %q", p, tc.panics)
+						}
+					}()
+					_, _ = c.Call(t.Context(), question)
+				}()
+				synctest.Wait()
+				if slow.count() != 1 || slow.cancels() != 1 {
+					t.Fatalf("the raced attempt: %d sent, %d canceled; want it canceled", slow.count(), slow.cancels())
+				}
+			})
+		})
+	}
 }

@@ -160,12 +160,9 @@ func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 // tokens alone.
 func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true})
-		now := time.Now()
-		if w, _, _ := l.Reserve(now, 100, time.Hour); w != 0 {
-			t.Fatalf("first request waits %v", w)
-		}
-		_, early, _ := l.Reserve(now, 100, time.Hour) // at the provisional pace
+		l, now := mustNew(t, throttle.Settings{Learn: true}), time.Now()
+		l.Reserve(now, 100, time.Hour)                // the provisional pace's one slot now
+		_, early, _ := l.Reserve(now, 100, time.Hour) // and the next, a second away
 		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 59000}}, false)
 		if !closed(early.Stale()) {
 			t.Fatal("a slot spaced at the provisional pace is not stale once the limits are known")
