@@ -277,9 +277,11 @@ func (w *walk) unfit(t *target, pos int) error {
 // refused passes over t, whose gate (closed until until) or breaker
 // refused it with err.
 func (w *walk) refused(t *target, cause observe.SkipCause, err error, until time.Time) {
-	reason := breakerReason(t, err)
+	var reason string
 	if cause == observe.SkipGate {
 		reason = gateReason(until, err)
+	} else {
+		reason = breakerReason(t, err)
 	}
 	w.passOver(t, cause, err, reason)
 	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
