@@ -238,8 +238,7 @@ func (w *walk) hedgeTarget(from *target, tokens int, take bool) (pos int, h *tar
 	}
 	for pos = w.pos + 1; pos < from.group.hi; pos++ {
 		t := w.target(pos)
-		if t.ob.Index >= 64 || w.triedAsHedge(t) || w.needs&^t.caps != 0 ||
-			w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
+		if t.ob.Index >= 64 || w.triedAsHedge(t) || !w.fits(t) {
 			continue
 		}
 		if _, err := t.gate.Refusal(); err != nil {

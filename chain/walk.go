@@ -233,7 +233,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 // made here; what follows a refusal is out of line, so that the path
 // every call takes stays short.
 func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err error) {
-	if w.needs&^t.caps != 0 || w.minWindow >= 0 && t.ContextWindow <= w.minWindow || w.ctx.Err() != nil {
+	if !w.fits(t) || w.ctx.Err() != nil {
 		return ticket, false, w.unfit(t, pos)
 	}
 	if until, err := t.gate.Refusal(); err != nil {
@@ -245,6 +245,13 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 		return ticket, false, nil
 	}
 	return ticket, true, nil
+}
+
+// fits reports whether t can take the request as the walk knows it now:
+// it carries everything the request needs, and its context window is
+// larger than one that overflowed.
+func (w *walk) fits(t *target) bool {
+	return w.needs&^t.caps == 0 && (w.minWindow < 0 || t.ContextWindow > w.minWindow)
 }
 
 // unfit passes over t, at position pos, which cannot carry the request,
