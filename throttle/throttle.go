@@ -386,7 +386,9 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 //
 // With Learn, a limit the headers announce for the first time, or
 // differently from before, rebuilds the limiter's buckets from what the
-// provider said, and every reservation taken before goes Stale.
+// provider said, and every reservation taken before goes Stale. So do the
+// first headers that announce a token limit and no request limit: they
+// end the provisional request pace.
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -398,7 +400,11 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	if l.epoch != nil {
 		r := l.learnt(&l.requests, rl.Requests, l.s.RequestsPerMinute)
 		t := l.learnt(&l.tokens, tokens, l.s.TokensPerMinute)
-		if r > 0 || t > 0 {
+		// Headers announcing tokens and no requests end the provisional
+		// request pace, even when they teach nothing new (a configured
+		// token limit).
+		provisional := !l.requests.known && l.requests.lim != nil && !rl.Requests.Reported() && tokens.Reported()
+		if r > 0 || t > 0 || provisional {
 			l.rebuild(now, r, t)
 		}
 	}

@@ -186,6 +186,20 @@ func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
 	})
 }
 
+// The same with the token limit configured: headers that announce tokens
+// alone end the provisional request pace though they teach nothing new.
+func TestLearnWithTokensConfiguredEndsTheProvisionalPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, now := mustNew(t, throttle.Settings{Learn: true, TokensPerMinute: 60000}), time.Now()
+		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 60000}}, false)
+		for i := range 5 {
+			if w, _, _ := l.Reserve(now, 100, time.Hour); w != 0 {
+				t.Fatalf("request %d waits %v with tokens to spare and no request limit announced", i, w)
+			}
+		}
+	})
+}
+
 // A slot canceled in an epoch without a request bucket is forgotten: a
 // later rebuild does not count its tokens as owed to its holder.
 func TestCanceledTokenSlotIsNotOwed(t *testing.T) {
