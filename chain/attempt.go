@@ -191,7 +191,7 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	c, t := w.c, a.t
 	ctx := w.ctx
 	if w.obs != nil { // checked here: the event is not even built for nobody
-		ctx, a.obs = w.obs.startAttempt(ctx, &t.ob, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
+		ctx = w.observeStart(ctx, a, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
 	if t.Timeout > 0 {
 		ctx, a.cancel = context.WithTimeout(ctx, t.Timeout)
@@ -300,6 +300,26 @@ func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
 		return le.RateLimit
 	}
 	return llm.RateLimit{}
+}
+
+// observeStart reports attempt a's start, e, to the observers and
+// returns the context to send it under. An observer that panics leaves
+// nothing held: a ticket that holds something (a half-open breaker's
+// probe slot, which would otherwise be held for good) is given back.
+func (w *walk) observeStart(ctx context.Context, a *attempt, e observe.AttemptStart) context.Context {
+	if !a.ticket.Held() {
+		ctx, a.obs = w.obs.startAttempt(ctx, &a.t.ob, e)
+		return ctx
+	}
+	started := false
+	defer func() {
+		if !started {
+			a.ticket.Report(retry.Excluded)
+		}
+	}()
+	ctx, a.obs = w.obs.startAttempt(ctx, &a.t.ob, e)
+	started = true
+	return ctx
 }
 
 // abandon, deferred around a send, gives back what attempt a holds when

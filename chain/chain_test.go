@@ -18,6 +18,18 @@ func fail(kind llm.Kind, status int) func(context.Context, llm.Request) (*llm.Re
 	}
 }
 
+// mustPanic calls c with question and checks that the call panics with
+// want.
+func mustPanic(t *testing.T, c *chain.Chain, want any) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != want {
+			t.Fatalf("the call panicked with %v, want %v", p, want)
+		}
+	}()
+	_, _ = c.Call(t.Context(), question)
+}
+
 func TestTargetPromptAndParamsReplaceTheCallers(t *testing.T) {
 	var got llm.Request
 	p := &stub{name: "anthropic", fn: func(_ context.Context, req llm.Request) (*llm.Response, error) {

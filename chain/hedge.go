@@ -120,11 +120,13 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 // abandonRace, deferred by race, ends the racers still running when race
 // returns: none, unless a panic ends the race (a racer's provider's, which
 // repanic goes on with, or one on the walk's own goroutine: an observer, a
-// validator). Each is canceled instead of being left to its
-// provider, waited for, and gives back its breaker ticket (a half-open
-// probe slot would otherwise be held for good), its count in flight and
-// its stream, as abandon does for an attempt that was not raced. The
-// panic goes on. No observer is told: the walk is unwinding.
+// validator). Each is canceled instead of being left to its provider,
+// waited for, and gives back its breaker ticket (a half-open probe slot
+// would otherwise be held for good), its count in flight and its stream,
+// as abandon does for an attempt that was not raced; a racer whose own
+// send panicked gave them back already. The panic goes on. No observer is
+// told of their end: the walk is unwinding, and the call's own end is not
+// reported either.
 func abandonRace(racers *[2]*racer, done <-chan *racer) {
 	pending := 0
 	for _, r := range racers {
@@ -138,6 +140,9 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 		r.ended = true
 		if r.a.cancel != nil {
 			r.a.cancel()
+		}
+		if r.panic != nil {
+			continue // its send gave back what it held (abandon)
 		}
 		r.st.release() // a stream it opened; nothing otherwise
 		r.a.ticket.Report(retry.Excluded)
@@ -215,7 +220,7 @@ func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Durati
 	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
-		ctx, b.obs = w.obs.startAttempt(ctx, &h.ob, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
+		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
 			Hedge: true, HedgeOf: a.t.Name, HedgeDelay: delay})
 	}
 	if h.Timeout > 0 {
@@ -337,10 +342,12 @@ func (w *walk) lose(r *racer) {
 		a.cancel()
 	}
 	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start}
-	if t.load != nil {
-		t.load.End(a.start+r.s.elapsed, 0)
+	if r.panic == nil { // a send that panicked gave back what it held (abandon)
+		if t.load != nil {
+			t.load.End(a.start+r.s.elapsed, 0)
+		}
+		a.ticket.Report(retry.Excluded)
 	}
-	a.ticket.Report(retry.Excluded)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Kind: llm.KindCanceled, Err: ErrLostRace, Duration: r.s.elapsed, Lost: true})
 }
 

@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // hedged builds a chain of ps, one model on each, hedged with h.
@@ -273,14 +275,7 @@ func TestPanicMidRaceCancelsTheRacers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				func() {
-					defer func() {
-						if p := recover(); p != tc.panics {
-							t.Fatalf("recovered %v, want %q", p, tc.panics)
-						}
-					}()
-					_, _ = c.Call(t.Context(), question)
-				}()
+				mustPanic(t, c, tc.panics)
 				synctest.Wait()
 				if slow.count() != 1 || slow.cancels() != 1 {
 					t.Fatalf("the raced attempt: %d sent, %d canceled; want it canceled", slow.count(), slow.cancels())
@@ -288,4 +283,79 @@ func TestPanicMidRaceCancelsTheRacers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// panicHedgeStart is an observer that panics at the start of a hedge
+// while armed.
+func panicHedgeStart(armed *atomic.Bool) *observe.Funcs {
+	return &observe.Funcs{OnAttemptStart: func(e observe.AttemptStart) {
+		if e.Hedge && armed.Load() {
+			panic("observer")
+		}
+	}}
+}
+
+// TestPanicAtHedgeStartGivesBackItsTicket: the hedge's breaker ticket,
+// taken before its observers are told of it, is given back when one of
+// them panics, so a half-open breaker is not held half-open for good.
+func TestPanicAtHedgeStartGivesBackItsTicket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		eu1 := &scripted{name: "eu-1", script: []func(context.Context) (*llm.Response, error){fails, hangs, fails}}
+		eu2 := &scripted{name: "eu-2", script: []func(context.Context) (*llm.Response, error){fails, answers}}
+		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second}).Observe(panicHedgeStart(&armed))
+		b.Primary(chain.Target{Name: "eu-1", Provider: eu1, Model: "m", Retry: retry.Policy{MaxAttempts: 1}})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: eu2, Model: "m", Retry: retry.Policy{MaxAttempts: 1},
+			Breaker: breaker.Config{ConsecutiveFailures: 1, FirstOpenFor: time.Second}})
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), question); err == nil { // both fail: eu-2's breaker opens
+			t.Fatal("the first call was answered")
+		}
+		time.Sleep(2 * time.Second) // eu-2's breaker is due to probe
+		armed.Store(true)
+		mustPanic(t, c, "observer") // eu-1 hangs; the hedge to eu-2 takes the probe slot
+		armed.Store(false)
+		synctest.Wait()
+		res, err := c.Call(t.Context(), question) // eu-1 fails: eu-2 is probed and answers
+		if err != nil || res.Served.Target != "eu-2" {
+			t.Fatalf("eu-2 was not probed after the panic: %v %v", err, res.Attempts)
+		}
+	})
+}
+
+// TestRacerPanickingOnCancelIsReleasedOnce: a racer whose provider panics
+// when the race is abandoned gave back its count in flight itself; the
+// race does not give it back a second time (its target would read -1 in
+// flight for good, and least-loaded spreading would favour it).
+func TestRacerPanickingOnCancelIsReleasedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		panicsOnCancel := func(ctx context.Context) (*llm.Response, error) {
+			<-ctx.Done()
+			panic("provider bug")
+		}
+		eu1 := &scripted{name: "eu-1", script: []func(context.Context) (*llm.Response, error){panicsOnCancel, answers}}
+		eu2 := &scripted{name: "eu-2", script: []func(context.Context) (*llm.Response, error){panicsOnCancel, answers}}
+		b := chain.New("hedged").Spread(spread.LeastLoaded).Hedge(hedge.Config{Delay: time.Second}).Observe(panicHedgeStart(&armed))
+		b.Primary(chain.Target{Name: "eu-1", Provider: eu1, Model: "m"})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: eu2, Model: "m"})
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		mustPanic(t, c, "observer")
+		armed.Store(false)
+		synctest.Wait()
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch := res.Attempts[0].Choice; ch == nil || ch.Figure != 0 || ch.AgainstFigure != 0 {
+			t.Fatalf("in flight after the call ended: %v; want both targets at 0", res.Attempts[0])
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -115,6 +116,36 @@ level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=g
 `
 		if got := buf.String(); got != want {
 			t.Errorf("log:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
+// TestPanicAtAttemptStartGivesBackItsTicket: an observer that panics as
+// an attempt starts leaves nothing held: the half-open breaker's probe
+// slot the attempt took is given back, and the next call probes.
+func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var armed atomic.Bool
+		obs := &observe.Funcs{OnAttemptStart: func(observe.AttemptStart) {
+			if armed.Load() {
+				panic("observer")
+			}
+		}}
+		p := &scripted{name: "eu-1", script: []func(context.Context) (*llm.Response, error){fails, answers}}
+		c, err := chain.New("c").Observe(obs).Primary(chain.Target{Name: "eu-1", Provider: p, Model: "m",
+			Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1, FirstOpenFor: time.Second}}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), question); err == nil { // the breaker opens
+			t.Fatal("the first call was answered")
+		}
+		time.Sleep(2 * time.Second) // due to probe
+		armed.Store(true)
+		mustPanic(t, c, "observer")
+		armed.Store(false)
+		if res, err := c.Call(t.Context(), question); err != nil || res.Served.Target != "eu-1" {
+			t.Fatalf("eu-1 was not probed after the panic: %v %v", err, res.Attempts)
 		}
 	})
 }

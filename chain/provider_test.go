@@ -88,3 +88,29 @@ func (p *panicsOnce) Complete(ctx context.Context, req llm.Request) (*llm.Respon
 	}
 	return p.timed.Complete(ctx, req)
 }
+
+// scripted answers the nth request it is sent with script[n] (the last
+// one for every request after them).
+type scripted struct {
+	name   string
+	n      atomic.Int32
+	script []func(context.Context) (*llm.Response, error)
+}
+
+func (p *scripted) Name() string { return p.name }
+
+func (p *scripted) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	i := min(int(p.n.Add(1))-1, len(p.script)-1)
+	return p.script[i](ctx)
+}
+
+func answers(ctx context.Context) (*llm.Response, error) { return &llm.Response{Text: "ok"}, nil }
+
+func fails(context.Context) (*llm.Response, error) {
+	return nil, &llm.Error{Provider: "stub", Status: 500, Kind: llm.KindServer}
+}
+
+func hangs(ctx context.Context) (*llm.Response, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
