@@ -400,12 +400,13 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	if l.epoch != nil {
 		r := l.learnt(&l.requests, rl.Requests, l.s.RequestsPerMinute)
 		t := l.learnt(&l.tokens, tokens, l.s.TokensPerMinute)
-		// Headers announcing tokens and no requests end the provisional
-		// request pace, even when they teach nothing new (a configured
-		// token limit).
-		provisional := !l.requests.known && l.requests.lim != nil && !rl.Requests.Reported() && tokens.Reported()
-		if r > 0 || t > 0 || provisional {
-			l.rebuild(now, r, t)
+		// Headers that say nothing of requests, beside a token limit
+		// (announced now or known), end the provisional request pace:
+		// tokens pace requests from then on, even when the headers teach
+		// nothing new (a configured token limit).
+		endPace := !l.requests.known && l.requests.lim != nil && !rl.Requests.Reported() && (t > 0 || l.tokens.known)
+		if r > 0 || t > 0 || endPace {
+			l.rebuild(now, r, t, endPace)
 		}
 	}
 	heed(now, l.requests.lim, rl.Requests)
@@ -435,18 +436,18 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 	return a.Limit
 }
 
-// rebuild starts a new epoch: a bucket whose limit was learned (requests
+// rebuild starts a new epoch, without the provisional request pace when
+// endPace is set: a bucket whose limit was learned (requests
 // or tokens per minute, 0 for none) is rebuilt as the provider keeps it, a
 // bucket of the per-minute limit (a configured Burst wins for requests),
 // full (Observe then drains it to what the provider says remains); any
 // other bucket is rebuilt holding what it holds now plus what the slots
 // not yet reached took, since their holders, seeing Stale, take them
 // again.
-func (l *Limiter) rebuild(now time.Time, requests, tokens int32) {
+func (l *Limiter) rebuild(now time.Time, requests, tokens int32, endPace bool) {
 	owedR, owedT := l.epoch.owed(now)
-	if requests == 0 && !l.requests.known {
-		// The provider announced its limits and requests are not among
-		// them: Learn's provisional pace ends, and requests are paced by
+	if endPace {
+		// Learn's provisional request pace ends: requests are paced by
 		// their tokens alone (until a request limit is announced).
 		l.requests = bucket{}
 	}

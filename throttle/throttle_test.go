@@ -161,8 +161,11 @@ func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, now := mustNew(t, throttle.Settings{Learn: true}), time.Now()
-		l.Reserve(now, 100, time.Hour)                // the provisional pace's one slot now
-		_, early, _ := l.Reserve(now, 100, time.Hour) // and the next, a second away
+		l.Reserve(now, 100, time.Hour) // the provisional pace's one slot now
+		w, early, _ := l.Reserve(now, 100, time.Hour)
+		if w != time.Second {
+			t.Fatalf("before any headers the second request waits %v, want 1s", w)
+		}
 		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 59000}}, false)
 		if !closed(early.Stale()) {
 			t.Fatal("a slot spaced at the provisional pace is not stale once the limits are known")
@@ -198,6 +201,28 @@ func TestLearnWithTokensConfiguredEndsTheProvisionalPace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Headers that name no token limit (a remaining count alone), or a
+// request allowance without its limit, do not end the provisional pace:
+// nothing would pace requests after it.
+func TestLearnKeepsTheProvisionalPaceWithoutATokenLimit(t *testing.T) {
+	for name, rl := range map[string]llm.RateLimit{
+		"tokens remaining, no limit": {Tokens: llm.Allowance{Remaining: 5000}},
+		"requests remaining, no limit, beside a token limit": {Requests: llm.Allowance{Remaining: 5},
+			Tokens: llm.Allowance{Limit: 60000, Remaining: 60000}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, now := mustNew(t, throttle.Settings{Learn: true}), time.Now()
+				l.Observe(now, rl, false)
+				l.Reserve(now, 100, time.Hour)
+				if w, _, _ := l.Reserve(now, 100, time.Hour); w < time.Second {
+					t.Fatalf("the second request waits %v: the provisional pace (1s) ended with no limit to pace by", w)
+				}
+			})
+		})
+	}
 }
 
 // A slot canceled in an epoch without a request bucket is forgotten: a
