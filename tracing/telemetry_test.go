@@ -2,12 +2,14 @@ package tracing
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/backstop-llm/backstop/observe"
 	"go.opentelemetry.io/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -26,6 +28,10 @@ func TestUnset(t *testing.T) {
 	}
 	if unset(tracenoop.NewTracerProvider(), unsetMeterProvider) {
 		t.Fatal("a no-op provider (a value, not the unset pointer) reads as unset")
+	}
+	other := reflect.New(reflect.TypeOf(unsetTracerProvider).Elem()).Interface().(trace.TracerProvider)
+	if unset(other, unsetMeterProvider) {
+		t.Fatal("another provider of the unset one's type reads as unset")
 	}
 }
 
