@@ -14,10 +14,11 @@
 //
 // With Learn, a limit you did not configure is taken from the headers.
 // Until the first ones announcing a limit arrive the limiter sends one
-// request a second, one at a time; when they announce a token limit alone,
+// request a second, one at a time; headers that say nothing of requests,
+// beside a token limit (announced or configured), end that pace, and
 // requests are paced by their tokens from then on. A provider that sends
-// no rate-limit headers keeps that provisional pace: configure its limits
-// instead. Then the limiter keeps the announced limit as the provider keeps it:
+// no rate-limit headers keeps the provisional pace: configure its limits
+// instead. A limit announced is kept as the provider keeps it:
 // a bucket of the per-minute limit (unless Burst sets its size), refilled
 // continuously, drained to what the headers say remain, so that a fresh
 // provider bucket is used at once rather than a second's worth at a time.
@@ -90,7 +91,8 @@ type Config struct {
 	// and turns throttling on even with no limit configured. Until the
 	// first headers announcing a limit it sends one request a second (for
 	// good, for a provider that sends none: configure its limits
-	// instead); headers announcing a token limit alone end that pace. A
+	// instead); headers that say nothing of requests, beside a token
+	// limit (announced or configured), end that pace. A
 	// learned limit is kept as a bucket of its per-minute size (see
 	// Burst), and learning one makes the slots granted before it Stale.
 	Learn bool
