@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -125,22 +124,30 @@ level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=g
 // slot the attempt took is given back, and the next call probes.
 func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var armed atomic.Bool
+		var armed, down atomic.Bool
 		obs := &observe.Funcs{OnAttemptStart: func(observe.AttemptStart) {
 			if armed.Load() {
 				panic("observer")
 			}
 		}}
-		p := &scripted{name: "eu-1", script: []func(context.Context) (*llm.Response, error){fails, answers}}
+		p := &stub{name: "eu-1", fn: func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+			if down.Load() {
+				return fails(ctx)
+			}
+			return answers(ctx)
+		}}
 		c, err := chain.New("c").Observe(obs).Primary(chain.Target{Name: "eu-1", Provider: p, Model: "m",
-			Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1, FirstOpenFor: time.Second}}).Build()
+			Retry: retry.Policy{MaxAttempts: 1}}).Build()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Call(t.Context(), question); err == nil { // the breaker opens
-			t.Fatal("the first call was answered")
+		down.Store(true)
+		for open := false; !open; { // failing calls, until the breaker opens
+			res, _ := c.Call(t.Context(), question)
+			open = res.Attempts[0].Decision == chain.DecisionSkip
 		}
-		time.Sleep(2 * time.Second) // due to probe
+		down.Store(false)
+		time.Sleep(time.Minute) // due to probe
 		armed.Store(true)
 		mustPanic(t, c, "observer")
 		armed.Store(false)
