@@ -423,12 +423,15 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // the open interval has passed, the first attempt Allow lets through is the
 // half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
-	if b.cb != nil && b.elsewhere.Load() == nil && b.closed.Load() && b.fails.Load() == b.clean.Load() {
-		// The healthy path: nothing to tell gobreaker.
-		return Ticket{b: b, changes: b.changes.Load()}, nil
+	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
+		return Ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
 	}
 	return b.allowWatched()
 }
+
+// quiet reports whether the breaker is closed with no failure left to
+// tell gobreaker: a ticket then needs nothing of gobreaker.
+func (b *Breaker) quiet() bool { return b.closed.Load() && b.fails.Load() == b.clean.Load() }
 
 // allowWatched is Allow off the healthy path: a breaker that is off, open
 // here or elsewhere, or has failures to tell gobreaker of.
@@ -439,7 +442,7 @@ func (b *Breaker) allowWatched() (Ticket, error) {
 	if b.elsewhere.Load() != nil && b.closed.Load() && b.heldElsewhere() {
 		return Ticket{}, ErrOpenElsewhere
 	}
-	if b.closed.Load() && b.fails.Load() == b.clean.Load() {
+	if b.quiet() {
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
