@@ -307,16 +307,14 @@ func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
 // nothing held: a ticket that holds something (a half-open breaker's
 // probe slot, which would otherwise be held for good) is given back.
 func (w *walk) observeStart(ctx context.Context, a *attempt, e observe.AttemptStart) context.Context {
-	if !a.ticket.Held() {
-		ctx, a.obs = w.obs.startAttempt(ctx, &a.t.ob, e)
-		return ctx
-	}
 	started := false
-	defer func() {
-		if !started {
-			a.ticket.Report(retry.Excluded)
-		}
-	}()
+	if a.ticket.Held() {
+		defer func() {
+			if !started {
+				a.ticket.Report(retry.Excluded)
+			}
+		}()
+	}
 	ctx, a.obs = w.obs.startAttempt(ctx, &a.t.ob, e)
 	started = true
 	return ctx

@@ -138,17 +138,26 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 	for ; pending > 0; pending-- {
 		r := <-done
 		r.ended = true
-		if r.a.cancel != nil {
-			r.a.cancel()
-		}
-		if r.panic != nil {
-			continue // its send gave back what it held (abandon)
-		}
-		r.st.release() // a stream it opened; nothing otherwise
-		r.a.ticket.Report(retry.Excluded)
-		if t := r.a.t; t.load != nil {
-			t.load.End(r.a.start, 0)
-		}
+		r.release(r.a.start)
+	}
+}
+
+// release gives back what racer r, ended by the race rather than by its
+// target (at end, on the chain's clock), holds: its stream, its Timeout,
+// its breaker ticket (told of neither a failure nor a success) and its
+// count in flight. A racer whose send panicked gave back the last two
+// already (abandon).
+func (r *racer) release(end time.Duration) {
+	r.st.release() // the stream it committed, if it did
+	if r.a.cancel != nil {
+		r.a.cancel()
+	}
+	if r.panic != nil {
+		return
+	}
+	r.a.ticket.Report(retry.Excluded)
+	if t := r.a.t; t.load != nil {
+		t.load.End(end, 0)
 	}
 }
 
@@ -335,19 +344,8 @@ func (w *walk) take(r *racer, s *sent) {
 // it), its observers told it lost.
 func (w *walk) lose(r *racer) {
 	a, t := &r.a, r.a.t
-	if w.committed(r) {
-		r.st.release()
-	}
-	if a.cancel != nil {
-		a.cancel()
-	}
 	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start}
-	if r.panic == nil { // a send that panicked gave back what it held (abandon)
-		if t.load != nil {
-			t.load.End(a.start+r.s.elapsed, 0)
-		}
-		a.ticket.Report(retry.Excluded)
-	}
+	r.release(a.start + r.s.elapsed)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Kind: llm.KindCanceled, Err: ErrLostRace, Duration: r.s.elapsed, Lost: true})
 }
 
