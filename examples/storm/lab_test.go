@@ -228,6 +228,19 @@ func (b *rateBucket) serve(now time.Time) fake.Outcome {
 		Header("anthropic-ratelimit-requests-reset", full.Add(time.Second-1).Truncate(time.Second).UTC().Format(time.RFC3339))
 }
 
+// tally counts a row's calls and those that failed.
+type tally struct{ calls, failed int }
+
+// add counts a call that ended with err and reports whether it was
+// answered.
+func (t *tally) add(err error) bool {
+	t.calls++
+	if err != nil {
+		t.failed++
+	}
+	return err == nil
+}
+
 // limitRun is what a row against rate-limited deployments did.
 type limitRun struct {
 	admitted, rejected int // at the providers, arrivals before the end

@@ -34,7 +34,7 @@ var probe = llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "p
 
 // recoveryRun is what one row did.
 type recoveryRun struct {
-	calls, failed int
+	tally
 	// back is how long after the primary's recovery a call was first
 	// answered; -1 when none was before the run ended.
 	back time.Duration
@@ -62,9 +62,7 @@ func recovery(t *testing.T, outage time.Duration, target chain.Target) recoveryR
 			_, err := c.Call(t.Context(), ask)
 			mu.Lock()
 			defer mu.Unlock()
-			run.calls++
-			if err != nil {
-				run.failed++
+			if !run.add(err) {
 				return
 			}
 			if now := time.Now(); !now.Before(up) && run.back < 0 {

@@ -59,7 +59,7 @@ var tailCallID = regexp.MustCompile(`\(call (\d+)\)`)
 
 // tailRun is what one row did.
 type tailRun struct {
-	calls, failed   int
+	tally
 	took            []time.Duration // each call's latency, sorted
 	requests        [tailDeployments]int
 	hedges, won     int // hedges sent, and hedges that answered the call
@@ -112,9 +112,7 @@ func tail(t *testing.T, slow bool, h hedge.Config) tailRun {
 			took := time.Since(began)
 			mu.Lock()
 			defer mu.Unlock()
-			run.calls++
-			if err != nil {
-				run.failed++
+			if !run.add(err) {
 				return
 			}
 			run.took = append(run.took, took)
