@@ -206,9 +206,8 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // outage makes every attempt slow) no target is asked for a breaker
 // ticket or a throttle slot only to give them back.
 func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
-	tokens := throttle.EstimateTokens(*req)
 	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
-		if pos, h, _ := w.hedgeTarget(a.t, tokens, false); h != nil {
+		if pos, h, _ := w.hedgeTarget(a.t, req, caller, false); h != nil {
 			reason := "hedge not sent: the hedge budget is exhausted"
 			rec := skipped(h, 1, 0, err, reason)
 			rec.Choice, rec.Hedge = w.choice(pos), true
@@ -217,15 +216,13 @@ func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Durati
 		}
 		return nil
 	}
-	pos, h, ticket := w.hedgeTarget(a.t, tokens, true)
+	pos, h, ticket := w.hedgeTarget(a.t, req, caller, true)
 	if h == nil {
 		refund(w.ctx, a.t.hedge.budget)
 		return nil
 	}
 	w.hedged |= 1 << h.ob.Index
-	hreq := *caller
-	hreq.Messages = req.Messages // the conversation as a's (a re-ask's included)
-	h.prepare(&hreq)
+	hreq := hedgeRequest(h, req, caller)
 	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
@@ -239,14 +236,25 @@ func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Durati
 	return w.launch(ctx, &b, &hreq, done)
 }
 
+// hedgeRequest is the request a hedge of an attempt sending req sends to
+// h: the caller's, with the conversation as req's (a re-ask's included),
+// prepared for h.
+func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
+	hreq := *caller
+	hreq.Messages = req.Messages
+	h.prepare(&hreq)
+	return hreq
+}
+
 // hedgeTarget returns the first target after the walk's position in its
-// tier (in this call's order) that may take a hedge of a request of about
-// tokens tokens now, at position pos: one not yet tried as a hedge, able
-// to carry the request, before the deadline, its gate open; and, when
-// take is true, its breaker admitting it (the ticket is returned) and its
-// throttle with a slot now (taken). Nothing is recorded of those that may not: the
-// walk records them if it comes to them.
-func (w *walk) hedgeTarget(from *target, tokens int, take bool) (pos int, h *target, ticket breaker.Ticket) {
+// tier (in this call's order) that may take a hedge of an attempt sending
+// req now, at position pos: one not yet tried as a hedge, able to carry
+// the request, before the deadline, its gate open; and, when take is true,
+// its breaker admitting it (the ticket is returned) and its throttle with
+// a slot now for the request the hedge would send it (taken). Nothing is
+// recorded of those that may not: the walk records them if it comes to
+// them.
+func (w *walk) hedgeTarget(from *target, req, caller *llm.Request, take bool) (pos int, h *target, ticket breaker.Ticket) {
 	if w.ctx.Err() != nil {
 		return 0, nil, ticket
 	}
@@ -266,6 +274,7 @@ func (w *walk) hedgeTarget(from *target, tokens int, take bool) (pos int, h *tar
 			continue
 		}
 		if t.throttle != nil {
+			tokens := throttle.EstimateTokens(hedgeRequest(t, req, caller))
 			if _, _, ok := t.throttle.Reserve(time.Now(), tokens, 0); !ok { // a limit of 0: a slot now or none
 				tk.Report(retry.Excluded)
 				continue

@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/spread"
+	"github.com/backstop-llm/backstop/throttle"
 )
 
 // hedged builds a chain of ps, one model on each, hedged with h.
@@ -356,6 +357,27 @@ func TestRacerPanickingOnCancelIsReleasedOnce(t *testing.T) {
 		}
 		if ch := res.Attempts[0].Choice; ch == nil || ch.Figure != 0 || ch.AgainstFigure != 0 {
 			t.Fatalf("in flight after the call ended: %v; want both targets at 0", res.Attempts[0])
+		}
+	})
+}
+
+// TestHedgeIsPacedByItsOwnRequest: a throttled hedge target is asked for
+// a slot for the request it would send (its own MaxTokens), not for the
+// request of the attempt it hedges.
+func TestHedgeIsPacedByItsOwnRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := chain.New("hedged").Hedge(hedge.Config{Delay: time.Second})
+		b.Primary(chain.Target{Name: "eu-1", Provider: &timed{name: "eu-1", delay: 8 * time.Second}, Model: "m",
+			Params: llm.Params{MaxTokens: 8000}})
+		b.OrDeployment(chain.Target{Name: "eu-2", Provider: &timed{name: "eu-2", delay: 100 * time.Millisecond}, Model: "m",
+			Params: llm.Params{MaxTokens: 50}, Throttle: throttle.Config{TokensPerMinute: 6000}}) // 100 tokens now
+		c, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Call(t.Context(), question)
+		if err != nil || res.Served.Target != "eu-2" {
+			t.Fatalf("the hedge was not sent to eu-2, which had room for its own request: %v %v", err, res.Attempts)
 		}
 	})
 }
