@@ -271,9 +271,7 @@ func (s *eventState) finishCalls() {
 	}
 	slices.SortStableFunc(s.calls, func(a, b *pendingCall) int { return cmp.Compare(a.index, b.index) })
 	for _, pc := range s.calls {
-		if pc.name != "" {
-			s.ready = append(s.ready, openaiwire.ToolCall(s.ids, pc.id, pc.name, pc.args.String()))
-		}
+		s.ready = openaiwire.AppendCall(s.ready, s.ids, pc.id, pc.name, pc.args.String())
 	}
 	clear(s.calls)
 	s.calls = s.calls[:0]
