@@ -139,13 +139,13 @@ func (p *Provider) completeChat(ctx context.Context, req llm.Request, ids *wire.
 
 // chatAnswer turns a decoded completion into the answer: the first
 // choice's text and tool calls, or the error it stands for.
-func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r reply, ids *wire.ToolIDs) (*llm.Response, error) {
+func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
 			body = []byte(cc.RawJSON())
 		}
-		return nil, p.bodyError(r.llmReply(body), errors.New(`no "choices"`)) // an error sent with a 2xx
+		return nil, p.bodyError(withBody(r, body), errors.New(`no "choices"`)) // an error sent with a 2xx
 	}
 	c := &cc.Choices[0]
 	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
@@ -160,12 +160,12 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r reply, ids *wire.Tool
 		Text:         c.Message.Content,
 		Model:        cc.Model,
 		ID:           cc.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(r.header),
+		RequestID:    llm.VendorOpenAI.RequestID(r.Header),
 		FinishReason: c.FinishReason,
 		Finish:       llm.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(r.header, r.received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(r.Header, r.Received),
 	}), nil
 }
 
@@ -179,7 +179,7 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.To
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	var done *doneWatch
 	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
+		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
 		watchDone(&done))
 	if err != nil {
 		return nil, err
@@ -297,9 +297,7 @@ func (c *chatEvents) add(d *openai.ChatCompletionChunkChoiceDeltaToolCall) error
 func (c *chatEvents) finishCalls() {
 	slices.SortStableFunc(c.calls, func(a, b *pendingCall) int { return cmp.Compare(a.index, b.index) })
 	for _, pc := range c.calls {
-		if pc.name != "" {
-			c.s.ready = append(c.s.ready, openaiwire.ToolCall(c.ids, pc.id, pc.name, pc.args.String()))
-		}
+		c.s.ready = openaiwire.AppendCall(c.s.ready, c.ids, pc.id, pc.name, pc.args.String())
 	}
 	c.calls = c.calls[:0]
 	clear(c.byIndex)

@@ -2,6 +2,7 @@ package openaisdk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,7 +54,7 @@ func (p *Provider) fail(ctx context.Context, err error, raw *http.Response, rece
 			return p.classified(r, errors.New(`no "error" object`))
 		}
 		// Numbers as codes, as the native adapter reads them.
-		r.Type, r.Code, r.Message = first(r.Type, lenient.Type), first(r.Code, lenient.Code), first(r.Message, lenient.Message)
+		r.Type, r.Code, r.Message = cmp.Or(r.Type, lenient.Type), cmp.Or(r.Code, lenient.Code), cmp.Or(r.Message, lenient.Message)
 		return p.classified(r, nil)
 	}
 	if ctx.Err() != nil {
@@ -152,46 +153,34 @@ func errorObject(body []byte) (openaiwire.ErrorObject, bool) {
 	return e, err == nil
 }
 
-func first(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // withheld returns the error for an answer withheld by the content filter
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // as the native adapter reports them; nil for neither.
-func (p *Provider) withheld(r reply, finishReason, refusal string) *llm.Error {
+func (p *Provider) withheld(r llm.Reply, finishReason, refusal string) *llm.Error {
 	return openaiwire.Withheld(&p.ep, func(k llm.Kind) *llm.Error { return p.answerFailure(r, k) }, finishReason, refusal)
 }
 
 // answerFailure starts the error for an answer that arrived but cannot be
 // used: the status and what the headers say.
-func (p *Provider) answerFailure(r reply, kind llm.Kind) *llm.Error {
-	f := llm.Classify(p.Name(), llm.VendorOpenAI, r.llmReply(nil))
+func (p *Provider) answerFailure(r llm.Reply, kind llm.Kind) *llm.Error {
+	f := llm.Classify(p.Name(), llm.VendorOpenAI, r)
 	f.Kind = kind
 	return f
 }
 
-// reply is what an answer is read with: the header and the status of the
-// response that carried it (none and 200 when the SDK handed back none),
-// and when it arrived.
-type reply struct {
-	header   http.Header
-	status   int
-	received time.Time
-}
-
-func replyOf(raw *http.Response, received time.Time) reply {
-	r := reply{header: http.Header{}, status: 200, received: received}
+// replyOf is what an answer is read with: the header and the status of
+// the response that carried it (none and 200 when the SDK handed back
+// none), and when it arrived; no body.
+func replyOf(raw *http.Response, received time.Time) llm.Reply {
+	r := llm.Reply{Header: http.Header{}, Status: 200, Received: received}
 	if raw != nil {
-		r.header, r.status = raw.Header, raw.StatusCode
+		r.Header, r.Status = raw.Header, raw.StatusCode
 	}
 	return r
 }
 
-// llmReply is r with body, for classification.
-func (r reply) llmReply(body []byte) llm.Reply {
-	return llm.Reply{Status: r.status, Header: r.header, Body: body, Received: r.received}
+// withBody is r with body, for classification.
+func withBody(r llm.Reply, body []byte) llm.Reply {
+	r.Body = body
+	return r
 }

@@ -188,17 +188,17 @@ func (p *Provider) callOptions(extra map[string]any, raw **http.Response) ([]opt
 // every call. It returns the decoded answer and the reply that carried
 // it; a failure is classified (see fail).
 func send[P, R any](ctx context.Context, p *Provider, extra map[string]any, params P,
-	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, reply, error) {
+	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, llm.Reply, error) {
 	var res R
 	var raw *http.Response
 	opts, err := p.callOptions(extra, &raw)
 	if err != nil {
-		return res, reply{}, err
+		return res, llm.Reply{}, err
 	}
 	res, err = call(ctx, params, opts...)
 	received := time.Now()
 	if err != nil {
-		return res, reply{}, p.fail(ctx, err, raw, received)
+		return res, llm.Reply{}, p.fail(ctx, err, raw, received)
 	}
 	return res, replyOf(raw, received), nil
 }
@@ -210,7 +210,7 @@ func send[P, R any](ctx context.Context, p *Provider, extra map[string]any, para
 // answer the stream then delivers, and the SDK's stream is nil.
 func openStream[P, E, W any](ctx context.Context, p *Provider, extra map[string]any, params P,
 	call func(context.Context, P, ...option.RequestOption) *ssestream.Stream[E],
-	whole func(*W, reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
+	whole func(*W, llm.Reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
 	var raw *http.Response
 	opts, err := p.callOptions(extra, &raw)
 	if err != nil {
@@ -230,9 +230,9 @@ func openStream[P, E, W any](ctx context.Context, p *Provider, extra map[string]
 	err = readJSON(raw, &w)
 	sdk.Close()
 	if err != nil {
-		return nil, nil, p.classified(s.llmReply(nil), err)
+		return nil, nil, p.classified(s.rp, err)
 	}
-	res, err := whole(&w, s.reply)
+	res, err := whole(&w, s.rp)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package openaisdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,13 +139,13 @@ func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *
 // responsesAnswer turns a response into the answer: the text of its
 // output messages, its function calls, the finish (see finish), or the
 // error it stands for (a failed response, a refusal, a content filter).
-func (p *Provider) responsesAnswer(r *responses.Response, rp reply, ids *wire.ToolIDs) (*llm.Response, error) {
+func (p *Provider) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
 			body = []byte(r.RawJSON())
 		}
-		return nil, p.bodyError(rp.llmReply(body), errors.New("no response object"))
+		return nil, p.bodyError(withBody(rp, body), errors.New("no response object"))
 	}
 	if r.Status == responses.ResponseStatusFailed || r.Error.Code != "" {
 		return nil, p.responseFailed(r, rp)
@@ -176,12 +177,12 @@ func (p *Provider) responsesAnswer(r *responses.Response, rp reply, ids *wire.To
 		Text:         text.String(),
 		Model:        string(r.Model),
 		ID:           r.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(rp.header),
+		RequestID:    llm.VendorOpenAI.RequestID(rp.Header),
 		FinishReason: reason,
 		Finish:       fin,
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(rp.header, rp.received),
+		RateLimit:    llm.VendorOpenAI.RateLimit(rp.Header, rp.Received),
 	}), nil
 }
 
@@ -207,8 +208,8 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 
 // responseFailed classifies a failed response by its error code, with the
 // status of the reply that carried it (200).
-func (p *Provider) responseFailed(r *responses.Response, rp reply) *llm.Error {
-	f := rp.llmReply([]byte(r.Error.RawJSON()))
+func (p *Provider) responseFailed(r *responses.Response, rp llm.Reply) *llm.Error {
+	f := withBody(rp, []byte(r.Error.RawJSON()))
 	f.Code, f.Type, f.Message = string(r.Error.Code), r.Error.Type, r.Error.Message
 	return p.classified(f, nil)
 }
@@ -220,7 +221,7 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wi
 		return nil, err
 	}
 	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
+		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -281,14 +282,12 @@ func (e *responseEvents) step() (string, bool, error) {
 			delete(e.calls, ev.Item.ID)
 			id, name, args := ev.Item.CallID, ev.Item.Name, rawArguments(ev.Item.Arguments.OfString, ev.Item.Arguments.JSON.OfString.Raw())
 			if pc != nil {
-				id, name = first(id, pc.id), first(name, pc.name)
+				id, name = cmp.Or(id, pc.id), cmp.Or(name, pc.name)
 				if args == "" {
 					args = pc.args.String()
 				}
 			}
-			if name != "" {
-				s.ready = append(s.ready, openaiwire.ToolCall(e.ids, id, name, args))
-			}
+			s.ready = openaiwire.AppendCall(s.ready, e.ids, id, name, args)
 		}
 	case "response.completed", "response.incomplete":
 		r := &ev.Response
@@ -301,9 +300,9 @@ func (e *responseEvents) step() (string, bool, error) {
 		return "", true, nil
 	case "response.failed":
 		e.meta(&ev.Response)
-		return "", false, s.p.responseFailed(&ev.Response, s.reply)
+		return "", false, s.p.responseFailed(&ev.Response, s.rp)
 	case "error":
-		r := s.llmReply([]byte(ev.RawJSON()))
+		r := withBody(s.rp, []byte(ev.RawJSON()))
 		r.Code, r.Message = ev.Code, ev.Message
 		return "", false, s.p.classified(r, nil)
 	}

@@ -23,7 +23,7 @@ import (
 // at a time on the caller's goroutine; the tool calls they complete wait
 // in ready and are delivered before the next text.
 type stream struct {
-	reply
+	rp    llm.Reply // what the answer is read with (replyOf)
 	p     *Provider
 	ctx   context.Context
 	close func() error
@@ -43,10 +43,10 @@ type stream struct {
 	closed    atomic.Bool
 }
 
-func newStream(p *Provider, ctx context.Context, r reply, close func() error) *stream {
-	s := &stream{reply: r, p: p, ctx: ctx, close: close}
-	s.res.RequestID = llm.VendorOpenAI.RequestID(r.header)
-	s.res.RateLimit = llm.VendorOpenAI.RateLimit(r.header, r.received)
+func newStream(p *Provider, ctx context.Context, r llm.Reply, close func() error) *stream {
+	s := &stream{rp: r, p: p, ctx: ctx, close: close}
+	s.res.RequestID = llm.VendorOpenAI.RequestID(r.Header)
+	s.res.RateLimit = llm.VendorOpenAI.RateLimit(r.Header, r.Received)
 	return s
 }
 
@@ -134,7 +134,7 @@ func (s *stream) refuse(r string) {
 // withheld is the error for an answer the stream ended as withheld (see
 // Provider.withheld), or nil.
 func (s *stream) withheld() *llm.Error {
-	return s.p.withheld(s.reply, s.res.FinishReason, s.refusal.String())
+	return s.p.withheld(s.rp, s.res.FinishReason, s.refusal.String())
 }
 
 // growCalls counts n more bytes of tool calls against the cap.
@@ -172,7 +172,7 @@ func (s *stream) Close() error {
 // failure is an error of the stream after it started: the status and the
 // headers of its response, kind, and backstop's message.
 func (s *stream) failure(kind llm.Kind, msg string, cause error) *llm.Error {
-	f := s.p.answerFailure(s.reply, kind)
+	f := s.p.answerFailure(s.rp, kind)
 	f.Message, f.Err = msg, cause
 	return s.p.ep.Redact(f)
 }
@@ -216,7 +216,7 @@ func (s *stream) eventError(err error) *llm.Error {
 // errorEvent classifies an event carrying a top-level error object, as
 // Complete classifies an error body.
 func (s *stream) errorEvent(data []byte) *llm.Error {
-	return s.p.bodyError(s.llmReply(data), errors.New(`the error event holds no "error" object`))
+	return s.p.bodyError(withBody(s.rp, data), errors.New(`the error event holds no "error" object`))
 }
 
 // isJSON reports whether a 2xx to a streaming request is a JSON body
