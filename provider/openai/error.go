@@ -14,11 +14,9 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 	switch {
 	case err != nil:
 		f = p.ep.Malformed(r, err)
-	case e.String:
-		f = p.ep.Failure(r, wire.StatusKind(r.Status))
-		f.Detail = p.ep.Detail(e.Message)
 	default:
-		// One table for every adapter of OpenAI's models (llm.Classify).
+		// One table for every adapter of OpenAI's models (llm.Classify);
+		// a message alone ({"error":"message"}) is classified by status.
 		f = p.ep.Failure(r, llm.VendorOpenAI.Kind(r.Status, e.Type, e.Code, e.Message, nil))
 		f.Type, f.Code, f.Detail = e.Type, e.Code, p.ep.Detail(e.Message)
 	}

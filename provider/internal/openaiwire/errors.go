@@ -11,11 +11,9 @@ import (
 // ErrorObject is the top-level "error" of an error reply,
 // {"error":{"message","type","param","code"}}. Compatible servers vary:
 // type and code may be numbers, and some send {"error":"message"}, a
-// message alone (String).
+// message alone (no Type or Code: the status classifies it).
 type ErrorObject struct {
 	Type, Code, Message string
-	// String is true for {"error":"message"}.
-	String bool
 }
 
 // apiError is the error object as it is decoded (its name stands in the
@@ -57,7 +55,7 @@ func ParseError(body []byte) (ErrorObject, error) {
 	case len(e) > 0 && e[0] == '"':
 		var msg string
 		_ = json.Unmarshal(e, &msg) // valid JSON string: cannot fail
-		return ErrorObject{Message: msg, String: true}, nil
+		return ErrorObject{Message: msg}, nil
 	case len(e) > 0 && e[0] == '{':
 		var a apiError
 		if err := json.Unmarshal(e, &a); err != nil {
