@@ -139,7 +139,9 @@ const (
 //	store, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 	found := problems.In(errCacheHead, "redis store")
-	found.Add(checkCacheClient(client))
+	if p := checkClient(client, "the store's Timeout"); p != "" {
+		found.Addf("%s", p)
+	}
 	problems.NotNegative(found, "TTL", opts.TTL, cache.DefaultTTL)
 	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultCacheTimeout)
 	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultCacheProbeEvery)
@@ -158,15 +160,6 @@ func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 		Saying("serving without it", "using it")
 	r.leftAlone = fmt.Errorf("%w: redis store %q: Redis failed recently; the next try is after ProbeEvery (%v)", cache.ErrUnavailable, r.prefix, probe)
 	return r, nil
-}
-
-// checkCacheClient rejects a nil client and a go-redis client that ignores
-// its contexts' deadlines.
-func checkCacheClient(client redis.UniversalClient) error {
-	if problem := checkClient(client, "the store's Timeout"); problem != "" {
-		return fmt.Errorf("%w: redis store: %s", errCacheHead, problem)
-	}
-	return nil
 }
 
 // Get returns the entry stored under key, in the store's own copy of the
