@@ -210,7 +210,7 @@ func (w *walk) target(pos int) *target {
 const inlineRank = 8
 
 // rival is what a tier's first was preferred to: the target (its index
-// in the chain, -1 for none) and its figure.
+// in the chain) and its figure; a weighted draw has none.
 type rival struct {
 	idx int16
 	fig float32
@@ -273,32 +273,31 @@ func (w *walk) enter(pos int) {
 		order, figs = make([]int, n), make([]float64, n)
 	}
 	order, figs = order[:n], figs[:n]
-	var against int
 	switch g.strategy {
 	case spread.Weighted:
-		against = g.strategy.RankFigures(g.weightFigs, order, nil) // read, never written
+		g.strategy.RankFigures(g.weightFigs, order, nil) // read, never written
 		figs = g.weightFigs
 	case spread.LeastLoaded:
 		for k, t := range c.targets[g.lo:g.hi] {
 			figs[k] = float64(t.load.InFlight())
 		}
-		against = g.strategy.RankFigures(figs, order, nil)
+		g.strategy.RankFigures(figs, order, nil)
 	default: // Latency and Headroom compare more than one figure each
-		against = w.rankCandidates(g, order, figs)
+		w.rankCandidates(g, order, figs)
 	}
 	for k, i := range order {
 		w.setRank(g.lo+k, g.lo+i, figs[i])
 	}
-	w.vs[g.index] = rival{-1, 0}
-	if against > 0 {
-		w.vs[g.index] = rival{int16(g.lo + order[against]), float32(figs[order[against]])}
+	if g.strategy != spread.Weighted {
+		// A tier that spreads has two targets or more: every strategy but
+		// a weighted draw compared the first with the second.
+		w.vs[g.index] = rival{int16(g.lo + order[1]), float32(figs[order[1]])}
 	}
 }
 
 // rankCandidates ranks g's targets by strategies that read more than a
-// figure of each (Latency, Headroom), into order and figs; it returns the
-// position of the target the first was compared with.
-func (w *walk) rankCandidates(g *group, order []int, figs []float64) int {
+// figure of each (Latency, Headroom), into order and figs.
+func (w *walk) rankCandidates(g *group, order []int, figs []float64) {
 	c := w.c
 	n := g.hi - g.lo
 	var buf [inlineRank]spread.Candidate
@@ -312,7 +311,6 @@ func (w *walk) rankCandidates(g *group, order []int, figs []float64) int {
 		w.candidate(&cands[len(cands)-1], t, now)
 	}
 	g.strategy.Rank(cands, order, figs, nil)
-	return 1 // a tier that spreads has two targets or more: the first was compared with the second
 }
 
 // candidate fills cand (zero) with what the group's strategy compares of
@@ -358,7 +356,7 @@ func (w *walk) rankedChoice(pos int) *spread.Choice {
 	case ch.Rank != 1:
 	case g.strategy == spread.Weighted:
 		ch.AgainstFigure = g.weights // a draw compares with the total
-	case v.idx >= 0:
+	default: // enter noted the rival of every other strategy's first
 		ch.Against, ch.AgainstFigure = w.c.targets[v.idx].Name, float64(v.fig)
 	}
 	return ch
