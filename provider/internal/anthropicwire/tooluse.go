@@ -11,14 +11,14 @@ import (
 // any properties.
 var EmptySchema = json.RawMessage(`{"type":"object"}`)
 
-// EmptyInput is the input of a tool call without arguments.
-var EmptyInput = json.RawMessage(`{}`)
+// emptyInput is the input of a tool call without arguments.
+var emptyInput = json.RawMessage(`{}`)
 
 // Input returns the input of the tool_use block sent for a tool call with
 // the arguments args: args, or {} when there are none.
 func Input(args json.RawMessage) json.RawMessage {
 	if len(args) == 0 {
-		return EmptyInput
+		return emptyInput
 	}
 	return args
 }
@@ -27,7 +27,7 @@ func Input(args json.RawMessage) json.RawMessage {
 // input input: input, or {} when it is empty or null.
 func Arguments(input json.RawMessage) json.RawMessage {
 	if len(input) == 0 || string(input) == "null" {
-		return EmptyInput
+		return emptyInput
 	}
 	return input
 }

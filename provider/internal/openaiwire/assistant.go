@@ -9,9 +9,9 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
-// CallArguments returns the arguments of a call to replay: its JSON text,
+// callArguments returns the arguments of a call to replay: its JSON text,
 // "{}" when empty.
-func CallArguments(args json.RawMessage) string {
+func callArguments(args json.RawMessage) string {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return "{}"
 	}
@@ -20,7 +20,7 @@ func CallArguments(args json.RawMessage) string {
 
 // AssistantParts reads message i, m, an assistant message with parts: its
 // text (Content and the text parts) and its tool calls, each made by call
-// from its id translated through ids, its name and its CallArguments. A
+// from its id translated through ids, its name and its callArguments. A
 // part an assistant message cannot carry (media, a tool result) is
 // badPart's error. The text goes out when it is not empty or there are no
 // calls.
@@ -33,7 +33,7 @@ func AssistantParts[C any](i int, m *llm.Message, ids *wire.ToolIDs, call func(i
 		part := &m.Parts[j]
 		switch {
 		case part.ToolCall != nil:
-			calls = append(calls, call(ids.Out(part.ToolCall.ID), part.ToolCall.Name, CallArguments(part.ToolCall.Arguments)))
+			calls = append(calls, call(ids.Out(part.ToolCall.ID), part.ToolCall.Name, callArguments(part.ToolCall.Arguments)))
 		case part.Media != nil, part.ToolResult != nil:
 			return "", nil, badPart(i, j, m.Role, "an assistant message carries only text and tool calls")
 		default:
