@@ -108,7 +108,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if x == nil {
 		return base.RoundTrip(r)
 	}
-	return x.Middleware(r, base.RoundTrip)
+	return x.send(r, base.RoundTrip, false)
 }
 
 // GuardedClient returns the client an adapter gives an SDK: a copy of c
@@ -132,6 +132,13 @@ var ErrRefused = errors.New("the adapter refused the exchange (see its Failure)"
 // below) under the Exchange's rules. Its signature is the SDKs'
 // option.Middleware.
 func (x *Exchange) Middleware(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	return x.send(r, next, true)
+}
+
+// send is Middleware; rewind says whether it may clear r's GetBody (a
+// middleware may change its request; a RoundTripper must not, and the
+// client that calls it refuses redirects already).
+func (x *Exchange) send(r *http.Request, next func(*http.Request) (*http.Response, error), rewind bool) (*http.Response, error) {
 	x.mu.Lock()
 	x.learn(r.Header)
 	x.learnQuery(r.URL)
@@ -144,9 +151,11 @@ func (x *Exchange) Middleware(r *http.Request, next func(*http.Request) (*http.R
 		return nil, ErrRefused
 	}
 	x.mu.Unlock()
-	// A client that follows a 307 or 308 re-sends the body through
-	// GetBody: without it, it hands the redirect back instead.
-	r.GetBody = nil
+	if rewind {
+		// A client that follows a 307 or 308 re-sends the body through
+		// GetBody: without it, it hands the redirect back instead.
+		r.GetBody = nil
+	}
 	res, err := next(r)
 	received := time.Now()
 	x.mu.Lock()
