@@ -291,6 +291,7 @@ func (p *build) entries() {
 		}
 		ct := p.compileTarget(label, e.tier, t)
 		p.c.lacks = p.c.lacks || ct.caps != llm.CapAll
+		p.c.picky = p.c.picky || !ct.media.IsZero()
 		p.c.targets = append(p.c.targets, ct)
 	}
 }
@@ -421,8 +422,10 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		p.wrap(label, "Schema is invalid", err)
 	}
 	caps := llm.CapAll
+	var media llm.MediaTypes
 	if t.Provider != nil {
 		caps = llm.CapabilitiesOf(t.Provider) &^ t.Lacks
+		media = llm.MediaTypesOf(t.Provider)
 	}
 	native := p.native(label, t, caps)
 	bud := t.Budget
@@ -442,6 +445,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		ob:       ob,
 		throttle: lim,
 		caps:     caps,
+		media:    media,
 		native:   native,
 		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 			t.Params.Stop != nil || len(t.Params.Extra) != 0,

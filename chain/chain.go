@@ -23,6 +23,7 @@ type Chain struct {
 	groups          []*group // the model tiers, each a run of targets
 	spreads         bool     // a group spreads its calls
 	lacks           bool     // a model target cannot carry everything a request may hold
+	picky           bool     // a model target takes only some media types
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema

@@ -35,6 +35,7 @@ type target struct {
 	ob       observe.Target    // how events name it
 	throttle *throttle.Limiter // nil when off
 	caps     llm.Capabilities  // what its provider takes, less Lacks
+	media    llm.MediaTypes    // the media types its provider takes (zero: any)
 	// native is the schema sent as Request.ResponseSchema (NativeSchema);
 	// nil when off.
 	native []byte

@@ -29,8 +29,9 @@ var (
 	// the chain's deadline had passed.
 	ErrDeadline = errors.New("chain deadline passed")
 	// ErrCapability is the reason recorded for a target skipped because
-	// the request carries what its provider cannot take (see
-	// Target.Lacks and llm.CapableProvider).
+	// the request carries what its provider cannot take: a capability (see
+	// Target.Lacks and llm.CapableProvider) or a media type (see
+	// llm.MediaProvider).
 	ErrCapability = errors.New("the target cannot carry what the request holds")
 )
 

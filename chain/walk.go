@@ -33,7 +33,8 @@ type walk struct {
 	causes    []error            // one per target that failed, in order
 	begin     time.Duration      // when the first attempt started, on the chain's clock; -1 before
 	minWindow int                // after a context-length failure: only larger windows; -1 before
-	needs     llm.Capabilities   // what the request carries beyond text (0 in a chain whose targets all carry everything)
+	needs     llm.Capabilities   // what the request carries beyond text (0 in a chain whose targets all carry everything and every media type)
+	media     *llm.Request       // the request, when it carries media and a target takes only some media types; else nil
 	cancel    context.CancelFunc // the deadline's
 
 	// ranked marks the groups (by index) that spread and were ranked for
@@ -171,8 +172,14 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if err := req.Validate(); err != nil {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, err)
 	}
-	if c.lacks { // otherwise every target carries whatever the request needs
+	if c.lacks || c.picky { // otherwise every target carries whatever the request needs
 		w.needs = req.Needs()
+	}
+	if c.picky && w.needs&carriesMedia != 0 {
+		if err := c.untaken(req); err != nil {
+			return served{}, fmt.Errorf("chain %q: %w", c.name, err)
+		}
+		w.media = req
 	}
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
@@ -248,10 +255,11 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 }
 
 // fits reports whether t can take the request as the walk knows it now:
-// it carries everything the request needs, and its context window is
-// larger than one that overflowed.
+// it carries everything the request needs, takes its media types, and its
+// context window is larger than one that overflowed.
 func (w *walk) fits(t *target) bool {
-	return w.needs&^t.caps == 0 && (w.minWindow < 0 || t.ContextWindow > w.minWindow)
+	return w.needs&^t.caps == 0 && (w.media == nil || t.media.Refused(w.media) == nil) &&
+		(w.minWindow < 0 || t.ContextWindow > w.minWindow)
 }
 
 // unfit passes over t, at position pos, which cannot carry the request,
@@ -264,6 +272,14 @@ func (w *walk) unfit(t *target, pos int) error {
 		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
 		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, miss)})
 		return nil
+	}
+	if w.media != nil {
+		if md := t.media.Refused(w.media); md != nil {
+			what := describeMedia(md)
+			w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+what)
+			w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, what)})
+			return nil
+		}
 	}
 	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
 		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,

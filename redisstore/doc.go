@@ -37,6 +37,14 @@
 //		OrDegrade(chain.LastGood(lastGood)).
 //		Build()
 //
+// go-redis logs what it does not return (a failed dial, a connection
+// dropped from its pool) through one process-wide logger, which writes to
+// standard error by default. Importing this package replaces it, as the
+// program starts, by one that sends each message to slog.Default() as a
+// Debug record with the attribute logger=go-redis (see log.go): silent at
+// slog's default level. go-redis cannot tell whether a logger was set; a
+// redis.SetLogger the program makes in main comes later and wins.
+//
 // See docs/replicas.md for what is shared, what it costs per call and what
 // happens when Redis is slow or down.
 package redisstore

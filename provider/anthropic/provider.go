@@ -80,6 +80,7 @@ type Provider struct {
 var (
 	_ llm.Provider        = (*Provider)(nil)
 	_ llm.CapableProvider = (*Provider)(nil)
+	_ llm.MediaProvider   = (*Provider)(nil)
 	_ llm.SchemaChecker   = (*Provider)(nil)
 )
 
@@ -167,3 +168,15 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 // and PDFs inline or by URL, plain-text documents, and native structured
 // output (see CheckResponseSchema for the schemas it takes).
 func (p *Provider) Capabilities() llm.Capabilities { return llm.CapAll }
+
+// MediaTypes returns the media types the Messages API takes: images as
+// JPEG, PNG, GIF or WebP; documents as PDF, or as text (any text/… type
+// goes as a plain-text source). A chain passes the target over for any
+// other (a ZIP archive, a Word file), which the adapter refuses as a bad
+// request when sent one directly.
+func (p *Provider) MediaTypes() llm.MediaTypes {
+	return llm.MediaTypes{
+		Images:    []string{"image/jpeg", "image/png", "image/gif", "image/webp"},
+		Documents: []string{"application/pdf", "text/*"},
+	}
+}

@@ -15,6 +15,26 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
+// TestMediaTypesMatchTheTranslation: the document types the provider
+// declares are those its translation takes, and the image types are the
+// four the Messages API takes.
+func TestMediaTypesMatchTheTranslation(t *testing.T) {
+	p := newProvider(t, "http://127.0.0.1")
+	m := llm.MediaTypesOf(p)
+	for _, mt := range []string{"application/pdf", "text/plain", "text/markdown; charset=utf-8", "TEXT/CSV", "application/zip", "application/msword", "application/json"} {
+		md := &llm.Media{MediaType: mt, Data: []byte("x")}
+		_, err := p.media(md, 0, 0)
+		if m.Takes(md) != (err == nil) {
+			t.Errorf("%s: declared taken %v, translation error %v", mt, m.Takes(md), err)
+		}
+	}
+	for mt, want := range map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true, "image/bmp": false, "image/tiff": false, "image/heic": false} {
+		if got := m.Takes(&llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
+			t.Errorf("%s: taken %v, want %v", mt, got, want)
+		}
+	}
+}
+
 func TestCheckResponseSchemaAccepts(t *testing.T) {
 	p := newProvider(t, "http://127.0.0.1")
 	for name, schema := range map[string]string{

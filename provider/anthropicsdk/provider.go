@@ -164,6 +164,20 @@ func (p *Provider) Deployment() llm.Deployment {
 // output, on every platform the SDK reaches.
 func (p *Provider) Capabilities() llm.Capabilities { return llm.CapAll }
 
+var _ llm.MediaProvider = (*Provider)(nil)
+
+// MediaTypes returns the media types the Messages API takes, on every
+// platform: images as JPEG, PNG, GIF or WebP; documents as PDF, or as text
+// (any text/… type goes as a plain-text source). A chain passes the target
+// over for any other, which the adapter refuses as a bad request when sent
+// one directly.
+func (p *Provider) MediaTypes() llm.MediaTypes {
+	return llm.MediaTypes{
+		Images:    []string{"image/jpeg", "image/png", "image/gif", "image/webp"},
+		Documents: []string{"application/pdf", "text/*"},
+	}
+}
+
 // CheckResponseSchema reports whether Anthropic's structured outputs take
 // schema, by the native adapter's rules (anthropicwire.CheckSchema): nil
 // when they do, else an error naming, by JSON pointer, what they refuse.

@@ -57,7 +57,10 @@
 //     thinking, server tool blocks, …), not empty except in a final
 //     assistant turn, which must not end in whitespace; text blocks must not
 //     be empty; image and document need a source; tool_use needs an id, a
-//     name and an object input.
+//     name and an object input. An inline image's media_type is
+//     image/jpeg, image/png, image/gif or image/webp; an inline document's
+//     is application/pdf, a text source's text/plain (the media types
+//     provider/anthropic declares).
 //   - Every tool_result must answer a tool_use of the previous assistant
 //     turn, and every tool_use of an assistant turn must be answered by a
 //     tool_result in the next user turn (a final assistant turn may end in
@@ -75,7 +78,9 @@
 //   - messages: a non-empty list; roles system, developer, user, assistant,
 //     tool, function. content is required (an assistant may leave it out
 //     when it has tool_calls), a string or a list of parts of the types
-//     its role allows (user: text, image_url, input_audio, file).
+//     its role allows (user: text, image_url, input_audio, file). A file's
+//     file_data, a data: URL, must be of application/pdf, the only file
+//     type Chat Completions takes.
 //     Assistant tool_calls need an id, a type and a function with a name
 //     and arguments; a tool message needs a tool_call_id answering a call of
 //     the assistant message just before it, and every such call must be

@@ -90,6 +90,9 @@ func TestRejectedShapes(t *testing.T) {
 		{name: "anthropic empty text block", format: A, body: aBody(`[{"role":"user","content":[{"type":"text","text":""}]}]`, ""), status: 400, msg: "messages: text content blocks must be non-empty"},
 		{name: "anthropic unknown block type", format: A, body: aBody(`[{"role":"user","content":[{"type":"video","url":"x"}]}]`, ""), status: 400, msg: "messages.0.content.0: Input tag 'video' found using 'type' does not match any of the expected tags: …"},
 		{name: "anthropic image without source", format: A, body: aBody(`[{"role":"user","content":[{"type":"image"}]}]`, ""), status: 400, msg: "messages.0.content.0.source: Field required"},
+		{name: "anthropic image of a type it does not take", format: A, body: aBody(`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"Qk0="}}]}]`, ""), status: 400, msg: "messages.0.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"},
+		{name: "anthropic zip document", format: A, body: aBody(`[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/zip","data":"UEsDBA=="}}]}]`, ""), status: 400, msg: "messages.0.content.0.document.source.base64.media_type: Input should be 'application/pdf'"},
+		{name: "anthropic text document not text/plain", format: A, body: aBody(`[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/markdown","data":"# a"}}]}]`, ""), status: 400, msg: "messages.0.content.0.document.source.text.media_type: Input should be 'text/plain'"},
 		{name: "anthropic tool_use without input", format: A, body: aBody(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f"}]}]`, ""), status: 400, msg: "messages.1.content.0.input: Input should be a valid dictionary"},
 		{name: "anthropic final assistant trailing space", format: A, body: aBody(`[{"role":"user","content":"hi"},{"role":"assistant","content":"The answer is "}]`, ""), status: 400, msg: "messages: final assistant content cannot end with trailing whitespace"},
 		{name: "anthropic final assistant block trailing newline", format: A, body: aBody(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"So\n"}]}]`, ""), status: 400, msg: "messages: final assistant content cannot end with trailing whitespace"},
@@ -118,6 +121,7 @@ func TestRejectedShapes(t *testing.T) {
 		{name: "openai content a number", format: O, body: oBody(`[{"role":"user","content":3}]`, ""), status: 400, msg: "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an integer instead.", param: "messages[0].content", code: "invalid_type"},
 		{name: "openai content an object", format: O, body: oBody(`[{"role":"user","content":{"text":"hi"}}]`, ""), status: 400, msg: "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an object instead.", param: "messages[0].content", code: "invalid_type"},
 		{name: "openai unknown part type", format: O, body: oBody(`[{"role":"user","content":[{"type":"video","video":"x"}]}]`, ""), status: 400, msg: "Invalid value: 'video'. Supported values are: 'text', 'image_url', 'input_audio', 'file'.", param: "messages[0].content[0].type", code: "invalid_value"},
+		{name: "openai file not a PDF", format: O, body: oBody(`[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"file","file":{"filename":"a.zip","file_data":"data:application/zip;base64,UEsDBA=="}}]}]`, ""), status: 400, msg: "Invalid file data: 'messages[0].content[1].file.file_data'. Expected a base64-encoded data URL with an application/pdf MIME type (e.g. 'data:application/pdf;base64,SGVsbG8sIFdvcmxkIQ=='), but got unsupported MIME type 'application/zip'.", param: "messages[0].content[1].file.file_data", code: "invalid_value"},
 		{name: "openai tool without tool_call_id", format: O, body: oBody(`[{"role":"user","content":"hi"},`+oToolUse+`,{"role":"tool","content":"sunny"}]`, ""), status: 400, msg: "Missing required parameter: 'messages[2].tool_call_id'.", param: "messages[2].tool_call_id", code: "missing_required_parameter"},
 		{name: "openai tool answering nothing", format: O, body: oBody(`[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"call_1","content":"sunny"}]`, ""), status: 400, msg: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: "messages.[1].role"},
 		{name: "openai tool answering another id", format: O, body: oBody(`[{"role":"user","content":"hi"},`+oToolUse+`,{"role":"tool","tool_call_id":"call_2","content":"sunny"}]`, ""), status: 400, msg: "Invalid parameter: 'tool_call_id' of 'call_2' not found in 'tool_calls' of previous message.", param: "messages.[2].tool_call_id"},
@@ -178,6 +182,9 @@ func TestAcceptedShapes(t *testing.T) {
 	user := `[{"role":"user","content":"hi"}]`
 	img := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}`
 	doc := `{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"}}`
+	pdf := `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERg=="}}`
+	txt := `{"type":"document","source":{"type":"text","media_type":"text/plain","data":"notes"}}`
+	gif := `{"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGOA=="}}`
 	tests := []struct {
 		name   string
 		format fake.Format
@@ -191,6 +198,7 @@ func TestAcceptedShapes(t *testing.T) {
 		{"anthropic max_tokens at default limit", A, nil, `{"model":"m","max_tokens":64000,"messages":` + user + `}`},
 		{"anthropic max_tokens at opus limit", A, nil, `{"model":"claude-opus-5","max_tokens":128000,"messages":` + user + `}`},
 		{"anthropic blocks", A, nil, aBody(`[{"role":"user","content":[{"type":"text","text":"what is this?"},`+img+`,`+doc+`]}]`, "")},
+		{"anthropic media types it takes", A, nil, aBody(`[{"role":"user","content":[{"type":"text","text":"what is this?"},`+gif+`,`+pdf+`,`+txt+`]}]`, "")},
 		{"anthropic consecutive user turns", A, nil, aBody(`[{"role":"user","content":"hi"},{"role":"user","content":"again"}]`, "")},
 		{"anthropic first turn assistant", A, nil, aBody(`[{"role":"assistant","content":"Hello."},{"role":"user","content":"hi"}]`, "")},
 		{"anthropic prefill", A, nil, aBody(`[{"role":"user","content":"hi"},{"role":"assistant","content":"The answer is ("}]`, "")},
@@ -206,6 +214,7 @@ func TestAcceptedShapes(t *testing.T) {
 		{"anthropic system string", A, nil, aBody(user, `"system":"be nice"`)},
 
 		{"openai parts", O, nil, oBody(`[{"role":"system","content":[{"type":"text","text":"be nice"}]},{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]`, "")},
+		{"openai PDF file", O, nil, oBody(`[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERg=="}}]}]`, "")},
 		{"openai tool round trip", O, nil, oBody(`[{"role":"user","content":"weather?"},`+oToolUse+`,{"role":"tool","tool_call_id":"call_1","content":"sunny"}]`,
 			`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false`)},
 		{"openai response_format json_schema", O, nil, oBody(user, `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"},"strict":true}}`)},

@@ -384,6 +384,54 @@ func checkAnthropicMessages(list []map[string]json.RawMessage, c *carried) *Outc
 	return nil
 }
 
+// checkOpenAIFile refuses a file part (at) whose file_data is a data: URL
+// of another media type than application/pdf: the only file type Chat
+// Completions takes.
+func checkOpenAIFile(at string, raw json.RawMessage) *Outcome {
+	var f struct {
+		FileData string `json:"file_data"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(f.FileData, "data:")
+	if !ok {
+		return nil
+	}
+	mt, _, _ := strings.Cut(rest, ";")
+	if mt == "application/pdf" {
+		return nil
+	}
+	param := at + ".file.file_data"
+	return invalidParam(fmt.Sprintf("Invalid file data: '%s'. Expected a base64-encoded data URL with an application/pdf MIME type (e.g. 'data:application/pdf;base64,SGVsbG8sIFdvcmxkIQ=='), but got unsupported MIME type '%s'.", param, mt), param, "invalid_value")
+}
+
+// anthropicMediaTypes are the media types the Messages API takes, by block
+// and source type: the only ones an inline image or document may declare.
+var anthropicMediaTypes = map[[2]string][]string{
+	{"image", "base64"}:    {"image/jpeg", "image/png", "image/gif", "image/webp"},
+	{"document", "base64"}: {"application/pdf"},
+	{"document", "text"}:   {"text/plain"},
+}
+
+// checkAnthropicMediaType refuses the media type of an image or document
+// block's source (block, of source type src) that the API does not take.
+func checkAnthropicMediaType(at, block, src, mediaType string) *Outcome {
+	allowed, ok := anthropicMediaTypes[[2]string{block, src}]
+	if !ok || slices.Contains(allowed, mediaType) {
+		return nil
+	}
+	quoted := make([]string, len(allowed))
+	for i, mt := range allowed {
+		quoted[i] = "'" + mt + "'"
+	}
+	list := quoted[len(quoted)-1]
+	if len(quoted) > 1 {
+		list = strings.Join(quoted[:len(quoted)-1], ", ") + " or " + list
+	}
+	return invalid(400, fmt.Sprintf("%s.%s.source.%s.media_type: Input should be %s", at, block, src, list))
+}
+
 // anthropicBlock checks one content block of a message and records its tool
 // use or result in t and c.
 func checkAnthropicBlock(at, role string, b map[string]json.RawMessage, t *anthropicTurn, c *carried) *Outcome {
@@ -407,13 +455,17 @@ func checkAnthropicBlock(at, role string, b map[string]json.RawMessage, t *anthr
 	case "image", "document":
 		src := b["source"]
 		var s struct {
-			Type string `json:"type"`
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
 		}
 		if !isObject(src) || json.Unmarshal(src, &s) != nil || s.Type == "" {
 			return invalid(400, at+".source: Field required")
 		}
 		if role != "user" {
 			return invalid(400, fmt.Sprintf("%s: %s blocks are only allowed in user messages", at, typ))
+		}
+		if o := checkAnthropicMediaType(at, typ, s.Type, s.MediaType); o != nil {
+			return o
 		}
 	case "tool_use", "server_tool_use", "mcp_tool_use":
 		var id, name string
@@ -726,6 +778,11 @@ func checkOpenAIMessages(list []map[string]json.RawMessage, c *carried) *Outcome
 							return invalidParam(fmt.Sprintf("Invalid type for '%s.text': expected a string, but got %s instead.", at, jsonKind(p["text"])), at+".text", "invalid_type")
 						}
 						text += t
+					}
+					if pt == "file" {
+						if o := checkOpenAIFile(at, p["file"]); o != nil {
+							return o
+						}
 					}
 				}
 			default:

@@ -122,6 +122,14 @@ func (p *Provider) Capabilities() llm.Capabilities {
 	return c
 }
 
+var _ llm.MediaProvider = (*Provider)(nil)
+
+// MediaTypes returns the zero llm.MediaTypes: no media type is ruled out.
+// Gemini takes a wide and growing range as inlineData or fileData
+// (images, PDFs, text, audio, video), and the adapter sends each as it
+// is, for the API to decide.
+func (p *Provider) MediaTypes() llm.MediaTypes { return llm.MediaTypes{} }
+
 // CheckResponseSchema accepts any JSON object: the schema goes out as
 // responseJsonSchema, which takes JSON Schema as written (the API reports
 // the keywords it does not support when the request is sent).

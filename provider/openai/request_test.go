@@ -307,4 +307,24 @@ func TestCapabilities(t *testing.T) {
 	if need := conversation.Needs(); need&^c != 0 {
 		t.Errorf("the conversation needs %v beyond %v", need&^c, c)
 	}
+	if md := llm.MediaTypesOf(p).Refused(&conversation); md != nil {
+		t.Errorf("the conversation carries %q, which the provider does not take", md.MediaType)
+	}
+}
+
+// TestMediaTypes: Chat Completions takes PDFs (as a file part) and text
+// documents (as text), not another document type, which its file_data
+// refuses; images are not limited (a compatible server may take more than
+// OpenAI's PNG, JPEG, WebP and GIF).
+func TestMediaTypes(t *testing.T) {
+	m := llm.MediaTypesOf(newProvider(t, "http://127.0.0.1"))
+	for mt, want := range map[string]bool{
+		"application/pdf": true, "text/plain": true, "text/markdown; charset=utf-8": true,
+		"application/zip": false, "application/msword": false, "audio/wav": false,
+		"image/png": true, "image/bmp": true, "image/heic": true,
+	} {
+		if got := m.Takes(&llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
+			t.Errorf("%s: taken %v, want %v", mt, got, want)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 var (
 	_ llm.CapableProvider = (*Provider)(nil)
+	_ llm.MediaProvider   = (*Provider)(nil)
 	_ llm.SchemaChecker   = (*Provider)(nil)
 )
 
@@ -18,6 +19,16 @@ var (
 // but no document by URL: a file part has file_data and file_id, no URL.
 func (p *Provider) Capabilities() llm.Capabilities {
 	return llm.CapAll &^ llm.CapDocumentURLs
+}
+
+// MediaTypes returns the document types Chat Completions takes: PDF (a
+// file part, the only file type its file_data takes) and text (a text/…
+// document goes as a text part). The adapter sends any other document as a
+// file, for the API to refuse; a chain passes the target over for it
+// instead. Images are not limited: OpenAI takes PNG, JPEG, WebP and GIF,
+// but a compatible server may take more, so the server decides.
+func (p *Provider) MediaTypes() llm.MediaTypes {
+	return llm.MediaTypes{Documents: []string{"application/pdf", "text/*"}}
 }
 
 // CheckResponseSchema reports whether schema can be sent as

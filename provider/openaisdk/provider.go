@@ -140,6 +140,21 @@ func (p *Provider) Capabilities() llm.Capabilities {
 	return llm.CapAll &^ llm.CapDocumentURLs
 }
 
+var _ llm.MediaProvider = (*Provider)(nil)
+
+// MediaTypes returns the document types Chat Completions takes: PDF (the
+// only file type its file_data and file_id take) and text (a text/…
+// document goes as text). The Responses API's input_file takes many
+// document types (Word, spreadsheets, code, …), so with APIResponses the
+// API decides. Images are not limited: OpenAI takes PNG, JPEG, WebP and
+// GIF, but a compatible server may take more, so the server decides.
+func (p *Provider) MediaTypes() llm.MediaTypes {
+	if p.responses {
+		return llm.MediaTypes{}
+	}
+	return llm.MediaTypes{Documents: []string{"application/pdf", "text/*"}}
+}
+
 // Complete sends req as exactly one HTTP request, to Chat Completions or
 // to the Responses API (Options.API), and returns the answer. The request
 // and the answer are translated as the native adapter
