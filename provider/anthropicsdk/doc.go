@@ -98,4 +98,13 @@
 // the SDK's CHANGELOG for new params fields (temperature and top_p are
 // set with option.WithJSONSet because v2.15.0's params have none) and new
 // error codes (llm's tables cover those v2.15.0 documents).
+//
+// # Testing against the fake provider
+//
+// provider/fake serves the Anthropic API's, Bedrock's and Vertex AI's wire
+// formats and fails on cue, so a chain of your own can be tested without a
+// key. The example Fake (example_fake_test.go) points an anthropic.Client
+// at it (option.WithBaseURL) in a chain whose primary's 529 is served by a
+// fallback; FakePlatforms does the same with Bedrock and Vertex AI
+// clients.
 package anthropicsdk

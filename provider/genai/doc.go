@@ -117,4 +117,12 @@
 // then read the SDK's CHANGELOG for new retry or continuation behaviour
 // (the tests above fail if a new version sends a second request), and
 // for new fields of Part, FunctionCall and GenerateContentResponse.
+//
+// # Testing against the fake provider
+//
+// provider/fake serves the Gemini API's and Vertex AI's wire formats and
+// fails on cue, so a chain of your own can be tested without a key. The
+// example Fake (example_fake_test.go) points a genai client at it
+// (HTTPOptions.BaseURL) in a chain whose primary's 503 is served by a
+// fallback; FakeVertex does the same with a Vertex AI client.
 package genai

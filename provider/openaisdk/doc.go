@@ -129,4 +129,13 @@
 // and the error classes against loopback servers. The error-code table is
 // llm's (llm.VendorOpenAI), shared with the native adapter: new codes the
 // SDK documents belong there.
+//
+// # Testing against the fake provider
+//
+// provider/fake serves OpenAI's and Azure OpenAI's Chat Completions wire
+// formats and fails on cue, so a chain of your own can be tested without a
+// key. The example Fake (example_fake_test.go) points an openai.Client at
+// it (option.WithBaseURL) in a chain whose primary's 503 is served by a
+// fallback; FakeAzure does the same with an Azure client
+// (azure.WithEndpoint).
 package openaisdk
