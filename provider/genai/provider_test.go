@@ -133,6 +133,7 @@ var errorCases = []struct {
 }
 
 func TestErrorClassesOneRequest(t *testing.T) {
+	quietLog(t)
 	for _, backend := range []string{"gemini", "vertex"} {
 		for _, tc := range errorCases {
 			for _, streaming := range []bool{false, true} {
