@@ -27,10 +27,14 @@ type Options struct {
 	// Name is what Name returns, labelling errors and telemetry. Empty
 	// means NameGemini or NameVertex, by the client's backend.
 	Name string
-	// Region is Deployment().Region: where requests are processed. Empty
-	// means the client's Location on Vertex AI ("global" for Vertex AI in
-	// express mode, an API key without a location), and "" on the Gemini
-	// API, which does not say.
+	// Region is Deployment().Region, where requests are processed, when
+	// the client does not say. On Vertex AI the client says: requests go
+	// to its Location (projects/P/locations/L), or in express mode to the
+	// global endpoint, and Region must then be empty or the same (a
+	// contradiction is an error from New naming both). On the Gemini API,
+	// which does not say where it processes requests, and on Vertex AI
+	// behind a BaseURL without a project and location (a proxy), Region is
+	// your word, unchecked; empty means unknown.
 	Region string
 	// APIKey is a secret to redact from every error and answer, beside the
 	// client's own ClientConfig().APIKey, which is always redacted: set it
@@ -95,14 +99,11 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 	if opts.MaxResponseBytes < 0 {
 		return nil, fmt.Errorf("genai: Options.MaxResponseBytes is %d; use 0 for the default (8 MiB) or a positive cap", opts.MaxResponseBytes)
 	}
-	p.region = opts.Region
-	if p.region == "" && p.vertex {
-		p.region = cc.Location
-		if p.region == "" && cc.APIKey != "" {
-			p.region = "global" // express mode: aiplatform.googleapis.com
-		}
+	region, err := deployedRegion(cc, p.vertex, opts.Region)
+	if err != nil {
+		return nil, err
 	}
-	var err error
+	p.region = region
 	for _, s := range []string{cc.APIKey, opts.APIKey} {
 		if s != "" && (len(p.secrets) == 0 || p.secrets[0].Secret != s) {
 			p.secrets = append(p.secrets, wire.Endpoint{Provider: p.name, Secret: s})
@@ -129,8 +130,9 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 // "gcp.vertex_ai" for Vertex AI by default.
 func (p *Provider) Name() string { return p.name }
 
-// Deployment returns the platform, "gemini" or "vertex", and the region
-// (Options.Region, or the client's Location on Vertex AI).
+// Deployment returns the platform, "gemini" or "vertex", and the region:
+// on Vertex AI the client's Location ("global" in express mode on the
+// default endpoint), else Options.Region (see Options.Region).
 func (p *Provider) Deployment() llm.Deployment {
 	if p.vertex {
 		return llm.Deployment{Platform: "vertex", Region: p.region}
