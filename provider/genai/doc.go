@@ -8,8 +8,9 @@
 // The translation between llm's vocabulary and the SDK's types, the
 // classification of every SDK error into an *llm.Error (through
 // llm.Classify with llm.VendorGoogle, the table backstop's own adapters
-// use), the redaction of the API key, and the guarantee that one Complete
-// or Stream is one HTTP request. It does not own the HTTP client, the
+// use), the redaction of every credential, the caps on what a response
+// may make it hold, and the guarantee that one Complete or Stream is one
+// HTTP request to the configured origin. It does not own the
 // authentication or the endpoint: the *genai.Client does.
 //
 // # Building the client
@@ -24,7 +25,7 @@
 //	p, err := genai.New(c, genai.Options{}) // Name "gcp.gemini", Platform "gemini"
 //
 // Vertex AI, with Application Default Credentials (or Credentials, or an
-// HTTPClient that authenticates):
+// HTTPClient that authenticates, such as an oauth2 client):
 //
 //	c, err := gg.NewClient(ctx, &gg.ClientConfig{
 //		Backend:  gg.BackendVertexAI,
@@ -33,13 +34,85 @@
 //	})
 //	p, err := genai.New(c, genai.Options{}) // Name "gcp.vertex_ai", Region "europe-west4"
 //
-// HTTPOptions.BaseURL points the client elsewhere (a proxy, a test
-// server); HTTPOptions.APIVersion picks v1 or v1beta(1). Give the client
-// an HTTPClient that follows no redirects (CheckRedirect returning
-// http.ErrUseLastResponse): the SDK sends the key in x-goog-api-key, a
-// header net/http re-sends to wherever a redirect points, and a redirect
-// makes one attempt two requests. The adapter cannot set this for you
-// without replacing your client.
+// Vertex AI in express mode is Backend gg.BackendVertexAI with an APIKey
+// and no project. HTTPOptions.BaseURL points the client elsewhere (a
+// proxy, a test server); HTTPOptions.APIVersion picks v1 or v1beta(1).
+//
+// New does not send through the client it is given: it builds a client of
+// its own from the client's configuration (ClientConfig, which NewClient
+// filled in, the HTTP client included), the same in every respect but
+// the HTTP client, which is a copy of the caller's (or of the one the
+// SDK made) that follows no redirect and has the adapter's guard (the
+// Exchange of provider/internal/wire) right under the SDK, over the
+// caller's own transport. Building it again detects no credentials and
+// touches no network (with an HTTP client set, the SDK does neither). The
+// caller's client and HTTP client are left as they were, and the caller's
+// own calls through them behave as before.
+//
+// # Redirects and one request
+//
+// Every attempt is one request, to the origin the client is configured
+// with. A 3xx is never followed, whatever the caller's HTTP client would
+// do (its CheckRedirect is replaced in the adapter's copy): the attempt
+// fails with KindNotFound, Code "redirect", its Status the 3xx, and
+// nothing reaches the host it points to (the SDK sends the key in
+// x-goog-api-key, and an oauth2 transport adds the bearer to every
+// request, which net/http would carry there). A transport of the caller's
+// that follows redirects itself is caught after the fact: a response from
+// another origin fails the attempt the same way, unread. A second request
+// within one attempt (a transport that retries) is refused before it
+// leaves.
+//
+// # Limits
+//
+// Options.MaxResponseBytes (8 MiB by default) caps every response body,
+// error or answer, decompressed when it arrives compressed, every line and
+// event of a stream, and a stream's assembled answer (its text and tool
+// calls together). Past it the attempt fails, having read at most the
+// cap, with a classified *llm.Error (KindServer for an answer, the
+// status's kind for an error reply); the SDK never reads a body that did
+// not pass the cap. A stream the cap cuts, or whose connection fails,
+// ends cleanly for the SDK, and the adapter returns what happened: the
+// SDK writes a stream's read errors to the process's standard logger
+// (log.Printf), and through the adapter it writes nothing there but two
+// warnings of its own making: when Params.Extra replaces a field of the
+// request with a value of another type, and, from New, the warnings
+// genai.NewClient itself printed when the environment and the
+// configuration disagree (GOOGLE_API_KEY beside a project, say).
+//
+// # What errors and telemetry may contain
+//
+// An *llm.Error's Error() (and so span statuses and observe.Log records)
+// holds the adapter's own words, the status, the google.rpc status name
+// (an upper-case enum) and the request id; never the provider's message,
+// nor the SDK's error text, which may quote the response body and so the
+// prompt or the answer. Those go to Detail alone, cut to 512 bytes; the
+// SDK's error is Err wrapped by wire.Opaque, whose text names only its
+// type (errors.Is and errors.As see through it). A transport failure
+// keeps its cause (a net error) in Err.
+//
+// Every credential a request carries as it leaves (x-goog-api-key, an
+// Authorization bearer, a key= parameter), every credential the transport
+// under the adapter's guard added (what the response's request shows: an
+// oauth2 token), the client's APIKey and Options.APIKey are redacted from
+// every error (Message, Detail, RequestID, Type, Code, Err's text) and
+// from every answer's ID, Model, RequestID and FinishReason, a streamed
+// answer's Response() and errors raised mid-stream included. A credential
+// added below the guard where no response comes back (a transport that
+// fails after adding it) cannot be learned: pass it as Options.APIKey.
+//
+// # Regions
+//
+// Deployment().Region is where the client sends requests, when it says:
+// on Vertex AI, its Location (projects/P/locations/L in every request
+// path), or "global" in express mode on the default endpoint. An
+// Options.Region that contradicts it is an error from New naming both, so
+// that a chain's AllowRegions is never satisfied by a declaration the
+// requests do not follow. What remains the caller's word, unchecked: the
+// Gemini API's region (it does not say where it processes requests), a
+// Vertex AI client behind a BaseURL without a project and location (a
+// proxy), express mode behind another BaseURL, and, in every case, what a
+// proxy or the provider does beyond the URL the client sends to.
 //
 // # Retries
 //
@@ -85,9 +158,12 @@
 // calls is FinishToolUse), usage (input: promptTokenCount plus
 // toolUsePromptTokenCount; output: candidatesTokenCount plus
 // thoughtsTokenCount, since thinking is billed as output), Model from
-// modelVersion, ID from responseId, RequestID from the response headers
-// the SDK hands back (x-goog-request-id; errors carry none, as the SDK's
-// APIError keeps no headers). A blocked prompt (promptFeedback.blockReason)
+// modelVersion, ID from responseId, RequestID from the response's
+// X-Goog-Request-Id header, or else X-Request-Id (llm.VendorGoogle's
+// names: Google documents no request-id header for these APIs, so it is
+// often empty). The adapter reads it from the response itself, so that
+// errors, an error event mid-stream and a cut attempt carry it as answers
+// do. A blocked prompt (promptFeedback.blockReason)
 // or a candidate stopped by a filter (SAFETY, PROHIBITED_CONTENT, …) is a
 // KindContentFilter error.
 //

@@ -27,16 +27,26 @@ type Options struct {
 	// Name is what Name returns, labelling errors and telemetry. Empty
 	// means NameGemini or NameVertex, by the client's backend.
 	Name string
-	// Region is Deployment().Region: where requests are processed. Empty
-	// means the client's Location on Vertex AI ("global" for Vertex AI in
-	// express mode, an API key without a location), and "" on the Gemini
-	// API, which does not say.
+	// Region is Deployment().Region, where requests are processed, when
+	// the client does not say. On Vertex AI the client says: requests go
+	// to its Location (projects/P/locations/L), or in express mode to the
+	// global endpoint, and Region must then be empty or the same (a
+	// contradiction is an error from New naming both). On the Gemini API,
+	// which does not say where it processes requests, and on Vertex AI
+	// behind a BaseURL without a project and location (a proxy), Region is
+	// your word, unchecked; empty means unknown.
 	Region string
 	// APIKey is a secret to redact from every error and answer, beside the
 	// client's own ClientConfig().APIKey, which is always redacted: set it
 	// when the key travels some other way (an HTTPClient whose transport
-	// adds it).
+	// adds it). Every credential a request carries as it leaves is learned
+	// and redacted as well.
 	APIKey string
+	// MaxResponseBytes caps every response body (after decompression),
+	// every streamed event and a stream's assembled answer (text and tool
+	// calls); past it the attempt fails, having read at most the cap.
+	// 0 means 8 MiB; negative is an error.
+	MaxResponseBytes int64
 }
 
 // Provider sends requests through a genai client. It implements
@@ -49,6 +59,11 @@ type Provider struct {
 	vertex  bool
 	region  string
 	secrets []wire.Endpoint // one per secret: Redact, Detail and Clean
+	// ep is what each attempt's Exchange holds to: the cap, the client's
+	// API key, the request-id header.
+	ep wire.Endpoint
+	// extra are the secrets beside the client's API key (Options.APIKey).
+	extra []string
 }
 
 var (
@@ -59,14 +74,19 @@ var (
 	_ llm.DeployedProvider = (*Provider)(nil)
 )
 
-// New returns a Provider that sends every request through client, which
-// New does not change. An error says what to change.
+// New returns a Provider that sends every request through client: through
+// a client New builds from client's configuration (ClientConfig), the same
+// but for its HTTP client, a copy of the one client holds that refuses
+// redirects and puts the adapter's guard under the SDK (see the package
+// documentation). client and its HTTP client are not changed, and New
+// neither detects credentials nor touches the network. An error says what
+// to change.
 func New(client *gg.Client, opts Options) (*Provider, error) {
 	if client == nil || client.Models == nil {
 		return nil, errors.New("genai: the client is nil; create it with genai.NewClient")
 	}
 	cc := client.ClientConfig()
-	p := &Provider{models: client.Models, vertex: cc.Backend == gg.BackendVertexAI || cc.Backend == gg.BackendEnterprise}
+	p := &Provider{vertex: cc.Backend == gg.BackendVertexAI || cc.Backend == gg.BackendEnterprise}
 	p.name = opts.Name
 	switch {
 	case p.name == "" && p.vertex:
@@ -76,13 +96,14 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 	case strings.TrimSpace(p.name) != p.name:
 		return nil, fmt.Errorf("genai: Options.Name %q has leading or trailing spaces; trim them", opts.Name)
 	}
-	p.region = opts.Region
-	if p.region == "" && p.vertex {
-		p.region = cc.Location
-		if p.region == "" && cc.APIKey != "" {
-			p.region = "global" // express mode: aiplatform.googleapis.com
-		}
+	if opts.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("genai: Options.MaxResponseBytes is %d; use 0 for the default (8 MiB) or a positive cap", opts.MaxResponseBytes)
 	}
+	region, err := deployedRegion(cc, p.vertex, opts.Region)
+	if err != nil {
+		return nil, err
+	}
+	p.region = region
 	for _, s := range []string{cc.APIKey, opts.APIKey} {
 		if s != "" && (len(p.secrets) == 0 || p.secrets[0].Secret != s) {
 			p.secrets = append(p.secrets, wire.Endpoint{Provider: p.name, Secret: s})
@@ -91,6 +112,17 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 	if len(p.secrets) == 0 {
 		p.secrets = []wire.Endpoint{{Provider: p.name}}
 	}
+	if opts.APIKey != "" && opts.APIKey != cc.APIKey {
+		p.extra = []string{opts.APIKey}
+	}
+	p.ep = wire.Endpoint{Provider: p.name, MaxBytes: opts.MaxResponseBytes, Secret: cc.APIKey, RequestID: "X-Goog-Request-Id"}
+	if p.ep.MaxBytes == 0 {
+		p.ep.MaxBytes = wire.DefaultMaxBytes
+	}
+	if p.models, err = rebuild(cc, p.vertex); err != nil {
+		f := p.redact(&llm.Error{Provider: p.name, Message: err.Error()})
+		return nil, errors.New("genai: the client's configuration cannot be built again over the guarded HTTP client: " + f.Message)
+	}
 	return p, nil
 }
 
@@ -98,8 +130,9 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 // "gcp.vertex_ai" for Vertex AI by default.
 func (p *Provider) Name() string { return p.name }
 
-// Deployment returns the platform, "gemini" or "vertex", and the region
-// (Options.Region, or the client's Location on Vertex AI).
+// Deployment returns the platform, "gemini" or "vertex", and the region:
+// on Vertex AI the client's Location ("global" in express mode on the
+// default endpoint), else Options.Region (see Options.Region).
 func (p *Provider) Deployment() llm.Deployment {
 	if p.vertex {
 		return llm.Deployment{Platform: "vertex", Region: p.region}
@@ -154,41 +187,57 @@ func (p *Provider) CheckResponseSchema(schema []byte) error {
 // failure (by llm.KindOf; KindCanceled when ctx was canceled), or a panic
 // inside the SDK (KindUnknown), recovered.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Response, err error) {
-	defer p.recoverInto(&err, &res)
+	var at *attempt
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, p.panicked(at, v)
+		}
+	}()
 	call, err := p.translate(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, p.sdkError(ctx, err)
+		return nil, p.notSent(err)
 	}
-	r, err := p.models.GenerateContent(ctx, req.Model, call.contents, call.config)
+	actx, at := p.newAttempt(ctx, false)
+	r, err := p.models.GenerateContent(actx, req.Model, call.contents, call.config)
 	if err != nil {
-		return nil, p.sdkError(ctx, err)
+		return nil, p.sdkError(ctx, at, err)
+	}
+	if f := p.refused(at); f != nil {
+		return nil, f
 	}
 	var a answer
 	a.toolBase = call.toolBase
+	a.requestID = at.x.RequestID(altRequestID)
 	a.add(r)
-	if f := a.blocked(p); f != nil {
+	if f := a.blocked(p, at); f != nil {
 		return nil, f
 	}
 	if a.candidates == 0 {
-		return nil, p.redact(&llm.Error{Provider: p.name, Kind: llm.KindServer,
-			Message: "the answer has no candidate and no prompt feedback"})
+		f := p.ep.Failure(at.x.Reply(), llm.KindServer)
+		f.Message = "the answer has no candidate and no prompt feedback"
+		return nil, p.finish(at, f)
 	}
-	return p.clean(a.response()), nil
+	return at.x.Clean(a.response()), nil
 }
 
-// recoverInto turns a panic (inside the SDK, or in what it calls) into an
-// *llm.Error in *err, so that it never escapes an attempt.
-func (p *Provider) recoverInto(err *error, res **llm.Response) {
-	if v := recover(); v != nil {
-		*res = nil
-		*err = p.panicked(v)
-	}
+// notSent is the error of an attempt whose context ended before anything
+// was sent.
+func (p *Provider) notSent(err error) *llm.Error {
+	return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindOf(err), Err: err,
+		Message: "the context ended before the request was sent"})
 }
 
-func (p *Provider) panicked(v any) *llm.Error {
-	return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindUnknown,
-		Message: "the genai SDK panicked (recovered)", Detail: p.detail(fmt.Sprint(v))})
+// panicked is the error of a panic inside the SDK (or what it calls),
+// recovered; at is the attempt, nil before one started.
+func (p *Provider) panicked(at *attempt, v any) *llm.Error {
+	f := &llm.Error{Provider: p.name, Kind: llm.KindUnknown, Message: "the genai SDK panicked (recovered)"}
+	if at == nil {
+		f.Detail = p.detail(fmt.Sprint(v))
+		return p.redact(f)
+	}
+	f.Detail = at.x.Detail(fmt.Sprint(v))
+	return at.x.Redact(f)
 }

@@ -29,9 +29,14 @@ func TestNewNamesAndDeployment(t *testing.T) {
 	if c := v.Capabilities(); c != llm.CapAll {
 		t.Errorf("Vertex AI capabilities: %v", c)
 	}
-	o := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Options{Name: "vertex-eu", Region: "eu"})
-	if o.Name() != "vertex-eu" || o.Deployment().Region != "eu" {
+	o := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Options{Name: "vertex-eu", Region: "europe-west4"})
+	if o.Name() != "vertex-eu" || o.Deployment().Region != "europe-west4" {
 		t.Errorf("overrides: %q %+v", o.Name(), o.Deployment())
+	}
+	// The client's Location decides; a Region saying otherwise is refused
+	// (TestRegionAgainstLocation).
+	if _, err := New(vertexClient(t, "http://127.0.0.1:1", nil), Options{Region: "eu"}); err == nil {
+		t.Error("a Region other than the client's Location was accepted")
 	}
 	if _, err := New(nil, Options{}); err == nil {
 		t.Error("New(nil) succeeded")
@@ -133,6 +138,7 @@ var errorCases = []struct {
 }
 
 func TestErrorClassesOneRequest(t *testing.T) {
+	quietLog(t)
 	for _, backend := range []string{"gemini", "vertex"} {
 		for _, tc := range errorCases {
 			for _, streaming := range []bool{false, true} {

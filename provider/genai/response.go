@@ -102,16 +102,20 @@ func (a *answer) toolCall(fc *gg.FunctionCall, sig []byte) (llm.ToolCall, bool) 
 
 // blocked returns the error of a blocked prompt (promptFeedback.blockReason)
 // or of a candidate a content filter stopped (SAFETY, PROHIBITED_CONTENT,
-// BLOCKLIST, SPII, RECITATION, …), or nil.
-func (a *answer) blocked(p *Provider) *llm.Error {
+// BLOCKLIST, SPII, RECITATION, …) in attempt at, or nil.
+func (a *answer) blocked(p *Provider, at *attempt) *llm.Error {
 	switch {
 	case a.feedback != nil:
-		return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
-			Type: string(a.feedback.BlockReason), Message: "the prompt was blocked (" + string(a.feedback.BlockReason) + ")",
-			Detail: p.detail(a.feedback.BlockReasonMessage)})
+		reason := string(a.feedback.BlockReason)
+		if !statusName(reason) || len(reason) > 64 {
+			reason = "" // not an enum value: the provider's words, kept out of Error()
+		}
+		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
+			Type: reason, Message: "the prompt was blocked (" + reason + ")",
+			Detail: at.x.Detail(a.feedback.BlockReasonMessage)})
 	case llm.FinishOf(a.finish) == llm.FinishContentFilter:
-		return p.redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
-			Type: a.finish, Message: "the answer was blocked (" + a.finish + ")", Detail: p.detail(a.finishMsg)})
+		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
+			Type: a.finish, Message: "the answer was blocked (" + a.finish + ")", Detail: at.x.Detail(a.finishMsg)})
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package genai
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"iter"
 	"sync"
@@ -26,9 +27,10 @@ import (
 // before it. Close may be called from another goroutine: it cancels the
 // request and waits for a Next in progress to return.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, err error) {
+	var at *attempt
 	defer func() {
 		if v := recover(); v != nil {
-			st, err = nil, p.panicked(v)
+			st, err = nil, p.panicked(at, v)
 		}
 	}()
 	call, err := p.translate(req)
@@ -36,11 +38,12 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, p.sdkError(ctx, err)
+		return nil, p.notSent(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	next, stop := iter.Pull2(p.models.GenerateContentStream(ctx, req.Model, call.contents, call.config))
-	s := &stream{p: p, ctx: ctx, cancel: cancel, next: next, stop: stop}
+	actx, at := p.newAttempt(ctx, true)
+	next, stop := iter.Pull2(p.models.GenerateContentStream(actx, req.Model, call.contents, call.config))
+	s := &stream{p: p, at: at, ctx: ctx, cancel: cancel, next: next, stop: stop}
 	s.a.toolBase = call.toolBase
 	s.mu.Lock()
 	err = s.pull()
@@ -56,6 +59,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 // time on the caller's goroutine.
 type stream struct {
 	p      *Provider
+	at     *attempt
 	ctx    context.Context
 	cancel context.CancelFunc
 	next   func() (*gg.GenerateContentResponse, error, bool)
@@ -63,6 +67,7 @@ type stream struct {
 
 	mu     sync.Mutex // held while pulling; Close takes it to stop the iterator
 	a      answer
+	size   int64       // bytes of text and tool calls assembled
 	queue  []llm.Chunk // what the last response added, not yet returned
 	ended  bool        // the iterator is done
 	err    error       // the stream's outcome once known: io.EOF or an *llm.Error
@@ -83,11 +88,13 @@ func (s *stream) Next() (llm.Chunk, error) {
 		case s.err != nil:
 			return llm.Chunk{}, s.err
 		case s.closed:
-			s.err = s.p.redact(&llm.Error{Provider: s.p.name, Kind: llm.KindCanceled, RequestID: s.a.requestID,
-				Message: "the stream was closed before the answer was complete"})
+			f := s.p.ep.Failure(s.at.x.Reply(), llm.KindCanceled)
+			f.Message = "the stream was closed before the answer was complete"
+			s.err = s.p.finish(s.at, f)
 			return llm.Chunk{}, s.err
 		case s.ended:
 			s.err = s.end()
+			s.release()
 			return llm.Chunk{}, s.err
 		}
 		if err := s.pull(); err != nil {
@@ -103,7 +110,7 @@ func (s *stream) pull() (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.ended = true
-			err = s.p.panicked(v)
+			err = s.p.panicked(s.at, v)
 		}
 	}()
 	r, e, ok := s.next()
@@ -112,13 +119,25 @@ func (s *stream) pull() (err error) {
 		s.ended = true
 		return nil
 	case e != nil:
-		f := s.p.sdkError(s.ctx, e)
+		f := s.p.sdkError(s.ctx, s.at, e)
 		if f.RequestID == "" {
 			f.RequestID = s.a.requestID
 		}
 		return f
 	}
+	if s.a.requestID == "" {
+		s.a.requestID = s.at.x.RequestID(altRequestID)
+	}
 	text, calls := s.a.add(r)
+	s.size += int64(len(text))
+	for i := range calls {
+		s.size += int64(len(calls[i].ID) + len(calls[i].Name) + len(calls[i].Arguments))
+	}
+	if s.size > s.p.ep.MaxBytes {
+		f := s.p.ep.Failure(s.at.x.Reply(), llm.KindServer)
+		f.Message = fmt.Sprintf("the streamed answer is longer than %d bytes; raise MaxResponseBytes if answers are meant to be this large", s.p.ep.MaxBytes)
+		return s.p.finish(s.at, f)
+	}
 	if text != "" {
 		s.queue = append(s.queue, llm.Chunk{Text: text})
 	}
@@ -129,15 +148,25 @@ func (s *stream) pull() (err error) {
 	return nil
 }
 
-// end is the outcome of a stream whose iterator ended without an error.
+// end is the outcome of a stream whose iterator ended without an error:
+// what the Exchange cut, a read that failed (both of which end the body
+// cleanly for the SDK), a block, a stream cut short, or io.EOF. The caller
+// holds mu and releases the stream after.
 func (s *stream) end() error {
-	s.release()
-	if f := s.a.blocked(s.p); f != nil {
+	if f := s.p.refused(s.at); f != nil {
+		return f
+	}
+	if err := s.at.readError(); err != nil {
+		return s.p.readFailure(s.ctx, s.at, err)
+	}
+	if f := s.a.blocked(s.p, s.at); f != nil {
 		return f
 	}
 	if s.a.finish == "" {
-		return s.p.redact(&llm.Error{Provider: s.p.name, Kind: llm.KindConnection, RequestID: s.a.requestID,
-			Message: "the stream ended before the answer was complete (no finishReason)", Err: io.ErrUnexpectedEOF})
+		f := s.p.ep.Failure(s.at.x.Reply(), llm.KindConnection)
+		f.Message = "the stream ended before the answer was complete (no finishReason)"
+		f.Err = io.ErrUnexpectedEOF
+		return s.p.finish(s.at, f)
 	}
 	return io.EOF
 }
@@ -155,11 +184,12 @@ func (s *stream) release() {
 	s.cancel()
 }
 
-// Response returns the answer assembled so far.
+// Response returns the answer assembled so far, every secret the attempt
+// knows of removed from its metadata.
 func (s *stream) Response() *llm.Response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.p.clean(s.a.response())
+	return s.at.x.Clean(s.a.response())
 }
 
 // Close cancels the request, waits for a Next in progress, and releases the
