@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 
@@ -125,30 +124,30 @@ var chatInput = inputFormat[openai.ChatCompletionMessageParamUnion, openai.ChatC
 }
 
 // completeChat is Complete on Chat Completions.
-func (p *Provider) completeChat(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (*llm.Response, error) {
-	params, err := p.chatParams(req, ids)
+func (a *attempt) completeChat(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (*llm.Response, error) {
+	params, err := a.p.chatParams(req, ids)
 	if err != nil {
 		return nil, err
 	}
-	cc, r, err := send(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.New)
+	cc, r, err := send(ctx, a, req.Params.Extra, params, a.p.client.Chat.Completions.New)
 	if err != nil {
 		return nil, err
 	}
-	return p.chatAnswer(cc, r, ids)
+	return a.chatAnswer(cc, r, ids)
 }
 
 // chatAnswer turns a decoded completion into the answer: the first
 // choice's text and tool calls, or the error it stands for.
-func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
 			body = []byte(cc.RawJSON())
 		}
-		return nil, p.bodyError(withBody(r, body), errors.New(`no "choices"`)) // an error sent with a 2xx
+		return nil, a.bodyError(withBody(r, body), `no "choices"`, nil) // an error sent with a 2xx
 	}
 	c := &cc.Choices[0]
-	if f := p.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
+	if f := a.withheld(r, c.FinishReason, c.Message.Refusal); f != nil {
 		return nil, f
 	}
 	var calls []llm.ToolCall
@@ -156,7 +155,7 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.
 		calls = openaiwire.AppendCall(calls, ids, tc.ID, tc.Function.Name,
 			rawArguments(tc.Function.Arguments, tc.Function.JSON.Arguments.Raw()))
 	}
-	return p.ep.Clean(&llm.Response{
+	return a.x.Clean(&llm.Response{
 		Text:         c.Message.Content,
 		Model:        cc.Model,
 		ID:           cc.ID,
@@ -171,15 +170,15 @@ func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.
 
 // streamChat is Stream on Chat Completions: Complete's params with
 // stream_options.include_usage (Params.Extra can still replace it).
-func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (llm.Stream, error) {
-	params, err := p.chatParams(req, ids)
+func (a *attempt) streamChat(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (llm.Stream, error) {
+	params, err := a.p.chatParams(req, ids)
 	if err != nil {
 		return nil, err
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	var done *doneWatch
-	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
+	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Chat.Completions.NewStreaming,
+		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return a.chatAnswer(cc, r, ids) },
 		watchDone(&done))
 	if err != nil {
 		return nil, err
@@ -207,15 +206,11 @@ type pendingCall struct {
 	args     strings.Builder
 }
 
-// maxStreamedCalls caps the bytes of the tool calls a stream assembles
-// (ids, names, arguments): the native adapter's default cap, 8 MiB.
-const maxStreamedCalls = wire.DefaultMaxBytes
-
 // step reads one event: its text, or the end of the answer.
 func (c *chatEvents) step() (string, bool, error) {
 	s := c.s
 	if !c.sdk.Next() {
-		if err := c.sdk.Err(); err != nil {
+		if err := c.sdk.Err(); err != nil || s.a.x.Failure() != nil {
 			return "", false, s.eventError(err)
 		}
 		if c.done != nil && !c.done.seen || c.done == nil && s.res.FinishReason == "" {

@@ -50,7 +50,76 @@
 // SDK cannot read is classified by status; a transport error by
 // llm.KindOf (KindCanceled when the context was canceled). A panic inside
 // the SDK, a middleware or a RoundTripper is recovered into a KindUnknown
-// error. Options.APIKey, when given, is redacted from everything quoted.
+// error.
+//
+// # The guard: one request, capped, its credentials redacted
+//
+// Every call of both APIs, Complete and Stream, installs one middleware of
+// its own (option.WithMiddleware, passed with the call, so after the
+// client's middleware and the adapter's other one, the "data: [DONE]"
+// watch): the attempt's wire.Exchange, the guard the native adapters'
+// endpoint keeps. Below it is only the SDK's HTTP client (with the azure
+// package's credential middleware, which the SDK installs last; see
+// below). The SDK reads no body that has not passed it. It holds the
+// attempt to these rules:
+//
+//   - Memory: every body, success or error, compressed or not (the cap is
+//     on what it inflates to), is read whole under Options.MaxResponseBytes
+//     (8 MiB by default) before the SDK sees it; each line and each event
+//     of a stream is read under the same cap, whatever the SDK's scanner
+//     would take; the text, the refusal and the tool calls a stream
+//     assembles are each capped too. Past the cap the attempt fails with a
+//     classified *llm.Error (KindServer for a 2xx, the status's kind
+//     otherwise) having read at most the cap: the error is the guard's,
+//     never what the SDK made of the body it was refused.
+//   - Credentials: the guard learns every credential the request carries
+//     as it leaves (the OpenAI key's Authorization bearer, the Azure
+//     api-key) and every one the response's request shows a layer below
+//     added (the bearer token of azure.WithTokenCredential), whether or
+//     not Options.APIKey names it, and redacts them all from every error
+//     (Message, Detail, Type, Code, RequestID, the text of Err) and from
+//     the metadata of every answer (ID, Model, RequestID, FinishReason),
+//     a stream's Response() and the errors a stream raises included. So a
+//     server that echoes a credential in its request-id header, its error
+//     message or its answer's id puts nothing into logs, span attributes
+//     and statuses, Result.Served or a LastGood store.
+//   - Provider text: what the provider says (its error message, the start
+//     of a body that is not the expected JSON, the text of an SDK error
+//     that may quote one) is only ever in llm.Error.Detail, cut to 512
+//     bytes and redacted; Error(), Message and Err's text are the
+//     adapter's words, plus the provider's error type and code and the
+//     request id. Span statuses and logs use Error().
+//   - Redirects: one attempt is one request to the configured origin. A
+//     3xx that comes back fails the attempt with KindNotFound and Code
+//     "redirect", its status and where it pointed in the message; the
+//     guard takes from the request the means to re-send its body, so a
+//     client that follows redirects hands back a 307 or 308 instead of
+//     following it. A 301, 302 or 303 that the client follows (a GET,
+//     without the body) to another origin is refused by the SDK itself
+//     before it is sent (openai-go's origin check, the azure package's
+//     credential transport): nothing reaches the other host, and the
+//     attempt fails the same way (Status 0: the 3xx never came back; its
+//     URL is not quoted, the server having chosen it). One the client
+//     follows on the same origin reaches that origin, which the adapter
+//     cannot stop inside the client, but its answer is not taken: the
+//     attempt fails the same way. This holds with the SDK's default
+//     client and with one given by option.WithHTTPClient, following
+//     redirects or not.
+//
+// What remains the caller's, because it happens below the guard or
+// outside the adapter: a RoundTripper in the client the SDK was given sees
+// every request and response as they are on the wire. With
+// azure.WithTokenCredential the Azure SDK's token pipeline runs below the
+// guard (the azure package installs it after every option): it re-sends
+// the request once, to the same origin, after a 401 carrying a claims
+// challenge (continuous access evaluation); and it gives its request the
+// means to re-send the body, so a client that follows redirects
+// (http.DefaultClient, the SDK's default, does) follows a 307 or 308 on
+// the same origin, up to its limit of 10, with the body and the token
+// before the adapter fails the attempt. Give such a client
+// option.WithHTTPClient(&http.Client{CheckRedirect: func(*http.Request,
+// []*http.Request) error { return http.ErrUseLastResponse }}) to keep
+// every redirect to one request.
 //
 // Streams read the SDK's ssestream on the caller's goroutine. Chat: text
 // deltas are chunks; tool calls are assembled by index and delivered as
@@ -85,6 +154,16 @@
 //	)
 //	p, err := openaisdk.New(client, openaisdk.Options{Platform: "azure", Region: "westeurope", APIKey: key})
 //
+// Options.Region is the caller's word, not something the adapter checks:
+// an Azure resource's endpoint (RESOURCE.openai.azure.com, a custom
+// subdomain, a private endpoint) does not say the region the resource was
+// created in, nor where a Global or Data Zone deployment processes the
+// request, and openai-go has no way to ask. Deployment reports Region as
+// given, and a chain's AllowRegions trusts it: set it to the region of the
+// resource and the deployment type the request may be processed in. The
+// same holds for Options.Platform, which names what the client points at
+// without looking.
+//
 // Compatible servers take option.WithBaseURL and, usually, a key (any
 // placeholder for a local server); name the platform so that errors and
 // telemetry say where the call went:
@@ -111,9 +190,10 @@
 // budget and the telemetry. So every call passes option.WithMaxRetries(0)
 // after the client's options, which wins whatever the client was built
 // with (a client built with option.WithMaxRetries(5) still sends one
-// request), and option.WithResponseInto, to read the request id and the
-// rate-limit headers. The client's other options (timeouts, middleware,
-// headers) apply as configured; give it no retrying RoundTripper either.
+// request), and the guard, which refuses a second request in the same
+// attempt (a middleware that retries). The client's other options
+// (timeouts, middleware, headers) apply as configured; give it no
+// retrying RoundTripper either.
 //
 // # Moving the pinned SDK version
 //
@@ -123,10 +203,14 @@
 // CHANGELOG for changes to the params and unions used here (chat
 // completion messages, content parts, tools, tool_choice, response_format;
 // responses input items, output items and stream events), to
-// option.WithMaxRetries, option.WithResponseInto and option.WithJSONSet, to
-// packages/ssestream and to *openai.Error; then run go vet ./... and go
-// test -race ./... here, which check the bodies sent, the one-request rule
-// and the error classes against loopback servers. The error-code table is
+// option.WithMaxRetries, option.WithMiddleware (the order in which
+// middleware runs: the guard must stay below the client's) and
+// option.WithJSONSet, to packages/ssestream, to *openai.Error, to the
+// SDK's origin check on redirects and to the azure package's credential
+// middleware; then run go vet ./... and go test -race ./... here, which
+// check the bodies sent, the one-request rule, the error classes, the
+// caps, the redirects and the redaction against loopback servers on every
+// platform. The error-code table is
 // llm's (llm.VendorOpenAI), shared with the native adapter: new codes the
 // SDK documents belong there.
 //

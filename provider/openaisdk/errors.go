@@ -6,10 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"time"
+	"strconv"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
@@ -17,33 +16,31 @@ import (
 	"github.com/openai/openai-go/v3"
 )
 
-// maxErrorBody caps how much of an error body is read for classification.
-const maxErrorBody = 1 << 20
-
-// fail turns what a call returned (err, and raw, the response if one
-// arrived) into an *llm.Error, the key redacted:
+// fail turns what a call returned (err, and the response the Exchange
+// saw, if one arrived) into an *llm.Error, every credential redacted:
 //
+//   - what the Exchange refused or cut (a redirect, a body or an event
+//     over the cap, a second request) is its Failure, whatever the SDK
+//     made of it;
 //   - an *openai.Error (a status of 400 or more with an error object) is
 //     classified by llm.Classify with the VendorOpenAI table, exactly as
 //     the native adapter classifies the same reply;
 //   - a status of 400 or more whose body is not an error object (a proxy's
 //     HTML page), or a 2xx whose body the SDK could not decode, is
-//     classified by status and quotes the start of the body;
+//     classified by status and quotes the start of the body in Detail;
 //   - anything else is the transport: KindCanceled or KindTimeout when ctx
 //     is done, else llm.KindOf (a net error the request never got past is
 //     KindConnection).
-func (p *Provider) fail(ctx context.Context, err error, raw *http.Response, received time.Time) *llm.Error {
+func (a *attempt) fail(ctx context.Context, err error) *llm.Error {
+	if f := a.x.Failure(); f != nil {
+		return f
+	}
+	rp := a.reply()
+	rp.Body = a.x.Body()
 	var ae *openai.Error
 	if errors.As(err, &ae) && ae != nil {
-		resp := ae.Response
-		if resp == nil {
-			resp = raw
-		}
-		r := llm.Reply{Status: ae.StatusCode, Type: ae.Type, Code: ae.Code, Message: ae.Message, Received: received}
-		if resp != nil {
-			r.Header = resp.Header
-			r.Body = body(resp)
-		}
+		r := rp
+		r.Status, r.Type, r.Code, r.Message = ae.StatusCode, ae.Type, ae.Code, ae.Message
 		if len(r.Body) == 0 {
 			r.Body = []byte(ae.RawJSON())
 		}
@@ -51,68 +48,71 @@ func (p *Provider) fail(ctx context.Context, err error, raw *http.Response, rece
 		if !ok && r.Type == "" && r.Code == "" && r.Message == "" {
 			// Not an error object (a proxy's HTML page): classified by
 			// status, its start quoted.
-			return p.classified(r, errors.New(`no "error" object`))
+			return a.classified(r, `no "error" object`, nil)
 		}
 		// Numbers as codes, as the native adapter reads them.
 		r.Type, r.Code, r.Message = cmp.Or(r.Type, lenient.Type), cmp.Or(r.Code, lenient.Code), cmp.Or(r.Message, lenient.Message)
-		return p.classified(r, nil)
+		return a.classified(r, "", nil)
 	}
-	if ctx.Err() != nil {
-		return p.transport(ctx, err, raw, received)
+	if ctx.Err() != nil || a.x.Response() == nil {
+		return a.transport(ctx, err)
 	}
-	if raw != nil && raw.StatusCode != 0 {
-		// An error object the SDK could not decode, or sent with a 2xx.
-		return p.bodyError(llm.Reply{Status: raw.StatusCode, Header: raw.Header, Body: body(raw), Received: received}, err)
-	}
-	return p.transport(ctx, err, raw, received)
+	// An error object the SDK could not decode, or sent with a 2xx.
+	return a.bodyError(rp, "the SDK could not decode it", err)
 }
 
 // bodyError classifies r by the error object its body holds; by its
-// status when it holds none, cause saying what was wrong.
-func (p *Provider) bodyError(r llm.Reply, cause error) *llm.Error {
+// status when it holds none, why (the adapter's words) saying what was
+// wrong and cause (the SDK's error, if any) kept as Err.
+func (a *attempt) bodyError(r llm.Reply, why string, cause error) *llm.Error {
 	if e, ok := errorObject(r.Body); ok {
 		r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
-		return p.classified(r, nil)
+		return a.classified(r, "", nil)
 	}
-	return p.classified(r, cause)
+	return a.classified(r, why, cause)
 }
 
 // classified is llm.Classify's error for r, with the provider's message
-// (cut, redacted) as Detail; a non-nil cause means the body was not the
-// expected JSON, quoted instead.
-func (p *Provider) classified(r llm.Reply, cause error) *llm.Error {
-	f := llm.Classify(p.Name(), llm.VendorOpenAI, r)
-	f.Detail = p.ep.Detail(r.Message)
-	if r.Status >= 300 && r.Status <= 399 { // a redirect not followed: the URL is wrong
-		f.Kind = llm.KindNotFound
-		f.Message = "the server answered with a redirect (HTTP " + fmt.Sprint(r.Status) + "), which is not followed"
-		if loc := r.Header.Get("Location"); loc != "" {
-			if u, err := url.Parse(loc); err == nil {
-				f.Message += " to " + u.Redacted()
+// (cut, redacted) as Detail. A non-empty why means the body was not the
+// expected JSON: the message says so in the adapter's words, Detail quotes
+// the body instead, and cause, whose text may quote the body, is kept as
+// Err behind wire.Opaque.
+func (a *attempt) classified(r llm.Reply, why string, cause error) *llm.Error {
+	f := llm.Classify(a.p.Name(), llm.VendorOpenAI, r)
+	f.Detail = a.x.Detail(r.Message)
+	if why != "" {
+		if f.Message == "" {
+			f.Message = fmt.Sprintf("response body is not the expected JSON (%s)", why)
+			if len(bytes.TrimSpace(r.Body)) == 0 {
+				f.Message = fmt.Sprintf("empty response body (%s)", why)
 			}
 		}
-	}
-	if cause != nil {
-		m := p.ep.Malformed(&wire.Reply{Status: r.Status, Header: r.Header, Body: r.Body, Received: r.Received}, cause)
-		if len(bytes.TrimSpace(r.Body)) == 0 && r.Status >= 200 && r.Status <= 299 {
-			// The SDK read the body and kept only its complaint.
-			m.Message = fmt.Sprintf("the response body could not be decoded (%v)", cause)
+		f.Detail = a.quote(r.Body)
+		if cause != nil {
+			f.Err = wire.Opaque(cause)
 		}
-		if f.Message == "" {
-			f.Message = m.Message
-		}
-		f.Detail, f.Err = m.Detail, cause
 	}
-	return p.ep.Redact(f)
+	return a.x.Redact(f)
+}
+
+// quote returns the start of body for Detail: every credential redacted,
+// cut to 512 bytes, as one line.
+func (a *attempt) quote(body []byte) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	const room = 4 << 10 // Detail keeps 512 bytes; this leaves the secrets room
+	return strconv.Quote(a.x.Detail(string(body[:min(len(body), room)]))) + fmt.Sprintf(" (%d bytes)", len(body))
 }
 
 // transport is the error of a call that got no usable response.
-func (p *Provider) transport(ctx context.Context, err error, raw *http.Response, received time.Time) *llm.Error {
-	f := &llm.Error{Provider: p.Name(), Err: err}
-	if raw != nil {
-		f.Status = raw.StatusCode
-		f.RequestID = llm.VendorOpenAI.RequestID(raw.Header)
-		f.RateLimit = llm.VendorOpenAI.RateLimit(raw.Header, received)
+func (a *attempt) transport(ctx context.Context, err error) *llm.Error {
+	f := &llm.Error{Provider: a.p.Name(), Err: err}
+	if res := a.x.Response(); res != nil {
+		rp := a.reply()
+		f.Status = rp.Status
+		f.RequestID = llm.VendorOpenAI.RequestID(rp.Header)
+		f.RateLimit = llm.VendorOpenAI.RateLimit(rp.Header, rp.Received)
 	}
 	var ue *url.Error
 	switch {
@@ -129,22 +129,13 @@ func (p *Provider) transport(ctx context.Context, err error, raw *http.Response,
 	}
 	if f.Kind == llm.KindUnknown {
 		// Neither the network nor the provider: the SDK refused the request
-		// (its configuration, a middleware's error).
-		f.Message = "the OpenAI SDK failed the request: " + err.Error()
+		// (its configuration, a middleware's error, an Azure identity
+		// that could not get a token, whose error may quote what the
+		// identity endpoint answered): its text goes to Detail.
+		f.Message = fmt.Sprintf("the OpenAI SDK failed the request (%T; its text is in Detail)", err)
+		f.Detail, f.Err = a.x.Detail(err.Error()), wire.Opaque(err)
 	}
-	return p.ep.Redact(f)
-}
-
-// body reads the body of an error response (the SDK leaves it readable
-// after reading it) and puts it back.
-func body(resp *http.Response) []byte {
-	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return b
+	return a.x.Redact(f)
 }
 
 // errorObject reads the top-level "error" of body, an object or a string.
@@ -156,27 +147,38 @@ func errorObject(body []byte) (openaiwire.ErrorObject, bool) {
 // withheld returns the error for an answer withheld by the content filter
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // as the native adapter reports them; nil for neither.
-func (p *Provider) withheld(r llm.Reply, finishReason, refusal string) *llm.Error {
-	return openaiwire.Withheld(&p.ep, func(k llm.Kind) *llm.Error { return p.answerFailure(r, k) }, finishReason, refusal)
+func (a *attempt) withheld(r llm.Reply, finishReason, refusal string) *llm.Error {
+	f := openaiwire.Withheld(&a.p.ep, func(k llm.Kind) *llm.Error { return a.answerFailure(r, k) }, finishReason, refusal)
+	if f == nil {
+		return nil
+	}
+	if refusal != "" && f.Code == "refusal" {
+		f.Detail = a.x.Detail(refusal)
+	}
+	return a.x.Redact(f)
 }
 
 // answerFailure starts the error for an answer that arrived but cannot be
-// used: the status and what the headers say.
-func (p *Provider) answerFailure(r llm.Reply, kind llm.Kind) *llm.Error {
-	f := llm.Classify(p.Name(), llm.VendorOpenAI, r)
+// used: the status and what the headers say. The caller redacts it.
+func (a *attempt) answerFailure(r llm.Reply, kind llm.Kind) *llm.Error {
+	f := llm.Classify(a.p.Name(), llm.VendorOpenAI, r)
 	f.Kind = kind
 	return f
 }
 
-// replyOf is what an answer is read with: the header and the status of
-// the response that carried it (none and 200 when the SDK handed back
-// none), and when it arrived; no body.
-func replyOf(raw *http.Response, received time.Time) llm.Reply {
-	r := llm.Reply{Header: http.Header{}, Status: 200, Received: received}
-	if raw != nil {
-		r.Header, r.Status = raw.Header, raw.StatusCode
+// reply is what an answer is read with: the header and the status of the
+// response the Exchange saw (none and 200 when none arrived), and when it
+// arrived; no body.
+func (a *attempt) reply() llm.Reply {
+	r := a.x.Reply()
+	rp := llm.Reply{Header: r.Header, Status: r.Status, Received: r.Received}
+	if rp.Header == nil {
+		rp.Header = http.Header{}
 	}
-	return r
+	if a.x.Response() == nil {
+		rp.Status = 200
+	}
+	return rp
 }
 
 // withBody is r with body, for classification.

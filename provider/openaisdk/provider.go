@@ -2,11 +2,13 @@ package openaisdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
@@ -51,10 +53,19 @@ type Options struct {
 	Name string
 	// APIKey, when set, is redacted from every error and from the text
 	// fields of every answer the Provider returns (it is not sent: the
-	// client carries its own credentials). Give it the key the client was
-	// built with; a key shorter than 16 bytes is redacted only where it
-	// stands as a whole token.
+	// client carries its own credentials). The credentials each request
+	// carries (the key, an Azure api-key, an Azure identity's token) are
+	// learned from it and redacted whether or not APIKey is set; setting
+	// it to the key the client was built with also covers what fails
+	// before a request leaves. A key shorter than 16 bytes is redacted
+	// only where it stands as a whole token.
 	APIKey string
+	// MaxResponseBytes caps the body of every response, success or error,
+	// compressed or not (the cap is on what it inflates to), each event of
+	// a stream, and the text and the tool calls a Stream assembles; past
+	// it the attempt fails with an *llm.Error (KindServer for a 2xx),
+	// having read at most the cap. Zero means 8 MiB; negative is an error.
+	MaxResponseBytes int64
 }
 
 // Provider is a backstop provider over an openai-go client. It implements
@@ -65,8 +76,9 @@ type Provider struct {
 	client    openai.Client
 	responses bool
 	dep       llm.Deployment
-	// ep holds the name and the key for the shared redaction helpers; it
-	// never sends anything.
+	// ep holds the name, the key, the cap, the request-id header and the
+	// rate-limit reader of every attempt's Exchange; it never sends
+	// anything itself.
 	ep wire.Endpoint
 }
 
@@ -115,8 +127,12 @@ func New(client openai.Client, opts Options) (*Provider, error) {
 			name = platform
 		}
 	}
+	max, err := wire.MaxBytes(opts.MaxResponseBytes)
+	if err != nil {
+		return nil, errors.New("openaisdk: " + strings.Replace(err.Error(), "Config.", "Options.", 1))
+	}
 	p.dep = llm.Deployment{Platform: platform, Region: opts.Region}
-	p.ep = wire.Endpoint{Provider: name, Secret: opts.APIKey, RequestID: "X-Request-Id", RateLimit: llm.VendorOpenAI.RateLimit}
+	p.ep = wire.Endpoint{Provider: name, Secret: opts.APIKey, MaxBytes: max, RequestID: "X-Request-Id", RateLimit: llm.VendorOpenAI.RateLimit}
 	return p, nil
 }
 
@@ -161,61 +177,158 @@ func (p *Provider) MediaTypes() llm.MediaTypes {
 // (provider/openai) translates them; see the package documentation for
 // the Responses API's equivalents. Every failure is an *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Response, err error) {
-	defer p.recoverInto(&err, func() { res = nil })
+	a := p.newAttempt(false)
+	defer a.recoverInto(&err, func() { res = nil })
 	ids := openaiwire.ToolIDs()
 	if p.responses {
-		return p.completeResponses(ctx, req, &ids)
+		return a.completeResponses(ctx, req, &ids)
 	}
-	return p.completeChat(ctx, req, &ids)
+	return a.completeChat(ctx, req, &ids)
 }
 
 // Stream sends req as exactly one streaming HTTP request and returns once
 // the response headers have arrived; a failure before that is returned as
 // Complete returns it. See the package documentation for the chunks.
 func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, err error) {
-	defer p.recoverInto(&err, func() { st = nil })
+	a := p.newAttempt(true)
+	defer a.recoverInto(&err, func() { st = nil })
 	ids := openaiwire.ToolIDs()
 	if p.responses {
-		return p.streamResponses(ctx, req, &ids)
+		return a.streamResponses(ctx, req, &ids)
 	}
-	return p.streamChat(ctx, req, &ids)
+	return a.streamChat(ctx, req, &ids)
+}
+
+// attempt is one call of Complete or Stream: the Provider, and the
+// Exchange its one request goes through (see guard), which learns the
+// credentials the request carries; every error and every answer of the
+// call passes its Redact or Clean.
+type attempt struct {
+	p *Provider
+	x *wire.Exchange
+}
+
+func (p *Provider) newAttempt(stream bool) *attempt {
+	return &attempt{p: p, x: p.ep.NewExchange(stream, false)}
 }
 
 // callOptions are the options of every call: no retries whatever the
-// client says, the raw response handed back, and Params.Extra merged into
-// the body (a key replacing the SDK's, nil sending null, as the native
-// adapter does).
-func (p *Provider) callOptions(extra map[string]any, raw **http.Response) ([]option.RequestOption, error) {
-	opts := make([]option.RequestOption, 0, 2+len(extra))
-	opts = append(opts, option.WithMaxRetries(0), option.WithResponseInto(raw))
+// client says, Params.Extra merged into the body (a key replacing the
+// SDK's, nil sending null, as the native adapter does), more, then the
+// guard, last so that it is the innermost middleware the adapter installs.
+func (a *attempt) callOptions(extra map[string]any, more ...option.RequestOption) ([]option.RequestOption, error) {
+	opts := make([]option.RequestOption, 0, 2+len(extra)+len(more))
+	opts = append(opts, option.WithMaxRetries(0))
 	for k, v := range extra {
 		b, err := wire.Marshal(v)
 		if err != nil {
-			return nil, p.ep.Redact(&llm.Error{Provider: p.Name(), Kind: llm.KindBadRequest,
+			return nil, a.x.Redact(&llm.Error{Provider: a.p.Name(), Kind: llm.KindBadRequest,
 				Message: fmt.Sprintf("cannot encode the request body: Params.Extra[%q]: %v", k, err), Err: err})
 		}
 		opts = append(opts, option.WithJSONSet(sjsonKey(k), rawJSON(b)))
 	}
-	return opts, nil
+	opts = append(opts, more...)
+	return append(opts, option.WithMiddleware(a.guard)), nil
+}
+
+// guard is the middleware every call of both APIs goes through, below the
+// client's middleware and the adapter's own (only the azure package's
+// credential middleware, which the SDK installs after every option, runs
+// below it, then the HTTP client): the attempt's Exchange, which
+// counts the request, learns its credentials, refuses a redirect that
+// comes back and reads the body under the cap before the SDK sees it;
+// then what a client that follows redirects leaves behind. The SDK itself
+// refuses to send a redirected request to another origin (openai-go's
+// origin check, the azure package's credential transport): that refusal
+// comes back as the client's *url.Error naming the other URL, and fails
+// the attempt as a redirect. A redirect the client followed on the same
+// origin comes back as an answer whose request has a Response, and fails
+// it too.
+func (a *attempt) guard(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := a.x.Middleware(r, next)
+	if a.x.Failure() != nil {
+		return res, err
+	}
+	if err != nil {
+		// The redirect's URL is not quoted: the server chose it, and it
+		// may echo a credential added below (an Azure identity's token)
+		// that the Exchange, seeing no response, could not learn.
+		if to, ok := redirectedTo(r, err); ok && wire.SameOrigin(to, r.URL) {
+			a.x.Fail(a.redirected(nil, "the server redirected the request and the HTTP client followed it on the same origin until it failed; the adapter does not follow redirects: give the SDK a client that does not follow them, and the endpoint the provider documents"))
+			return nil, wire.ErrRefused
+		} else if ok {
+			a.x.Fail(a.redirected(nil, "the server redirected the request to another origin; the SDK refused to send it there, and the adapter does not follow redirects, which would send the credentials and the request to another URL: give the SDK the endpoint the provider documents"))
+			return nil, wire.ErrRefused
+		}
+		return res, err
+	}
+	if res != nil && res.Request != nil && res.Request.Response != nil {
+		if res.Body != nil {
+			res.Body.Close()
+		}
+		to := "another URL"
+		if res.Request.URL != nil {
+			to = strconv.Quote(res.Request.URL.Redacted())
+		}
+		a.x.Fail(a.redirected(res.Request.Response, fmt.Sprintf("the server answered %d %s and the HTTP client followed it to %s; the adapter takes no answer from a redirect: give the SDK a client that does not follow redirects, and the endpoint the provider documents",
+			res.Request.Response.StatusCode, http.StatusText(res.Request.Response.StatusCode), to)))
+		return nil, wire.ErrRefused
+	}
+	return res, nil
+}
+
+// redirectedTo reports whether err, what the HTTP client returned for r,
+// is about another request than r: a redirect the client followed, then
+// failed (the SDK refused it, or it hit the client's limit). The URL is
+// the redirect's.
+func redirectedTo(r *http.Request, err error) (*url.URL, bool) {
+	ue, ok := err.(*url.Error)
+	if !ok || r.URL == nil {
+		return nil, false
+	}
+	to, perr := url.Parse(ue.URL)
+	if perr != nil {
+		return nil, false
+	}
+	plain := func(u *url.URL) string {
+		c := *u
+		c.User = nil
+		return c.String()
+	}
+	if plain(to) == plain(r.URL) {
+		return nil, false
+	}
+	return to, true
+}
+
+// redirected is the failure of a redirect refused or followed: KindNotFound
+// (the endpoint is not where the configuration says), Code "redirect",
+// with the status and headers of the redirect when it arrived.
+func (a *attempt) redirected(res *http.Response, msg string) *llm.Error {
+	r := a.x.Reply()
+	if res != nil {
+		r = &wire.Reply{Status: res.StatusCode, Header: res.Header, Received: r.Received}
+	}
+	f := a.p.ep.Failure(r, llm.KindNotFound)
+	f.Code, f.Message = "redirect", msg
+	return f
 }
 
 // send makes one call of an API: params sent by call with the options of
 // every call. It returns the decoded answer and the reply that carried
 // it; a failure is classified (see fail).
-func send[P, R any](ctx context.Context, p *Provider, extra map[string]any, params P,
+func send[P, R any](ctx context.Context, a *attempt, extra map[string]any, params P,
 	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, llm.Reply, error) {
 	var res R
-	var raw *http.Response
-	opts, err := p.callOptions(extra, &raw)
+	opts, err := a.callOptions(extra)
 	if err != nil {
 		return res, llm.Reply{}, err
 	}
 	res, err = call(ctx, params, opts...)
-	received := time.Now()
 	if err != nil {
-		return res, llm.Reply{}, p.fail(ctx, err, raw, received)
+		return res, llm.Reply{}, a.fail(ctx, err)
 	}
-	return res, replyOf(raw, received), nil
+	return res, a.reply(), nil
 }
 
 // openStream starts a streaming call of an API: params sent by call with
@@ -223,36 +336,65 @@ func send[P, R any](ctx context.Context, p *Provider, extra map[string]any, para
 // is classified (see fail). A server that does not stream may answer with
 // a JSON body instead: it is decoded as a W, which whole turns into the
 // answer the stream then delivers, and the SDK's stream is nil.
-func openStream[P, E, W any](ctx context.Context, p *Provider, extra map[string]any, params P,
+func openStream[P, E, W any](ctx context.Context, a *attempt, extra map[string]any, params P,
 	call func(context.Context, P, ...option.RequestOption) *ssestream.Stream[E],
 	whole func(*W, llm.Reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
-	var raw *http.Response
-	opts, err := p.callOptions(extra, &raw)
+	opts, err := a.callOptions(extra, more...)
 	if err != nil {
 		return nil, nil, err
 	}
-	sdk := call(ctx, params, append(opts, more...)...)
-	received := time.Now()
+	sdk := call(ctx, params, opts...)
 	if err := sdk.Err(); err != nil {
 		sdk.Close()
-		return nil, nil, p.fail(ctx, err, raw, received)
+		return nil, nil, a.fail(ctx, err)
 	}
-	s := newStream(p, ctx, replyOf(raw, received), sdk.Close)
-	if !isJSON(raw) {
+	rp := a.reply()
+	s := newStream(a, ctx, rp, sdk.Close)
+	if !isJSON(rp.Header) {
 		return s, sdk, nil
 	}
-	var w W
-	err = readJSON(raw, &w)
+	body, err := a.wholeBody()
 	sdk.Close()
 	if err != nil {
-		return nil, nil, p.classified(s.rp, err)
+		return nil, nil, err
 	}
-	res, err := whole(&w, s.rp)
+	var w W
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, nil, a.bodyError(withBody(rp, body), "the JSON answer to a streaming request could not be decoded", err)
+	}
+	res, err := whole(&w, rp)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.whole(res)
 	return s, nil, nil
+}
+
+// wholeBody returns the JSON body of a 2xx to a streaming request: as the
+// Exchange read it, or (a JSON type it took for an event stream, such as
+// application/problem+json) read here under the cap.
+func (a *attempt) wholeBody() ([]byte, error) {
+	if b := a.x.Body(); b != nil {
+		return b, nil
+	}
+	res := a.x.Response()
+	if res == nil || res.Body == nil {
+		return nil, nil
+	}
+	b, err := wire.ReadCapped(res.Body, -1, a.p.ep.MaxBytes)
+	if f := a.x.Failure(); f != nil {
+		return nil, f
+	}
+	if err != nil {
+		f := a.p.ep.Failure(a.x.Reply(), llm.KindServer)
+		f.Message = "reading the response body: " + err.Error()
+		if err == wire.ErrTooLarge {
+			f.Message = fmt.Sprintf("response body is larger than %d bytes; raise MaxResponseBytes if answers are meant to be this large", a.p.ep.MaxBytes)
+		}
+		f.Err = err
+		return nil, a.x.Fail(f)
+	}
+	return b, nil
 }
 
 // rawJSON is a value already encoded: sjson (behind option.WithJSONSet)
@@ -280,21 +422,21 @@ func sjsonKey(k string) string {
 // recoverInto turns a panic inside the SDK (or in a middleware, a
 // RoundTripper, …) into an *llm.Error in *err, after clear has cleared the
 // other results.
-func (p *Provider) recoverInto(err *error, clear func()) {
+func (a *attempt) recoverInto(err *error, clear func()) {
 	if v := recover(); v != nil {
 		clear()
-		*err = p.panicked(v)
+		*err = a.panicked(v)
 	}
 }
 
 // panicked is the error for a recovered panic: KindUnknown (not retried on
 // the same target; the breaker counts it; the chain moves on).
-func (p *Provider) panicked(v any) *llm.Error {
+func (a *attempt) panicked(v any) *llm.Error {
 	cause, ok := v.(error)
 	if !ok {
 		cause = fmt.Errorf("%v", v)
 	}
-	return p.ep.Redact(&llm.Error{Provider: p.Name(), Kind: llm.KindUnknown,
+	return a.x.Redact(&llm.Error{Provider: a.p.Name(), Kind: llm.KindUnknown,
 		Message: "the OpenAI SDK panicked: " + cause.Error(), Err: cause})
 }
 

@@ -3,7 +3,6 @@ package openaisdk
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -124,31 +123,31 @@ var responsesInput = inputFormat[responses.ResponseInputItemUnionParam, response
 }
 
 // completeResponses is Complete on the Responses API.
-func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (*llm.Response, error) {
-	params, err := p.responsesParams(req, ids)
+func (a *attempt) completeResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (*llm.Response, error) {
+	params, err := a.p.responsesParams(req, ids)
 	if err != nil {
 		return nil, err
 	}
-	r, rp, err := send(ctx, p, req.Params.Extra, params, p.client.Responses.New)
+	r, rp, err := send(ctx, a, req.Params.Extra, params, a.p.client.Responses.New)
 	if err != nil {
 		return nil, err
 	}
-	return p.responsesAnswer(r, rp, ids)
+	return a.responsesAnswer(r, rp, ids)
 }
 
 // responsesAnswer turns a response into the answer: the text of its
 // output messages, its function calls, the finish (see finish), or the
 // error it stands for (a failed response, a refusal, a content filter).
-func (p *Provider) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+func (a *attempt) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
 			body = []byte(r.RawJSON())
 		}
-		return nil, p.bodyError(withBody(rp, body), errors.New("no response object"))
+		return nil, a.bodyError(withBody(rp, body), "no response object", nil)
 	}
 	if r.Status == responses.ResponseStatusFailed || r.Error.Code != "" {
-		return nil, p.responseFailed(r, rp)
+		return nil, a.responseFailed(r, rp)
 	}
 	var text, refusal strings.Builder
 	var calls []llm.ToolCall
@@ -170,10 +169,10 @@ func (p *Provider) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wir
 		}
 	}
 	reason, fin := finish(r, len(calls) > 0)
-	if f := p.withheld(rp, reason, refusal.String()); f != nil {
+	if f := a.withheld(rp, reason, refusal.String()); f != nil {
 		return nil, f
 	}
-	return p.ep.Clean(&llm.Response{
+	return a.x.Clean(&llm.Response{
 		Text:         text.String(),
 		Model:        string(r.Model),
 		ID:           r.ID,
@@ -208,20 +207,20 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 
 // responseFailed classifies a failed response by its error code, with the
 // status of the reply that carried it (200).
-func (p *Provider) responseFailed(r *responses.Response, rp llm.Reply) *llm.Error {
+func (a *attempt) responseFailed(r *responses.Response, rp llm.Reply) *llm.Error {
 	f := withBody(rp, []byte(r.Error.RawJSON()))
 	f.Code, f.Type, f.Message = string(r.Error.Code), r.Error.Type, r.Error.Message
-	return p.classified(f, nil)
+	return a.classified(f, "", nil)
 }
 
 // streamResponses is Stream on the Responses API.
-func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (llm.Stream, error) {
-	params, err := p.responsesParams(req, ids)
+func (a *attempt) streamResponses(ctx context.Context, req llm.Request, ids *wire.ToolIDs) (llm.Stream, error) {
+	params, err := a.p.responsesParams(req, ids)
 	if err != nil {
 		return nil, err
 	}
-	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
+	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Responses.NewStreaming,
+		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return a.responsesAnswer(r, rp, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +246,7 @@ type responseEvents struct {
 func (e *responseEvents) step() (string, bool, error) {
 	s := e.s
 	if !e.sdk.Next() {
-		if err := e.sdk.Err(); err != nil {
+		if err := e.sdk.Err(); err != nil || s.a.x.Failure() != nil {
 			return "", false, s.eventError(err)
 		}
 		return "", false, s.cut() // no response.completed
@@ -300,11 +299,11 @@ func (e *responseEvents) step() (string, bool, error) {
 		return "", true, nil
 	case "response.failed":
 		e.meta(&ev.Response)
-		return "", false, s.p.responseFailed(&ev.Response, s.rp)
+		return "", false, s.a.responseFailed(&ev.Response, s.rp)
 	case "error":
 		r := withBody(s.rp, []byte(ev.RawJSON()))
 		r.Code, r.Message = ev.Code, ev.Message
-		return "", false, s.p.classified(r, nil)
+		return "", false, s.a.classified(r, "", nil)
 	}
 	return "", false, nil
 }

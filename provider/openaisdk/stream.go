@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
@@ -23,18 +24,19 @@ import (
 // at a time on the caller's goroutine; the tool calls they complete wait
 // in ready and are delivered before the next text.
 type stream struct {
-	rp    llm.Reply // what the answer is read with (replyOf)
-	p     *Provider
+	rp    llm.Reply // what the answer is read with (attempt.reply)
+	a     *attempt
 	ctx   context.Context
 	close func() error
+	max   int // MaxResponseBytes: the most text, refusal and tool calls assembled
 
 	// step reads one event: a piece of text, true at the end of a complete
 	// answer, or the failure.
 	step func() (string, bool, error)
 
 	res       llm.Response
-	refusal   strings.Builder // the refusal text streamed, up to maxStreamedCalls
-	callBytes int             // the bytes of the tool calls assembled, up to maxStreamedCalls
+	refusal   strings.Builder // the refusal text streamed, up to max
+	callBytes int             // the bytes of the tool calls assembled, up to max
 	text      strings.Builder
 	ready     []llm.ToolCall
 	delivered []llm.ToolCall
@@ -43,8 +45,8 @@ type stream struct {
 	closed    atomic.Bool
 }
 
-func newStream(p *Provider, ctx context.Context, r llm.Reply, close func() error) *stream {
-	s := &stream{rp: r, p: p, ctx: ctx, close: close}
+func newStream(a *attempt, ctx context.Context, r llm.Reply, close func() error) *stream {
+	s := &stream{rp: r, a: a, ctx: ctx, close: close, max: int(min(a.p.ep.MaxBytes, int64(^uint(0)>>1)))}
 	s.res.RequestID = llm.VendorOpenAI.RequestID(r.Header)
 	s.res.RateLimit = llm.VendorOpenAI.RateLimit(r.Header, r.Received)
 	return s
@@ -75,7 +77,7 @@ func (s *stream) Next() (c llm.Chunk, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.ready = nil
-			s.err = s.p.panicked(v)
+			s.err = s.a.panicked(v)
 			c, err = llm.Chunk{}, s.err
 			s.close()
 		}
@@ -112,8 +114,8 @@ func (s *stream) Next() (c llm.Chunk, err error) {
 			s.ended = true
 			s.close() // nothing more to read: release the connection now
 		case text != "":
-			if s.text.Len()+len(text) > maxStreamedCalls {
-				s.err = s.failure(llm.KindServer, fmt.Sprintf("the streamed text is longer than %d bytes", maxStreamedCalls), nil)
+			if s.text.Len()+len(text) > s.max {
+				s.err = s.failure(llm.KindServer, fmt.Sprintf("the streamed text is longer than %d bytes; raise MaxResponseBytes if answers are meant to be this long", s.max), nil)
 				s.close()
 				return llm.Chunk{}, s.err
 			}
@@ -124,9 +126,9 @@ func (s *stream) Next() (c llm.Chunk, err error) {
 }
 
 // refuse adds a piece of a refusal, unless the refusal would grow longer
-// than maxStreamedCalls.
+// than the cap.
 func (s *stream) refuse(r string) {
-	if r != "" && s.refusal.Len()+len(r) <= maxStreamedCalls {
+	if r != "" && s.refusal.Len()+len(r) <= s.max {
 		s.refusal.WriteString(r)
 	}
 }
@@ -134,13 +136,13 @@ func (s *stream) refuse(r string) {
 // withheld is the error for an answer the stream ended as withheld (see
 // Provider.withheld), or nil.
 func (s *stream) withheld() *llm.Error {
-	return s.p.withheld(s.rp, s.res.FinishReason, s.refusal.String())
+	return s.a.withheld(s.rp, s.res.FinishReason, s.refusal.String())
 }
 
 // growCalls counts n more bytes of tool calls against the cap.
 func (s *stream) growCalls(n int) error {
-	if s.callBytes += n; s.callBytes > maxStreamedCalls {
-		return s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes", maxStreamedCalls), nil)
+	if s.callBytes += n; s.callBytes > s.max {
+		return s.failure(llm.KindServer, fmt.Sprintf("the streamed tool calls are longer than %d bytes; raise MaxResponseBytes if answers are meant to be this long", s.max), nil)
 	}
 	return nil
 }
@@ -152,12 +154,13 @@ func (s *stream) closedError() error {
 	return s.err
 }
 
-// Response returns the answer assembled so far.
+// Response returns the answer assembled so far, every credential the
+// request carried redacted from its metadata.
 func (s *stream) Response() *llm.Response {
 	res := s.res
 	res.Text = s.text.String()
 	res.ToolCalls = slices.Clone(s.delivered)
-	return s.p.ep.Clean(&res)
+	return s.a.x.Clean(&res)
 }
 
 // Close releases the connection. It is safe to call more than once.
@@ -172,9 +175,9 @@ func (s *stream) Close() error {
 // failure is an error of the stream after it started: the status and the
 // headers of its response, kind, and backstop's message.
 func (s *stream) failure(kind llm.Kind, msg string, cause error) *llm.Error {
-	f := s.p.answerFailure(s.rp, kind)
+	f := s.a.answerFailure(s.rp, kind)
 	f.Message, f.Err = msg, cause
-	return s.p.ep.Redact(f)
+	return s.a.x.Redact(f)
 }
 
 // cut is the failure of a stream that ended before the answer was
@@ -183,12 +186,17 @@ func (s *stream) cut() *llm.Error {
 	return s.failure(llm.KindConnection, "the stream ended before the answer was complete", io.ErrUnexpectedEOF)
 }
 
-// eventError classifies what the SDK's stream failed with: an error event
-// as the same error before the stream would be (with the stream's status,
+// eventError classifies what the SDK's stream failed with: what the
+// Exchange cut (an event over the cap) as its Failure; an error event as
+// the same error before the stream would be (with the stream's status,
 // 200); an event that is not the expected JSON or a line too long as
 // KindServer; a read that failed as the transport (KindCanceled when ctx
-// is done, else KindConnection at worst).
+// is done, else KindConnection at worst). The SDK's error, whose text may
+// quote an event, is kept as Err behind wire.Opaque, its text in Detail.
 func (s *stream) eventError(err error) *llm.Error {
+	if f := s.a.x.Failure(); f != nil {
+		return f
+	}
 	var se *ssestream.StreamError
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -196,13 +204,15 @@ func (s *stream) eventError(err error) *llm.Error {
 	case errors.As(err, &se):
 		return s.errorEvent(se.Event.Data)
 	case s.ctx.Err() != nil:
-		f := s.failure(llm.KindOf(s.ctx.Err()), "reading the event stream: "+err.Error(), err)
+		f := s.failure(llm.KindOf(s.ctx.Err()), "reading the event stream: "+s.ctx.Err().Error(), err)
 		if !errors.Is(err, s.ctx.Err()) {
 			f.Err = errors.Join(s.ctx.Err(), err)
 		}
 		return f
 	case errors.As(err, &syntax), errors.As(err, &typ):
-		return s.failure(llm.KindServer, fmt.Sprintf("an event is not the expected JSON (%v)", err), err)
+		f := s.failure(llm.KindServer, "an event is not the expected JSON", wire.Opaque(err))
+		f.Detail = s.a.x.Detail(err.Error())
+		return f
 	case errors.Is(err, bufio.ErrTooLong):
 		return s.failure(llm.KindServer, "the event stream sent a line longer than the SDK reads", err)
 	}
@@ -216,29 +226,14 @@ func (s *stream) eventError(err error) *llm.Error {
 // errorEvent classifies an event carrying a top-level error object, as
 // Complete classifies an error body.
 func (s *stream) errorEvent(data []byte) *llm.Error {
-	return s.p.bodyError(withBody(s.rp, data), errors.New(`the error event holds no "error" object`))
+	return s.a.bodyError(withBody(s.rp, data), `the error event holds no "error" object`, nil)
 }
 
 // isJSON reports whether a 2xx to a streaming request is a JSON body
 // rather than an event stream.
-func isJSON(raw *http.Response) bool {
-	if raw == nil {
-		return false
-	}
-	mt, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type"))
+func isJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
-// readJSON decodes the body of raw (at most 8 MiB) into v.
-func readJSON(raw *http.Response, v any) error {
-	b, err := io.ReadAll(io.LimitReader(raw.Body, maxStreamedCalls+1))
-	if err != nil {
-		return err
-	}
-	if len(b) > maxStreamedCalls {
-		return errors.New("response body too large")
-	}
-	return json.Unmarshal(b, v)
 }
 
 // doneWatch notes whether an event stream carried "data: [DONE]" at the
