@@ -204,13 +204,15 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // of a's tier that admits one, and returns its racer; nil when none is
 // sent. The hedge budget is asked first: while it is exhausted (an
 // outage makes every attempt slow) no target is asked for a breaker
-// ticket or a throttle slot only to give them back.
+// ticket or a throttle slot only to give them back. A hedge the budget
+// refuses is recorded as the skip it is, not as a hedge: Attempt.Hedge
+// marks the hedges sent, which is what a count of hedges counts.
 func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
 	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
 		if pos, h, _ := w.hedgeTarget(a.t, req, caller, false); h != nil {
 			reason := "hedge not sent: the hedge budget is exhausted"
 			rec := skipped(h, 1, 0, err, reason)
-			rec.Choice, rec.Hedge = w.choice(pos), true
+			rec.Choice = w.choice(pos)
 			w.record(rec)
 			w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
 		}
