@@ -483,7 +483,7 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
 	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
-	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: elapsed}
+	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: elapsed}
 	verdict, success := retry.NotFailure, true
 	switch {
 	case excluded:
