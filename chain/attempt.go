@@ -25,6 +25,10 @@ type attempt struct {
 	tools  []llm.Tool         // the request's, to check the answer's calls
 	choice *spread.Choice     // why the walk chose t; nil in an ordered tier
 	hedge  bool               // sent as a hedge of another attempt
+	// opened is the request id its stream's response headers carried,
+	// when the stream opened but ended before its first chunk (a failure
+	// of the chain's own or a lost race carries none of its own).
+	opened string
 }
 
 // sent is how an attempt ended, as the walk classified it.
@@ -265,6 +269,9 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	w.classify(s, err)
 	if s.requestID == "" && resp != nil {
 		s.requestID = resp.RequestID
+	}
+	if s.requestID == "" {
+		s.requestID = a.opened
 	}
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
 		Kind: s.kind, Err: err, Duration: s.elapsed})

@@ -307,6 +307,54 @@ func TestStreamHedgeRacesToTheFirstChunk(t *testing.T) {
 	})
 }
 
+// TestStreamHedgeLoserKeepsItsRequestID: a streamed attempt that loses
+// its race after its response headers arrived (its stream open, its first
+// chunk not yet) is recorded, and its end observed, with the request-id
+// those headers carried: the id to quote to the provider about it. So is
+// a stream that fails before its first chunk for a reason of the chain's
+// own (its FirstChunkTimeout), whose error carries no id.
+func TestStreamHedgeLoserKeepsItsRequestID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &rprov{name: "eu-1", steps: chunks("slow ", "answer"), every: 5 * time.Second}
+		fast := &rprov{name: "eu-2", steps: chunks("fast ", "answer"), every: 100 * time.Millisecond}
+		var lost []string
+		obs := &observe.Funcs{OnAttemptEnd: func(e observe.AttemptEnd) {
+			if e.Lost {
+				lost = append(lost, e.Target.Name+" "+e.RequestID)
+			}
+		}}
+		c := deployments(t, func(b *chain.Builder) { b.Hedge(hedge.Config{Delay: time.Second}).Observe(obs) },
+			func(t *chain.Target) { t.Retry = retry.Policy{} }, slow, fast)
+		s := c.Stream(t.Context(), question)
+		if _, err := collect(t, s); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := s.Result()
+		loser := res.Attempts[0]
+		if loser.Target != "eu-1" || loser.Decision != chain.DecisionLost || loser.RequestID != "req_eu-1" {
+			t.Fatalf("the loser's record has request-id %q, want req_eu-1:\n%s", loser.RequestID, lines(res))
+		}
+		if len(lost) != 1 || lost[0] != "eu-1 req_eu-1" {
+			t.Fatalf("lost attempts observed: %q; want eu-1 with req_eu-1", lost)
+		}
+
+		silent := &rprov{name: "eu-3", steps: chunks("late"), every: 10 * time.Second}
+		c2, err := chain.New("c").Primary(chain.Target{Name: "eu-3", Provider: silent, Model: "m",
+			Retry: retry.Policy{MaxAttempts: 1}, FirstChunkTimeout: time.Second}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = c2.Stream(t.Context(), question)
+		if _, err := collect(t, s); llm.KindOf(err) != llm.KindTimeout {
+			t.Fatalf("no first chunk within a second: %v", err)
+		}
+		res, _ = s.Result()
+		if a := res.Attempts[0]; a.Kind != llm.KindTimeout || a.RequestID != "req_eu-3" {
+			t.Fatalf("the stream cut before its first chunk has request-id %q, want req_eu-3:\n%s", a.RequestID, lines(res))
+		}
+	})
+}
+
 // TestPanicMidRaceCancelsTheRacers: when a panic ends a race (the
 // hedge's provider's, or one on the walk's own goroutine: here an
 // observer's, at the hedge's start), the attempt still running is

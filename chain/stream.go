@@ -185,23 +185,29 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 	if s == nil {
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "provider returned neither a stream nor an error"})
 	}
+	// abort ends s before its first chunk, keeping the request id its
+	// headers carried: the attempt's record and end say it.
+	abort := func(err error) (*llm.Response, error) {
+		if r := s.Response(); r != nil {
+			a.opened = r.RequestID
+		}
+		s.Close()
+		return fail(err)
+	}
 	first, err := s.Next()
 	eof := err == io.EOF
 	if eof {
 		err = nil // an empty answer, complete
 	}
 	if err != nil {
-		s.Close()
-		return fail(err)
+		return abort(err)
 	}
 	if timer != nil && !timer.Stop() && context.Cause(ctx) == errFirstChunk {
-		s.Close()
-		return fail(errFirstChunk)
+		return abort(errFirstChunk)
 	}
 	resp = s.Response()
 	if resp == nil {
-		s.Close()
-		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
+		return abort(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
 	// The stream keeps its own attempt: the walk's lives on the walk's stack.
 	own := new(attempt)
