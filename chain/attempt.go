@@ -25,6 +25,10 @@ type attempt struct {
 	tools  []llm.Tool         // the request's, to check the answer's calls
 	choice *spread.Choice     // why the walk chose t; nil in an ordered tier
 	hedge  bool               // sent as a hedge of another attempt
+	// opened is the request id its stream's response headers carried,
+	// when the stream opened but ended before its first chunk (a failure
+	// of the chain's own or a lost race carries none of its own).
+	opened string
 }
 
 // sent is how an attempt ended, as the walk classified it.
@@ -233,12 +237,12 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
 	if err != nil {
-		w.failed(a, err, s, now)
+		w.failed(a, resp, err, s, now)
 		return
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
 	if w.obs != nil {
-		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: s.elapsed})
+		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
 	}
 	c.settle(w.ctx, a, retry.NotFailure, true, now)
 }
@@ -257,12 +261,20 @@ func (w *walk) inspect(a *attempt, resp *llm.Response, s *sent) (err error) {
 	return err
 }
 
-// failed reports attempt a, which failed with err at now: classified into
-// s, observed, and settled with the verdict its kind's rule gives.
-func (w *walk) failed(a *attempt, err error, s *sent, now time.Time) {
+// failed reports attempt a, which failed with err at now (resp is the
+// answer that failed, if one arrived): classified into s, observed with
+// its request-id, and settled with the verdict its kind's rule gives.
+func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now time.Time) {
 	c, t := w.c, a.t
 	w.classify(s, err)
-	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, Kind: s.kind, Err: err, Duration: s.elapsed})
+	if s.requestID == "" && resp != nil {
+		s.requestID = resp.RequestID
+	}
+	if s.requestID == "" {
+		s.requestID = a.opened
+	}
+	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
+		Kind: s.kind, Err: err, Duration: s.elapsed})
 	if s.invalid != nil {
 		w.obs.validationFailed(&t.ob, err)
 	}

@@ -203,6 +203,7 @@ func (b *Builder) Build() (*Chain, error) {
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
 	}
+	c.watchProbes()
 	return c, nil
 }
 
@@ -259,9 +260,10 @@ func (p *build) compileObservers() {
 		}
 		c.observers = append(c.observers, o)
 	}
+	c.state.chain = c.name
 	for _, o := range c.observers {
 		if so, ok := o.(observe.StateObserver); ok {
-			c.state = append(c.state, so)
+			c.state.obs = append(c.state.obs, so)
 		}
 	}
 }
@@ -395,13 +397,15 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	if len(t.Probe.Messages) > 0 {
 		bs.ActiveProbe = true
 	}
-	if user := bs.OnStateChange; len(c.state) > 0 || bs.ActiveProbe {
+	// The callback holds the chain's state observers, not the chain: the
+	// breaker outlives a call, and a probe's timer holds it (prober).
+	if user, notify := bs.OnStateChange, c.state; len(notify.obs) > 0 || bs.ActiveProbe {
 		bs.OnStateChange = func(name string, from, to breaker.State) {
 			if to == breaker.Open && pr != nil {
 				pr.opened()
 			}
-			if len(c.state) > 0 {
-				c.breakerChanged(ob, from, to)
+			if len(notify.obs) > 0 {
+				notify.breakerChanged(ob, from, to)
 			}
 			if user != nil {
 				user(name, from, to)
@@ -451,7 +455,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 			t.Params.Stop != nil || len(t.Params.Extra) != 0,
 	}
 	if len(t.Probe.Messages) > 0 {
-		pr = &prober{c: c, t: ct, req: t.Probe}
+		pr = &prober{t: ct, req: t.Probe}
 		ct.prepare(&pr.req)
 		ct.prober = pr
 	}
@@ -639,19 +643,28 @@ func (c *Chain) bind(fail func(observe.Observer, error)) {
 	}
 }
 
+// stateObservers are a chain's observers of the changes that belong to no
+// call (observe.StateObserver), with the chain's name. The callbacks of
+// breakers and shared stores hold a copy, never the Chain, which must stay
+// collectable while they live on (see prober).
+type stateObservers struct {
+	chain string
+	obs   []observe.StateObserver
+}
+
 // breakerChanged tells the state observers that t's breaker changed.
-func (c *Chain) breakerChanged(t observe.Target, from, to breaker.State) {
-	e := observe.BreakerChange{Chain: c.name, Target: t, From: from.String(), To: to.String()}
-	for _, o := range c.state {
+func (s stateObservers) breakerChanged(t observe.Target, from, to breaker.State) {
+	e := observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()}
+	for _, o := range s.obs {
 		o.BreakerChanged(e)
 	}
 }
 
 // sharedUnavailable tells the state observers that a shared store
 // stopped answering.
-func (c *Chain) sharedUnavailable(store, target string) {
-	e := observe.SharedUnavailable{Chain: c.name, Store: store, Target: target}
-	for _, o := range c.state {
+func (s stateObservers) sharedUnavailable(store, target string) {
+	e := observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target}
+	for _, o := range s.obs {
 		o.SharedUnavailable(e)
 	}
 }

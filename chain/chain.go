@@ -27,12 +27,12 @@ type Chain struct {
 	degrades        []degrader
 	lastGoods       []*lastGood // remember every validated model answer
 	schema          *validate.Schema
-	observers       []observe.Observer      // the tracing observer first, then Builder.Observe's
-	state           []observe.StateObserver // those of them that observe state changes
-	shared          *shared                 // nil unless Builder.Shared
-	epoch           time.Time               // origin of clock
-	tools           toolSchemas             // the tools' InputSchemas, compiled
-	warnings        []string                // see Warnings
+	observers       []observe.Observer // the tracing observer first, then Builder.Observe's
+	state           stateObservers     // those of them that observe state changes
+	shared          *shared            // nil unless Builder.Shared
+	epoch           time.Time          // origin of clock
+	tools           toolSchemas        // the tools' InputSchemas, compiled
+	warnings        []string           // see Warnings
 }
 
 // Warnings lists what Build found legal but likely unintended: today, a

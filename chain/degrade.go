@@ -134,7 +134,7 @@ func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.R
 		w.obs.endAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Kind: a.Kind, Err: err, Duration: elapsed})
 		return nil, 0, nil, a
 	}
-	w.obs.endAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Response: resp, Duration: elapsed})
+	w.obs.endAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Response: resp, RequestID: resp.RequestID, Duration: elapsed})
 	a.RequestID, a.Decision = resp.RequestID, DecisionServed
 	return resp, age, js, a
 }

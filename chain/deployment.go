@@ -37,7 +37,10 @@ import (
 // vendor's Bedrock id (us.amazon.nova-pro-v1:0 is amazon.nova-pro-v1:0);
 // it is known when it starts with a known OpenAI or Gemini family and a
 // version (gpt-4o, chatgpt-4o-latest, gemini-2.5-pro; o1, o3, o4 alone or
-// followed by "-").
+// followed by "-"). A known id's snapshot is split off as a Claude id's
+// date is (snapshotOf): gpt-4o-mini-2024-07-18 is family gpt-4o-mini,
+// date 20240718. The family is the whole name before the snapshot, never
+// a prefix of it: gpt-4o-mini is not gpt-4o.
 func canonicalModel(id string) (family, date string, known bool) {
 	s := strings.ToLower(strings.TrimSpace(id))
 	s = stripModelPath(s)
@@ -48,7 +51,11 @@ func canonicalModel(id string) (family, date string, known bool) {
 		s = c
 	}
 	if !strings.HasPrefix(s, "claude-") {
-		return s, "", knownFamily(s)
+		if !knownFamily(s) {
+			return s, "", false
+		}
+		family, date = snapshotOf(s)
+		return family, date, true
 	}
 	s = bedrockVersion.ReplaceAllString(s, "$1")
 	if f, d, ok := strings.Cut(s, "@"); ok { // Vertex
@@ -82,6 +89,9 @@ var (
 	// (:200k). Legacy ids without a date (anthropic.claude-v2:1, Claude
 	// 2.1) keep theirs: there it names the model.
 	bedrockVersion = regexp.MustCompile(`(-\d{8})-v\d+(:\d+)?(:\d+k)?$`)
+	// openAIDate is an OpenAI dated snapshot: the model's name, then
+	// -YYYY-MM-DD.
+	openAIDate = regexp.MustCompile(`^(.+)-(\d{4})-(\d{2})-(\d{2})$`)
 	// zeroMinor is a family whose minor version is 0 (claude-opus-4-0).
 	zeroMinor = regexp.MustCompile(`^(claude-[a-z]+-\d+)-0$`)
 	// profileID is a Bedrock cross-region inference profile id: a
@@ -120,8 +130,11 @@ func bedrockProfile(s string) (prefix, rest string, ok bool) {
 }
 
 // isDate reports whether s is a snapshot date: eight digits.
-func isDate(s string) bool {
-	if len(s) != 8 {
+func isDate(s string) bool { return len(s) == 8 && isDigits(s) }
+
+// isDigits reports whether s is one or more decimal digits.
+func isDigits(s string) bool {
+	if s == "" {
 		return false
 	}
 	for _, c := range []byte(s) {
@@ -130,6 +143,27 @@ func isDate(s string) bool {
 		}
 	}
 	return true
+}
+
+// snapshotOf splits a known OpenAI or Gemini id (lowercased) into its
+// family and its snapshot ("" for an alias): OpenAI's dated snapshots
+// (gpt-4o-2024-08-06, o3-mini-2025-01-31: date 20240806, 20250131) and
+// its older four-digit ones (gpt-4-0613: 0613), Gemini's stable versions
+// (gemini-2.0-flash-001: 001).
+func snapshotOf(s string) (family, snapshot string) {
+	if m := openAIDate.FindStringSubmatch(s); m != nil {
+		return m[1], m[2] + m[3] + m[4]
+	}
+	i := strings.LastIndexByte(s, '-')
+	if i < 0 || !isDigits(s[i+1:]) {
+		return s, ""
+	}
+	switch tail := s[i+1:]; {
+	case len(tail) == 4 && (strings.HasPrefix(s, "gpt-") || strings.HasPrefix(s, "chatgpt-")),
+		len(tail) == 3 && strings.HasPrefix(s, "gemini-"):
+		return s[:i], tail
+	}
+	return s, ""
 }
 
 // knownFamily reports whether s (lowercased) starts with a known OpenAI or
@@ -151,11 +185,31 @@ func knownFamily(s string) bool {
 
 // namedAfter reports whether the deployment name model is the id serves
 // with a suffix of its own ("gpt-4o-prod" serving gpt-4o): a name, not a
-// contradiction.
+// contradiction. A suffix that names a model is no name of one's own: a
+// part of it that starts with a digit (a version, a date, a context size:
+// claude-sonnet-4-5 is not claude-sonnet-4 named "5") or that is a word
+// the vendors tell their models apart by (gpt-4o-mini is not gpt-4o
+// named "mini").
 func namedAfter(model, serves string) bool {
 	m, s := strings.ToLower(strings.TrimSpace(model)), strings.ToLower(strings.TrimSpace(serves))
-	return strings.HasPrefix(m, s+"-")
+	suffix, ok := strings.CutPrefix(m, s+"-")
+	if !ok {
+		return false
+	}
+	for part := range strings.SplitSeq(suffix, "-") {
+		if part != "" && part[0] >= '0' && part[0] <= '9' || slices.Contains(modelWords, part) {
+			return false
+		}
+	}
+	return true
 }
+
+// modelWords are the words OpenAI and Google put after a model's name to
+// name another model (gpt-4o-mini, o3-pro, gemini-2.5-flash-lite,
+// gpt-4o-realtime-preview): a deployment name ending in one names that
+// model, not its own.
+var modelWords = []string{"mini", "nano", "turbo", "pro", "max", "ultra", "lite", "flash", "audio", "realtime",
+	"search", "transcribe", "tts", "codex", "chat", "instruct", "vision", "image", "preview", "exp", "latest", "thinking"}
 
 // servedModel is the model t serves: Serves, or Model when Serves is empty.
 func servedModel(t *Target) string {

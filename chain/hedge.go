@@ -204,13 +204,15 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // of a's tier that admits one, and returns its racer; nil when none is
 // sent. The hedge budget is asked first: while it is exhausted (an
 // outage makes every attempt slow) no target is asked for a breaker
-// ticket or a throttle slot only to give them back.
+// ticket or a throttle slot only to give them back. A hedge the budget
+// refuses is recorded as the skip it is, not as a hedge: Attempt.Hedge
+// marks the hedges sent, which is what a count of hedges counts.
 func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
 	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
 		if pos, h, _ := w.hedgeTarget(a.t, req, caller, false); h != nil {
 			reason := "hedge not sent: the hedge budget is exhausted"
 			rec := skipped(h, 1, 0, err, reason)
-			rec.Choice, rec.Hedge = w.choice(pos), true
+			rec.Choice = w.choice(pos)
 			w.record(rec)
 			w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
 		}
@@ -350,12 +352,28 @@ func (w *walk) take(r *racer, s *sent) {
 
 // lose ends racer r, canceled because another answered: its stream
 // closed, its breaker told of nothing (the race, not the target, ended
-// it), its observers told it lost.
+// it), its observers told it lost, with the request-id it had.
 func (w *walk) lose(r *racer) {
 	a, t := &r.a, r.a.t
-	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start}
+	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: r.requestID()}
 	r.release(a.start + r.s.elapsed)
-	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Kind: llm.KindCanceled, Err: ErrLostRace, Duration: r.s.elapsed, Lost: true})
+	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
+		Duration: r.s.elapsed, Lost: true})
+}
+
+// requestID is the provider's request id for racer r, ended by the race:
+// its answer's (a stream it committed, or an answer that came as it was
+// canceled), its failure's, or the one its stream's headers carried
+// before it was canceled; "" when none arrived.
+func (r *racer) requestID() string {
+	if r.resp != nil {
+		return r.resp.RequestID
+	}
+	var le *llm.Error
+	if r.err != nil && errors.As(r.err, &le) && le.RequestID != "" {
+		return le.RequestID
+	}
+	return r.a.opened
 }
 
 // recordLoser records r, which lost the race to winner: canceled, or

@@ -94,7 +94,9 @@ func TestHedgeBudgetCapsTheHedges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := &timed{name: "eu-1", delay: 2 * time.Second}
 		slow2 := &timed{name: "eu-2", delay: 2 * time.Second}
-		hb, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, MinRetries: -1})
+		// A window the 100 calls of 2s fit in: with the default 10s one only
+		// 5 calls are ever counted and no hedge would be sent at all.
+		hb, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, MinRetries: -1, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,13 +108,71 @@ func TestHedgeBudgetCapsTheHedges(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, a := range res.Attempts {
-				if a.Hedge && a.Decision == chain.DecisionSkip && errors.Is(a.Err, budget.ErrExhausted) {
+				if a.Target == "eu-2" && a.Decision == chain.DecisionSkip && errors.Is(a.Err, budget.ErrExhausted) {
 					refused++
 				}
 			}
 		}
-		if slow2.count() > 10 || slow2.count()+refused != 100 {
+		if slow2.count() == 0 || slow2.count() > 10 || slow2.count()+refused != 100 {
 			t.Fatalf("%d hedges sent, %d refused by the budget, of 100 calls; want at most 10%% sent", slow2.count(), refused)
+		}
+	})
+}
+
+// TestRefusedHedgeIsASkipNotAHedge: a hedge the hedge budget refused is
+// recorded as what it is, a request not sent (DecisionSkip, the budget's
+// error, a Skip event), never as a hedge: counting the records and the
+// events marked Hedge counts the hedges the targets were sent.
+func TestRefusedHedgeIsASkipNotAHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &timed{name: "eu-1", delay: 2 * time.Second}
+		slow2 := &timed{name: "eu-2", delay: 2 * time.Second}
+		hb, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, MinRetries: -1, Window: time.Hour}) // the whole storm
+		if err != nil {
+			t.Fatal(err)
+		}
+		var startsMarkedHedge, budgetSkips int
+		obs := &observe.Funcs{
+			OnAttemptStart: func(e observe.AttemptStart) {
+				if e.Hedge {
+					startsMarkedHedge++
+				}
+			},
+			OnSkip: func(e observe.Skip) {
+				if e.Target.Name == "eu-2" && e.Cause == observe.SkipBudget && errors.Is(e.Err, budget.ErrExhausted) {
+					budgetSkips++
+				}
+			},
+		}
+		c := deployments(t, func(b *chain.Builder) { b.Hedge(hedge.Config{Delay: 500 * time.Millisecond, Budget: hb}).Observe(obs) },
+			func(t *chain.Target) { t.Retry = retry.Policy{} }, slow, slow2)
+		var recordsMarkedHedge, refused int
+		for range 100 {
+			res, err := c.Call(t.Context(), question)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range res.Attempts {
+				if a.Hedge {
+					recordsMarkedHedge++
+				}
+				if a.Decision == chain.DecisionSkip && errors.Is(a.Err, budget.ErrExhausted) {
+					refused++
+					if a.Target != "eu-2" || a.Hedge || a.Status != 0 || a.Duration != 0 {
+						t.Fatalf("a refused hedge's record: %+v\n%s", a, lines(res))
+					}
+				}
+			}
+		}
+		sent := slow2.count()
+		if sent == 0 || refused == 0 || sent+refused != 100 {
+			t.Fatalf("%d hedges sent, %d refused, of 100 calls each due one", sent, refused)
+		}
+		if recordsMarkedHedge != sent || startsMarkedHedge != sent {
+			t.Errorf("%d records and %d attempt starts marked Hedge; want the %d hedges sent", recordsMarkedHedge, startsMarkedHedge, sent)
+		}
+		if budgetSkips != refused {
+			t.Errorf("%d Skip events for %d refused hedges", budgetSkips, refused)
 		}
 	})
 }
@@ -243,6 +303,54 @@ func TestStreamHedgeRacesToTheFirstChunk(t *testing.T) {
 		}
 		if won := res.Attempts[len(res.Attempts)-1]; won.Target != "eu-2" || !won.Hedge || won.Decision != chain.DecisionServed {
 			t.Fatalf("%s", lines(res))
+		}
+	})
+}
+
+// TestStreamHedgeLoserKeepsItsRequestID: a streamed attempt that loses
+// its race after its response headers arrived (its stream open, its first
+// chunk not yet) is recorded, and its end observed, with the request-id
+// those headers carried: the id to quote to the provider about it. So is
+// a stream that fails before its first chunk for a reason of the chain's
+// own (its FirstChunkTimeout), whose error carries no id.
+func TestStreamHedgeLoserKeepsItsRequestID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &rprov{name: "eu-1", steps: chunks("slow ", "answer"), every: 5 * time.Second}
+		fast := &rprov{name: "eu-2", steps: chunks("fast ", "answer"), every: 100 * time.Millisecond}
+		var lost []string
+		obs := &observe.Funcs{OnAttemptEnd: func(e observe.AttemptEnd) {
+			if e.Lost {
+				lost = append(lost, e.Target.Name+" "+e.RequestID)
+			}
+		}}
+		c := deployments(t, func(b *chain.Builder) { b.Hedge(hedge.Config{Delay: time.Second}).Observe(obs) },
+			func(t *chain.Target) { t.Retry = retry.Policy{} }, slow, fast)
+		s := c.Stream(t.Context(), question)
+		if _, err := collect(t, s); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := s.Result()
+		loser := res.Attempts[0]
+		if loser.Target != "eu-1" || loser.Decision != chain.DecisionLost || loser.RequestID != "req_eu-1" {
+			t.Fatalf("the loser's record has request-id %q, want req_eu-1:\n%s", loser.RequestID, lines(res))
+		}
+		if len(lost) != 1 || lost[0] != "eu-1 req_eu-1" {
+			t.Fatalf("lost attempts observed: %q; want eu-1 with req_eu-1", lost)
+		}
+
+		silent := &rprov{name: "eu-3", steps: chunks("late"), every: 10 * time.Second}
+		c2, err := chain.New("c").Primary(chain.Target{Name: "eu-3", Provider: silent, Model: "m",
+			Retry: retry.Policy{MaxAttempts: 1}, FirstChunkTimeout: time.Second}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = c2.Stream(t.Context(), question)
+		if _, err := collect(t, s); llm.KindOf(err) != llm.KindTimeout {
+			t.Fatalf("no first chunk within a second: %v", err)
+		}
+		res, _ = s.Result()
+		if a := res.Attempts[0]; a.Kind != llm.KindTimeout || a.RequestID != "req_eu-3" {
+			t.Fatalf("the stream cut before its first chunk has request-id %q, want req_eu-3:\n%s", a.RequestID, lines(res))
 		}
 	})
 }

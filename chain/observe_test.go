@@ -43,7 +43,8 @@ func incident(t *testing.T, obs ...observe.Observer) *chain.Chain {
 }
 
 // TestObserverSeesEveryDecisionInOrder: a call retried twice, fallen back
-// and served produces exactly this sequence of events.
+// and served produces exactly this sequence of events, each attempt's end
+// with the provider's request-id, the failures' too.
 func TestObserverSeesEveryDecisionInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got []string
@@ -54,7 +55,7 @@ func TestObserverSeesEveryDecisionInOrder(t *testing.T) {
 				add("attempt start %s #%d model %s", e.Target.Name, e.N, e.Request.Model)
 			},
 			OnAttemptEnd: func(e observe.AttemptEnd) {
-				add("attempt end %s #%d status %d kind %v", e.Target.Name, e.N, e.Status, e.Kind)
+				add("attempt end %s #%d status %d kind %v request-id %s", e.Target.Name, e.N, e.Status, e.Kind, e.RequestID)
 			},
 			OnRetry:    func(e observe.Retry) { add("retry %s after #%d: %v, wait %v", e.Target.Name, e.N, e.Kind, e.Wait) },
 			OnSkip:     func(e observe.Skip) { add("skip %s: %v", e.Target.Name, e.Cause) },
@@ -70,16 +71,16 @@ func TestObserverSeesEveryDecisionInOrder(t *testing.T) {
 		want := []string{
 			"call start support",
 			"attempt start sonnet #1 model claude-test",
-			"attempt end sonnet #1 status 529 kind overloaded",
+			"attempt end sonnet #1 status 529 kind overloaded request-id req_1",
 			"retry sonnet after #1: overloaded, wait 500ms",
 			"attempt start sonnet #2 model claude-test",
-			"attempt end sonnet #2 status 529 kind overloaded",
+			"attempt end sonnet #2 status 529 kind overloaded request-id req_2",
 			"retry sonnet after #2: overloaded, wait 1s",
 			"attempt start sonnet #3 model claude-test",
-			"attempt end sonnet #3 status 529 kind overloaded",
+			"attempt end sonnet #3 status 529 kind overloaded request-id req_3",
 			"fallback sonnet -> gpt: overloaded",
 			"attempt start gpt #1 model gpt-test",
-			"attempt end gpt #1 status 200 kind unknown",
+			"attempt end gpt #1 status 200 kind unknown request-id req_b1",
 			"call end served by gpt (provider), 4 attempts",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -104,11 +105,11 @@ func TestLogObserver(t *testing.T) {
 		if _, err := c.Call(t.Context(), hi); err != nil {
 			t.Fatal(err)
 		}
-		want := `level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_1]"
+		want := `level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded request_id=req_1 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_1]"
 level=INFO msg="backstop: retry" chain=support target=sonnet n=1 kind=overloaded wait=500ms
-level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=2 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_2]"
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=2 status=529 kind=overloaded request_id=req_2 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_2]"
 level=INFO msg="backstop: retry" chain=support target=sonnet n=2 kind=overloaded wait=1s
-level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=3 status=529 kind=overloaded duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_3]"
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=3 status=529 kind=overloaded request_id=req_3 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_3]"
 level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
 level=DEBUG msg="backstop: attempt" chain=support target=gpt tier=provider n=1 status=200 request_id=req_b1 duration=0s
 level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=gpt tier=provider model=gpt-test request_id=req_b1

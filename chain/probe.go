@@ -7,6 +7,7 @@ package chain
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -26,11 +27,16 @@ const probeRetry = time.Second
 // prober sends a target's active probe while its breaker is open: one
 // timer per opening, due when the breaker's open interval ends, and no
 // goroutine but the timer's while a probe is in flight. Chain.Close stops
-// it.
+// it, and so does the chain's collection (stopProbes).
+//
+// A pending timer holds its prober, and through it its target: neither
+// may hold the Chain (nor may the target's breaker, budgets and shared
+// state, through their callbacks), or a chain dropped without Close would
+// never be collected and would probe for ever.
 type prober struct {
-	c   *Chain
-	t   *target
-	req llm.Request // the probe, prepared for t
+	t      *target
+	shared *shared     // the chain's, to tell the other replicas; nil unless Builder.Shared
+	req    llm.Request // the probe, prepared for t
 
 	mu     sync.Mutex
 	timer  *time.Timer
@@ -98,7 +104,7 @@ func (p *prober) fire() {
 	if err != nil {
 		verdict = t.table.Rule(llm.KindOf(err)).Breaker
 	}
-	p.c.report(context.Background(), t, ticket, verdict, time.Now())
+	report(context.Background(), p.shared, t, ticket, verdict, time.Now())
 	if verdict == retry.Excluded {
 		p.schedule(probeRetry) // the slot is free again: not the target's verdict
 	}
@@ -115,11 +121,47 @@ func (p *prober) close() {
 	p.flying.Wait()
 }
 
+// stop stops p from sending another probe, without waiting for one in
+// flight or touching its timer: it is called from the runtime's cleanup
+// goroutine, which may not stop a timer made in a testing/synctest bubble.
+// The timer, when it fires, finds p closed and schedules nothing more,
+// and p and its target can be collected.
+func (p *prober) stop() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
+
+// stopProbes is the cleanup of a chain that had active probes, run once
+// nothing references the Chain: the probes of a chain dropped without
+// Close stop, as Close would have stopped them.
+func stopProbes(probers []*prober) {
+	for _, p := range probers {
+		p.stop()
+	}
+}
+
+// watchProbes gives c's probers what they need of the chain, its shared
+// state (built after them), and makes c's collection stop them.
+func (c *Chain) watchProbes() {
+	var probers []*prober
+	for _, t := range c.targets {
+		if t.prober != nil {
+			t.prober.shared = c.shared
+			probers = append(probers, t.prober)
+		}
+	}
+	if probers != nil {
+		runtime.AddCleanup(c, stopProbes, probers)
+	}
+}
+
 // Close stops what a chain runs between calls: the active probes of its
 // targets (Target.Probe), waiting for one in flight. Call it when the
 // chain is no longer used: calls made after Close still work, but a target
 // with an active probe whose breaker is open then stays skipped. It does
-// not Flush.
+// not Flush. A chain dropped without Close is collected all the same, and
+// its probes stop then (at the latest when the next one is due).
 func (c *Chain) Close() {
 	for _, t := range c.targets {
 		if t.prober != nil {

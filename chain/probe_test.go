@@ -1,9 +1,11 @@
 package chain_test
 
 import (
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
@@ -72,6 +74,82 @@ func TestCloseStopsTheProbes(t *testing.T) {
 			t.Fatalf("%d requests; want the call and one probe before Close", n)
 		}
 	})
+}
+
+// droppedProbing builds a chain whose target p is probed while its
+// breaker is open, opens the breaker with a call, and drops the chain:
+// it returns only a weak pointer to it and a report of whether its probes
+// were stopped.
+func droppedProbing(t *testing.T, p *timed) (weak.Pointer[chain.Chain], func() bool) {
+	t.Helper()
+	c, err := chain.New("c").
+		Primary(chain.Target{Name: p.name, Provider: p, Model: "m", Probe: probe,
+			Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1}}).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(t.Context(), question); err == nil {
+		t.Fatal("the down target answered")
+	}
+	return weak.Make(c), chain.ProbesStoppedForTest(c)
+}
+
+// TestDroppedChainStopsProbingAndIsCollected: chains dropped without
+// Close, their targets down and their breakers open, are collected, and
+// their active probes stop: none is sent in the hour after.
+func TestDroppedChainStopsProbingAndIsCollected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		down := make([]*timed, n)
+		chains := make([]weak.Pointer[chain.Chain], n)
+		stopped := make([]func() bool, n)
+		for i := range n {
+			down[i] = &timed{name: "eu-1", downUntil: time.Now().Add(24 * time.Hour)}
+			chains[i], stopped[i] = droppedProbing(t, down[i])
+		}
+		time.Sleep(6 * time.Second) // each chain probes once, at 5s, while nobody has collected it
+		sent := 0
+		for _, p := range down {
+			sent += p.count()
+		}
+		if sent != 2*n {
+			t.Fatalf("%d requests before the chains were collected; want each chain's call and its probe (%d)", sent, 2*n)
+		}
+
+		runtime.GC()
+		for i, c := range chains {
+			if c.Value() != nil {
+				t.Fatalf("chain %d was not collected: something its probe runs still holds it", i)
+			}
+		}
+		// The cleanups run outside the bubble: wait for them without
+		// letting the bubble's clock move (it moves only while every
+		// goroutine of the bubble is blocked, and this one spins).
+		for tries := 0; !all(stopped); tries++ {
+			if tries == 1000 {
+				t.Fatal("the collected chains' probes were not stopped")
+			}
+			runtime.GC()
+			runtime.Gosched()
+		}
+		time.Sleep(time.Hour)
+		for i, p := range down {
+			if got := p.count(); got != 2 {
+				t.Errorf("chain %d's target got %d requests; want no probe after the chain was collected", i, got-2)
+			}
+		}
+	})
+}
+
+// all reports whether every one of fs reports true.
+func all(fs []func() bool) bool {
+	for _, f := range fs {
+		if !f() {
+			return false
+		}
+	}
+	return true
 }
 
 func TestProbeWithoutMessagesIsABuildError(t *testing.T) {

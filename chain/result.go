@@ -134,7 +134,9 @@ type Attempt struct {
 	Choice *spread.Choice
 	// Hedge is true for an attempt sent as a hedge: the same request as an
 	// attempt on another target of the tier that had not answered within
-	// the hedge delay (Builder.Hedge).
+	// the hedge delay (Builder.Hedge). A hedge its budget refused was not
+	// sent: it is a DecisionSkip on the target it would have gone to, with
+	// budget.ErrExhausted and a Reason saying so, and Hedge false.
 	Hedge bool
 }
 

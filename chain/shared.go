@@ -157,6 +157,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 		problem("", "Shared: the store is nil; build one with redisstore.NewShared(client), and check its error", nil)
 		return
 	}
+	notify := c.state // the callbacks below may outlive c: they hold its observers, not c
 	breakers := cfg.store.Breakers(prefix + ":" + keyPart(c.name) + ":breakers")
 	if breakers == nil {
 		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Shared?); build one with redisstore.NewShared(client), and check its error", nil)
@@ -168,7 +169,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 		Logger:     o.Logger,
 		OnError: func(err error) {
 			if err != nil {
-				c.sharedUnavailable("breaker", "")
+				notify.sharedUnavailable("breaker", "")
 			}
 		},
 	})
@@ -189,7 +190,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 			Logger:     o.Logger,
 			OnError: func(err error) {
 				if err != nil {
-					c.sharedUnavailable(kind, name)
+					notify.sharedUnavailable(kind, name)
 				}
 			},
 		})
@@ -271,11 +272,12 @@ func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success
 }
 
 // report tells t's breaker verdict v on the request sent under ticket,
-// which ended at at, and the other replicas of a change it caused.
-func (c *Chain) report(ctx context.Context, t *target, ticket breaker.Ticket, v retry.Verdict, at time.Time) {
+// which ended at at, and the other replicas (through sh, the chain's
+// shared state; nil when not shared) of a change it caused.
+func report(ctx context.Context, sh *shared, t *target, ticket breaker.Ticket, v retry.Verdict, at time.Time) {
 	ticket.ReportAt(v, at)
-	if c.shared != nil {
-		c.publish(ctx, t)
+	if sh != nil {
+		_ = sh.state.Publish(ctx, t.breaker)
 	}
 }
 

@@ -149,6 +149,7 @@ type streamState struct {
 	first  llm.Chunk
 	eof    bool // the stream ended with its first read
 	done   bool // finish has reported the attempt
+	closed bool // release has closed stream (kept: finish reads its Response)
 	idle   context.CancelCauseFunc
 	timer  *time.Timer
 }
@@ -159,8 +160,12 @@ var (
 )
 
 // open starts the stream of attempt a (sending req) and reads its first chunk, keeping
-// the attempt for when the stream ends. A provider that panics has the
-// breaker ticket released first, as Call's attempts do.
+// the attempt for when the stream ends. It returns an answer or an error.
+// A provider that panics (in Stream, or in the stream's Next or Response)
+// leaves nothing open: the stream it opened is closed, releasing its
+// connection, and the first chunk's timer and context are ended; then the
+// panic goes on, to the guard around every send (attempt.abandon), which
+// gives back what the attempt holds, as for a panic in Complete.
 func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt, req *llm.Request) (resp *llm.Response, err error) {
 	t := a.t
 	ctx, idle := context.WithCancelCause(ctx)
@@ -168,6 +173,20 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 	if t.FirstChunkTimeout > 0 {
 		timer = time.AfterFunc(t.FirstChunkTimeout, func() { idle(errFirstChunk) })
 	}
+	var s llm.Stream
+	defer func() {
+		if resp != nil || err != nil {
+			return // returned: s is the caller's now, or closed
+		}
+		// Neither: a panic of the provider's cut open short.
+		if s != nil {
+			s.Close()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		idle(nil)
+	}()
 	fail := func(err error) (*llm.Response, error) {
 		if timer != nil {
 			timer.Stop()
@@ -178,12 +197,21 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 		idle(nil)
 		return nil, err
 	}
-	s, err := sp.Stream(ctx, *req)
+	s, err = sp.Stream(ctx, *req)
 	if err != nil {
 		return fail(err)
 	}
 	if s == nil {
 		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "provider returned neither a stream nor an error"})
+	}
+	// abort ends s before its first chunk, keeping the request id its
+	// headers carried: the attempt's record and end say it.
+	abort := func(err error) (*llm.Response, error) {
+		if r := s.Response(); r != nil {
+			a.opened = r.RequestID
+		}
+		s.Close()
+		return fail(err)
 	}
 	first, err := s.Next()
 	eof := err == io.EOF
@@ -191,17 +219,14 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 		err = nil // an empty answer, complete
 	}
 	if err != nil {
-		s.Close()
-		return fail(err)
+		return abort(err)
 	}
 	if timer != nil && !timer.Stop() && context.Cause(ctx) == errFirstChunk {
-		s.Close()
-		return fail(errFirstChunk)
+		return abort(errFirstChunk)
 	}
 	resp = s.Response()
 	if resp == nil {
-		s.Close()
-		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
+		return abort(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
 	// The stream keeps its own attempt: the walk's lives on the walk's stack.
 	own := new(attempt)
@@ -213,13 +238,15 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 	return resp, nil
 }
 
-// release ends the committed attempt's resources.
+// release ends the committed attempt's resources, once: a panic mid-stream
+// runs relay's release and then Stream.walk's.
 func (st *streamState) release() {
 	if st.timer != nil {
 		st.timer.Stop()
 		st.timer = nil
 	}
-	if st.stream != nil {
+	if st.stream != nil && !st.closed {
+		st.closed = true
 		st.stream.Close()
 	}
 	if st.idle != nil {
@@ -483,7 +510,7 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
 	}
 	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
-	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, Duration: elapsed}
+	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: elapsed}
 	verdict, success := retry.NotFailure, true
 	switch {
 	case excluded:

@@ -15,6 +15,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/throttle"
@@ -640,6 +641,147 @@ func TestAbandonedStreamSaysSo(t *testing.T) {
 			if a := res.Attempts[len(res.Attempts)-1]; a.Kind != llm.KindCanceled || a.Decision != chain.DecisionStop || !errors.Is(a.Err, chain.ErrAbandoned) {
 				t.Errorf("the abandoned attempt is recorded as %v", a)
 			}
+		})
+	}
+}
+
+// nextPanics is a StreamProvider whose streams send "a", "b", "c" but
+// panic in their Nth Next (from 1), counting the streams it opened and
+// the Closes they were given.
+type nextPanics struct {
+	name    string
+	nth     int
+	every   time.Duration // before each chunk
+	openErr error
+	mu      sync.Mutex
+	opened  int
+	closes  int
+}
+
+type nextPanicsStream struct {
+	p    *nextPanics
+	ctx  context.Context
+	i    int
+	text strings.Builder
+}
+
+func (p *nextPanics) Name() string { return p.name }
+func (p *nextPanics) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return &llm.Response{Text: "whole"}, nil
+}
+func (p *nextPanics) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.openErr != nil {
+		return nil, p.openErr
+	}
+	p.opened++
+	return &nextPanicsStream{p: p, ctx: ctx}, nil
+}
+func (s *nextPanicsStream) Next() (llm.Chunk, error) {
+	s.i++
+	if s.p.every > 0 {
+		select {
+		case <-time.After(s.p.every):
+		case <-s.ctx.Done():
+			return llm.Chunk{}, &llm.Error{Provider: s.p.name, Kind: llm.KindCanceled, Err: s.ctx.Err()}
+		}
+	}
+	if s.i == s.p.nth {
+		panic("provider bug in Next")
+	}
+	if s.i > 3 {
+		return llm.Chunk{}, io.EOF
+	}
+	c := string(rune('a' + s.i - 1))
+	s.text.WriteString(c)
+	return llm.Chunk{Text: c}, nil
+}
+func (s *nextPanicsStream) Response() *llm.Response {
+	return &llm.Response{Text: s.text.String(), Model: "m", RequestID: "req_" + s.p.name}
+}
+func (s *nextPanicsStream) Close() error {
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	s.p.closes++
+	return nil
+}
+
+// counts returns how many streams p opened and how many Closes they got.
+func (p *nextPanics) counts() (opened, closes int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opened, p.closes
+}
+
+// TestPanicInAStreamsNextClosesItOnce: a provider stream whose Next
+// panics, its first (the chain reads it before the stream is the call's)
+// or a later one, is closed exactly once, releasing its connection; what
+// its attempt holds is given back (here a half-open breaker's probe slot:
+// the target is probed again later, not skipped for good); and the panic
+// reaches the caller, as a provider's panic in Complete does. A hedge
+// whose stream panics so is closed too.
+func TestPanicInAStreamsNextClosesItOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		nth    int
+		hedged bool
+	}{
+		{"first Next", 1, false},
+		{"a later Next", 2, false},
+		{"a hedge's first Next", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &nextPanics{name: "a", nth: tc.nth, openErr: &llm.Error{Provider: "a", Status: 529, Kind: llm.KindOverloaded}}
+				b := chain.New("c")
+				target := chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 1},
+					Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}
+				if tc.hedged {
+					b.Hedge(hedge.Config{Delay: time.Second})
+					slow := &rprov{name: "slow", steps: chunks("slow"), every: time.Minute}
+					b.Primary(chain.Target{Name: "slow", Provider: slow, Model: "m"})
+					b.OrDeployment(target)
+				} else {
+					b.Primary(target)
+				}
+				c, err := b.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.hedged {
+					p.openErr = nil
+					p.every = 10 * time.Millisecond
+				} else {
+					collect(t, c.Stream(t.Context(), question)) // opens the breaker
+					time.Sleep(11 * time.Second)                // due to probe
+					p.mu.Lock()
+					p.openErr = nil
+					p.mu.Unlock()
+				}
+				func() {
+					defer func() {
+						if r := recover(); r != "provider bug in Next" {
+							t.Fatalf("the stream panicked with %v, want the provider's panic", r)
+						}
+					}()
+					collect(t, c.Stream(t.Context(), question))
+				}()
+				synctest.Wait()
+				if opened, closes := p.counts(); opened != 1 || closes != 1 {
+					t.Fatalf("%d streams opened, closed %d times; want the one closed once", opened, closes)
+				}
+				if tc.hedged {
+					return
+				}
+				p.nth = 0 // healthy from now on
+				time.Sleep(time.Hour)
+				s := c.Stream(t.Context(), question)
+				if _, err := collect(t, s); err != nil {
+					res, _ := s.Result()
+					t.Fatalf("an hour after the panic the target is still refused: %v\n%s", err, lines(res))
+				}
+			})
 		})
 	}
 }

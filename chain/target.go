@@ -113,7 +113,8 @@ type Target struct {
 	// Model, System and Params apply to it as to any request; Timeout
 	// bounds it (DefaultProbeTimeout when 0). It sets Breaker.ActiveProbe.
 	// Probes run on timers: call Chain.Close when the chain is no longer
-	// used. A Probe with no Messages (the zero value) is off.
+	// used (a chain dropped without it stops probing once it is
+	// collected). A Probe with no Messages (the zero value) is off.
 	Probe llm.Request
 }
 

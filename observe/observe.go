@@ -140,6 +140,11 @@ type AttemptEnd struct {
 	Response *llm.Response
 	// Status is the HTTP status (200 for an answer, 0 when none arrived).
 	Status int
+	// RequestID is the provider's request id for the attempt, whether it
+	// answered or failed: its answer's, its *llm.Error's, or the one a
+	// stream's response headers carried before it failed or lost its
+	// race; "" when none arrived. Search logs and traces by it.
+	RequestID string
 	// Kind classifies the failure; KindUnknown on success.
 	Kind llm.Kind
 	// Err is the failure; nil on success.

@@ -412,8 +412,8 @@ func (a *attempt) End(e observe.AttemptEnd) {
 		if status != 0 {
 			attrs = append(attrs, HTTPResponseStatusCode.Int(status))
 		}
+		attrs = appendNonEmpty(attrs, KeyRequestID, requestID(&e))
 		if resp != nil {
-			attrs = appendNonEmpty(attrs, KeyRequestID, resp.RequestID)
 			attrs = appendNonEmpty(attrs, GenAIResponseModel, resp.Model)
 			attrs = appendNonEmpty(attrs, GenAIResponseID, resp.ID)
 			if tg.provider != "" {
@@ -431,10 +431,6 @@ func (a *attempt) End(e observe.AttemptEnd) {
 		case e.Lost: // the race's, not the target's: no error
 			attrs = append(attrs, KeyHedgeLost.Bool(true))
 		case err != nil:
-			var le *llm.Error
-			if asLLM(err, &le) && le.RequestID != "" && resp == nil {
-				attrs = append(attrs, KeyRequestID.String(le.RequestID))
-			}
 			attrs = append(attrs, KeyErrorKind.String(outcome), ErrorType.String(errorType(status, kind)))
 			a.span.SetStatus(codes.Error, describe(err, kind, c.t.content))
 		}
@@ -607,17 +603,42 @@ func describe(err error, kind llm.Kind, content bool) string {
 	return err.Error()
 }
 
+// requestID is the provider's request id for the attempt e ended: the
+// event's, else its answer's, else the one its *llm.Error carries.
+func requestID(e *observe.AttemptEnd) string {
+	if e.RequestID != "" {
+		return e.RequestID
+	}
+	if e.Response != nil && e.Response.RequestID != "" {
+		return e.Response.RequestID
+	}
+	var le *llm.Error
+	if asLLM(e.Err, &le) {
+		return le.RequestID
+	}
+	return ""
+}
+
+// asLLM finds the first *llm.Error in err's tree, as errors.As does
+// (Unwrap() error and Unwrap() []error, depth first).
 func asLLM(err error, le **llm.Error) bool {
 	for err != nil {
-		if e, ok := err.(*llm.Error); ok {
-			*le = e
+		switch u := err.(type) {
+		case *llm.Error:
+			*le = u
 			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if asLLM(e, le) {
+					return true
+				}
+			}
+			return false
+		default:
 			return false
 		}
-		err = u.Unwrap()
 	}
 	return false
 }
