@@ -161,16 +161,17 @@ func (x *Exchange) send(r *http.Request, next func(*http.Request) (*http.Respons
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.received = received
+	if res != nil && res.Request != nil && res.Request != r {
+		// The request as the transport sent it, with what a transport
+		// below added (an OAuth token); learned before any error, since
+		// a client's CheckRedirect error comes with its response.
+		x.learn(res.Request.Header)
+		x.learnQuery(res.Request.URL)
+	}
 	if err != nil || res == nil {
 		return res, err
 	}
 	x.resp = res
-	if res.Request != nil && res.Request != r {
-		// The request as the transport sent it, with what a transport
-		// below added (an OAuth token).
-		x.learn(res.Request.Header)
-		x.learnQuery(res.Request.URL)
-	}
 	if res.Request != nil && res.Request.URL != nil && r.URL != nil && !SameOrigin(res.Request.URL, r.URL) {
 		drainClose(res.Body)
 		x.failure = x.redirected(res, "the HTTP client followed a redirect to "+strconv.Quote(res.Request.URL.Redacted())+
