@@ -134,12 +134,14 @@ func (p *Provider) completeChat(ctx context.Context, req llm.Request, ids *wire.
 	if err != nil {
 		return nil, err
 	}
-	return p.chatAnswer(cc, r, ids)
+	calls := wire.NewCallIDs(req.Messages, ids)
+	return p.chatAnswer(cc, r, &calls)
 }
 
 // chatAnswer turns a decoded completion into the answer: the first
-// choice's text and tool calls, or the error it stands for.
-func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// choice's text and tool calls (named by ids: see wire.CallIDs), or the
+// error it stands for.
+func (p *Provider) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
@@ -178,14 +180,17 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.To
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	var done *doneWatch
+	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return p.chatAnswer(cc, r, ids) },
+		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) {
+			return p.chatAnswer(cc, r, &calls)
+		},
 		watchDone(&done))
 	if err != nil {
 		return nil, err
 	}
 	if sdk != nil {
-		s.step = (&chatEvents{s: s, sdk: sdk, ids: ids, done: done}).step
+		s.step = (&chatEvents{s: s, sdk: sdk, ids: &calls, done: done}).step
 	}
 	return s, nil
 }
@@ -194,8 +199,8 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, ids *wire.To
 type chatEvents struct {
 	s       *stream
 	sdk     *ssestream.Stream[openai.ChatCompletionChunk]
-	ids     *wire.ToolIDs
-	done    *doneWatch // whether "data: [DONE]" arrived; nil if the body could not be watched
+	ids     *wire.CallIDs // names the calls
+	done    *doneWatch    // whether "data: [DONE]" arrived; nil if the body could not be watched
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
 }

@@ -133,13 +133,15 @@ func (p *Provider) completeResponses(ctx context.Context, req llm.Request, ids *
 	if err != nil {
 		return nil, err
 	}
-	return p.responsesAnswer(r, rp, ids)
+	calls := wire.NewCallIDs(req.Messages, ids)
+	return p.responsesAnswer(r, rp, &calls)
 }
 
 // responsesAnswer turns a response into the answer: the text of its
-// output messages, its function calls, the finish (see finish), or the
-// error it stands for (a failed response, a refusal, a content filter).
-func (p *Provider) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// output messages, its function calls (named by ids: see wire.CallIDs),
+// the finish (see finish), or the error it stands for (a failed response,
+// a refusal, a content filter).
+func (p *Provider) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
@@ -220,13 +222,16 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wi
 	if err != nil {
 		return nil, err
 	}
+	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, p, req.Params.Extra, params, p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return p.responsesAnswer(r, rp, ids) })
+		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) {
+			return p.responsesAnswer(r, rp, &calls)
+		})
 	if err != nil {
 		return nil, err
 	}
 	if sdk != nil {
-		s.step = (&responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}).step
+		s.step = (&responseEvents{s: s, sdk: sdk, ids: &calls, calls: map[string]*pendingCall{}}).step
 	}
 	return s, nil
 }
@@ -235,7 +240,7 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, ids *wi
 type responseEvents struct {
 	s     *stream
 	sdk   *ssestream.Stream[responses.ResponseStreamEventUnion]
-	ids   *wire.ToolIDs
+	ids   *wire.CallIDs           // names the calls
 	calls map[string]*pendingCall // function calls being assembled, by item id
 }
 

@@ -5,6 +5,15 @@ import (
 	"testing"
 )
 
+// TestToolIDs: whatever ids the provider sends, no two calls of the
+// conversation share one (see ToolIDs).
+func TestToolIDs(t *testing.T) {
+	forEach(t, func(t *testing.T, a adapter) {
+		s := StartFake(t)
+		ToolIDs(t, FakeTarget(s, "model-fake", a.new(t, s.URL(), s.Client())))
+	})
+}
+
 func TestWireToolIDs(t *testing.T) {
 	for _, tc := range []struct {
 		body           string
