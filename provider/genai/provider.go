@@ -159,7 +159,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Resp
 		return nil, p.sdkError(ctx, err)
 	}
 	var a answer
-	a.toolBase = call.toolBase
+	a.ids = call.ids
 	a.add(r)
 	if f := a.blocked(p); f != nil {
 		return nil, f

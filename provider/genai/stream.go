@@ -41,7 +41,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 	ctx, cancel := context.WithCancel(ctx)
 	next, stop := iter.Pull2(p.models.GenerateContentStream(ctx, req.Model, call.contents, call.config))
 	s := &stream{p: p, ctx: ctx, cancel: cancel, next: next, stop: stop}
-	s.a.toolBase = call.toolBase
+	s.a.ids = call.ids
 	s.mu.Lock()
 	err = s.pull()
 	s.mu.Unlock()
