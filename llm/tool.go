@@ -21,7 +21,12 @@ type ToolCall struct {
 	// ID identifies the call; the ToolResult that answers it carries it as
 	// CallID. A chain hands back the ids the provider issued, and accepts
 	// any provider's ids in a history: adapters translate an id their
-	// provider would reject, on the way out and back.
+	// provider would reject, on the way out and back. Every id of an answer
+	// is unique in its conversation (the request's messages and the
+	// answer's other calls): a call the provider sent without an id, or
+	// with one the conversation already holds (another provider's, or
+	// twice in one answer), is given a fresh one (call_<n>, <id>_2), which
+	// the adapters send as any other id.
 	ID string
 	// Name is the tool called.
 	Name string

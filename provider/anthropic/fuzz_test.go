@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"testing"
 	"time"
 
@@ -61,18 +60,23 @@ func FuzzParseResponse(f *testing.F) {
 			`{"type":"message","content":[{"type":"tool_use","id":"toolu_019a016c6d9a97873778a4dd","name":"get","input":null},{"type":"tool_use"}],"stop_reason":"tool_use"}`,
 			`{"content":[{"type":"tool_use","id":"x","name":"y","input":[1,"a"]},{"type":"tool_use","id":7}]}`,
 		},
-		Parse: func(body []byte) (*llm.Response, error) { return p.parse(fuzzReply(200, body), nil) },
+		Parse: func(body []byte) (*llm.Response, error) {
+			var ids wire.CallIDs
+			return p.parse(fuzzReply(200, body), &ids)
+		},
 		Check: func(t *testing.T, body []byte, res *llm.Response) {
 			if !json.Valid(body) || res.RequestID != "req_1" {
 				t.Fatalf("accepted %q as %+v", body, res)
 			}
-			checkToolCalls(t, body, res, nil)
+			checkToolCalls(t, body, res, nil, nil)
 		}})
 }
 
 // FuzzParseToolCalls fuzzes the tool_use blocks of an answer to a request
 // whose ids were translated: every call comes back in order, with JSON
-// arguments, and a translated id as the caller's.
+// arguments, and a translated id as the caller's, renamed since the
+// history holds it; the answer's two blocks share one id, so the second
+// is renamed.
 func FuzzParseToolCalls(f *testing.F) {
 	f.Add("toolu_019a016c6d9a97873778a4dd", "get", []byte(`{"city": "Paris"}`), "Hi")
 	f.Add("call_1", "", []byte(`null`), "")
@@ -82,6 +86,7 @@ func FuzzParseToolCalls(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, name string, input []byte, text string) {
 		ids := newToolIDs()
 		sent := ids.Out("functions.get:0")
+		history := []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCallPart("functions.get:0", "get", nil)}}}
 		if id == "functions.get:0" {
 			id = sent // the API echoes the id it was sent
 		}
@@ -94,27 +99,29 @@ func FuzzParseToolCalls(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		res, err := p.parse(fuzzReply(200, body), &ids)
+		calls := wire.NewCallIDs(history, &ids)
+		res, err := p.parse(fuzzReply(200, body), &calls)
 		if err != nil {
 			t.Fatalf("parse %s: %v", body, err)
 		}
-		checkToolCalls(t, body, res, &ids)
+		checkToolCalls(t, body, res, &ids, history)
 		var wantName string // name as JSON carries it (invalid UTF-8 replaced)
 		nb, _ := json.Marshal(name)
 		json.Unmarshal(nb, &wantName)
 		if len(res.ToolCalls) != 2 || res.ToolCalls[0].Name != wantName || res.Finish != llm.FinishToolUse {
 			t.Fatalf("calls %+v from %s", res.ToolCalls, body)
 		}
-		if id == sent && res.ToolCalls[0].ID != "functions.get:0" {
-			t.Fatalf("translated id came back as %q", res.ToolCalls[0].ID)
+		if id == sent && res.ToolCalls[0].ID != "functions.get:0_2" {
+			t.Fatalf("translated id came back as %q; the history holds it", res.ToolCalls[0].ID)
 		}
 	})
 }
 
-// checkToolCalls checks the calls of res parsed from body: one per
-// tool_use block, in order, with valid JSON arguments ({} for none) and the
-// ids mapped back through ids.
-func checkToolCalls(t *testing.T, body []byte, res *llm.Response, ids *wire.ToolIDs) {
+// checkToolCalls checks the calls of res parsed from body, answering
+// history: one per tool_use block, in order, with valid JSON arguments ({}
+// for none) and the ids mapped back through ids, kept when free, none
+// twice in the conversation (see suite.CheckToolIDs).
+func checkToolCalls(t *testing.T, body []byte, res *llm.Response, ids *wire.ToolIDs, history []llm.Message) {
 	t.Helper()
 	var b struct {
 		Content []struct {
@@ -126,18 +133,33 @@ func checkToolCalls(t *testing.T, body []byte, res *llm.Response, ids *wire.Tool
 	if json.Unmarshal(body, &b) != nil {
 		return // parse took what a stricter decoder refuses; nothing to compare
 	}
-	var want []string
+	suite.CheckToolIDs(t, history, res.ToolCalls)
+	taken := map[string]bool{}
+	for _, m := range history {
+		for _, p := range m.Parts {
+			if p.ToolCall != nil {
+				taken[p.ToolCall.ID] = true
+			}
+		}
+	}
+	var sent []string
 	for _, bl := range b.Content {
 		if bl.Type == "tool_use" {
 			id := bl.ID
 			if ids != nil {
 				id = ids.Back(id)
 			}
-			want = append(want, id)
+			sent = append(sent, id)
 		}
 	}
-	if got := callIDs(res.ToolCalls); !reflect.DeepEqual(got, want) {
-		t.Fatalf("call ids %q; want %q from %s", got, want, body)
+	if len(res.ToolCalls) != len(sent) {
+		t.Fatalf("%d calls from %d tool_use blocks: %s", len(res.ToolCalls), len(sent), body)
+	}
+	for i, c := range res.ToolCalls {
+		if id := sent[i]; id != "" && !taken[id] && c.ID != id {
+			t.Fatalf("call %d: the free id %q came back as %q from %s", i, id, c.ID, body)
+		}
+		taken[c.ID] = true
 	}
 	for _, c := range res.ToolCalls {
 		if !json.Valid(c.Arguments) {

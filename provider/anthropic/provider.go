@@ -141,7 +141,10 @@ func (p *Provider) Name() string { return p.ep.Provider }
 // or a plain-text source for text/*), tool_use or tool_result block. A
 // tool-call id the API would refuse (it takes 1 to 64 letters, digits, _
 // and -) is sent as "toolu_" and a hash of it, the same for the call and
-// its result, and an answer echoing it gets the caller's id back.
+// its result, and an answer echoing it gets the caller's id back. An
+// answer's call whose id the conversation already holds (another
+// provider's, or an earlier call of the answer) is given a fresh one,
+// <id>_2 (see wire.CallIDs), so that its result can be sent.
 //
 // Every failure is an *llm.Error whose Kind classifies it: the API's error
 // type, a refusal (KindContentFilter), an unreadable body, the transport
@@ -161,7 +164,8 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		return nil, err
 	}
-	return p.parse(r, &ids)
+	calls := wire.NewCallIDs(req.Messages, &ids)
+	return p.parse(r, &calls)
 }
 
 // Capabilities returns llm.CapAll: the Messages API takes tools, images

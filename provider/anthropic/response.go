@@ -41,9 +41,10 @@ type block struct {
 }
 
 // parse turns a reply into the answer or an *llm.Error, the key redacted.
-// ids translates the tool-call ids back into the caller's: those the
-// request sent translated (nil: none).
-func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// ids names the tool calls as the caller is given them: the ids the
+// request sent translated back into the caller's, none twice in the
+// conversation.
+func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	var b reply
 	if f := p.ep.Decode(r, &b, p.parseError); f != nil {
 		return nil, f
@@ -75,9 +76,10 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error
 }
 
 // toolCalls returns the calls of the tool_use blocks, in order; nil when
-// there are none. An id the request translated comes back as the caller's;
-// a call without input has the arguments {}.
-func toolCalls(blocks []block, ids *wire.ToolIDs) []llm.ToolCall {
+// there are none. An id the request translated comes back as the caller's,
+// one the conversation holds already is renamed (see wire.CallIDs); a call
+// without input has the arguments {}.
+func toolCalls(blocks []block, ids *wire.CallIDs) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for i := range blocks {
 		if bl := &blocks[i]; bl.Type == "tool_use" {

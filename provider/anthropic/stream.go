@@ -39,7 +39,7 @@ type streamRequest struct {
 // delivered as a Chunk with ToolCall set (Arguments {} when it had none)
 // once the block has stopped, before the text that follows it; it is also
 // appended to Response().ToolCalls. Blocks may interleave: each is tracked
-// by its index. An id the request translated comes back as the caller's.
+// by its index. Ids are named as Complete names them.
 // Pings, other deltas (thinking, signatures, citations), other blocks and
 // unknown events are skipped.
 //
@@ -65,15 +65,16 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (llm.Stream, err
 	if err != nil {
 		return nil, err
 	}
+	calls := wire.NewCallIDs(req.Messages, &ids)
 	if rc == nil {
-		res, err := p.parse(r, &ids)
+		res, err := p.parse(r, &calls)
 		if err != nil {
 			return nil, err
 		}
 		ev := &eventState{ready: append([]llm.ToolCall(nil), res.ToolCalls...)}
 		return &stream{Stream: p.ep.Whole(r, res), ev: ev}, nil
 	}
-	ev := p.events(r, &ids)
+	ev := p.events(r, &calls)
 	return &stream{Stream: p.ep.NewStream(ctx, r, rc, ev.handle), ev: ev}, nil
 }
 
@@ -156,8 +157,8 @@ type streamUsage struct {
 type eventState struct {
 	p *Provider
 	r *wire.Reply
-	// ids translates the ids of the calls back into the caller's.
-	ids *wire.ToolIDs
+	// ids names the calls as the caller is given them (see wire.CallIDs).
+	ids *wire.CallIDs
 	// The three parts of the input count, kept apart because
 	// message_delta may update any of them.
 	input, cacheCreation, cacheRead int
@@ -193,7 +194,7 @@ type openCall struct {
 	args  []byte
 }
 
-func (p *Provider) events(r *wire.Reply, ids *wire.ToolIDs) *eventState {
+func (p *Provider) events(r *wire.Reply, ids *wire.CallIDs) *eventState {
 	return &eventState{p: p, r: r, ids: ids}
 }
 
@@ -351,7 +352,7 @@ func (s *eventState) finish(i int, res *llm.Response) error {
 		f.Message = fmt.Sprintf("the streamed arguments of tool call %d (%s) are not JSON", len(res.ToolCalls), s.p.ep.Detail(c.name))
 		return s.p.ep.Redact(f)
 	}
-	call := llm.ToolCall{ID: s.ids.Back(c.id), Name: c.name, Arguments: args}
+	call := llm.ToolCall{ID: s.ids.ID(c.id), Name: c.name, Arguments: args}
 	res.ToolCalls = append(res.ToolCalls, call)
 	s.ready = append(s.ready, call)
 	return nil

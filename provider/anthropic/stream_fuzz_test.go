@@ -38,7 +38,8 @@ func FuzzStream(f *testing.F) {
 // streams of text and tool_use blocks, read in pieces of fuzzed sizes. Every
 // chunk is text or a call with JSON arguments; Response holds exactly the
 // chunks returned; the calls never exceed MaxResponseBytes; a translated id
-// comes back as the caller's; a failure is a clean *llm.Error.
+// comes back as the caller's; no two calls of the conversation share an id;
+// a failure is a clean *llm.Error.
 func FuzzStreamToolCalls(f *testing.F) {
 	translated := newToolIDs()
 	sent := translated.Out("functions.get:0")
@@ -84,6 +85,7 @@ func FuzzStreamToolCalls(f *testing.F) {
 		if fail == nil && !bytes.Contains(body, []byte("message_stop")) {
 			t.Fatalf("io.EOF from a stream without message_stop: %q", body)
 		}
+		suite.CheckToolIDs(t, req.Messages, calls)
 		size := 0
 		for _, c := range calls {
 			if c.ID == sent {
@@ -91,7 +93,9 @@ func FuzzStreamToolCalls(f *testing.F) {
 			}
 			size += len(c.ID) + len(c.Name) + len(c.Arguments)
 		}
-		if size > maxBytes+len(`{}`)*len(calls) { // {} for a call without input is not counted
+		// {} for a call without input is not counted, nor what a renamed
+		// id adds (_2, or call_<n> for none).
+		if size > maxBytes+(len(`{}`)+len("call_999"))*len(calls) {
 			t.Fatalf("%d bytes of calls; the cap is %d", size, maxBytes)
 		}
 	})

@@ -256,7 +256,8 @@ func TestStreamWholeToolCalls(t *testing.T) {
 
 // TestForeignToolIDsRoundTrip: ids another provider issued go out valid for
 // Anthropic; an answer echoing a translated id gets the caller's id back,
-// and a new id the API issued comes back as it is.
+// renamed since the history holds it (<caller's id>_2, not a hash), and a
+// new id the API issued comes back as it is.
 func TestForeignToolIDsRoundTrip(t *testing.T) {
 	req := foreignHistory()
 	var sent []string
@@ -279,7 +280,7 @@ func TestForeignToolIDsRoundTrip(t *testing.T) {
 	}
 	sent, _ = sentIDs(t, s0.Last().Body)
 	echo := append(append([]string(nil), sent...), "toolu_new")
-	want := []string{"call_abc123", "functions.get:0", strings.Repeat("x", 70), "toolu_new"}
+	want := []string{"call_abc123_2", "functions.get:0_2", strings.Repeat("x", 70) + "_2", "toolu_new"}
 
 	body, events := answer(echo)
 	s := suite.NewServer(t, suite.StreamOrComplete(events, body))

@@ -26,6 +26,9 @@ type call struct {
 	p      *Provider
 	stream bool
 	ids    wire.ToolIDs
+	// calls names the answer's tool calls (see wire.CallIDs); params
+	// sets it.
+	calls wire.CallIDs
 	// eps redact the secrets: the provider's endpoint (Options.APIKey)
 	// and one per other key or token the request carried.
 	eps []*wire.Endpoint

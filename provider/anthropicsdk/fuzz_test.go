@@ -36,8 +36,8 @@ func FuzzStream(f *testing.F) {
 }
 
 // FuzzComplete: whatever status and body a server sends, Complete returns
-// an answer or a complete *llm.Error naming the provider, with the request
-// id, quoting no key; never a panic.
+// an answer (its tool calls' ids distinct) or a complete *llm.Error naming
+// the provider, with the request id, quoting no key; never a panic.
 func FuzzComplete(f *testing.F) {
 	for _, s := range []string{okBody, toolBody, `{"type":"error","error":{"type":"overloaded_error","message":"x"}}`,
 		`{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}`, `{"content":null}`, `<html>`, ``} {
@@ -78,5 +78,6 @@ func FuzzComplete(f *testing.F) {
 				t.Fatalf("answer quotes the key: %+v", res)
 			}
 		}
+		suite.CheckToolIDs(t, userReq.Messages, res.ToolCalls)
 	})
 }

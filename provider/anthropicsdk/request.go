@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
 // params translates req into the SDK's MessageNewParams and the request
@@ -48,6 +49,7 @@ func (c *call) params(req llm.Request) (anthropic.MessageNewParams, []option.Req
 			return ps, nil, c.badRequest(fmt.Sprintf("message %d has role %q; the Messages API takes user and assistant (the system prompt goes in Request.System)", i, m.Role), nil)
 		}
 	}
+	c.calls = wire.NewCallIDs(req.Messages, &c.ids)
 	if len(req.Tools) > 0 {
 		ps.Tools = make([]anthropic.ToolUnionParam, len(req.Tools))
 		for i, t := range req.Tools {

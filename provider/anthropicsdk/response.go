@@ -77,13 +77,14 @@ func (c *call) refused(status int, h http.Header, stopReason string) *llm.Error 
 
 // toolCalls returns the calls of the tool_use blocks, in order (the blocks
 // of server tools, which the API runs itself, are skipped); nil when there
-// are none. An id the request translated comes back as the caller's; a
-// call without input has the arguments {}.
+// are none. An id the request translated comes back as the caller's, one
+// the conversation holds already is renamed (see wire.CallIDs); a call
+// without input has the arguments {}.
 func (c *call) toolCalls(blocks []anthropic.ContentBlockUnion) []llm.ToolCall {
 	var calls []llm.ToolCall
 	for i := range blocks {
 		if bl := &blocks[i]; bl.Type == "tool_use" {
-			calls = append(calls, anthropicwire.ToolCall(&c.ids, bl.ID, bl.Name, bl.Input))
+			calls = append(calls, anthropicwire.ToolCall(&c.calls, bl.ID, bl.Name, bl.Input))
 		}
 	}
 	return calls

@@ -33,8 +33,8 @@ import (
 // usage; message_stop ends the answer with io.EOF. A tool_use block is
 // assembled from its content_block_start and its input_json_delta pieces
 // and delivered as a Chunk with ToolCall set once the block has stopped
-// (Arguments {} when it had none; an id the request translated comes back
-// as the caller's). Blocks may interleave: each is tracked by its index.
+// (Arguments {} when it had none; ids named as Complete names them).
+// Blocks may interleave: each is tracked by its index.
 //
 // Next fails with an *llm.Error on an error event (classified as Complete
 // classifies error bodies, with HTTP status 200), a refusal
@@ -388,7 +388,7 @@ func (s *stream) finish(i int) error {
 		f.Message = fmt.Sprintf("the streamed arguments of tool call %d (%s) are not JSON", len(s.res.ToolCalls)+len(s.pending), s.c.detail(oc.name))
 		return s.c.redact(f)
 	}
-	call := llm.ToolCall{ID: s.c.ids.Back(oc.id), Name: oc.name, Arguments: args}
+	call := llm.ToolCall{ID: s.c.calls.ID(oc.id), Name: oc.name, Arguments: args}
 	s.pending = append(s.pending, llm.Chunk{ToolCall: &call})
 	return nil
 }

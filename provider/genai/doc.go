@@ -171,8 +171,12 @@
 //
 // Gemini may return calls without an id: the adapter names them call_<n>,
 // n counting the tool calls of the conversation (those in the request's
-// history, then the answer's), so the ids are stable for a given request
-// and never repeat an earlier one. Ids go out as the caller gives them.
+// history, then the answer's), or the next n free: the history may hold
+// call_1 from another provider. A call whose id the conversation already
+// holds (Gemini's own, echoed, or two calls of the answer with one id) is
+// renamed <id>_2, as every adapter of the module renames it. So the ids
+// are stable for a given request and never repeat one of the
+// conversation. Ids go out as the caller gives them.
 // Gemini 2.5 and later attach a thought signature to function calls, which
 // must be sent back with the call when the conversation is replayed
 // (Gemini 3 refuses a replayed call without it). llm.ToolCall has no field

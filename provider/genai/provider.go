@@ -209,7 +209,7 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Resp
 		return nil, f
 	}
 	var a answer
-	a.toolBase = call.toolBase
+	a.ids = call.ids
 	a.requestID = at.x.RequestID(altRequestID)
 	a.add(r)
 	if f := a.blocked(p, at); f != nil {

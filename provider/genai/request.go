@@ -15,16 +15,15 @@ import (
 	gg "google.golang.org/genai"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
 // call is one request translated for the SDK.
 type call struct {
 	contents []*gg.Content
 	config   *gg.GenerateContentConfig
-	// toolBase is how many tool calls the history holds: ids made up for
-	// the answer's id-less calls start after it, so that they never repeat
-	// an id of the conversation.
-	toolBase int
+	// ids names the answer's calls (see answer.toolCall).
+	ids wire.CallIDs
 }
 
 // sigMark separates a tool-call id from the thought signature it carries
@@ -104,7 +103,6 @@ func (p *Provider) translate(req llm.Request) (*call, error) {
 					FunctionCall:     &gg.FunctionCall{ID: id, Name: tc.Name, Args: args},
 					ThoughtSignature: sig,
 				})
-				c.toolBase++
 			case part.ToolResult != nil:
 				tr := part.ToolResult
 				name, ok := names[tr.CallID]
@@ -135,6 +133,8 @@ func (p *Provider) translate(req llm.Request) (*call, error) {
 	if len(c.contents) == 0 {
 		return nil, p.badRequest("Request.Messages is empty", "")
 	}
+	c.ids = wire.NewCallIDs(req.Messages, nil)
+	c.ids.Key = sentID
 	return c, nil
 }
 
@@ -256,6 +256,13 @@ func splitID(id string) (string, []byte) {
 		return id, nil
 	}
 	return id[:i], sig
+}
+
+// sentID is the id a call's id goes out as (splitID's): two calls whose
+// ids differ only by their signatures are one id to Gemini.
+func sentID(id string) string {
+	id, _ = splitID(id)
+	return id
 }
 
 // badRequest is a request the adapter cannot send: nothing went out.

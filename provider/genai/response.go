@@ -2,12 +2,12 @@ package genai
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	gg "google.golang.org/genai"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
 // answer assembles a response: a whole one, or a stream's chunks one by
@@ -15,7 +15,7 @@ import (
 type answer struct {
 	text       strings.Builder
 	calls      []llm.ToolCall
-	toolBase   int // ids made up for id-less calls are call_<toolBase+n>
+	ids        wire.CallIDs // names the calls (see toolCall)
 	model, id  string
 	requestID  string
 	finish     string // the first candidate's finishReason as sent
@@ -79,18 +79,17 @@ func (a *answer) add(r *gg.GenerateContentResponse) (string, []llm.ToolCall) {
 	return text.String(), a.calls[first:]
 }
 
-// toolCall returns the llm.ToolCall of a call the model made: its id (a
-// stable call_<n> when Gemini sent none, n counting the calls of the
-// conversation) with its thought signature appended (see joinID), and its
-// arguments as a JSON object. A call without a name is dropped.
+// toolCall returns the llm.ToolCall of a call the model made: its id
+// named by a.ids (a stable call_<n> when Gemini sent none, n counting the
+// calls of the conversation; one the conversation holds already, ignoring
+// signatures, renamed <id>_2: see wire.CallIDs) with its thought signature
+// appended (see joinID), and its arguments as a JSON object. A call
+// without a name is dropped.
 func (a *answer) toolCall(fc *gg.FunctionCall, sig []byte) (llm.ToolCall, bool) {
 	if fc.Name == "" {
 		return llm.ToolCall{}, false
 	}
-	id := fc.ID
-	if id == "" {
-		id = "call_" + strconv.Itoa(a.toolBase+len(a.calls))
-	}
+	id := a.ids.ID(fc.ID)
 	args := json.RawMessage("{}")
 	if len(fc.Args) > 0 {
 		if b, err := json.Marshal(fc.Args); err == nil {

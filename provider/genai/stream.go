@@ -44,7 +44,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 	actx, at := p.newAttempt(ctx, true)
 	next, stop := iter.Pull2(p.models.GenerateContentStream(actx, req.Model, call.contents, call.config))
 	s := &stream{p: p, at: at, ctx: ctx, cancel: cancel, next: next, stop: stop}
-	s.a.toolBase = call.toolBase
+	s.a.ids = call.ids
 	s.mu.Lock()
 	err = s.pull()
 	s.mu.Unlock()

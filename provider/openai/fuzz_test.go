@@ -61,7 +61,8 @@ func FuzzParseResponse(f *testing.F) {
 		Parse: func(body []byte) (*llm.Response, error) {
 			ids := openaiwire.ToolIDs()
 			ids.Out(historyID)
-			return p.parse(fuzzReply(200, body), &ids)
+			calls := wire.NewCallIDs(history, &ids)
+			return p.parse(fuzzReply(200, body), &calls)
 		},
 		Check: func(t *testing.T, body []byte, res *llm.Response) {
 			if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != llm.FinishOf(res.FinishReason) {
@@ -72,12 +73,15 @@ func FuzzParseResponse(f *testing.F) {
 					t.Fatalf("tool call %q %q %s from %q", c.ID, c.Name, c.Arguments, body)
 				}
 			}
+			suite.CheckToolIDs(t, history, res.ToolCalls)
 		}})
 }
 
 // historyID is a tool-call id of a history that OpenAI would refuse;
 // translated is the id it goes out as, which an answer echoing it must
-// turn back into historyID.
+// turn back into historyID (then renamed, since history holds it).
 const historyID = "functions.get_weather:0"
+
+var history = []llm.Message{{Role: llm.RoleAssistant, Parts: []llm.Part{llm.ToolCallPart(historyID, "get_weather", nil)}}}
 
 var translated = func() string { ids := openaiwire.ToolIDs(); return ids.Out(historyID) }()

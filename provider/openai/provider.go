@@ -26,8 +26,12 @@
 //     the JSON text the model wrote ({} when empty), or as a JSON string
 //     holding that text when it is not valid JSON, so that
 //     ToolCall.Arguments is always JSON;
-//   - a call the server sent without an id gets a fresh call_ id, so that
-//     it can be answered; one without a name is dropped;
+//   - a call the server sent without an id gets a fresh one, call_<n> (n
+//     counting the calls of the conversation), so that it can be answered;
+//     one whose id the conversation already holds (another provider's, or
+//     an earlier call of the answer: a server may answer two calls with
+//     one id) is renamed <id>_2 (see wire.CallIDs), so that no two calls
+//     share an id; one without a name is dropped;
 //   - a document by URL cannot be sent (Capabilities leaves it out).
 package openai
 
@@ -238,5 +242,6 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		return nil, err
 	}
-	return p.parse(reply, &ids)
+	calls := wire.NewCallIDs(req.Messages, &ids)
+	return p.parse(reply, &calls)
 }

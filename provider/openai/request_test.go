@@ -244,9 +244,11 @@ func TestToolIDsOut(t *testing.T) {
 }
 
 // TestToolIDsBack checks that an answer echoing a translated id comes back
-// with the caller's id, in Complete and in Stream.
+// with the caller's id, in Complete and in Stream: renamed, since the
+// history holds it, from the caller's id and not from the hash.
 func TestToolIDsBack(t *testing.T) {
 	orig := "functions.get_weather:0"
+	want := orig + "_2"
 	ids := openaiwire.ToolIDs()
 	out := ids.Out(orig) // what the adapter sends: the translation is deterministic
 	req := llm.Request{Model: "gpt-test", Messages: []llm.Message{
@@ -268,8 +270,8 @@ func TestToolIDsBack(t *testing.T) {
 	if !strings.Contains(string(s.Last().Body), `"id":"`+out+`"`) {
 		t.Errorf("body %s does not carry %s", s.Last().Body, out)
 	}
-	if len(res.ToolCalls) != 2 || res.ToolCalls[0].ID != orig || res.ToolCalls[1].ID != "call_new" {
-		t.Errorf("Complete ToolCalls %+v; want ids %q, call_new", res.ToolCalls, orig)
+	if len(res.ToolCalls) != 2 || res.ToolCalls[0].ID != want || res.ToolCalls[1].ID != "call_new" {
+		t.Errorf("Complete ToolCalls %+v; want ids %q, call_new", res.ToolCalls, want)
 	}
 	st := suite.OpenStream(t, p, context.Background(), req)
 	for range 2 {
@@ -277,8 +279,8 @@ func TestToolIDsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := st.Response().ToolCalls; len(got) != 2 || got[0].ID != orig || got[1].ID != "call_new" {
-		t.Errorf("Stream ToolCalls %+v; want ids %q, call_new", got, orig)
+	if got := st.Response().ToolCalls; len(got) != 2 || got[0].ID != want || got[1].ID != "call_new" {
+		t.Errorf("Stream ToolCalls %+v; want ids %q, call_new", got, want)
 	}
 }
 

@@ -43,9 +43,10 @@ type replyToolCall struct {
 }
 
 // parse turns a reply into the answer or an *llm.Error, the key redacted.
-// ids translates the tool-call ids of the answer back into the caller's
-// (those of the request it answers); nil passes them through.
-func (p *Provider) parse(r *wire.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// ids names the tool calls of the answer as the caller is given them:
+// translated back into the caller's ids (those of the request it
+// answers), none twice in the conversation (see wire.CallIDs).
+func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	var b reply
 	if f := p.ep.Decode(r, &b, p.parseError); f != nil {
 		return nil, f

@@ -80,9 +80,9 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (llm.Stream, err
 	if err != nil {
 		return nil, err
 	}
-	st := &stream{state: eventState{p: p, r: reply, ids: &ids}}
+	st := &stream{state: eventState{p: p, r: reply, ids: wire.NewCallIDs(req.Messages, &ids)}}
 	if rc == nil {
-		res, err := p.parse(reply, &ids)
+		res, err := p.parse(reply, &st.state.ids)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ const callOverhead = 64
 type eventState struct {
 	p       *Provider
 	r       *wire.Reply
-	ids     *wire.ToolIDs
+	ids     wire.CallIDs    // names the calls (see parse)
 	refusal strings.Builder // the refusal text, up to MaxBytes
 
 	calls   []*pendingCall       // the tool calls being assembled, as they opened
@@ -271,7 +271,7 @@ func (s *eventState) finishCalls() {
 	}
 	slices.SortStableFunc(s.calls, func(a, b *pendingCall) int { return cmp.Compare(a.index, b.index) })
 	for _, pc := range s.calls {
-		s.ready = openaiwire.AppendCall(s.ready, s.ids, pc.id, pc.name, pc.args.String())
+		s.ready = openaiwire.AppendCall(s.ready, &s.ids, pc.id, pc.name, pc.args.String())
 	}
 	clear(s.calls)
 	s.calls = s.calls[:0]

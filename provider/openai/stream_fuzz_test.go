@@ -105,9 +105,9 @@ func FuzzStreamToolCalls(f *testing.F) {
 
 // FuzzStreamToolCallEvents fuzzes Stream with raw event streams carrying
 // tool-call deltas: whatever the events, every chunk is text or a tool
-// call with an id, a name and JSON arguments; the calls delivered are
-// Response().ToolCalls; their bytes stay under MaxResponseBytes; a failure
-// is a complete *llm.Error.
+// call with an id, a name and JSON arguments, no two with one id; the
+// calls delivered are Response().ToolCalls; their bytes stay under
+// MaxResponseBytes; a failure is a complete *llm.Error.
 func FuzzStreamToolCallEvents(f *testing.F) {
 	for _, s := range []string{
 		strings.Join(sdkToolStream, ""),
@@ -133,6 +133,7 @@ func FuzzStreamToolCallEvents(f *testing.F) {
 		}
 		defer st.Close()
 		_, got, _ := suite.ReadToEnd(t, st, "openai", testKey)
+		suite.CheckToolIDs(t, userReq.Messages, got)
 		size := 0
 		for _, tc := range got {
 			if tc.ID == "" || tc.Name == "" {

@@ -133,12 +133,14 @@ func (a *attempt) completeChat(ctx context.Context, req llm.Request, ids *wire.T
 	if err != nil {
 		return nil, err
 	}
-	return a.chatAnswer(cc, r, ids)
+	calls := wire.NewCallIDs(req.Messages, ids)
+	return a.chatAnswer(cc, r, &calls)
 }
 
 // chatAnswer turns a decoded completion into the answer: the first
-// choice's text and tool calls, or the error it stands for.
-func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// choice's text and tool calls (named by ids: see wire.CallIDs), or the
+// error it stands for.
+func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
@@ -177,14 +179,15 @@ func (a *attempt) streamChat(ctx context.Context, req llm.Request, ids *wire.Too
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	var done *doneWatch
+	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return a.chatAnswer(cc, r, ids) },
+		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return a.chatAnswer(cc, r, &calls) },
 		watchDone(&done))
 	if err != nil {
 		return nil, err
 	}
 	if sdk != nil {
-		s.step = (&chatEvents{s: s, sdk: sdk, ids: ids, done: done}).step
+		s.step = (&chatEvents{s: s, sdk: sdk, ids: &calls, done: done}).step
 	}
 	return s, nil
 }
@@ -193,8 +196,8 @@ func (a *attempt) streamChat(ctx context.Context, req llm.Request, ids *wire.Too
 type chatEvents struct {
 	s       *stream
 	sdk     *ssestream.Stream[openai.ChatCompletionChunk]
-	ids     *wire.ToolIDs
-	done    *doneWatch // whether "data: [DONE]" arrived; nil if the body could not be watched
+	ids     *wire.CallIDs // names the calls
+	done    *doneWatch    // whether "data: [DONE]" arrived; nil if the body could not be watched
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
 }

@@ -40,7 +40,10 @@
 //
 // Tool-call ids are translated as the native adapter translates them: an
 // id OpenAI would refuse (over 40 bytes, or not letters, digits, _ and -)
-// goes out as call_ and 24 hex digits and comes back as the caller's.
+// goes out as call_ and 24 hex digits and comes back as the caller's. An
+// answer's call is named as the native adapter names it too: one whose id
+// the conversation already holds is renamed <id>_2, one without an id is
+// call_<n> (see wire.CallIDs), so that no two calls share an id.
 //
 // Every failure is an *llm.Error. An SDK error (*openai.Error) is
 // classified by llm.Classify with the llm.VendorOpenAI table, from its

@@ -209,8 +209,13 @@ func mustJSON(v any) string {
 }
 
 // foreignID is a tool-call id OpenAI would refuse (another provider's,
-// too long): it goes out translated and comes back as the caller's.
-const foreignID = "functions.get_weather:0-this-id-is-longer-than-forty-bytes"
+// too long): it goes out translated and comes back as the caller's; a new
+// call echoing it comes back as echoedID, the caller's id renamed since
+// the history holds it (see wire.CallIDs).
+const (
+	foreignID = "functions.get_weather:0-this-id-is-longer-than-forty-bytes"
+	echoedID  = foreignID + "_2"
+)
 
 // toolRequest is a conversation with a tool call and its result, and the
 // tools to call again.
@@ -259,7 +264,7 @@ func TestChatTools(t *testing.T) {
 			{"role":"tool","tool_call_id":"`+out+`","content":"sunny"},
 			{"role":"user","content":[{"type":"text","text":"And Rome?"}]}]}`)
 	wantCalls := []llm.ToolCall{
-		{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+		{ID: echoedID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
 		{ID: "call_2", Name: "get_weather", Arguments: json.RawMessage(`"{broken"`)},
 	}
 	if !reflect.DeepEqual(res.ToolCalls, wantCalls) || res.Finish != llm.FinishToolUse || res.FinishReason != "tool_calls" {
@@ -298,7 +303,7 @@ func TestResponsesTools(t *testing.T) {
 			{"type":"function_call_output","call_id":"`+out+`","output":"sunny"},
 			{"role":"user","content":[{"type":"input_text","text":"And Rome?"}]}]}`)
 	wantCalls := []llm.ToolCall{
-		{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+		{ID: echoedID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
 		{ID: "call_9", Name: "get_weather", Arguments: json.RawMessage(`{}`)},
 	}
 	if !reflect.DeepEqual(res.ToolCalls, wantCalls) || res.Finish != llm.FinishToolUse || res.Usage.InputTokens != 20 {

@@ -132,13 +132,15 @@ func (a *attempt) completeResponses(ctx context.Context, req llm.Request, ids *w
 	if err != nil {
 		return nil, err
 	}
-	return a.responsesAnswer(r, rp, ids)
+	calls := wire.NewCallIDs(req.Messages, ids)
+	return a.responsesAnswer(r, rp, &calls)
 }
 
 // responsesAnswer turns a response into the answer: the text of its
-// output messages, its function calls, the finish (see finish), or the
-// error it stands for (a failed response, a refusal, a content filter).
-func (a *attempt) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.ToolIDs) (*llm.Response, error) {
+// output messages, its function calls (named by ids: see wire.CallIDs),
+// the finish (see finish), or the error it stands for (a failed response,
+// a refusal, a content filter).
+func (a *attempt) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
@@ -219,13 +221,14 @@ func (a *attempt) streamResponses(ctx context.Context, req llm.Request, ids *wir
 	if err != nil {
 		return nil, err
 	}
+	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return a.responsesAnswer(r, rp, ids) })
+		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return a.responsesAnswer(r, rp, &calls) })
 	if err != nil {
 		return nil, err
 	}
 	if sdk != nil {
-		s.step = (&responseEvents{s: s, sdk: sdk, ids: ids, calls: map[string]*pendingCall{}}).step
+		s.step = (&responseEvents{s: s, sdk: sdk, ids: &calls, calls: map[string]*pendingCall{}}).step
 	}
 	return s, nil
 }
@@ -234,7 +237,7 @@ func (a *attempt) streamResponses(ctx context.Context, req llm.Request, ids *wir
 type responseEvents struct {
 	s     *stream
 	sdk   *ssestream.Stream[responses.ResponseStreamEventUnion]
-	ids   *wire.ToolIDs
+	ids   *wire.CallIDs           // names the calls
 	calls map[string]*pendingCall // function calls being assembled, by item id
 }
 

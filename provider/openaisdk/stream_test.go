@@ -70,7 +70,7 @@ func TestChatStream(t *testing.T) {
 		t.Fatalf("stream ended with %v", err)
 	}
 	wantCalls := []llm.ToolCall{
-		{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
+		{ID: echoedID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)},
 		{ID: "call_b", Name: "get_time", Arguments: json.RawMessage(`{}`)},
 	}
 	if !reflect.DeepEqual(texts, []string{"Hel", "lo"}) || !reflect.DeepEqual(calls, wantCalls) {
@@ -171,7 +171,7 @@ func TestResponsesStream(t *testing.T) {
 	if err != io.EOF {
 		t.Fatalf("stream ended with %v", err)
 	}
-	want := []llm.ToolCall{{ID: foreignID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)}}
+	want := []llm.ToolCall{{ID: echoedID, Name: "get_weather", Arguments: json.RawMessage(`{"city":"Rome"}`)}}
 	if !reflect.DeepEqual(texts, []string{"Hel", "lo"}) || !reflect.DeepEqual(calls, want) {
 		t.Errorf("chunks %q calls %+v", texts, calls)
 	}

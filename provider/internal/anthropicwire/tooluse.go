@@ -32,13 +32,10 @@ func Arguments(input json.RawMessage) json.RawMessage {
 	return input
 }
 
-// ToolCall returns the call of a tool_use block with the id id, the name
-// name and the input input: an id the request translated comes back as
-// the caller's (ids may be nil when none was), a call without input has
-// the arguments {}.
-func ToolCall(ids *wire.ToolIDs, id, name string, input json.RawMessage) llm.ToolCall {
-	if ids != nil {
-		id = ids.Back(id)
-	}
-	return llm.ToolCall{ID: id, Name: name, Arguments: Arguments(input)}
+// ToolCall returns the next call of the answer, a tool_use block with the
+// id id, the name name and the input input: its id named by ids (an id the
+// request translated comes back as the caller's, one the conversation
+// already holds is renamed), a call without input has the arguments {}.
+func ToolCall(ids *wire.CallIDs, id, name string, input json.RawMessage) llm.ToolCall {
+	return llm.ToolCall{ID: ids.ID(id), Name: name, Arguments: Arguments(input)}
 }

@@ -8,8 +8,6 @@ package openaiwire
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -223,24 +221,19 @@ func pointerToken(name string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
-// ToolCall returns the llm.ToolCall of a call the answer made: its id
-// translated back through ids (an id the server left out replaced by a
-// fresh call_ id, so that the call can be answered), its name, and its
-// arguments (see ArgumentsJSON).
-func ToolCall(ids *wire.ToolIDs, id, name, args string) llm.ToolCall {
-	switch {
-	case id == "":
-		id = NewCallID()
-	case ids != nil:
-		id = ids.Back(id)
-	}
-	return llm.ToolCall{ID: id, Name: name, Arguments: ArgumentsJSON(args)}
+// ToolCall returns the llm.ToolCall of the next call the answer made: its
+// id named by ids (translated back into the caller's; one the conversation
+// already holds renamed; one the server left out named call_<n>, so that
+// the call can be answered), its name, and its arguments (see
+// ArgumentsJSON).
+func ToolCall(ids *wire.CallIDs, id, name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: ids.ID(id), Name: name, Arguments: ArgumentsJSON(args)}
 }
 
 // AppendCall appends to calls the ToolCall of a call the answer made,
 // unless it has no name: not a call anyone can run (a custom tool's, or a
-// nameless one).
-func AppendCall(calls []llm.ToolCall, ids *wire.ToolIDs, id, name, args string) []llm.ToolCall {
+// nameless one), which is not named either.
+func AppendCall(calls []llm.ToolCall, ids *wire.CallIDs, id, name, args string) []llm.ToolCall {
 	if name == "" {
 		return calls
 	}
@@ -262,12 +255,4 @@ func ArgumentsJSON(args string) json.RawMessage {
 	}
 	q, _ := json.Marshal(args) // a string always marshals
 	return json.RawMessage(q)
-}
-
-// NewCallID returns a fresh id for a call the server sent without one:
-// call_ and 24 random hex digits.
-func NewCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "call_" + hex.EncodeToString(b[:])
 }

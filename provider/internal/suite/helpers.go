@@ -307,8 +307,9 @@ type ResponseFuzz struct {
 }
 
 // FuzzParseResponse fuzzes an adapter's parsing of 200 replies, half of
-// them echoing the key: each is an answer, as c.Check says, or a complete
-// error that quotes no key, never both.
+// them echoing the key: each is an answer, as c.Check says, whose tool
+// calls have distinct ids (see CheckToolIDs), or a complete error that
+// quotes no key, never both.
 func FuzzParseResponse(f *testing.F, c ResponseFuzz) {
 	for _, s := range c.Seeds {
 		f.Add([]byte(s), uint(0))
@@ -325,6 +326,7 @@ func FuzzParseResponse(f *testing.F, c ResponseFuzz) {
 			CheckError(t, err, c.Provider, c.Key, 200)
 			return
 		}
+		CheckToolIDs(t, nil, res.ToolCalls)
 		c.Check(t, body, res)
 	})
 }
@@ -349,7 +351,8 @@ type StreamFuzz struct {
 // FuzzStream fuzzes an adapter's Stream over bodies of c's wire format,
 // delivered in reads of fuzzed sizes, half of them echoing the key: every
 // stream ends with io.EOF only when complete, or with a complete error that
-// quotes no key; its Response holds the chunks' text.
+// quotes no key; its Response holds the chunks' text; no two calls of the
+// conversation share an id (see CheckToolIDs).
 func FuzzStream(f *testing.F, c StreamFuzz) {
 	// Short seeds: the fuzzer minimizes every new input, in time that
 	// grows with the square of its length.
@@ -371,7 +374,8 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 			t.Fatalf("Stream: %v", err)
 		}
 		defer st.Close()
-		_, _, fail := ReadToEnd(t, st, c.Provider, c.Key)
+		_, calls, fail := ReadToEnd(t, st, c.Provider, c.Key)
+		CheckToolIDs(t, c.Request.Messages, calls)
 		if fail == nil && !bytes.Contains(body, []byte(c.End)) {
 			t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
 		}
