@@ -181,7 +181,9 @@ func (a *attempt) streamChat(ctx context.Context, req llm.Request, ids *wire.Too
 	var done *doneWatch
 	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) { return a.chatAnswer(cc, r, &calls) },
+		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) {
+			return a.chatAnswer(cc, r, &calls)
+		},
 		watchDone(&done))
 	if err != nil {
 		return nil, err

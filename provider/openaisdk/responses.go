@@ -223,7 +223,9 @@ func (a *attempt) streamResponses(ctx context.Context, req llm.Request, ids *wir
 	}
 	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) { return a.responsesAnswer(r, rp, &calls) })
+		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) {
+			return a.responsesAnswer(r, rp, &calls)
+		})
 	if err != nil {
 		return nil, err
 	}
