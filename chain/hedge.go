@@ -331,7 +331,7 @@ func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *ra
 	default: // both failed: a's failure decides; the hedge leaves its target
 		*s = first.s
 		w.causes = append(w.causes, &TargetError{Target: h.a.t.Name, Tier: h.a.t.tier, Err: h.s.err})
-		w.leave(&h.a, &h.s, step{decision: DecisionNext, reason: "the hedge failed too", closeGate: h.s.retryAfter > 0})
+		w.leave(&h.a, &h.s, step{decision: DecisionNext, reason: "the hedge failed too", closeGate: h.s.retryAfter > h.a.t.policy.MaxRetryAfter})
 	}
 }
 

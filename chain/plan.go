@@ -49,8 +49,14 @@ type step struct {
 	decision Decision
 	wait     time.Duration
 	reason   string
-	// closeGate is true when the walk leaves the target without waiting
-	// out a Retry-After: its gate closes, so that concurrent calls skip it.
+	// closeGate is true when the target asked for a wait longer than calls
+	// will wait (over MaxRetryAfter, or past this call's deadline): its
+	// gate closes, so that concurrent calls skip it instead of each
+	// rediscovering the 429. A Retry-After this call leaves for any other
+	// reason (its attempts used, another target of a spreading tier, a
+	// budget that refused the retry) closes nothing: other calls may still
+	// wait it out, and one 429 among many successes must not shut the
+	// target for every caller.
 	closeGate bool
 }
 
@@ -96,7 +102,8 @@ func plan(f failure, l limits) step {
 // leave is the step that leaves the target for reason: the next target,
 // unless the decision table's next-target column stops the call.
 func leave(f failure, l limits, reason string) step {
-	s := step{decision: DecisionNext, reason: reason, closeGate: f.retryAfter > 0}
+	s := step{decision: DecisionNext, reason: reason,
+		closeGate: f.retryAfter > l.policy.MaxRetryAfter || l.hasDeadline && f.retryAfter > l.left}
 	switch l.table.Rule(f.kind).Fallback {
 	case retry.Stop:
 		s.decision, s.reason = DecisionStop, f.kind.String()+" would fail on every target"

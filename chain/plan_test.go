@@ -91,8 +91,11 @@ func TestPlan(t *testing.T) {
 							case row.next == "stop", row.next == "if allowed" && !cf:
 								want = DecisionStop
 							}
-							if got.decision != want || got.wait != 0 || got.closeGate != (ra > 0) || got.reason == "" {
-								t.Errorf("%s: got %+v; want %v, closing the gate %v, with a reason", name, got, want, ra > 0)
+							// The gate closes only for a wait calls will not
+							// take: over MaxRetryAfter, or past the deadline.
+							closes := ra > policy.MaxRetryAfter || dl != "none" && ra > l.left
+							if got.decision != want || got.wait != 0 || got.closeGate != closes || got.reason == "" {
+								t.Errorf("%s: got %+v; want %v, closing the gate %v, with a reason", name, got, want, closes)
 							}
 							if want == DecisionNext && !strings.Contains(got.reason, reasonFor(n, allowed, ra, policy)) {
 								t.Errorf("%s: reason %q", name, got.reason)
@@ -122,8 +125,8 @@ func TestPlanElsewhere(t *testing.T) {
 	}{
 		{"server error", retry.DefaultTable(), 0,
 			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
-		{"rate limited with a retry-after", retry.DefaultTable(), 5 * time.Second,
-			step{decision: DecisionNext, reason: "retried on another deployment target first", closeGate: true}},
+		{"rate limited with a retry-after calls will wait", retry.DefaultTable(), 5 * time.Second,
+			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
 		{"a rule that retries and never falls back", retry.DefaultTable().With(map[llm.Kind]retry.Rule{llm.KindServer: {Retry: true, Fallback: retry.Stop}}), 0,
 			step{decision: DecisionRetry, wait: time.Second}},
 	} {

@@ -79,9 +79,8 @@ func (w *walk) retryRefused(a *attempt, s *sent) (tried, bool) {
 	} else {
 		return tried{}, false
 	}
-	if s.retryAfter > 0 {
-		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
-	}
+	// The refusal ends this call's retry, nothing more: the Retry-After
+	// was granted as a wait calls will take, so the gate stays open.
 	w.record(a.record(s, DecisionNext, reason))
 	w.record(skipped(t, a.n+1, 0, why, reason))
 	w.obs.skip(&t.ob, a.n+1, cause, reason, why)

@@ -47,7 +47,7 @@ type streamRequest struct {
 // type as Complete classifies error bodies, with HTTP status 200), a
 // refusal (KindContentFilter, at message_stop), an event that is not the
 // expected JSON (KindServer), a tool call whose assembled arguments are
-// not JSON (KindInvalidOutput), a stream that ends before message_stop
+// not JSON (KindInvalidOutput), a stream that ends before the stop reason
 // (KindConnection) or a canceled ctx (KindCanceled). A line, an event, the
 // assembled text or the assembled tool calls (ids, names and arguments
 // together) longer than Config.MaxResponseBytes fail with KindServer.
@@ -201,7 +201,14 @@ func (p *Provider) events(r *wire.Reply, ids *wire.CallIDs) *eventState {
 // handle reads one event; see Stream.
 func (s *eventState) handle(ev wire.Event, res *llm.Response) (string, bool, error) {
 	name := ev.Type
-	if name == "" || name == "message" {
+	switch {
+	case ev.End && res.FinishReason == "":
+		return "", false, nil // cut before message_delta's stop_reason
+	case ev.End:
+		// A clean end after the stop_reason without message_stop: the
+		// answer is whole.
+		name = "message_stop"
+	case name == "" || name == "message":
 		// No "event:" line (a gateway that drops them): the JSON says.
 		var t struct {
 			Type string `json:"type"`

@@ -54,13 +54,14 @@ type streamOptions struct {
 // Response().ToolCalls. A call's id and arguments are translated as
 // Complete translates them. Its finish_reason (and Finish), the id, the
 // model and the usage of the last chunk are recorded; "data: [DONE]" ends
-// the answer with io.EOF.
+// the answer with io.EOF, and so does a body that ends cleanly after the
+// finish_reason without it (some compatible servers never send it).
 //
 // Next fails with an *llm.Error on an event carrying a top-level "error"
 // (classified as Complete classifies error bodies, with HTTP status 200),
 // a content_filter finish or a refusal (KindContentFilter, at [DONE]), an
 // event that is not the expected JSON (KindServer), a stream that ends
-// before [DONE] (KindConnection) or a canceled ctx (KindCanceled). A line,
+// before the finish_reason (KindConnection) or a canceled ctx (KindCanceled). A line,
 // an event, the assembled text or the assembled tool calls (ids, names and
 // arguments together) longer than Config.MaxResponseBytes fail with
 // KindServer. Tool calls assembled but not yet delivered when the stream
@@ -159,7 +160,11 @@ var done = []byte("[DONE]")
 func (s *eventState) handle(ev wire.Event, res *llm.Response) (string, bool, error) {
 	data := bytes.TrimSpace(ev.Data)
 	switch {
-	case bytes.Equal(data, done):
+	case ev.End && res.FinishReason == "":
+		return "", false, nil // cut before the finish
+	case bytes.Equal(data, done), ev.End:
+		// [DONE], or a clean end after the finish_reason (and usually the
+		// usage): the answer is whole without the sentinel.
 		if f := s.p.withheld(s.r, res.FinishReason, s.refusal.String()); f != nil {
 			return "", false, f
 		}

@@ -31,7 +31,7 @@ func FuzzStream(f *testing.F) {
 		"data: {\"choices\":[{\"delta\":{\"content\":\"a\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n",
 		"",
 	}
-	suite.FuzzStream(f, suite.StreamFuzz{Provider: "openai", Key: testKey, RequestID: "X-Request-Id", End: "[DONE]", MaxText: 256,
+	suite.FuzzStream(f, suite.StreamFuzz{Provider: "openai", Key: testKey, RequestID: "X-Request-Id", End: "[DONE]", Finish: "finish_reason", MaxText: 256,
 		Seeds: seeds, Request: userReq,
 		Open: func(rt http.RoundTripper) (llm.StreamProvider, error) {
 			p, err := New(Config{APIKey: testKey, BaseURL: "http://127.0.0.1", MaxResponseBytes: 256, HTTPClient: &http.Client{Transport: rt}})

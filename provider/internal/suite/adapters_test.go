@@ -83,6 +83,10 @@ type adapter struct {
 	end   string
 	// unfinished are endings of a stream that leave the answer incomplete.
 	unfinished map[string]string
+	// whole are endings that say the answer finished but lack the
+	// sentinel that usually follows (message_stop, [DONE]), the body then
+	// ending cleanly: the answer is complete.
+	whole map[string]string
 	// badEvents are events that are not the expected JSON, and
 	// badEventMessage what the error says of them.
 	badEvents       map[string]string
@@ -269,6 +273,9 @@ var adapters = []adapter{
 		end: event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`) +
 			event("message_stop", `{"type":"message_stop"}`),
 		unfinished: map[string]string{
+			"no message_delta": event("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		},
+		whole: map[string]string{
 			"no message_stop": event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":15}}`),
 		},
 		badEvents: map[string]string{
@@ -373,8 +380,13 @@ var adapters = []adapter{
 			data(`{"id":"chatcmpl-01","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}`) +
 			data("[DONE]"),
 		unfinished: map[string]string{
-			"no [DONE]":  openaiChunk("", "stop"),
-			"[DONE] cut": "data: [DONE]\n",
+			"[DONE] cut":             "data: [DONE]\n",
+			"usage without a finish": data(`{"id":"chatcmpl-01","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}`),
+		},
+		whole: map[string]string{
+			"no [DONE]": openaiChunk("", "stop"),
+			"no [DONE], after the usage": openaiChunk("", "stop") +
+				data(`{"id":"chatcmpl-01","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}`),
 		},
 		badEvents: map[string]string{
 			"syntax":      data(`{"choices":[{"index":0,"delta":{"content":"x"`),

@@ -339,6 +339,10 @@ type StreamFuzz struct {
 	RequestID string
 	// End is what a stream must contain to end with io.EOF.
 	End string
+	// Finish is the field that says the answer finished ("finish_reason",
+	// "stop_reason"): a stream that ends cleanly after it is complete
+	// without End.
+	Finish string
 	// MaxText is the adapter's MaxResponseBytes, which Open configures.
 	MaxText int
 	// Seeds are short event streams of the adapter's wire format.
@@ -350,9 +354,10 @@ type StreamFuzz struct {
 
 // FuzzStream fuzzes an adapter's Stream over bodies of c's wire format,
 // delivered in reads of fuzzed sizes, half of them echoing the key: every
-// stream ends with io.EOF only when complete, or with a complete error that
-// quotes no key; its Response holds the chunks' text; no two calls of the
-// conversation share an id (see CheckToolIDs).
+// stream ends with io.EOF only when complete (its End sentinel, or its
+// Finish field, was sent), or with a complete error that quotes no key;
+// its Response holds the chunks' text; no two calls of the conversation
+// share an id (see CheckToolIDs).
 func FuzzStream(f *testing.F, c StreamFuzz) {
 	// Short seeds: the fuzzer minimizes every new input, in time that
 	// grows with the square of its length.
@@ -376,8 +381,8 @@ func FuzzStream(f *testing.F, c StreamFuzz) {
 		defer st.Close()
 		_, calls, fail := ReadToEnd(t, st, c.Provider, c.Key)
 		CheckToolIDs(t, c.Request.Messages, calls)
-		if fail == nil && !bytes.Contains(body, []byte(c.End)) {
-			t.Fatalf("io.EOF from a stream without %s: %q", c.End, body)
+		if fail == nil && !bytes.Contains(body, []byte(c.End)) && (c.Finish == "" || !bytes.Contains(body, []byte(c.Finish))) {
+			t.Fatalf("io.EOF from a stream without %s or %s: %q", c.End, c.Finish, body)
 		}
 		if fail != nil && fail.RequestID != "req_1" {
 			t.Fatalf("error without the request id: %#v", fail)

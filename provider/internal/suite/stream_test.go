@@ -75,6 +75,33 @@ func TestStreamCut(t *testing.T) {
 	})
 }
 
+// TestStreamWholeWithoutSentinel: a stream whose provider said it finished
+// (a finish reason, a stop reason) and whose body then ended cleanly is a
+// complete answer, though the sentinel that usually follows (message_stop,
+// "data: [DONE]") never came: every published client serves it, and failing
+// it would count complete answers against the breaker.
+func TestStreamWholeWithoutSentinel(t *testing.T) {
+	forEach(t, func(t *testing.T, a adapter) {
+		for name, end := range a.whole {
+			t.Run(name, func(t *testing.T) {
+				s := NewServer(t, SSE([]string{a.start, a.text("Hello"), a.text(", world"), end}))
+				st := OpenStream(t, a.new(t, s.URL, nil), context.Background(), request)
+				defer st.Close()
+				text, err := ReadStream(st)
+				if err != io.EOF {
+					t.Fatalf("the stream failed: %v", err)
+				}
+				if got := strings.Join(text, ""); got != "Hello, world" {
+					t.Errorf("text %q", got)
+				}
+				if res := st.Response(); res.Finish != llm.FinishStop || res.Text != "Hello, world" {
+					t.Errorf("response %+v; want the text and a stop finish", res)
+				}
+			})
+		}
+	})
+}
+
 // TestStreamErrorStatus: an error before the stream starts is the error
 // Complete returns for the same reply, after one request.
 func TestStreamErrorStatus(t *testing.T) {

@@ -14,6 +14,12 @@ type Event struct {
 	// Data is the event's "data:" lines joined with "\n". It is valid until
 	// the next call to SSE.Next.
 	Data []byte
+	// End marks no event of the stream's own: Stream hands a Handler this
+	// one, with no Type and no Data, when the body ends cleanly before the
+	// Handler said the answer was done, so that the Handler can judge
+	// whether the provider had already said it finished (a finish reason
+	// without the sentinel that usually follows it).
+	End bool
 }
 
 // The errors SSE.Next returns when the server sends more than the limit in

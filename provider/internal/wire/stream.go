@@ -52,6 +52,12 @@ func isJSON(h http.Header) bool {
 // returned by Next as is, after redaction; any other error says the event
 // is malformed, and Next turns it into a KindServer *llm.Error quoting the
 // event.
+//
+// When the body ends cleanly before the Handler returned done, Next hands
+// it one more Event with End set: done then says the answer is complete
+// all the same (the provider said it finished, and only the sentinel that
+// follows is missing), an error fails the stream, and neither fails it as
+// cut short (KindConnection).
 type Handler func(ev Event, res *llm.Response) (text string, done bool, err error)
 
 // Stream is the llm.Stream of one response: it reads the event stream of a
@@ -127,10 +133,17 @@ func (s *Stream) Next() (llm.Chunk, error) {
 	}
 	for {
 		ev, err := s.sse.Next()
+		if err == io.EOF && s.ctx.Err() == nil && !s.closed.Load() {
+			// A clean end: complete if the provider had said it finished.
+			ev, err = Event{End: true}, nil
+		}
 		if err != nil {
 			return llm.Chunk{}, s.fail(s.readFailure(err))
 		}
 		text, done, err := s.handle(ev, &s.res)
+		if ev.End && err == nil && !done {
+			return llm.Chunk{}, s.fail(s.readFailure(io.EOF))
+		}
 		switch {
 		case err != nil:
 			return llm.Chunk{}, s.fail(s.eventFailure(ev, err))
