@@ -218,7 +218,10 @@ func (c *chatEvents) step() (string, bool, error) {
 		if err := c.sdk.Err(); err != nil || s.a.x.Failure() != nil {
 			return "", false, s.eventError(err)
 		}
-		if c.done != nil && !c.done.seen || c.done == nil && s.res.FinishReason == "" {
+		if (c.done == nil || !c.done.seen) && s.res.FinishReason == "" {
+			// Neither [DONE] nor a finish_reason: cut short. A clean end
+			// after the finish_reason is whole without [DONE], as the
+			// native adapter reads it.
 			return "", false, s.cut()
 		}
 		if f := s.withheld(); f != nil {

@@ -134,10 +134,10 @@
 // the call delivered at response.output_item.done; response.completed
 // (or response.incomplete) ends the answer; an "error" event or
 // response.failed is classified by its code. A stream that ends before
-// its end (Chat: no "data: [DONE]", which the SDK consumes without a
-// trace, so the adapter watches the body for it; Responses: no
-// response.completed) fails with KindConnection, as with the native
-// adapter. A server that answers a streaming request with a JSON body is
+// its end (Chat: neither "data: [DONE]", which the SDK consumes without a
+// trace, so the adapter watches the body for it, nor a finish_reason
+// before a clean end of the body; Responses: no response.completed)
+// fails with KindConnection, as with the native adapter. A server that answers a streaming request with a JSON body is
 // read as Complete reads it: its text as one chunk, then its tool calls.
 //
 // # Building the client

@@ -275,10 +275,16 @@ func TestDoneWatch(t *testing.T) {
 			}
 		}
 	}
-	// A stream that finished but ended before [DONE] is incomplete, as
-	// with the native adapter; one split across writes is complete.
-	cut := suite.NewServer(t, suite.SSE(events(`{"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":"stop"}]}`)))
-	st := suite.OpenStream(t, newProvider(t, cut.URL, APIChat), context.Background(), hello())
+	// A stream that finished (its finish_reason arrived) is complete
+	// without [DONE], as with the native adapter; one that ends before
+	// its finish_reason is cut short; one split across writes is complete.
+	whole := suite.NewServer(t, suite.SSE(events(`{"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":"stop"}]}`)))
+	st := suite.OpenStream(t, newProvider(t, whole.URL, APIChat), context.Background(), hello())
+	if texts, _, err := readAll(st); err != io.EOF || len(texts) != 1 {
+		t.Errorf("finished without [DONE]: %q %v", texts, err)
+	}
+	cut := suite.NewServer(t, suite.SSE(events(`{"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`)))
+	st = suite.OpenStream(t, newProvider(t, cut.URL, APIChat), context.Background(), hello())
 	if e := suite.StreamFails(t, st, "openai", testKey, "Hel"); e.Kind != llm.KindConnection {
 		t.Errorf("cut: %#v", e)
 	}
