@@ -124,6 +124,25 @@
 // (option.WithOpenTelemetryTraces), are the SDK's: the provider does not
 // see them.
 //
+// # Regions: what is checked, what remains your word
+//
+// The SDK does not say which region a Bedrock or Vertex client sends to,
+// so Options.Region is the caller's word for it, and Deployment reports
+// it. What the provider can check, it checks. A request whose SigV4
+// credential scope or bedrock-runtime host (Bedrock), or whose location
+// in the path (Vertex), names another region is refused before it leaves
+// (KindNotFound, Code "region"). ModelDeployment (which a chain asks at
+// Build, llm.ModelDeployedProvider) fails for a Bedrock model or
+// inference-profile ARN of another region than Options.Region, and for a
+// cross-region inference profile id ("us.", "eu.", "apac.", …) whose
+// geography does not hold it; a chain judges AllowRegions by the ARN's
+// region. What remains your word: a Bedrock client signing with a bearer
+// token (AWS_BEARER_TOKEN_BEDROCK) to a base URL that names no region
+// shows no region at all, nor does the Anthropic API; where a cross-region
+// profile routes within its geography, and where Anthropic's API or an
+// application inference profile built over a cross-region profile
+// processes data, are the platforms' to say.
+//
 // # Limits of the SDK this version shows
 //
 // The SDK's stream skips events that have no "event:" line, and fails on

@@ -47,7 +47,11 @@ type Options struct {
 	// "europe-west4", "global"), reported by Deployment. Required for
 	// Bedrock and Vertex: the SDK keeps the region it was given inside its
 	// middleware and exposes no way to read it back, so give the same
-	// value the client was built with. Empty for the Anthropic API.
+	// value the client was built with. A request that shows another
+	// region (Bedrock's SigV4 credential scope or bedrock-runtime host,
+	// Vertex's location) is refused before it leaves, and a Bedrock model
+	// ARN of another region fails a chain's Build (ModelDeployment). Empty
+	// for the Anthropic API.
 	Region string
 	// Name overrides the provider's Name, which is otherwise the
 	// OpenTelemetry gen_ai.provider.name of the platform: "anthropic",
@@ -107,11 +111,12 @@ type Provider struct {
 }
 
 var (
-	_ llm.Provider         = (*Provider)(nil)
-	_ llm.StreamProvider   = (*Provider)(nil)
-	_ llm.CapableProvider  = (*Provider)(nil)
-	_ llm.SchemaChecker    = (*Provider)(nil)
-	_ llm.DeployedProvider = (*Provider)(nil)
+	_ llm.Provider              = (*Provider)(nil)
+	_ llm.StreamProvider        = (*Provider)(nil)
+	_ llm.CapableProvider       = (*Provider)(nil)
+	_ llm.SchemaChecker         = (*Provider)(nil)
+	_ llm.DeployedProvider      = (*Provider)(nil)
+	_ llm.ModelDeployedProvider = (*Provider)(nil)
 )
 
 // New returns a Provider sending through client, which the caller built
