@@ -116,7 +116,10 @@ func (b *Builder) Observe(obs ...observe.Observer) *Builder {
 // "apac", "me", "af"), which allows every region in it (the table is in
 // docs/concepts.md, "Data residency"); case does not matter. A target
 // processes data in its Region or, when that is empty, in its provider's
-// (llm.DeployedProvider). A Bedrock cross-region inference profile is
+// (llm.DeployedProvider), or where its provider says it serves the target's
+// Model (llm.ModelDeployedProvider: a Bedrock ARN's region; a Model the
+// provider says contradicts its deployment fails Build whatever the
+// regions). A Bedrock cross-region inference profile is
 // judged by where it routes, whatever Region says: an "eu." Model is
 // allowed only by "eu" (likewise "us.", "apac."), a "global." Model only by
 // a list naming every geography. Build fails naming every model target

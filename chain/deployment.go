@@ -237,7 +237,11 @@ func (p *build) checkDeployment(label string, t *Target) {
 			p.fail(label, "Serves is %q but Model %q is itself a model id, of another model; correct Serves, or leave it empty (it is for names that are not model ids, such as an Azure deployment name)", t.Serves, t.Model)
 		}
 	}
-	p.checkResidency(label, t)
+	d, err := modelDeploymentOf(t.Provider, t.Model)
+	if err != nil {
+		p.wrap(label, "Model is not served where its provider says it is deployed", err)
+	}
+	p.checkResidency(label, t, d)
 }
 
 // Geographies are what AllowRegions entries name beside regions: an entry
@@ -353,8 +357,9 @@ func allowsRegion(allowed []string, region string) bool {
 // eu geography, so only an "eu" entry allows it; a global. profile
 // anywhere, so only a list naming every geography does. Any other target
 // processes data in its Region or, when that is empty, its provider's
-// (llm.DeployedProvider).
-func (p *build) checkResidency(label string, t *Target) {
+// (llm.DeployedProvider; for the target's Model, llm.ModelDeployedProvider,
+// which d is).
+func (p *build) checkResidency(label string, t *Target, d *llm.Deployment) {
 	allowed := p.b.regions
 	if len(allowed) == 0 {
 		return
@@ -371,7 +376,9 @@ func (p *build) checkResidency(label string, t *Target) {
 		return
 	}
 	region, notes := t.Region, []string(nil)
-	if region == "" && t.Provider != nil {
+	if region == "" && d != nil {
+		region, notes = d.Region, append(notes, "where its provider serves its Model")
+	} else if region == "" && t.Provider != nil {
 		d, err := deploymentOf(t.Provider)
 		if err != nil {
 			p.fail(label, "Provider.Deployment panicked (%v); set the target's Region", err)
@@ -413,6 +420,23 @@ func profileArticle(prefix string) string {
 		return "a " + prefix
 	}
 	return "an " + prefix
+}
+
+// modelDeploymentOf returns where p serves model when p says
+// (llm.ModelDeployedProvider), nil when it does not, and the error it
+// returned or the panic it raised.
+func modelDeploymentOf(p llm.Provider, model string) (d *llm.Deployment, err error) {
+	mp, ok := p.(llm.ModelDeployedProvider)
+	if !ok || model == "" {
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = nil, fmt.Errorf("ModelDeployment panicked: %v", r)
+		}
+	}()
+	dep, err := mp.ModelDeployment(model)
+	return &dep, err
 }
 
 // deploymentOf returns p's Deployment when it declares one

@@ -361,3 +361,48 @@ func TestNoRegionsNoResidencyCheck(t *testing.T) {
 		t.Fatal(msg)
 	}
 }
+
+// modelDeployed is an llm.ModelDeployedProvider: the region of a model
+// named "in:<region>" is that region; ModelDeployment fails for a region
+// other than its own, and panics for the model "oops".
+type modelDeployed struct{ deployed }
+
+func (m *modelDeployed) ModelDeployment(model string) (llm.Deployment, error) {
+	if model == "oops" {
+		panic("no model deployment")
+	}
+	d := m.dep
+	if r, ok := strings.CutPrefix(model, "in:"); ok {
+		d.Region = r
+		if r != m.dep.Region {
+			return d, fmt.Errorf("model %q is served in %s, not in %s", model, r, m.dep.Region)
+		}
+	}
+	return d, nil
+}
+
+// TestModelDeployment checks that Build asks a provider that says where
+// each model is served (llm.ModelDeployedProvider): a model it says
+// contradicts its deployment fails Build with its error, with or without
+// AllowRegions, and the region it gives is the one AllowRegions judges.
+func TestModelDeployment(t *testing.T) {
+	p := &modelDeployed{deployed{name: "aws.bedrock", dep: llm.Deployment{Platform: "bedrock", Region: "eu-west-1"}}}
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		model   string
+		want    string
+	}{
+		{"agrees", nil, "in:eu-west-1", ""},
+		{"names nothing", nil, "m", ""},
+		{"contradicts", nil, "in:us-east-1", `target "t": Model is not served where its provider says it is deployed: model "in:us-east-1" is served in us-east-1, not in eu-west-1`},
+		{"contradicts, with regions", []string{"eu"}, "in:us-east-1", "not in eu-west-1"},
+		{"judged where served", []string{"eu-west-1"}, "in:eu-west-1", ""},
+		{"judged where served, outside", []string{"us"}, "in:eu-west-1", `Region "eu-west-1" (where its provider serves its Model, geography "eu") is outside the allowed regions ["us"]`},
+		{"panics", nil, "oops", "ModelDeployment panicked: no model deployment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantBuildErr(t, chain.New("c").AllowRegions(tc.allowed...).Primary(chain.Target{Name: "t", Provider: p, Model: tc.model}), tc.want)
+		})
+	}
+}

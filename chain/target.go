@@ -30,8 +30,9 @@ type Target struct {
 	Serves string
 	// Region is where the target processes data ("eu", "us-east-1", …).
 	// Empty means its provider's deployment region (llm.DeployedProvider),
-	// if it says. Informational unless the chain restricts regions
-	// (Builder.AllowRegions).
+	// or the region its provider says serves Model
+	// (llm.ModelDeployedProvider), if it says. Informational unless the
+	// chain restricts regions (Builder.AllowRegions).
 	Region string
 	// System is this target's system prompt. When empty, the caller's
 	// Request.System is sent.

@@ -19,3 +19,16 @@ type DeployedProvider interface {
 	Provider
 	Deployment() Deployment
 }
+
+// ModelDeployedProvider is a DeployedProvider whose deployment depends on
+// the model a request names: a Bedrock model or inference-profile ARN names
+// its region, which may not be the one the provider was configured with. A
+// chain asks it at Build, for each target, with the target's Model.
+type ModelDeployedProvider interface {
+	DeployedProvider
+	// ModelDeployment returns where a request for model is served. It
+	// fails, naming both, when model contradicts the provider's
+	// Deployment (an ARN of another region than the one the provider
+	// sends to); Build reports that as the target's problem.
+	ModelDeployment(model string) (Deployment, error)
+}

@@ -10,19 +10,24 @@ import (
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
-// benchClient answers every request in process with a 200 and okBody, so
+// benchHTTP answers every request in process with a 200 and okBody, so
 // that the benchmarks measure the SDK and the adapter, not a network.
-func benchClient() anthropic.Client {
-	canned := &suite.Canned{Body: []byte(okBody), Header: http.Header{"Content-Type": {"application/json"},
-		"Request-Id": {"req_bench"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}}}
-	return anthropic.NewClient(option.WithAPIKey(testKey), option.WithBaseURL("http://bench.invalid"),
-		option.WithHTTPClient(&http.Client{Transport: canned}), option.WithMaxRetries(0))
+func benchHTTP() *http.Client {
+	return &http.Client{Transport: &suite.Canned{Body: []byte(okBody), Header: http.Header{"Content-Type": {"application/json"},
+		"Request-Id": {"req_bench"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}}}}
+}
+
+// benchClient is an SDK client of the Anthropic API; extra are more
+// options.
+func benchClient(extra ...option.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]option.RequestOption{option.WithAPIKey(testKey), option.WithBaseURL("http://bench.invalid"),
+		option.WithMaxRetries(0)}, extra...)...)
 }
 
 // BenchmarkComplete is one Complete through the adapter: the request
 // translated, the SDK call, the answer translated.
 func BenchmarkComplete(b *testing.B) {
-	p, err := New(benchClient(), Options{})
+	p, err := New(benchClient(), Options{HTTPClient: benchHTTP()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +43,7 @@ func BenchmarkComplete(b *testing.B) {
 // BenchmarkSDKDirect is the same call made with the SDK alone, as a caller
 // would write it: the baseline BenchmarkComplete is measured against.
 func BenchmarkSDKDirect(b *testing.B) {
-	client := benchClient()
+	client := benchClient(option.WithHTTPClient(benchHTTP()))
 	ctx := context.Background()
 	params := anthropic.MessageNewParams{Model: "claude-test", MaxTokens: 1024,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}

@@ -2,11 +2,11 @@ package anthropicsdk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -20,102 +20,47 @@ import (
 )
 
 // call is the state of one Complete or Stream: the tool-call ids it
-// translated, the secrets its request carried, and what its innermost
-// middleware (observe) saw of the exchange.
+// translated, and its Exchange, the innermost layer under the SDK, which
+// holds the attempt to one request to the configured origin, caps what it
+// reads, and learns every credential the request carries, to redact it.
 type call struct {
-	p      *Provider
-	stream bool
-	ids    wire.ToolIDs
+	p   *Provider
+	ids wire.ToolIDs
 	// calls names the answer's tool calls (see wire.CallIDs); params
 	// sets it.
 	calls wire.CallIDs
-	// eps redact the secrets: the provider's endpoint (Options.APIKey)
-	// and one per other key or token the request carried.
-	eps []*wire.Endpoint
-	// sent counts the requests that reached the HTTP client: exactly one
-	// for every call that is sent.
-	sent int
-	// resp is the response the HTTP client returned, at when it arrived.
-	resp *http.Response
-	at   time.Time
-	// body is the response body observe read (nil for a streamed 2xx).
-	body []byte
-	// epsBuf holds eps without an allocation of its own.
-	epsBuf [2]*wire.Endpoint
+	x     *wire.Exchange
 }
 
-// received returns when the response arrived, as the call recorded it.
-func (c *call) received() time.Time {
-	if c.at.IsZero() {
-		return time.Now()
-	}
-	return c.at
-}
-
+// newCall starts a call; stream says it asks for an event stream.
 func (p *Provider) newCall(stream bool) *call {
-	c := &call{p: p, stream: stream, ids: wire.ToolIDs{Valid: validToolID, Prefix: "toolu_"}}
-	c.eps = append(c.epsBuf[:0], &p.ep)
-	return c
+	return &call{p: p, ids: wire.ToolIDs{Valid: validToolID, Prefix: "toolu_"}, x: p.ep.NewExchange(stream, false)}
 }
 
 // validToolID reports whether the Messages API takes id as a tool_use id
 // (^[a-zA-Z0-9_-]+$, at most 64 bytes), as the native adapter judges it.
 func validToolID(id string) bool { return wire.IDChars(id, 64) }
 
-// bodyError is a response body observe could not read whole: cut short
-// (Err), or longer than Options.MaxResponseBytes (tooLarge).
-type bodyError struct {
-	err      error
-	tooLarge bool
-}
-
-func (e *bodyError) Error() string {
-	if e.tooLarge {
-		return "response body too large"
-	}
-	return "reading the response body: " + e.err.Error()
-}
-
-func (e *bodyError) Unwrap() error { return e.err }
+// received returns when the response arrived (now when none did).
+func (c *call) received() time.Time { return c.x.Received() }
 
 // observe is the innermost middleware of every request the provider sends
 // (it runs after the client's own, Bedrock's signing and Vertex's rewriting
-// included, right before the HTTP client). It learns the secrets the
-// request carries, counts the request, and reads a response body that is
-// not a streamed answer under the cap, so that an unreadable body can be
-// quoted and classified.
+// included, right before the HTTP client). It refuses a request that shows
+// another region than Options.Region, then passes the request through the
+// call's Exchange; a 2xx JSON body not declared JSON is declared so, for
+// the SDK to decode it as the native adapter would.
 func (c *call) observe(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	c.capture(r.Header)
-	c.sent++
-	res, err := next(r)
-	c.at = time.Now()
+	if sent := c.p.sentRegion(r); sent != "" && !strings.EqualFold(sent, c.p.region) {
+		c.x.Fail(&llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindNotFound, Code: "region",
+			Message: fmt.Sprintf("the client sends to region %q, but Options.Region is %q; the request was not sent: build the client for the region Options.Region names, or correct Options.Region", sent, c.p.region)})
+		return nil, wire.ErrRefused
+	}
+	res, err := c.x.Middleware(r, next)
 	if err != nil || res == nil {
 		return res, err
 	}
-	c.resp = res
-	if res.Request != nil && res.Request != r {
-		// The request the transport sent, which can carry what the HTTP
-		// client's own RoundTripper added (Vertex's OAuth token).
-		c.capture(res.Request.Header)
-	}
-	if res.StatusCode >= 300 && res.StatusCode <= 399 {
-		// A redirect the HTTP client did not follow (its CheckRedirect
-		// refused it): the endpoint is not where the client says.
-		io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
-		res.Body.Close()
-		return nil, &redirectError{status: res.StatusCode, location: res.Header.Get("Location")}
-	}
-	if c.stream && res.StatusCode >= 200 && res.StatusCode <= 299 && !isJSON(res.Header) {
-		return res, nil
-	}
-	body, err := wire.ReadCapped(res.Body, res.ContentLength, c.p.ep.MaxBytes)
-	res.Body.Close()
-	if err != nil {
-		return nil, &bodyError{err: err, tooLarge: err == wire.ErrTooLarge}
-	}
-	c.body = body
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	if res.StatusCode >= 200 && res.StatusCode <= 299 && !isJSON(res.Header) && json.Valid(body) {
+	if body := c.x.Body(); body != nil && res.StatusCode >= 200 && res.StatusCode <= 299 && !isJSON(res.Header) && json.Valid(body) {
 		// The SDK decodes only a body declared JSON; the native adapter
 		// reads any 2xx body as the answer it should be.
 		res.Header = res.Header.Clone()
@@ -124,82 +69,40 @@ func (c *call) observe(r *http.Request, next option.MiddlewareNext) (*http.Respo
 	return res, nil
 }
 
-// redirectError is a 3xx that came back to observe.
-type redirectError struct {
-	status   int
-	location string
-}
-
-func (e *redirectError) Error() string {
-	return fmt.Sprintf("the server answered %d, pointing to %q", e.status, e.location)
-}
-
-// capture records the key or token h carries, to redact it.
-func (c *call) capture(h http.Header) {
-	if v := h.Get("X-Api-Key"); v != "" {
-		c.secret(v)
-	}
-	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		c.secret(strings.TrimSpace(v[7:]))
-	}
-	if v := h.Get("X-Amz-Security-Token"); v != "" {
-		c.secret(v)
-	}
-}
-
-// secret adds s to the secrets redacted, once. The provider remembers the
-// last one it saw, so that a client sending the same key every time costs
-// no allocation per call.
-func (c *call) secret(s string) {
-	for _, ep := range c.eps {
-		if ep.Secret == s {
-			return
+// refusal returns what the Exchange refused or cut, nil when nothing: the
+// error the attempt returns, whatever the SDK made of it, with the request
+// id of any platform.
+func (c *call) refusal() *llm.Error {
+	f := c.x.Failure()
+	if f != nil && f.RequestID == "" {
+		if res := c.x.Response(); res != nil {
+			f.RequestID = requestID(res.Header)
+			c.x.Redact(f)
 		}
-	}
-	if ep := c.p.seen.Load(); ep != nil && ep.Secret == s {
-		c.eps = append(c.eps, ep)
-		return
-	}
-	ep := c.p.ep
-	ep.Secret = s
-	c.p.seen.Store(&ep)
-	c.eps = append(c.eps, &ep)
-}
-
-// redact removes every secret from f and returns it.
-func (c *call) redact(f *llm.Error) *llm.Error {
-	for _, ep := range c.eps {
-		ep.Redact(f)
 	}
 	return f
 }
 
+// redact removes every secret from f and returns it.
+func (c *call) redact(f *llm.Error) *llm.Error { return c.x.Redact(f) }
+
 // clean removes every secret from the metadata of res and returns it.
-func (c *call) clean(res *llm.Response) *llm.Response {
-	for _, ep := range c.eps {
-		ep.Clean(res)
-	}
-	return res
-}
+func (c *call) clean(res *llm.Response) *llm.Response { return c.x.Clean(res) }
 
 // detail returns the provider's own message for Error.Detail: cut to 512
-// bytes, the secrets redacted.
-func (c *call) detail(msg string) string {
-	return c.eps[len(c.eps)-1].Detail(msg)
-}
+// bytes, every secret redacted.
+func (c *call) detail(msg string) string { return c.x.Detail(msg) }
 
-// reply returns the status, headers and arrival of res for the wire
-// helpers; body is what observe read.
+// reply returns the status, headers, body and arrival of the response for
+// the wire helpers: res's status and headers when res is not nil (the
+// response as the SDK handed it back), the Exchange's response's otherwise.
 func (c *call) reply(res *http.Response) *wire.Reply {
-	r := &wire.Reply{Received: c.received(), Body: c.body}
-	if res == nil {
-		res = c.resp
-	}
+	r := c.x.Reply()
 	if res != nil {
 		r.Status, r.Header = res.StatusCode, res.Header
-	}
-	if r.Header == nil {
-		r.Header = http.Header{}
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
 	}
 	return r
 }
@@ -211,19 +114,51 @@ func (c *call) panicked(v any) *llm.Error {
 	f := &llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindUnknown,
 		Message: "the Anthropic SDK (or the client's middleware) panicked; the panic value is in Detail",
 		Detail:  c.detail(fmt.Sprint(v))}
-	if c.resp != nil {
-		f.Status = c.resp.StatusCode
-		f.RequestID = requestID(c.resp.Header)
+	if res := c.x.Response(); res != nil {
+		f.Status = res.StatusCode
+		f.RequestID = requestID(res.Header)
 	}
 	return c.redact(f)
 }
 
+// transportError completes f for err, a failure of the exchange (the HTTP
+// client's, or reading the body): a failure of the network (a reset, a
+// timeout, a body cut short) has its kind (f's when it has none) and its
+// text in the Message after what; any other (an error the SDK, Bedrock's
+// event-stream decoder or a middleware formatted, which may quote what the
+// server sent) keeps f's kind and is opaque, its text in Detail.
+func (c *call) transportError(f *llm.Error, what string, err error) *llm.Error {
+	if kind := llm.KindOf(err); kind != llm.KindUnknown {
+		f.Kind, f.Err = kind, err
+		if what != "" {
+			f.Message = what + ": " + err.Error()
+		}
+		return f
+	}
+	f.Err = wire.Opaque(err)
+	f.Message = cmp.Or(what, "the exchange failed") + " (the SDK's error is in Detail)"
+	f.Detail = c.detail(err.Error())
+	return f
+}
+
+// closeResponse closes the body of the response that arrived, if any: what
+// a panic leaves open when it strikes before the SDK handed the response
+// on.
+func (c *call) closeResponse() {
+	if res := c.x.Response(); res != nil && res.Body != nil {
+		res.Body.Close()
+	}
+}
+
 // failure turns an error the SDK returned into an *llm.Error, the secrets
-// redacted. raw is the response the SDK handed back, if any.
+// redacted. raw is the response the SDK handed back, if any. What the
+// Exchange refused or cut comes first: the SDK's error is then only what
+// it made of the refusal.
 func (c *call) failure(ctx context.Context, raw *http.Response, err error) *llm.Error {
+	if f := c.refusal(); f != nil {
+		return f
+	}
 	var ae *anthropic.Error
-	var be *bodyError
-	var re *redirectError
 	switch {
 	case errors.As(err, &ae):
 		h := http.Header{}
@@ -237,53 +172,30 @@ func (c *call) failure(ctx context.Context, raw *http.Response, err error) *llm.
 		f := c.p.ep.Failure(c.reply(raw), llm.KindOf(ctx.Err()))
 		f.Err = err
 		if !errors.Is(err, ctx.Err()) {
-			f.Err = errors.Join(ctx.Err(), err)
+			f.Err = errors.Join(ctx.Err(), wire.Opaque(err))
 		}
 		return c.redact(f)
-	case errors.As(err, &re):
-		f := c.p.ep.Failure(c.reply(raw), llm.KindNotFound)
-		f.Code = "redirect"
-		f.Message = fmt.Sprintf("the server answered %d %s, pointing to %q; the client did not follow it: give the client the endpoint the platform documents",
-			re.status, http.StatusText(re.status), re.location)
-		return c.redact(f)
-	case errors.As(err, &be):
-		r := c.reply(raw)
-		if be.tooLarge {
-			f := c.p.ep.Failure(r, wire.StatusKind(r.Status))
-			f.Message = fmt.Sprintf("response body is larger than %d bytes; raise MaxResponseBytes if answers are meant to be this large", c.p.ep.MaxBytes)
-			return c.redact(f)
-		}
-		// A body cut short: the status still says what the server meant,
-		// unless it was a success, whose answer is now lost in transit.
-		kind := wire.StatusKind(r.Status)
-		if r.Status >= 200 && r.Status <= 299 {
-			if kind = llm.KindOf(be.err); kind == llm.KindUnknown {
-				kind = llm.KindConnection
-			}
-		}
-		f := c.p.ep.Failure(r, kind)
-		f.Err = be.err
-		f.Message = "reading the response body: " + be.err.Error()
-		return c.redact(f)
-	case c.resp != nil:
+	case c.x.Response() != nil:
 		// A response arrived whole, and the SDK could not decode it.
-		return c.redact(c.p.ep.Malformed(c.reply(raw), err))
-	case c.sent > 0:
-		// The HTTP client failed: the request may have left.
-		kind := llm.KindOf(err)
-		if kind == llm.KindUnknown {
-			kind = llm.KindConnection
+		f := c.p.ep.Malformed(c.reply(raw), wire.Opaque(err))
+		f.Message = "response body is not the expected JSON"
+		if len(bytes.TrimSpace(c.x.Body())) == 0 {
+			f.Message = "empty response body"
 		}
-		return c.redact(&llm.Error{Provider: c.p.ep.Provider, Kind: kind, Err: err})
+		return c.redact(f)
+	case c.x.Sent() > 0:
+		// The HTTP client failed: the request may have left.
+		return c.redact(c.transportError(&llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindConnection}, "", err))
 	}
 	// Nothing was sent: the SDK or the client's middleware refused the
 	// request (an option that failed, credentials it could not get, a
 	// non-streaming request it judges too long).
-	msg := "the SDK did not send the request: " + err.Error()
+	msg := "the SDK did not send the request"
 	if strings.Contains(err.Error(), "streaming is required") {
 		msg += "; use Stream, or give the client option.WithRequestTimeout to allow a long Complete"
 	}
-	return c.redact(&llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindUnknown, Message: msg, Err: err})
+	return c.redact(&llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindUnknown, Message: msg,
+		Detail: c.detail(err.Error()), Err: wire.Opaque(err)})
 }
 
 // errorBody is an error body in any of the shapes the platforms send: the

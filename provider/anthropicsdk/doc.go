@@ -6,9 +6,11 @@
 //
 // # What it owns
 //
-// The package owns the translation between backstop and the SDK, and
-// nothing of the wire: the client sends, authenticates, signs (Bedrock),
-// rewrites the URL (Bedrock, Vertex) and decodes. Provider translates an
+// The package owns the translation between backstop and the SDK, and of
+// the wire only the guard every attempt goes through (see Caps, Redirects
+// and What errors and telemetry may contain): the client sends,
+// authenticates, signs (Bedrock), rewrites the URL (Bedrock, Vertex) and
+// decodes. Provider translates an
 // llm.Request into MessageNewParams exactly as the native adapter
 // (provider/anthropic) writes its body (system, messages with text, image,
 // document, tool_use and tool_result blocks, tools, tool_choice,
@@ -42,6 +44,9 @@
 //	client := anthropic.NewClient(vertex.WithGoogleAuth(ctx, "europe-west4", "my-project"))
 //	p, err := anthropicsdk.New(client, anthropicsdk.Options{Platform: "vertex", Region: "europe-west4"})
 //
+// Give an HTTP client of your own (a proxy, TLS settings, instrumentation)
+// in Options.HTTPClient, not with option.WithHTTPClient: see Redirects.
+//
 // Name returns the OpenTelemetry gen_ai.provider.name of the platform
 // ("anthropic", "aws.bedrock", "gcp.vertex_ai") unless Options.Name
 // overrides it, and Deployment the platform and region, so that a chain
@@ -61,18 +66,82 @@
 // with: one call is one HTTP request, whatever the client's setting (the
 // tests prove it with a client built with option.WithMaxRetries(5)). Each
 // call also passes option.WithResponseInto, to read the request-id and
-// anthropic-ratelimit-* headers, and a middleware of its own, innermost,
-// which reads the body under Options.MaxResponseBytes and learns the key or
-// token the request carries, to redact it. A middleware of the client's own
-// that retries by calling next more than once is beyond the provider's
-// reach: do not install one. Redirects are followed or not as the client's
-// *http.Client says; the SDK's default client follows them, which makes one
-// attempt two requests and re-sends the body elsewhere. The native adapter
-// refuses them: to do the same, build the client with
-// option.WithHTTPClient(&http.Client{CheckRedirect: func(*http.Request,
-// []*http.Request) error { return http.ErrUseLastResponse }}), and a 3xx
-// fails the attempt with KindNotFound naming the Location, as the native
-// adapter's does.
+// anthropic-ratelimit-* headers, and a middleware of its own, innermost
+// (after the client's middleware, Bedrock's signing and Vertex's
+// rewriting): the attempt's wire.Exchange, which enforces what follows. A
+// middleware of the client's own that calls next a second time gets an
+// error instead of a second request, and the attempt fails.
+//
+// # Caps
+//
+// Options.MaxResponseBytes (8 MiB by default) bounds what an attempt
+// reads, as the native adapter bounds it: every body, success or error,
+// read whole under the cap before the SDK sees it (a gzip body is capped on
+// what it inflates to), every event of a stream (each line and each event
+// of the server-sent events; each frame of Bedrock's event stream, refused
+// on its length before its payload is read), and the text and tool calls a
+// Stream assembles. Past the cap the attempt fails with an *llm.Error
+// (KindServer for a 2xx, else as the status says) having read at most the
+// cap; the SDK never reads a body that did not pass through the cap.
+//
+// # Redirects
+//
+// One attempt is one request to the client's origin. New puts a copy of
+// Options.HTTPClient (or of a client like the SDK's default) under the SDK
+// that refuses every redirect: a 3xx fails the attempt with KindNotFound,
+// Code "redirect", naming where it pointed, and nothing reaches the other
+// host, on every platform (Vertex's OAuth transport is added over that
+// copy, as over any client the SDK is given; Bedrock sends with it). The
+// copy goes into the client's options right after the first
+// requestconfig.CallBoundary that anthropic.NewClient puts there (first
+// when there is none: a client not built by NewClient), which
+// TestGuardAfterTheCallBoundary pins, so that an SDK that builds its
+// options otherwise fails the tests.
+//
+// An HTTP client the caller gives with option.WithHTTPClient replaces that
+// copy, and what it does with a redirect is then its own: the provider
+// still refuses to re-send the body (a 307 or 308 comes back as a 3xx and
+// fails the attempt) and fails an attempt whose answer came from another
+// origin, but a client that follows a 301, 302 or 303 has by then sent a
+// GET, without the body, with the headers net/http keeps for another host
+// (Bedrock's X-Amz-Security-Token, the API's x-api-key, and Vertex's OAuth
+// token, which its transport adds to every request), to wherever the
+// server pointed.
+//
+// # What errors and telemetry may contain
+//
+// Every error Complete, Stream and Next return is an *llm.Error whose
+// Error() (what spans and logs record) holds no words of the provider's
+// but its error type and request id: the provider's message, a quote of a
+// body that is not the expected JSON and an SDK error's text are in
+// Detail, cut to 512 bytes, and an SDK error travels as Err only wrapped
+// (wire.Opaque) so that its text, which may quote the response, stays out
+// of Error(). Every credential the request carried (see Options.APIKey),
+// and Options.APIKey, is redacted from every field of every error and from
+// an answer's ID, Model, RequestID and FinishReason, a streamed answer's
+// Response() included. The SDK's own OpenTelemetry spans, which it records
+// through the registered tracer provider unless told otherwise
+// (option.WithOpenTelemetryTraces), are the SDK's: the provider does not
+// see them.
+//
+// # Regions: what is checked, what remains your word
+//
+// The SDK does not say which region a Bedrock or Vertex client sends to,
+// so Options.Region is the caller's word for it, and Deployment reports
+// it. What the provider can check, it checks. A request whose SigV4
+// credential scope or bedrock-runtime host (Bedrock), or whose location
+// in the path (Vertex), names another region is refused before it leaves
+// (KindNotFound, Code "region"). ModelDeployment (which a chain asks at
+// Build, llm.ModelDeployedProvider) fails for a Bedrock model or
+// inference-profile ARN of another region than Options.Region, and for a
+// cross-region inference profile id ("us.", "eu.", "apac.", …) whose
+// geography does not hold it; a chain judges AllowRegions by the ARN's
+// region. What remains your word: a Bedrock client signing with a bearer
+// token (AWS_BEARER_TOKEN_BEDROCK) to a base URL that names no region
+// shows no region at all, nor does the Anthropic API; where a cross-region
+// profile routes within its geography, and where Anthropic's API or an
+// application inference profile built over a cross-region profile
+// processes data, are the platforms' to say.
 //
 // # Limits of the SDK this version shows
 //
@@ -94,7 +163,9 @@
 // gofmt -l ., go vet ./... and go test -race ./... in this directory: the
 // tests compare the request bodies, the answers and the error
 // classification with the native adapter's, so a change in how the SDK
-// encodes a block, decodes an event or reports an error fails them. Read
+// encodes a block, decodes an event or reports an error fails them, and
+// TestGuardAfterTheCallBoundary fails if the SDK builds a client's options
+// otherwise than New expects (see Redirects). Read
 // the SDK's CHANGELOG for new params fields (temperature and top_p are
 // set with option.WithJSONSet because v2.15.0's params have none) and new
 // error codes (llm's tables cover those v2.15.0 documents).

@@ -32,9 +32,10 @@ func Example() {
 
 	// In production: anthropic.NewClient(option.WithAPIKey(key)), or a
 	// Bedrock or Vertex client.
-	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL),
-		option.WithHTTPClient(&http.Client{Transport: tr}))
-	p, err := anthropicsdk.New(client, anthropicsdk.Options{})
+	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL))
+	// Give the provider your HTTP client, not the SDK: it puts a copy that
+	// refuses redirects under the SDK.
+	p, err := anthropicsdk.New(client, anthropicsdk.Options{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,9 +72,8 @@ func ExampleProvider_Complete_overloaded() {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 
-	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL),
-		option.WithHTTPClient(&http.Client{Transport: tr}), option.WithMaxRetries(5))
-	p, err := anthropicsdk.New(client, anthropicsdk.Options{})
+	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL), option.WithMaxRetries(5))
+	p, err := anthropicsdk.New(client, anthropicsdk.Options{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		log.Fatal(err)
 	}

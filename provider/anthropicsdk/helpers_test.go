@@ -42,17 +42,17 @@ func httpClient(t testing.TB) *http.Client {
 }
 
 // newClient returns an SDK client of the Anthropic API at url that would
-// retry five times, were the provider not to switch its retries off.
+// retry five times, were the provider not to switch its retries off. Its
+// HTTP client is the provider's (Options.HTTPClient).
 func newClient(t testing.TB, url string, extra ...option.RequestOption) anthropic.Client {
 	t.Helper()
-	opts := []option.RequestOption{option.WithAPIKey(testKey), option.WithBaseURL(url),
-		option.WithHTTPClient(httpClient(t)), option.WithMaxRetries(5)}
+	opts := []option.RequestOption{option.WithAPIKey(testKey), option.WithBaseURL(url), option.WithMaxRetries(5)}
 	return anthropic.NewClient(append(opts, extra...)...)
 }
 
 func newProvider(t testing.TB, url string, extra ...option.RequestOption) *Provider {
 	t.Helper()
-	p, err := New(newClient(t, url, extra...), Options{})
+	p, err := New(newClient(t, url, extra...), Options{HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func canonical(t testing.TB, b []byte) string {
 	return string(out)
 }
 
-// optionHTTP sends through rt.
-func optionHTTP(rt http.RoundTripper) option.RequestOption {
-	return option.WithHTTPClient(&http.Client{Transport: rt})
+// clientOf returns a client sending through rt.
+func clientOf(rt http.RoundTripper) *http.Client {
+	return &http.Client{Transport: rt}
 }

@@ -15,7 +15,7 @@ func TestMediaTypesMatchTheTranslation(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := llm.MediaTypesOf(p)
-	c := &call{p: p}
+	c := p.newCall(false)
 	for _, mt := range []string{"application/pdf", "text/plain", "text/markdown; charset=utf-8", "TEXT/CSV", "application/zip", "application/msword", "application/json"} {
 		md := &llm.Media{MediaType: mt, Data: []byte("x")}
 		_, err := c.media(md, 0, 0)

@@ -33,8 +33,8 @@ func bedrockProvider(t *testing.T, url string) *Provider {
 	t.Helper()
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
 	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret-access-key-0123456789", "session-token-0123456789abcdef")}
-	client := anthropic.NewClient(option.WithHTTPClient(httpClient(t)), bedrock.WithConfig(cfg), option.WithBaseURL(url), option.WithMaxRetries(5))
-	p, err := New(client, Options{Platform: PlatformBedrock, Region: "eu-west-1"})
+	client := anthropic.NewClient(bedrock.WithConfig(cfg), option.WithBaseURL(url), option.WithMaxRetries(5))
+	p, err := New(client, Options{Platform: PlatformBedrock, Region: "eu-west-1", HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +176,9 @@ func TestBedrock(t *testing.T) {
 func vertexProvider(t *testing.T, url string) *Provider {
 	t.Helper()
 	creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.vertex-token-0123456789", TokenType: "Bearer"})}
-	client := anthropic.NewClient(option.WithHTTPClient(httpClient(t)),
-		vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds), option.WithBaseURL(url), option.WithMaxRetries(5))
-	p, err := New(client, Options{Platform: PlatformVertex, Region: "europe-west4"})
+	client := anthropic.NewClient(vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds),
+		option.WithBaseURL(url), option.WithMaxRetries(5))
+	p, err := New(client, Options{Platform: PlatformVertex, Region: "europe-west4", HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestPanicRecovered(t *testing.T) {
 	})
 	// The client's middleware panics before the request reaches the
 	// provider's, which learns the key from it: Options.APIKey names it.
-	p, err := New(newClient(t, s.URL, boom), Options{APIKey: testKey})
+	p, err := New(newClient(t, s.URL, boom), Options{APIKey: testKey, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

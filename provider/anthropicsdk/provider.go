@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
+	"reflect"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -47,7 +47,11 @@ type Options struct {
 	// "europe-west4", "global"), reported by Deployment. Required for
 	// Bedrock and Vertex: the SDK keeps the region it was given inside its
 	// middleware and exposes no way to read it back, so give the same
-	// value the client was built with. Empty for the Anthropic API.
+	// value the client was built with. A request that shows another
+	// region (Bedrock's SigV4 credential scope or bedrock-runtime host,
+	// Vertex's location) is refused before it leaves, and a Bedrock model
+	// ARN of another region fails a chain's Build (ModelDeployment). Empty
+	// for the Anthropic API.
 	Region string
 	// Name overrides the provider's Name, which is otherwise the
 	// OpenTelemetry gen_ai.provider.name of the platform: "anthropic",
@@ -55,17 +59,34 @@ type Options struct {
 	Name string
 	// APIKey, when set, is redacted from every error and answer's metadata,
 	// as the native adapter redacts its key. Optional: the provider also
-	// redacts whatever key or bearer token the client actually sends
-	// (x-api-key, Authorization: Bearer, X-Amz-Security-Token), which it
-	// reads from each request on its way out. A key of 16 bytes or more is
-	// redacted wherever it appears, a shorter one where it stands as a
-	// whole token.
+	// redacts every credential the request actually carries (x-api-key,
+	// an Authorization bearer token, SigV4's access key id and signature,
+	// X-Amz-Security-Token, and the OAuth token Vertex's transport adds),
+	// which it reads from each request on its way out. A key of 16 bytes
+	// or more is redacted wherever it appears, a shorter one where it
+	// stands as a whole token.
 	APIKey string
-	// MaxResponseBytes caps the body of a Complete's response, success or
-	// error, and the text and the tool calls a Stream assembles; a longer
-	// one fails the attempt with an *llm.Error (KindServer for a 2xx)
-	// instead of being read. Zero means 8 MiB; negative is an error.
+	// MaxResponseBytes caps every body (success or error, compressed or
+	// not: the cap is on what it inflates to), every event of a stream
+	// (each frame of Bedrock's event stream), and the text and the tool
+	// calls a Stream assembles; a longer one fails the attempt with an
+	// *llm.Error (KindServer for a 2xx) having read at most the cap. Zero
+	// means 8 MiB; negative is an error.
 	MaxResponseBytes int64
+	// HTTPClient is the HTTP client the requests go through (its
+	// transport, proxy, TLS settings, timeout); nil means one like the
+	// SDK's default: a clone of http.DefaultTransport that waits at most
+	// ten minutes for the response headers. Give your client here, not with
+	// option.WithHTTPClient: New puts a copy of it under the SDK that
+	// refuses every redirect (see the package documentation, Redirects);
+	// Vertex's OAuth is added over it as over any client the SDK is given.
+	// A client given with option.WithHTTPClient replaces that copy, and
+	// with it the refusal of redirects: the provider still fails an attempt
+	// that was redirected, but a client that follows a 301, 302 or 303 has
+	// by then sent a GET, without the body and with the headers net/http
+	// keeps (Bedrock's X-Amz-Security-Token, the API's x-api-key), to
+	// wherever the server pointed.
+	HTTPClient *http.Client
 }
 
 // Provider is a backstop provider over a client of the official Anthropic
@@ -73,33 +94,40 @@ type Options struct {
 // llm.CapableProvider, llm.SchemaChecker and llm.DeployedProvider, and is
 // safe for concurrent use (as the SDK's client is). Create one with New.
 type Provider struct {
-	client   anthropic.Client
+	client anthropic.Client
+	// messages is the client's Messages service over the client's options
+	// with the guarded HTTP client put in (guard): the one every call
+	// goes through.
+	messages anthropic.MessageService
+	// guarded says the guarded client went in right after the client's
+	// first requestconfig.CallBoundary (false: it was put first).
+	guarded  bool
 	platform string
 	region   string
 	// ep is the redaction and error plumbing the native adapters share:
 	// Provider, the Options.APIKey as Secret, the request-id header and
-	// the rate-limit reader of the Anthropic API.
+	// the rate-limit reader of the Anthropic API, the cap.
 	ep wire.Endpoint
-	// seen is the endpoint redacting the last key or token a request
-	// carried (call.secret).
-	seen atomic.Pointer[wire.Endpoint]
 }
 
 var (
-	_ llm.Provider         = (*Provider)(nil)
-	_ llm.StreamProvider   = (*Provider)(nil)
-	_ llm.CapableProvider  = (*Provider)(nil)
-	_ llm.SchemaChecker    = (*Provider)(nil)
-	_ llm.DeployedProvider = (*Provider)(nil)
+	_ llm.Provider              = (*Provider)(nil)
+	_ llm.StreamProvider        = (*Provider)(nil)
+	_ llm.CapableProvider       = (*Provider)(nil)
+	_ llm.SchemaChecker         = (*Provider)(nil)
+	_ llm.DeployedProvider      = (*Provider)(nil)
+	_ llm.ModelDeployedProvider = (*Provider)(nil)
 )
 
 // New returns a Provider sending through client, which the caller built
 // with anthropic.NewClient for the platform opts.Platform names. The
-// client's own options (base URL, credentials, HTTP client, middleware,
-// headers, timeouts) all apply, except its retries: every call made through
-// the Provider passes option.WithMaxRetries(0), so that one Complete or
-// Stream is exactly one HTTP request and the chain alone decides what to
-// retry. An error says which option to change.
+// client's own options (base URL, credentials, middleware, headers,
+// timeouts) all apply, except its retries: every call made through the
+// Provider passes option.WithMaxRetries(0), so that one Complete or Stream
+// is exactly one HTTP request and the chain alone decides what to retry.
+// The HTTP client is opts.HTTPClient, guarded (see Options.HTTPClient),
+// unless the client was given one with option.WithHTTPClient. An error
+// says which option to change.
 func New(client anthropic.Client, opts Options) (*Provider, error) {
 	if len(client.Options) == 0 {
 		return nil, errors.New("anthropicsdk: the client has no options; build it with anthropic.NewClient")
@@ -129,13 +157,66 @@ func New(client anthropic.Client, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anthropicsdk: %w", errors.New(replaceConfig(err.Error())))
 	}
-	return &Provider{client: client, platform: platform, region: opts.Region, ep: wire.Endpoint{
-		Provider:  name,
-		MaxBytes:  maxBytes,
-		Secret:    opts.APIKey,
-		RequestID: "Request-Id",
-		RateLimit: llm.VendorAnthropic.RateLimit,
-	}}, nil
+	base := opts.HTTPClient
+	if base == nil {
+		base = defaultHTTPClient()
+	}
+	options, guarded := guard(client.Options, wire.GuardedClient(base))
+	return &Provider{client: client, messages: anthropic.NewMessageService(options...), guarded: guarded,
+		platform: platform, region: opts.Region, ep: wire.Endpoint{
+			Provider:  name,
+			MaxBytes:  maxBytes,
+			Secret:    opts.APIKey,
+			RequestID: "Request-Id",
+			RateLimit: llm.VendorAnthropic.RateLimit,
+		}}, nil
+}
+
+// defaultHTTPClient returns a client like the one anthropic.NewClient
+// makes when it is given none (the SDK's requestconfig.DefaultHTTPClient):
+// a clone of http.DefaultTransport waiting at most ten minutes for the
+// response headers, or http.DefaultTransport itself when it has been
+// replaced by a wrapper.
+func defaultHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// callBoundary is the package path and name of the SDK's
+// requestconfig.CallBoundary, the option anthropic.NewClient puts between
+// its defaults and the caller's options.
+const callBoundaryPkg, callBoundaryName = "github.com/anthropics/anthropic-sdk-go/v2/internal/requestconfig", "CallBoundary"
+
+// isCallBoundary reports whether o is a requestconfig.CallBoundary (an
+// internal type of the SDK, known by its name).
+func isCallBoundary(o option.RequestOption) bool {
+	t := reflect.TypeOf(o)
+	return t != nil && t.PkgPath() == callBoundaryPkg && t.Name() == callBoundaryName
+}
+
+// guard returns the client's options with option.WithHTTPClient(hc) put
+// right after the first requestconfig.CallBoundary: anthropic.NewClient
+// builds a client's options as the SDK's defaults (its own HTTP client
+// among them), a boundary, the caller's options, a boundary. There, hc
+// replaces the SDK's default client, and whatever the caller passed comes
+// after it: vertex.WithCredentials wraps it with OAuth (keeping its
+// CheckRedirect), bedrock.WithConfig sends with it, and an
+// option.WithHTTPClient of the caller's replaces it. ok is false when
+// there is no boundary (a client not built by anthropic.NewClient, or an
+// SDK that builds its options otherwise): hc is then put first.
+func guard(opts []option.RequestOption, hc *http.Client) (out []option.RequestOption, ok bool) {
+	out = make([]option.RequestOption, 0, len(opts)+1)
+	for i, o := range opts {
+		if isCallBoundary(o) {
+			out = append(append(append(out, opts[:i+1]...), option.WithHTTPClient(hc)), opts[i+1:]...)
+			return out, true
+		}
+	}
+	return append(append(out, option.WithHTTPClient(hc)), opts...), false
 }
 
 // replaceConfig names the Options field in a message of package wire,
@@ -241,12 +322,15 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (res *llm.Resp
 	}
 	var raw *http.Response
 	opts = append(opts, option.WithResponseInto(&raw), option.WithMiddleware(c.observe), option.WithMaxRetries(0))
-	msg, serr := p.client.Messages.New(ctx, params, opts...)
+	msg, serr := p.messages.New(ctx, params, opts...)
 	if serr != nil {
 		return nil, c.failure(ctx, raw, serr)
 	}
+	if f := c.refusal(); f != nil {
+		return nil, f
+	}
 	if raw == nil {
-		raw = c.resp
+		raw = c.x.Response()
 	}
 	return c.answer(raw, msg)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
+	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
 // Stream sends req through the client's Messages.NewStreaming as exactly
@@ -53,6 +54,10 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 			if sdk != nil {
 				sdk.Close()
 			}
+			// A panic before the SDK made its stream (the client's
+			// middleware, once the response arrived) leaves the body to
+			// close.
+			c.closeResponse()
 			st, err = nil, c.panicked(r)
 		}
 	}()
@@ -65,13 +70,18 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 	// application/json for a stream too).
 	opts = append(opts, option.WithHeader("Accept", "text/event-stream"),
 		option.WithResponseInto(&raw), option.WithMiddleware(c.observe), option.WithMaxRetries(0))
-	sdk = p.client.Messages.NewStreaming(ctx, params, opts...)
+	sdk = p.messages.NewStreaming(ctx, params, opts...)
 	if serr := sdk.Err(); serr != nil {
 		sdk.Close()
+		c.closeResponse()
 		return nil, c.failure(ctx, raw, serr)
 	}
+	if f := c.refusal(); f != nil {
+		sdk.Close()
+		return nil, f
+	}
 	if raw == nil {
-		raw = c.resp
+		raw = c.x.Response()
 	}
 	if raw == nil {
 		sdk.Close()
@@ -80,11 +90,11 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 	s := &stream{c: c, ctx: ctx, sdk: sdk, raw: raw}
 	s.res.RequestID = requestID(raw.Header)
 	s.res.RateLimit = llm.VendorAnthropic.RateLimit(raw.Header, c.received())
-	if c.body != nil || isJSON(raw.Header) {
-		// An answer that arrived whole: observe read it.
+	if body := c.x.Body(); body != nil || isJSON(raw.Header) {
+		// An answer that arrived whole: the Exchange read it.
 		sdk.Close()
 		var msg anthropic.Message
-		if err := json.Unmarshal(c.body, &msg); err != nil {
+		if err := json.Unmarshal(body, &msg); err != nil {
 			return nil, c.redact(c.p.ep.Malformed(c.reply(raw), err))
 		}
 		res, err := c.answer(raw, &msg)
@@ -240,6 +250,9 @@ func (s *stream) closedError() *llm.Error {
 // endFailure is the error for a stream the SDK stopped reading before
 // message_stop.
 func (s *stream) endFailure() *llm.Error {
+	if f := s.c.refusal(); f != nil {
+		return f // the Exchange cut the stream: the SDK saw only that
+	}
 	err := s.sdk.Err()
 	var ae *anthropic.Error
 	var syn *json.SyntaxError
@@ -250,10 +263,10 @@ func (s *stream) endFailure() *llm.Error {
 	case s.ctx.Err() != nil:
 		f := s.failure(llm.KindOf(s.ctx.Err()))
 		f.Err = s.ctx.Err()
-		if err != nil && !errors.Is(err, s.ctx.Err()) {
-			f.Err = errors.Join(s.ctx.Err(), err)
-		}
 		f.Message = "reading the event stream: " + f.Err.Error()
+		if err != nil && !errors.Is(err, s.ctx.Err()) {
+			f.Err = errors.Join(s.ctx.Err(), wire.Opaque(err))
+		}
 		return s.c.redact(f)
 	case s.closed.Load():
 		return s.closedError()
@@ -274,14 +287,7 @@ func (s *stream) endFailure() *llm.Error {
 		f.Detail = s.c.detail(strings.TrimPrefix(err.Error(), "received error while streaming: "))
 		return s.c.redact(f)
 	}
-	kind := llm.KindOf(err)
-	if kind == llm.KindUnknown {
-		kind = llm.KindConnection
-	}
-	f := s.failure(kind)
-	f.Err = err
-	f.Message = "reading the event stream: " + err.Error()
-	return s.c.redact(f)
+	return s.c.redact(s.c.transportError(s.failure(llm.KindConnection), "reading the event stream", err))
 }
 
 // handle reads one event, returning the text it adds; see Stream.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,15 +185,17 @@ func TestStreamCanceled(t *testing.T) {
 	}
 }
 
-// TestStreamTooLong: the assembled answer is capped.
+// TestStreamTooLong: the assembled answer is capped, each event being
+// under the cap.
 func TestStreamTooLong(t *testing.T) {
-	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, "0123456789"), delta(1, "0123456789"), evStop}))
-	p, err := New(newClient(t, s.URL), Options{MaxResponseBytes: 15})
+	piece := strings.Repeat("0123456789", 25)
+	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, piece), delta(1, piece), evStop}))
+	p, err := New(newClient(t, s.URL), Options{MaxResponseBytes: 400, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := suite.OpenStream(t, p, context.Background(), userReq)
-	if e := suite.StreamFails(t, st, "anthropic", testKey, "0123456789"); e.Kind != llm.KindServer {
+	if e := suite.StreamFails(t, st, "anthropic", testKey, piece); e.Kind != llm.KindServer || !strings.Contains(e.Message, "streamed answer is longer than 400 bytes") {
 		t.Errorf("%#v", e)
 	}
 }

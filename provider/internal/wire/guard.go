@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -41,9 +43,10 @@ import (
 //   - a body that is not an event stream is read whole here, decompressed
 //     when the transport left it compressed, under the cap, and handed on
 //     from memory; an event stream is read through a limit on each line
-//     and each event (the SSE framing), so that the SDK, whatever it
-//     buffers, never holds more than the cap of one event. Past the cap
-//     the attempt fails, having read at most the cap.
+//     and each event (the SSE framing), or on each frame for an AWS event
+//     stream (application/vnd.amazon.eventstream, Bedrock's), so that the
+//     SDK, whatever it buffers, never holds more than the cap of one
+//     event. Past the cap the attempt fails, having read at most the cap.
 //
 // What the Exchange refused or cut is Failure: an *llm.Error classified as
 // the native adapters classify the same thing, which the adapter returns
@@ -211,7 +214,11 @@ func (x *Exchange) send(r *http.Request, next func(*http.Request) (*http.Respons
 		res.ContentLength, res.Uncompressed, size = -1, true, -1
 	}
 	if x.stream && res.StatusCode >= 200 && res.StatusCode <= 299 && !isJSON(res.Header) {
-		res.Body = &limited{x: x, rc: res.Body, max: x.ep.maxBytes()}
+		if isEventStream(res.Header) {
+			res.Body = &framed{x: x, rc: res.Body, max: x.ep.maxBytes()}
+		} else {
+			res.Body = &limited{x: x, rc: res.Body, max: x.ep.maxBytes()}
+		}
 		return res, nil
 	}
 	body, err := ReadCapped(res.Body, size, x.ep.maxBytes())
@@ -595,25 +602,84 @@ func (l *limited) endLine() {
 
 // refuse records why the stream was cut and closes it.
 func (l *limited) refuse() error {
-	x := l.x
+	l.err = l.x.refuseEvent(l.rc, l.max)
+	return l.err
+}
+
+// refuseEvent records, unless a failure is recorded, that the stream sent
+// an event longer than max, closes rc, and returns what the body reports
+// from then on: ErrRefused, io.EOF for a quiet Exchange.
+func (x *Exchange) refuseEvent(rc io.ReadCloser, max int64) error {
 	x.mu.Lock()
 	if x.failure == nil {
 		f := x.ep.Failure(x.replyLocked(x.resp), llm.KindServer)
 		f.Err = ErrEventTooLarge
-		f.Message = fmt.Sprintf("the event stream sent an event longer than %d bytes; raise MaxResponseBytes if events are meant to be this large", l.max)
+		f.Message = fmt.Sprintf("the event stream sent an event longer than %d bytes; raise MaxResponseBytes if events are meant to be this large", max)
 		x.failure = x.redactLocked(f)
 	}
 	quiet := x.quiet
 	x.mu.Unlock()
-	l.rc.Close()
-	l.err = ErrRefused
+	rc.Close()
 	if quiet {
-		l.err = io.EOF
+		return io.EOF
 	}
-	return l.err
+	return ErrRefused
 }
 
 func (l *limited) Close() error { return l.rc.Close() }
+
+// isEventStream reports whether h declares an AWS event stream
+// (application/vnd.amazon.eventstream), as Bedrock streams its answers.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "application/vnd.amazon.eventstream"
+}
+
+// framed is an AWS event stream's body read through the limit. Its
+// messages are binary frames, not lines: each starts with its total length
+// (4 bytes, big-endian), and a frame longer than max is refused as soon as
+// that length is read, before its payload, so that the decoder above (which
+// takes frames up to 16 MiB) never holds more than the cap of one frame.
+type framed struct {
+	x   *Exchange
+	rc  io.ReadCloser
+	max int64
+
+	prelude [4]byte
+	have    int   // bytes of the current frame's length read
+	left    int64 // bytes of the current frame still to come after its length
+	err     error // sticky
+}
+
+func (f *framed) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.rc.Read(p)
+	for i := 0; i < n; {
+		if f.left > 0 {
+			k := min(f.left, int64(n-i))
+			f.left -= k
+			i += int(k)
+			continue
+		}
+		f.prelude[f.have] = p[i]
+		f.have++
+		i++
+		if f.have == len(f.prelude) {
+			f.have = 0
+			total := int64(binary.BigEndian.Uint32(f.prelude[:]))
+			if total > f.max {
+				f.err = f.x.refuseEvent(f.rc, f.max)
+				return 0, f.err
+			}
+			f.left = max(total-int64(len(f.prelude)), 0)
+		}
+	}
+	return n, err
+}
+
+func (f *framed) Close() error { return f.rc.Close() }
 
 // Opaque wraps an SDK's error, whose text may quote the provider's
 // response (and so the prompt), so that it can travel as an llm.Error's

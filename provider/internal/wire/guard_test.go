@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
@@ -182,6 +183,55 @@ func TestExchangeCapsOneStreamEvent(t *testing.T) {
 		if f := x.Failure(); f == nil || f.Kind != llm.KindServer {
 			t.Errorf("failure = %v; want KindServer", f)
 		}
+	}
+}
+
+// frame is an AWS event-stream frame of n bytes in all: its total length,
+// then filler without a newline (the Exchange reads only the lengths; the
+// SSE limit would see one endless line).
+func frame(n int) []byte {
+	b := make([]byte, n)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	for i := 4; i < n; i++ {
+		b[i] = 'x'
+	}
+	return b
+}
+
+// TestExchangeCapsOneEventStreamFrame: an AWS event stream (Bedrock's) is
+// limited per frame, by the length each frame starts with: frames under the
+// cap pass whatever their total, one over it is refused before its payload
+// is read.
+func TestExchangeCapsOneEventStreamFrame(t *testing.T) {
+	small := frame(64 << 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+		for i := 0; i < 48; i++ { // 3 MiB of small frames: three times the cap
+			w.Write(small)
+		}
+		if r.URL.Query().Get("big") != "" {
+			w.Write(frame(16 << 20))
+		}
+	}))
+	defer srv.Close()
+	x, res, err := roundTrip(t, http.DefaultClient, srv.URL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, res.Body); err != nil || n != 48*int64(len(small)) || x.Failure() != nil {
+		t.Errorf("small frames: read %d bytes, err %v, failure %v; want all of them", n, err, x.Failure())
+	}
+	res.Body.Close()
+	x, res, err = roundTrip(t, http.DefaultClient, srv.URL+"?big=1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, rerr := io.Copy(io.Discard, res.Body)
+	if !errors.Is(rerr, ErrRefused) || n > 48*int64(len(small)) {
+		t.Errorf("a big frame: read %d bytes, err %v; want ErrRefused at its length", n, rerr)
+	}
+	if f := x.Failure(); f == nil || f.Kind != llm.KindServer || !errors.Is(f, ErrEventTooLarge) {
+		t.Errorf("failure = %v; want KindServer, ErrEventTooLarge", f)
 	}
 }
 
