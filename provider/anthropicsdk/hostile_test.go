@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -41,6 +40,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -292,34 +292,6 @@ func TestMemoryCapped(t *testing.T) {
 	}
 }
 
-// credentialsIn returns the credentials h carries: the bearer token, the
-// SigV4 access key id and signature, x-api-key, api-key, x-goog-api-key,
-// the AWS session token.
-func credentialsIn(h http.Header) []string {
-	var out []string
-	for _, name := range []string{"X-Api-Key", "Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token"} {
-		out = append(out, h.Values(name)...)
-	}
-	for _, v := range h.Values("Authorization") {
-		scheme, rest, _ := strings.Cut(v, " ")
-		if !strings.HasPrefix(scheme, "AWS4-") {
-			out = append(out, rest)
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			k, val, _ := strings.Cut(strings.TrimSpace(kv), "=")
-			switch k {
-			case "Credential":
-				akid, _, _ := strings.Cut(val, "/")
-				out = append(out, akid)
-			case "Signature":
-				out = append(out, val)
-			}
-		}
-	}
-	return out
-}
-
 // echo is an upstream that quotes every request header it receives in its
 // request-id headers and in what it answers, and records the credentials
 // the requests carried.
@@ -341,7 +313,7 @@ func (e *echo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	quoted := strings.Join(vals, " | ")
 	e.mu.Lock()
-	for _, c := range credentialsIn(r.Header) {
+	for _, c := range suite.CredentialsIn(r.Header) {
 		e.creds[c] = true
 	}
 	e.mu.Unlock()
@@ -484,25 +456,6 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 }
 
-// serveOn starts a server on addr ("127.0.0.2:0") counting its requests.
-func serveOn(t *testing.T, addr string, n *atomic.Int64, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", addr, err)
-	}
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		io.Copy(io.Discard, r.Body)
-		h(w, r)
-	}))
-	s.Listener.Close()
-	s.Listener = l
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
 // following is a client that follows every redirect.
 func following(t *testing.T) *http.Client {
 	hc := httpClient(t)
@@ -518,14 +471,14 @@ func following(t *testing.T) *http.Client {
 // On every platform, for 301, 302, 303, 307 and 308, whole and streamed.
 func TestRedirectRefused(t *testing.T) {
 	var elsewhere atomic.Int64
-	other := serveOn(t, "127.0.0.2:0", &elsewhere, func(w http.ResponseWriter, r *http.Request) {
+	other := suite.ServeOn(t, "127.0.0.2:0", &elsewhere, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, okBody)
 	})
 	for _, pl := range platforms() {
 		for _, status := range []int{301, 302, 303, 307, 308} {
 			var n atomic.Int64
-			from := serveOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
+			from := suite.ServeOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Request-Id", "req_3xx")
 				http.Redirect(w, r, other.URL+r.URL.Path, status)
 			})
@@ -567,7 +520,7 @@ func TestRedirectRefused(t *testing.T) {
 func TestRedirectCallerClient(t *testing.T) {
 	var elsewhere atomic.Int64
 	var bodies atomic.Int64
-	other := serveOn(t, "127.0.0.2:0", &elsewhere, func(w http.ResponseWriter, r *http.Request) {
+	other := suite.ServeOn(t, "127.0.0.2:0", &elsewhere, func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > 0 || r.Method == http.MethodPost {
 			bodies.Add(1)
 		}
@@ -577,7 +530,7 @@ func TestRedirectCallerClient(t *testing.T) {
 	for _, pl := range platforms() {
 		for _, status := range []int{301, 302, 303, 307, 308} {
 			var n atomic.Int64
-			from := serveOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
+			from := suite.ServeOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, other.URL+r.URL.Path, status)
 			})
 			p := pl.provider(t, from.URL, Options{}, nil, option.WithHTTPClient(following(t)))

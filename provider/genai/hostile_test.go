@@ -16,10 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +27,7 @@ import (
 	gg "google.golang.org/genai"
 
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 // bearerToken is the access token the Vertex AI platform's client sends.
@@ -87,21 +85,6 @@ var platforms = []platform{
 	}},
 }
 
-// listen starts an httptest server for h on addr ("127.0.0.1:0", say).
-func listen(t *testing.T, addr string, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", addr, err)
-	}
-	s := httptest.NewUnstartedServer(h)
-	s.Listener.Close()
-	s.Listener = l
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
-}
-
 // run runs one Complete, or one Stream read to its end, and returns
 // the answer (a stream's Response) and the error (nil at a stream's
 // io.EOF).
@@ -157,16 +140,6 @@ func quietLog(t *testing.T) {
 			t.Errorf("the standard logger was written to: %.500q", s)
 		}
 	})
-}
-
-// heapGrowth returns how many bytes f allocated, after a collection.
-func heapGrowth(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
 }
 
 const (
@@ -284,10 +257,10 @@ func TestMemoryCapped(t *testing.T) {
 	for _, pl := range platforms {
 		for _, c := range cases {
 			t.Run(pl.name+"/"+c.name, func(t *testing.T) {
-				srv := listen(t, "127.0.0.1:0", c.handle)
+				srv := suite.ServeOn(t, "127.0.0.1:0", nil, c.handle)
 				p := newProvider(t, pl.client(t, srv.URL, false), Options{MaxResponseBytes: testCap})
 				var err error
-				grew := heapGrowth(func() { _, err = run(p, hello("gemini-2.5-flash"), c.stream) })
+				grew := suite.HeapGrowth(func() { _, err = run(p, hello("gemini-2.5-flash"), c.stream) })
 				t.Logf("allocated %d KiB: %v", grew>>10, err)
 				if grew >= floodBytes {
 					t.Errorf("the attempt allocated %d MiB; want less than %d MiB", grew>>20, floodBytes>>20)
@@ -419,7 +392,7 @@ func TestCredentialsNeverReturned(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					e := &echo{}
-					srv := listen(t, "127.0.0.1:0", e.handler(func(*http.Request) string { return how }))
+					srv := suite.ServeOn(t, "127.0.0.1:0", nil, e.handler(func(*http.Request) string { return how }))
 					p := newProvider(t, pl.client(t, srv.URL, false), Options{})
 					res, err := run(p, hello("gemini-2.5-flash"), stream)
 					creds := e.credentials()
@@ -503,7 +476,7 @@ func TestErrorTextQuotesNoPrompt(t *testing.T) {
 					name += "/stream"
 				}
 				t.Run(name, func(t *testing.T) {
-					srv := listen(t, "127.0.0.1:0", c.handle)
+					srv := suite.ServeOn(t, "127.0.0.1:0", nil, c.handle)
 					p := newProvider(t, pl.client(t, srv.URL, false), Options{})
 					req := hello("gemini-2.5-flash")
 					req.Messages[0].Content = prompt
@@ -540,7 +513,7 @@ func TestErrorTextQuotesNoPrompt(t *testing.T) {
 func TestRedirectRefused(t *testing.T) {
 	quietLog(t)
 	var elsewhereN atomic.Int64
-	elsewhere := listen(t, "127.0.0.2:0", func(w http.ResponseWriter, r *http.Request) {
+	elsewhere := suite.ServeOn(t, "127.0.0.2:0", nil, func(w http.ResponseWriter, r *http.Request) {
 		elsewhereN.Add(1)
 		if strings.Contains(r.URL.Path, "stream") {
 			writeSSE(w, okBody)
@@ -551,7 +524,7 @@ func TestRedirectRefused(t *testing.T) {
 	for _, pl := range platforms {
 		for _, status := range []int{301, 302, 303, 307, 308} {
 			var fromN atomic.Int64
-			from := listen(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+			from := suite.ServeOn(t, "127.0.0.1:0", nil, func(w http.ResponseWriter, r *http.Request) {
 				fromN.Add(1)
 				io.Copy(io.Discard, r.Body)
 				http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), status)
@@ -596,7 +569,7 @@ func TestRequestIDs(t *testing.T) {
 					continue
 				}
 				name := fmt.Sprintf("%s/%s/stream=%v", header, how, stream)
-				srv := listen(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
+				srv := suite.ServeOn(t, "127.0.0.1:0", nil, func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set(header, "greq-7")
 					errBody := `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`
 					switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/provider/internal/suite"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -29,7 +30,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
 			e := &echo{}
-			srv := listen(t, "127.0.0.1:0", e.handler(func(r *http.Request) string {
+			srv := suite.ServeOn(t, "127.0.0.1:0", nil, e.handler(func(r *http.Request) string {
 				if strings.Contains(r.URL.Path, "gemini-2.5-pro") {
 					return "error"
 				}
@@ -135,7 +136,7 @@ func TestNewRebuildsOverAGuardedClient(t *testing.T) {
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
 			e := &echo{}
-			srv := listen(t, "127.0.0.1:0", e.handler(func(*http.Request) string { return "ok" }))
+			srv := suite.ServeOn(t, "127.0.0.1:0", nil, e.handler(func(*http.Request) string { return "ok" }))
 			c := pl.client(t, srv.URL, true)
 			before := c.ClientConfig()
 			hc := before.HTTPClient

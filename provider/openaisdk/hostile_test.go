@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -115,26 +114,6 @@ func llmError(t testing.TB, err error) *llm.Error {
 		t.Fatalf("error %T %v is not an *llm.Error", err, err)
 	}
 	return e
-}
-
-// serveOn starts a loopback server on addr ("127.0.0.2:0"), closed when t
-// ends, counting its requests in n.
-func serveOn(t testing.TB, addr string, n *atomic.Int64, h http.HandlerFunc) *httptest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", addr, err)
-	}
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		io.Copy(io.Discard, r.Body)
-		h(w, r)
-	}))
-	s.Listener.Close()
-	s.Listener = l
-	s.Start()
-	t.Cleanup(s.Close)
-	return s
 }
 
 // The memory tests: a server offers more than 64 MiB; the adapter, capped
@@ -316,15 +295,8 @@ func (c *echoes) add(r *http.Request) string {
 	if c.seen == nil {
 		c.seen = map[string]bool{}
 	}
-	for _, v := range r.Header.Values("Authorization") {
-		if _, tok, ok := strings.Cut(v, " "); ok {
-			c.seen[tok] = true
-		}
-	}
-	for _, name := range []string{"Api-Key", "X-Api-Key", "X-Goog-Api-Key", "X-Amz-Security-Token"} {
-		for _, v := range r.Header.Values(name) {
-			c.seen[v] = true
-		}
+	for _, v := range suite.CredentialsIn(r.Header) {
+		c.seen[v] = true
 	}
 	var all []string
 	for _, vs := range r.Header {
@@ -533,13 +505,13 @@ var redirectClients = []struct {
 // provider's URL gets one request.
 func TestRedirectIsRefused(t *testing.T) {
 	var there atomic.Int64
-	elsewhere := serveOn(t, "127.0.0.2:0", &there, func(w http.ResponseWriter, r *http.Request) {
+	elsewhere := suite.ServeOn(t, "127.0.0.2:0", &there, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, chatOK)
 	})
 	for _, status := range []int{301, 302, 303, 307, 308} {
 		var here atomic.Int64
-		from := serveOn(t, "127.0.0.1:0", &here, func(w http.ResponseWriter, r *http.Request) {
+		from := suite.ServeOn(t, "127.0.0.1:0", &here, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), status)
 		})
 		for _, pl := range platforms {
@@ -578,7 +550,7 @@ func TestRedirectIsRefused(t *testing.T) {
 func TestRedirectOnTheSameHost(t *testing.T) {
 	for _, status := range []int{301, 302, 303, 307, 308} {
 		var n, moved atomic.Int64
-		s := serveOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
+		s := suite.ServeOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasPrefix(r.URL.Path, "/moved") {
 				moved.Add(1)
 				w.Header().Set("Content-Type", "application/json")
