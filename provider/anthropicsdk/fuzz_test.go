@@ -27,7 +27,7 @@ func FuzzStream(f *testing.F) {
 		"data: " + strings.Repeat("x", 80) + "\n\n",
 		"",
 	}
-	suite.FuzzStream(f, suite.StreamFuzz{Provider: "anthropic", Key: testKey, RequestID: "Request-Id", End: "message_stop", MaxText: 256,
+	suite.FuzzStream(f, suite.StreamFuzz{Provider: "anthropic", Key: testKey, RequestID: "Request-Id", End: "message_stop", Finish: "stop_reason", MaxText: 256,
 		Seeds: seeds, Request: userReq,
 		Open: func(rt http.RoundTripper) (llm.StreamProvider, error) {
 			client := newClient(f, "http://127.0.0.1")

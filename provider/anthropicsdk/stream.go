@@ -42,7 +42,8 @@ import (
 // (KindContentFilter, at message_stop), an event that is not JSON
 // (KindServer), a tool call whose arguments are not JSON
 // (KindInvalidOutput), an answer longer than Options.MaxResponseBytes
-// (KindServer), a stream that ends before message_stop (KindConnection), a
+// (KindServer), a stream that ends before the stop reason (KindConnection; a
+// clean end after message_delta's stop reason is whole without message_stop), a
 // canceled ctx (KindCanceled), Close (KindCanceled) or a panic
 // (KindUnknown). On Bedrock the SDK's middleware turns the AWS event
 // stream into these events, its exceptions into error events.
@@ -179,7 +180,17 @@ func (s *stream) Next() (ch llm.Chunk, err error) {
 			return llm.Chunk{}, s.err
 		}
 		if !s.sdk.Next() {
-			return llm.Chunk{}, s.fail(s.endFailure())
+			if !s.wholeWithoutStop() {
+				return llm.Chunk{}, s.fail(s.endFailure())
+			}
+			// A clean end after the stop reason: message_stop is all
+			// that is missing, and the answer is whole, as the native
+			// adapter reads it.
+			if _, err := s.handle(&anthropic.MessageStreamEventUnion{Type: "message_stop"}); err != nil {
+				s.pending = nil
+				return llm.Chunk{}, s.fail(err)
+			}
+			continue
 		}
 		ev := s.sdk.Current()
 		text, err := s.handle(&ev)
@@ -245,6 +256,14 @@ func (s *stream) closedError() *llm.Error {
 	f.Message = "the stream was closed before the answer was complete"
 	f.Err = http.ErrBodyReadAfterClose
 	return s.c.redact(f)
+}
+
+// wholeWithoutStop reports whether the stream ended cleanly (no error, no
+// cut, not closed, not canceled) after message_delta's stop reason: whole
+// though its message_stop never came.
+func (s *stream) wholeWithoutStop() bool {
+	return s.res.FinishReason != "" && s.sdk.Err() == nil && s.c.refusal() == nil &&
+		s.ctx.Err() == nil && !s.closed.Load()
 }
 
 // endFailure is the error for a stream the SDK stopped reading before

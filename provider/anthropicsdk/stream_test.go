@@ -121,6 +121,29 @@ func TestStreamFailures(t *testing.T) {
 	}
 }
 
+// TestStreamWithoutMessageStop: a stream whose message_delta carried the
+// stop reason and whose body then ended cleanly is a whole answer, though
+// message_stop never came, as the native adapter reads it; and a refusal
+// said that way is still a refusal.
+func TestStreamWithoutMessageStop(t *testing.T) {
+	stop := event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, "Hel"), delta(1, "lo"), stop}, "Request-Id", "req_w"))
+	st := suite.OpenStream(t, newProvider(t, s.URL), context.Background(), userReq)
+	chunks, err := readChunks(st)
+	if err != io.EOF || len(chunks) != 2 {
+		t.Fatalf("chunks %+v, err %v; want two chunks and io.EOF", chunks, err)
+	}
+	if res := st.Response(); res.Text != "Hello" || res.Finish != llm.FinishStop {
+		t.Errorf("response %+v", res)
+	}
+	refused := event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"refusal"}}`)
+	s = suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, "I"), refused}, "Request-Id", "req_w"))
+	st = suite.OpenStream(t, newProvider(t, s.URL), context.Background(), userReq)
+	if e := suite.StreamFails(t, st, "anthropic", testKey, "I"); e.Kind != llm.KindContentFilter {
+		t.Errorf("refusal: %#v", e)
+	}
+}
+
 // TestStreamWhole: a server that answers a stream request with JSON is
 // read as Complete reads it.
 func TestStreamWhole(t *testing.T) {
