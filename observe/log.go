@@ -2,11 +2,9 @@ package observe
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/spread"
 )
 
@@ -188,7 +186,7 @@ func (a *logAttempt) End(e AttemptEnd) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("kind", e.Kind.String()))
 	}
-	if id := attemptRequestID(&e); id != "" {
+	if id := e.ProviderRequestID(); id != "" {
 		attrs = append(attrs, slog.String("request_id", id))
 	}
 	attrs = append(attrs, slog.Duration("duration", e.Duration.Round(time.Microsecond)))
@@ -196,22 +194,4 @@ func (a *logAttempt) End(e AttemptEnd) {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
 	a.c.emit(level, "backstop: attempt", attrs...)
-}
-
-// attemptRequestID is the provider's request id for the attempt e ended:
-// the event's, else its answer's, else the one its *llm.Error carries (a
-// failure's id is otherwise only in the error's text, which a search by
-// request-id does not read).
-func attemptRequestID(e *AttemptEnd) string {
-	if e.RequestID != "" {
-		return e.RequestID
-	}
-	if e.Response != nil && e.Response.RequestID != "" {
-		return e.Response.RequestID
-	}
-	var le *llm.Error
-	if e.Err != nil && errors.As(e.Err, &le) {
-		return le.RequestID
-	}
-	return ""
 }

@@ -20,6 +20,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -155,6 +156,25 @@ type AttemptEnd struct {
 	// won: canceled when the winner answered (Err says so), or failed
 	// before it.
 	Lost bool
+}
+
+// ProviderRequestID returns the provider's request id for the attempt e
+// ended: e.RequestID, else its answer's, else the one its *llm.Error
+// carries however deeply wrapped (a failure's id is otherwise only in the
+// error's text, which a search by request-id does not read); "" when none
+// did. observe.Log and tracing record it.
+func (e *AttemptEnd) ProviderRequestID() string {
+	if e.RequestID != "" {
+		return e.RequestID
+	}
+	if e.Response != nil && e.Response.RequestID != "" {
+		return e.Response.RequestID
+	}
+	var le *llm.Error
+	if e.Err != nil && errors.As(e.Err, &le) {
+		return le.RequestID
+	}
+	return ""
 }
 
 // Retry says the chain will retry a target.

@@ -412,7 +412,7 @@ func (a *attempt) End(e observe.AttemptEnd) {
 		if status != 0 {
 			attrs = append(attrs, HTTPResponseStatusCode.Int(status))
 		}
-		attrs = appendNonEmpty(attrs, KeyRequestID, requestID(&e))
+		attrs = appendNonEmpty(attrs, KeyRequestID, e.ProviderRequestID())
 		if resp != nil {
 			attrs = appendNonEmpty(attrs, GenAIResponseModel, resp.Model)
 			attrs = appendNonEmpty(attrs, GenAIResponseID, resp.ID)
@@ -601,22 +601,6 @@ func describe(err error, kind llm.Kind, content bool) string {
 		return err.Error() + " | provider detail: " + le.Detail
 	}
 	return err.Error()
-}
-
-// requestID is the provider's request id for the attempt e ended: the
-// event's, else its answer's, else the one its *llm.Error carries.
-func requestID(e *observe.AttemptEnd) string {
-	if e.RequestID != "" {
-		return e.RequestID
-	}
-	if e.Response != nil && e.Response.RequestID != "" {
-		return e.Response.RequestID
-	}
-	var le *llm.Error
-	if asLLM(e.Err, &le) {
-		return le.RequestID
-	}
-	return ""
 }
 
 // asLLM finds the first *llm.Error in err's tree, as errors.As does
