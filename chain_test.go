@@ -313,7 +313,7 @@ func TestEachAttemptIsExactlyOneHTTPRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := newIncident(t, chain.New("support"), retry.Policy{MaxAttempts: 4})
 		in.eu1.Script(sonnet, fake.Overloaded(), fake.ServerError(), fake.ConnReset(), fake.Status(503))
-		in.eu2.Script(sonnet, fake.Status(504), fake.Answer("ok"))
+		in.eu2.Script(sonnet, fake.Status(502), fake.Answer("ok"))
 		res, err := in.c.Call(t.Context(), ask)
 		if err != nil {
 			t.Fatal(err)

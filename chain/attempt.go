@@ -161,6 +161,9 @@ func (w *walk) plan(a *attempt, s *sent, prev time.Duration) step {
 	if t.group.spreads() && w.later(t) {
 		l.elsewhere = t.group.name
 	}
+	if t.table.Rule(s.kind).ElsewhereFirst {
+		l.onward = w.onward(t)
+	}
 	if !f.invalid && f.n < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
 		l.backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
 	}
@@ -197,8 +200,8 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	if w.obs != nil { // checked here: the event is not even built for nobody
 		ctx = w.observeStart(ctx, a, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
-	if t.Timeout > 0 {
-		ctx, a.cancel = context.WithTimeout(ctx, t.Timeout)
+	if limit := t.hardLimit(w.send.commits(t)); limit > 0 {
+		ctx, a.cancel = context.WithTimeout(ctx, limit)
 	}
 	a.start = c.clock()
 	if w.begin < 0 {
@@ -210,16 +213,12 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 			return
 		}
 	}
-	resp, err := w.send.send(ctx, a, req, nil)
-	if err == nil && resp != nil && w.send.commits(t) {
-		s.resp, s.committed = resp, true
-		w.firstChunkAt(a)
+	if p := w.patience(a); p > 0 {
+		w.patiently(ctx, a, req, caller, s, p)
 		return
 	}
-	if a.cancel != nil {
-		a.cancel()
-	}
-	w.conclude(a, resp, err, s)
+	resp, err := w.send.send(ctx, a, req, nil)
+	w.unraced(a, resp, err, s)
 }
 
 // conclude classifies the end of attempt a and reports it.
@@ -232,6 +231,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading
 	if t.load != nil || t.group.window != nil {
 		w.sample(a, s.elapsed, err)
+	}
+	if err == nil {
+		t.answers.Add(s.elapsed) // for its patience
 	}
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
@@ -267,6 +269,14 @@ func (w *walk) inspect(a *attempt, resp *llm.Response, s *sent) (err error) {
 func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now time.Time) {
 	c, t := w.c, a.t
 	w.classify(s, err)
+	if s.kind == llm.KindUnknown && w.ctx.Err() == nil {
+		// A provider that reports its context's end as it found it
+		// (context.DeadlineExceeded, or KindCanceled) when the attempt's
+		// own limit ended it: that is this attempt's timeout.
+		if limit := t.hardLimit(w.send.commits(t)); limit > 0 && s.elapsed >= limit {
+			s.kind = llm.KindTimeout
+		}
+	}
 	if s.requestID == "" && resp != nil {
 		s.requestID = resp.RequestID
 	}

@@ -366,10 +366,13 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Model is empty; name the model to request")
 	}
 	if t.FirstChunkTimeout < 0 || t.IdleTimeout < 0 {
-		p.fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means none)", t.FirstChunkTimeout, t.IdleTimeout)
+		p.fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means the defaults: Timeout's bound, and DefaultIdleTimeout %v)", t.FirstChunkTimeout, t.IdleTimeout, DefaultIdleTimeout)
 	}
 	if t.Timeout < 0 {
-		p.fail(label, "Timeout is %v; it must not be negative (0 means none per attempt)", t.Timeout)
+		p.fail(label, "Timeout is %v; it must not be negative (0 means DefaultTimeout, %v)", t.Timeout, DefaultTimeout)
+	}
+	if t.Patience < 0 {
+		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least %v, or %v for a stream's first chunk)", t.Patience, DefaultPatience, DefaultStreamPatience)
 	}
 	if t.ContextWindow < 0 {
 		p.fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)

@@ -3,6 +3,7 @@ package chain
 // A Target as Build compiled it, and the request it sends.
 
 import (
+	"github.com/backstop-llm/backstop/hedge"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -48,6 +49,9 @@ type target struct {
 	hedge *hedger
 	// prober sends the active probe (Probe); nil when off.
 	prober *prober
+	// answers and firsts are its latest answer times, whole and (a
+	// stream's) to the first chunk, that its patience learns from.
+	answers, firsts hedge.Window
 }
 
 // prepare turns the caller's request, copied into req, into the request

@@ -70,22 +70,35 @@ type racer struct {
 	panic  any
 	ended  bool
 	s      sent
+	// overdue is the patience the racer outlived, when it is the slow
+	// attempt of a patience race (patience.go): losing it is a failure
+	// of its target's, not nothing. 0 otherwise.
+	overdue time.Duration
+	// rival, when set, ends the slow attempt this racer races once it
+	// answers (a patience race's racer; a hedged race's loser is ended by
+	// the walk instead).
+	rival func()
 }
 
 // run sends r with send, then hands r to done.
 func (r *racer) run(ctx context.Context, send sender, done chan<- *racer) {
+	answered, rival := false, r.rival
 	defer func() {
 		if p := recover(); p != nil {
 			r.panic = p
 		}
 		done <- r
+		if answered && rival != nil {
+			rival() // after done: the walk reads this answer first
+		}
 	}()
 	r.resp, r.err = send.send(ctx, &r.a, &r.req, &r.st)
+	answered = r.err == nil && r.resp != nil
 }
 
 // launch starts a racer for attempt a (copied) sending req (copied).
-func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer) *racer {
-	r := &racer{a: *a, req: *req}
+func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer, rival func()) *racer {
+	r := &racer{a: *a, req: *req, rival: rival}
 	ctx, r.cancel = context.WithCancel(ctx)
 	go r.run(ctx, w.send, done)
 	return r
@@ -100,7 +113,7 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 	done := make(chan *racer, 2)
 	var racers [2]*racer
 	defer abandonRace(&racers, done)
-	racers[0] = w.launch(ctx, a, req, done)
+	racers[0] = w.launch(ctx, a, req, done, nil)
 	timer := time.NewTimer(delay)
 	select {
 	case r := <-done:
@@ -109,7 +122,7 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 		return
 	case <-timer.C:
 	}
-	racers[1] = w.sendHedge(a, req, caller, delay, done)
+	racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.budget, nil)
 	if racers[1] == nil {
 		w.alone(<-done, s)
 		return
@@ -200,27 +213,34 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 	w.conclude(&r.a, r.resp, r.err, s)
 }
 
-// sendHedge sends the hedge of attempt a (sending req) to the next target
-// of a's tier that admits one, and returns its racer; nil when none is
-// sent. The hedge budget is asked first: while it is exhausted (an
-// outage makes every attempt slow) no target is asked for a breaker
-// ticket or a throttle slot only to give them back. A hedge the budget
-// refuses is recorded as the skip it is, not as a hedge: Attempt.Hedge
-// marks the hedges sent, which is what a count of hedges counts.
-func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer) *racer {
-	if err := a.t.hedge.budget.Withdraw(w.ctx); err != nil {
-		if pos, h, _ := w.hedgeTarget(a.t, req, caller, false); h != nil {
-			reason := "hedge not sent: the hedge budget is exhausted"
-			rec := skipped(h, 1, 0, err, reason)
-			rec.Choice = w.choice(pos)
-			w.record(rec)
-			w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+// sendRacer sends the racer of attempt a (sending req): to the next
+// target before position hi that admits one (a hedge goes to a's tier,
+// hi its end; a patience race to any later target), and returns its
+// racer; nil when none is sent. bud, the hedge budget (nil for a
+// patience race, which spends none), is asked first: while it is
+// exhausted (an outage makes every attempt slow) no target is asked for
+// a breaker ticket or a throttle slot only to give them back. A hedge the
+// budget refuses is recorded as the skip it is, not as a hedge:
+// Attempt.Hedge marks the racers sent, which is what a count of hedges
+// counts. rival, when set, is called once the racer answers.
+func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud budget.Budget, rival func()) *racer {
+	if bud != nil {
+		if err := bud.Withdraw(w.ctx); err != nil {
+			if pos, h, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
+				reason := "hedge not sent: the hedge budget is exhausted"
+				rec := skipped(h, 1, 0, err, reason)
+				rec.Choice = w.choice(pos)
+				w.record(rec)
+				w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+			}
+			return nil
 		}
-		return nil
 	}
-	pos, h, ticket := w.hedgeTarget(a.t, req, caller, true)
+	pos, h, ticket := w.hedgeTarget(a.t, hi, req, caller, true)
 	if h == nil {
-		refund(w.ctx, a.t.hedge.budget)
+		if bud != nil {
+			refund(w.ctx, bud)
+		}
 		return nil
 	}
 	w.hedged |= 1 << h.ob.Index
@@ -231,11 +251,11 @@ func (w *walk) sendHedge(a *attempt, req, caller *llm.Request, delay time.Durati
 		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
 			Hedge: true, HedgeOf: a.t.Name, HedgeDelay: delay})
 	}
-	if h.Timeout > 0 {
-		ctx, b.cancel = context.WithTimeout(ctx, h.Timeout)
+	if limit := h.hardLimit(w.send.commits(h)); limit > 0 {
+		ctx, b.cancel = context.WithTimeout(ctx, limit)
 	}
 	b.start = w.c.clock()
-	return w.launch(ctx, &b, &hreq, done)
+	return w.launch(ctx, &b, &hreq, done, rival)
 }
 
 // hedgeRequest is the request a hedge of an attempt sending req sends to
@@ -256,12 +276,12 @@ func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
 // a slot now for the request the hedge would send it (taken). Nothing is
 // recorded of those that may not: the walk records them if it comes to
 // them.
-func (w *walk) hedgeTarget(from *target, req, caller *llm.Request, take bool) (pos int, h *target, ticket breaker.Ticket) {
+func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, ticket breaker.Ticket) {
 	if w.ctx.Err() != nil {
 		return 0, nil, ticket
 	}
-	for pos = w.pos + 1; pos < from.group.hi; pos++ {
-		t := w.target(pos)
+	for pos = w.pos + 1; pos < hi; pos++ {
+		t := w.ahead(from, pos)
 		if t.ob.Index >= 64 || w.triedAsHedge(t) || !w.fits(t) {
 			continue
 		}
@@ -356,6 +376,9 @@ func (w *walk) take(r *racer, s *sent) {
 func (w *walk) lose(r *racer) {
 	a, t := &r.a, r.a.t
 	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: r.requestID()}
+	if r.overdue > 0 {
+		reportOverdue(r)
+	}
 	r.release(a.start + r.s.elapsed)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
 		Duration: r.s.elapsed, Lost: true})
@@ -380,7 +403,10 @@ func (r *racer) requestID() string {
 // failed before winner answered.
 func (w *walk) recordLoser(r, winner *racer) {
 	reason := "lost the race to " + winner.a.t.Name
-	if r.s.err != ErrLostRace {
+	switch {
+	case r.overdue > 0 && r.s.err == ErrLostRace:
+		reason = overdueReason(r, winner)
+	case r.s.err != ErrLostRace:
 		reason = "failed; " + winner.a.t.Name + " answered"
 	}
 	w.record(r.a.record(&r.s, DecisionLost, reason))
@@ -398,9 +424,11 @@ func (w *walk) repanic(r *racer) {
 // firstChunkAt notes that attempt a, a stream, sent its first chunk now:
 // a sample of its tier's answer times for adaptive hedges.
 func (w *walk) firstChunkAt(a *attempt) {
+	took := w.c.clock() - a.start
 	if g := a.t.group; g.window != nil {
-		g.window.Add(w.c.clock() - a.start)
+		g.window.Add(took)
 	}
+	a.t.firsts.Add(took) // for its patience
 }
 
 // sample gives attempt a's end, after took, to what reads its target's

@@ -40,6 +40,9 @@ type limits struct {
 	// target of it first (the tier spreads, and one is still to be tried
 	// in this call); "" otherwise.
 	elsewhere string
+	// onward is true when a later target of the chain can take the call
+	// now: a failure whose row says ElsewhereFirst moves on to it.
+	onward bool
 }
 
 // step is what the walk does after a failed attempt.
@@ -73,6 +76,11 @@ func plan(f failure, l limits) step {
 	}
 	if f.retryAfter > l.policy.MaxRetryAfter {
 		return leave(f, l, fmt.Sprintf("retry-after %v exceeds MaxRetryAfter %v", f.retryAfter, l.policy.MaxRetryAfter))
+	}
+	if l.onward && l.table.Rule(f.kind).ElsewhereFirst {
+		if s := leave(f, l, f.kind.String()+": another target is tried first"); s.decision == DecisionNext {
+			return s
+		}
 	}
 	if l.elsewhere != "" {
 		// A retry goes to another target of the tier first, without a

@@ -155,8 +155,8 @@ type streamState struct {
 }
 
 var (
-	errFirstChunk = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no first chunk within the target's FirstChunkTimeout"}
-	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout"}
+	errFirstChunk = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no first chunk within the target's FirstChunkTimeout (when 0: its Timeout, or DefaultTimeout)"}
+	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout (when 0: DefaultIdleTimeout)"}
 )
 
 // open starts the stream of attempt a (sending req) and reads its first chunk, keeping
@@ -170,8 +170,8 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 	t := a.t
 	ctx, idle := context.WithCancelCause(ctx)
 	var timer *time.Timer
-	if t.FirstChunkTimeout > 0 {
-		timer = time.AfterFunc(t.FirstChunkTimeout, func() { idle(errFirstChunk) })
+	if limit := t.firstChunkLimit(); limit > 0 {
+		timer = time.AfterFunc(limit, func() { idle(errFirstChunk) })
 	}
 	var s llm.Stream
 	defer func() {
@@ -232,9 +232,7 @@ func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attem
 	own := new(attempt)
 	*own = *a
 	*st = streamState{a: own, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
-	if t.IdleTimeout > 0 {
-		st.timer = time.AfterFunc(t.IdleTimeout, func() { idle(errIdle) })
-	}
+	st.timer = time.AfterFunc(t.idleLimit(), func() { idle(errIdle) })
 	return resp, nil
 }
 
@@ -449,7 +447,7 @@ func (s *Stream) deliver(yield func(Chunk, error) bool, ch Chunk) bool {
 	}
 	ok := yield(ch, nil)
 	if st.timer != nil {
-		st.timer.Reset(st.a.t.IdleTimeout)
+		st.timer.Reset(st.a.t.idleLimit())
 	}
 	return ok
 }

@@ -48,13 +48,35 @@ type Target struct {
 	// retry's defaults: 3 attempts, full jitter from 500ms capped at 20s,
 	// Retry-After honoured plus up to 1s, at most 30s of Retry-After.
 	Retry retry.Policy
-	// Timeout bounds each attempt. 0 means no per-attempt bound beyond the
-	// chain's deadline and the caller's context.
+	// Timeout bounds each attempt, a stream's whole length included. 0
+	// means DefaultTimeout (10 minutes) on a whole answer, or on a
+	// stream's wait for its first chunk, after which IdleTimeout bounds
+	// it: a long answer is not cut for being long. An attempt that times
+	// out fails with KindTimeout, and the call moves on to the next
+	// target that can take it; the target is retried only when none can
+	// (the decision table's ElsewhereFirst). A slow target is raced
+	// before that: see Patience.
 	Timeout time.Duration
 	// FirstChunkTimeout bounds, in a Stream, the wait for an attempt's
-	// first chunk; IdleTimeout the longest gap between two chunks. Both
-	// failures are KindTimeout. 0 means no bound.
+	// first chunk (0: Timeout's bound); IdleTimeout the longest gap
+	// between two chunks (0: DefaultIdleTimeout, a minute). Both failures
+	// are KindTimeout, handled as Timeout's.
 	FirstChunkTimeout, IdleTimeout time.Duration
+	// Patience is how long an attempt may go unanswered (a stream: without
+	// its first chunk) before the same request is also sent to the next
+	// target of the chain that can take it now; the slow attempt goes on,
+	// and the first acceptable answer serves (the racer's Attempt has
+	// Hedge set; a slow attempt that loses counts as its breaker's
+	// failure). With no later target able to take the call nothing is
+	// raced, and the slow target is waited for up to its Timeout and the
+	// call's deadline. 0 means learned: twice the target's p99 answer
+	// time (first-chunk time for streams) over its latest answers, once
+	// it has given 20, and never less than DefaultPatience (30s) for a
+	// whole answer or DefaultStreamPatience (10s) for a first chunk. Set
+	// it for a target that is slow by nature from its first call (a
+	// reasoning model whose first token routinely takes longer than 10s).
+	// It must not be negative.
+	Patience time.Duration
 	// Budget limits this target's retries; it is asked before every retry,
 	// never before a first attempt. Nil means a ratio budget of its own
 	// with budget's defaults (retries at most 10% of first attempts over

@@ -63,6 +63,13 @@ type Rule struct {
 	// Retry is whether the same target is tried again. An x-should-retry
 	// response header overrides it for that attempt.
 	Retry bool
+	// ElsewhereFirst, with Retry, retries the same target only when no
+	// later target of the chain can take the call: while one can (it
+	// carries the request, its gate and breaker are open), the call moves
+	// on to it instead. A timeout is the default row with it: a target
+	// that went silent is likely to go silent again, and a retry would
+	// multiply the wait where the next target may answer at once.
+	ElsewhereFirst bool
 	// Attempts caps the attempts on a target, the first included, while it
 	// fails with this kind (LiteLLM's retry_policy). 0 means the Policy's
 	// MaxAttempts; the Policy's MaxAttempts bounds it in any case.
@@ -83,7 +90,9 @@ type Table [llm.NumKinds]Rule
 //	Quota           never        trips        yes
 //	Overloaded      yes          failure      yes
 //	Server          yes          failure      yes
-//	Timeout         yes          failure      yes
+//	Timeout         only when no failure      yes, first
+//	                other target
+//	                can take it
 //	Connection      yes          failure      yes
 //	Conflict        yes          not failure  yes
 //	ContextLength   never        not failure  only to a larger ContextWindow
@@ -100,7 +109,7 @@ func DefaultTable() Table {
 	t[llm.KindQuota] = Rule{Breaker: Trip}
 	t[llm.KindOverloaded] = Rule{Retry: true, Breaker: Failure}
 	t[llm.KindServer] = Rule{Retry: true, Breaker: Failure}
-	t[llm.KindTimeout] = Rule{Retry: true, Breaker: Failure}
+	t[llm.KindTimeout] = Rule{Retry: true, ElsewhereFirst: true, Breaker: Failure}
 	t[llm.KindConnection] = Rule{Retry: true, Breaker: Failure}
 	t[llm.KindConflict] = Rule{Retry: true}
 	t[llm.KindContextLength] = Rule{Fallback: LargerContext}

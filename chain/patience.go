@@ -1,0 +1,255 @@
+package chain
+
+// Time limits and patience: how long an attempt may take before the walk
+// does something about it. Two kinds of limit act on an attempt:
+//
+//   - hard limits end it (KindTimeout): Timeout (DefaultTimeout when 0)
+//     on a whole answer or, for a stream, on the wait for its first chunk;
+//     FirstChunkTimeout; IdleTimeout (DefaultIdleTimeout when 0) between
+//     two chunks of a stream. A timed-out target is left for the next
+//     target that can take the call, and retried only when none can
+//     (retry.Rule.ElsewhereFirst).
+//   - patience races it: an attempt that has not answered (a stream: not
+//     sent its first chunk) within its target's patience is raced by the
+//     same request sent to the next target of the chain that can take it;
+//     the slow attempt goes on, and the first acceptable answer serves.
+//     A slow target is never cut for being slow: with nowhere else to go,
+//     it is waited for up to its hard limit and the call's deadline.
+//
+// The patience race shares the hedged race's machinery (hedge.go), but
+// its racer is sent only when its timer fires: the slow attempt runs on
+// the walk's goroutine, as every attempt that is not hedged does, so an
+// attempt that answers in time pays for a timer and nothing more.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
+)
+
+// The default time limits (see Target's Timeout, IdleTimeout and
+// Patience). docs/concepts.md gives each its reason and the figure that
+// chose it.
+const (
+	// DefaultTimeout bounds an attempt of a target whose Timeout is 0: a
+	// whole answer, or a stream until its first chunk (a stream that has
+	// begun is bounded by IdleTimeout between chunks instead, so that a
+	// long answer is never cut for being long). Ten minutes: longer than
+	// any single answer a chat service waits for, short enough that a
+	// request the provider lost does not hold a call for good.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultIdleTimeout bounds the gap between two chunks of a stream
+	// when IdleTimeout is 0. A minute: models pause for seconds between
+	// chunks while they think or call tools, never for a minute on a
+	// healthy connection; a stream stalled 30 s still completes.
+	DefaultIdleTimeout = time.Minute
+	// DefaultPatience is the least patience of a target whose Patience is
+	// 0, for a whole answer: after it, a later target is raced. Thirty
+	// seconds: a silent primary with a healthy fallback is served within
+	// 35 s, and a long answer still arriving keeps its attempt.
+	DefaultPatience = 30 * time.Second
+	// DefaultStreamPatience is the least patience for a stream's first
+	// chunk: a first token 20 s away is raced at 10 s and served by the
+	// next target at once, while the slow one keeps its chance.
+	DefaultStreamPatience = 10 * time.Second
+	// patienceFactor times the target's p99 answer time (or first-chunk
+	// time), once it has MinSamples of them, is its learned patience
+	// when that is longer than the floor: a reasoning model whose first
+	// token takes 12 s at p99 is raced only after 24 s.
+	patienceFactor   = 2
+	patienceQuantile = 0.99
+)
+
+// hardLimit is how long an attempt of t may take before it is ended: a
+// whole answer's, or (stream) the time until its first chunk, which the
+// stream's own timer bounds (so 0 is returned for the attempt as a
+// whole, unless Timeout is set: it then bounds the whole stream, as it
+// always has).
+func (t *target) hardLimit(stream bool) time.Duration {
+	if t.Timeout > 0 {
+		return t.Timeout
+	}
+	if stream {
+		return 0
+	}
+	return DefaultTimeout
+}
+
+// firstChunkLimit is the hard limit on a stream's wait for its first
+// chunk: FirstChunkTimeout, or DefaultTimeout when neither it nor Timeout
+// is set.
+func (t *target) firstChunkLimit() time.Duration {
+	switch {
+	case t.FirstChunkTimeout > 0:
+		return t.FirstChunkTimeout
+	case t.Timeout > 0:
+		return 0 // Timeout bounds the whole stream
+	}
+	return DefaultTimeout
+}
+
+// idleLimit is the hard limit on the gap between two chunks.
+func (t *target) idleLimit() time.Duration {
+	if t.IdleTimeout > 0 {
+		return t.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// patienceFor returns t's patience for a whole answer, or (stream) a
+// first chunk: Patience when set; else the default floor, or twice the
+// target's p99 once it has answered MinSamples times, whichever is
+// longer.
+func (t *target) patienceFor(stream bool) time.Duration {
+	if t.Patience > 0 {
+		return t.Patience
+	}
+	floor, w := DefaultPatience, &t.answers
+	if stream {
+		floor, w = DefaultStreamPatience, &t.firsts
+	}
+	if q, ok := w.Quantile(patienceQuantile); ok {
+		return max(floor, patienceFactor*q)
+	}
+	return floor
+}
+
+// patience returns how long attempt a may go unanswered before a later
+// target races it; 0 when it will not be raced: its hard limit comes
+// first, or no later target can take the call now.
+func (w *walk) patience(a *attempt) time.Duration {
+	t := a.t
+	stream := w.send.commits(t)
+	p := t.patienceFor(stream)
+	limit := t.hardLimit(stream)
+	if stream {
+		if fc := t.firstChunkLimit(); fc > 0 && (limit == 0 || fc < limit) {
+			limit = fc
+		}
+	}
+	if limit > 0 && p >= limit || !w.onward(t) {
+		return 0
+	}
+	if dl, ok := w.ctx.Deadline(); ok && time.Until(dl) <= p {
+		return 0
+	}
+	return p
+}
+
+// ahead returns the target at position pos, after t's: the walk's order
+// within t's tier, or a later tier's (ranked when the walk entered it,
+// the chain's order when it has not yet).
+func (w *walk) ahead(t *target, pos int) *target {
+	if pos < t.group.hi {
+		return w.target(pos)
+	}
+	u := w.c.targets[pos]
+	if w.ranked&(1<<u.group.index) != 0 {
+		return w.target(pos)
+	}
+	return u
+}
+
+// onward reports whether a target after the walk's position can take the
+// call now: it carries the request, has not been sent it as a racer, and
+// its gate and breaker are open.
+func (w *walk) onward(t *target) bool {
+	for pos := w.pos + 1; pos < len(w.c.targets); pos++ {
+		u := w.ahead(t, pos)
+		if w.triedAsHedge(u) || u.ob.Index >= 64 || !w.fits(u) {
+			continue
+		}
+		if _, err := u.gate.Refusal(); err != nil || u.breaker.Refusal() != nil {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// patient is an attempt whose patience is armed: when its timer fires
+// before the attempt answers, fire sends the racer.
+type patient struct {
+	w           *walk
+	a           *attempt
+	req, caller *llm.Request
+	delay       time.Duration
+	stop        context.CancelFunc // ends the slow attempt when the racer answers
+	timer       *time.Timer
+	mu          sync.Mutex // held by fire while it runs
+	racer       *racer
+	done        chan *racer
+}
+
+// fire sends the racer of the slow attempt: the same request to the next
+// target that can take it now. It runs on the timer's goroutine while the
+// walk's waits in the slow attempt's send; the walk takes p.mu before it
+// reads anything fire wrote.
+func (p *patient) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = make(chan *racer, 2)
+	p.racer = p.w.sendRacer(p.a, p.req, p.caller, p.delay, p.done, len(p.w.c.targets), nil, p.stop)
+}
+
+// patiently makes attempt a, sending req under ctx, raced after delay by
+// the next target that can take it (see patient); s gets the outcome as
+// attempt's would.
+func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
+	if a.cancel == nil {
+		ctx, a.cancel = context.WithCancel(ctx)
+	}
+	p := &patient{w: w, a: a, req: req, caller: caller, delay: delay, stop: a.cancel}
+	p.timer = time.AfterFunc(delay, p.fire)
+	resp, err := w.send.send(ctx, a, req, nil)
+	if !p.timer.Stop() {
+		p.mu.Lock() // fire has run, or is running: wait for it
+		p.mu.Unlock()
+	}
+	if p.racer == nil {
+		w.unraced(a, resp, err, s)
+		return
+	}
+	// Raced: a is the first of the race, already ended; its racer
+	// answered, is answering, or failed.
+	first := &racer{a: *a, req: *req, cancel: a.cancel, resp: resp, err: err, overdue: delay}
+	if w.send.stream != nil {
+		first.st = w.send.stream.st // its stream, if it opened one, is the race's now
+		w.send.stream.st = streamState{}
+	}
+	racers := [2]*racer{first, p.racer}
+	defer abandonRace(&racers, p.done)
+	p.done <- first
+	w.settleRace(a, s, racers, p.done)
+}
+
+// unraced ends attempt a, which was not raced, as attempt does: a stream
+// that committed is left running, anything else concluded.
+func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
+	if err == nil && resp != nil && w.send.commits(a.t) {
+		s.resp, s.committed = resp, true
+		w.firstChunkAt(a)
+		return
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	w.conclude(a, resp, err, s)
+}
+
+// overdueReason is the record's reason for an attempt that lost its
+// patience race.
+func overdueReason(r, winner *racer) string {
+	return "no answer within its patience of " + r.overdue.String() + "; " + winner.a.t.Name + " answered first"
+}
+
+// reportOverdue tells r's breaker that r, which lost its patience race,
+// failed: it did not answer within its patience.
+func reportOverdue(r *racer) {
+	r.a.ticket.Report(retry.Failure)
+	r.a.ticket = breaker.Ticket{}
+}
