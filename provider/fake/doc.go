@@ -280,9 +280,12 @@
 //     With "n": k, each chunk is sent once per choice index.
 //
 // The text is split into words unless Chunks sets the pieces; Every spaces
-// them, FirstChunkAfter delays the first; ErrorAfter, StallAfter and
-// CutAfter fail the stream after n chunks with an in-stream error event, a
-// stall or a cut connection:
+// them, FirstChunkAfter delays the first, PauseAfter holds the stream for a
+// while mid-answer; MalformedEventAfter slips in one event that is not the
+// format's JSON, and NoSentinel leaves out the [DONE] line or message_stop
+// event after the finish; ErrorAfter, StallAfter and CutAfter fail the
+// stream after n chunks with an in-stream error event, a stall or a cut
+// connection:
 //
 //	s.Script("claude-sonnet-5-5",
 //		fake.Answer("Hello there, friend").FirstChunkAfter(2*time.Second), // slow first token

@@ -70,8 +70,8 @@ type header struct{ k, v string }
 //
 // An Answer serves both kinds of request: a request with "stream": true gets
 // it as server-sent events, any other request as one JSON body. The stream
-// modifiers (Chunks, Every, FirstChunkAfter, ErrorAfter, StallAfter,
-// CutAfter) shape the stream and are ignored for a request that did not ask
+// modifiers (Chunks, Every, FirstChunkAfter, PauseAfter, ErrorAfter,
+// StallAfter, CutAfter, MalformedEventAfter, NoSentinel) shape the stream and are ignored for a request that did not ask
 // for one. Every other outcome (a Status error, a Hang, a ConnReset) answers
 // a streamed request exactly as it answers any other: the failure comes
 // before the stream starts.
@@ -109,7 +109,12 @@ type Outcome struct {
 	every      time.Duration
 	firstChunk time.Duration
 	fault      fault
-	faultAfter int // chunks sent before the fault
+	faultAfter int           // chunks sent before the fault
+	pauseAfter int           // chunks sent before the pause (PauseAfter)
+	pause      time.Duration // the pause's length; 0 for none
+	badAfter   int           // chunks sent before the malformed event (MalformedEventAfter)
+	bad        optString     // the malformed event's data; unset for none
+	noSentinel bool          // NoSentinel
 }
 
 // Answer is a successful completion whose text is text: a 200 with the
@@ -422,5 +427,42 @@ func (o Outcome) StallAfter(n int) Outcome {
 // wins.
 func (o Outcome) CutAfter(n int) Outcome {
 	o.fault, o.faultAfter = faultCut, n
+	return o
+}
+
+// PauseAfter makes a streamed answer wait d more after n chunks (n is
+// clamped to [0, number of chunks]), then go on as scripted: chunk n+1 (or
+// the fault, or the terminal events, when n is the number of chunks) comes
+// d after it otherwise would (Every, or FirstChunkAfter when n is 0). It
+// tests a stream that stalls mid-answer and recovers, where StallAfter
+// never does. Like Every, the wait is a timer that the request's context
+// cuts short. Calling PauseAfter again replaces the pause.
+func (o Outcome) PauseAfter(n int, d time.Duration) Outcome {
+	o.pauseAfter, o.pause = n, d
+	return o
+}
+
+// MalformedEventAfter makes a streamed answer send one extra event whose
+// data is data as given, after n chunks (n is clamped to [0, number of
+// chunks]) and before whatever comes next, then go on as scripted: nothing
+// of the answer is left out. Over server-sent events it is the line
+// "data: " + data, with no event name; on Bedrock an event-stream chunk
+// whose payload bytes are data. Use it for truncated JSON
+// (`{"choices":[{"delta":{"content":"Hel`), a stray HTML line, an event of
+// an unknown shape. Calling it again replaces the event.
+func (o Outcome) MalformedEventAfter(n int, data string) Outcome {
+	o.badAfter, o.bad = n, set(data)
+	return o
+}
+
+// NoSentinel ends a complete streamed answer without its last event, the
+// sentinel that follows the finish: OpenAI's (and Azure's) data: [DONE]
+// line, Anthropic's (Bedrock's, Vertex's) message_stop event. Everything
+// before it is sent (the finish reason, the usage) and the body ends
+// cleanly, as some compatible servers and gateways end their streams.
+// Gemini's streams have no sentinel; there it changes nothing. It does not
+// apply to a stream that ends in a fault.
+func (o Outcome) NoSentinel() Outcome {
+	o.noSentinel = true
 	return o
 }

@@ -137,19 +137,40 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, ex exchange, o Out
 	// gap is the wait before chunk i (0-based), or before the fault that
 	// takes the place of chunk n.
 	gap := func(i int) time.Duration {
+		d := o.every
 		if i == 0 {
-			return o.firstChunk
+			d = o.firstChunk
 		}
-		return o.every
+		if o.pause > 0 && i == min(max(o.pauseAfter, 0), n) {
+			d += o.pause
+		}
+		return d
+	}
+	bad := -1 // the chunks sent before the malformed event
+	if o.bad.ok {
+		bad = min(max(o.badAfter, 0), n)
 	}
 	for i, p := range parts[:n] {
+		if i == bad && !s.send(event{data: []byte(o.bad.v)}) {
+			return
+		}
 		if !wait(ctx, gap(i)) || !s.send(enc.delta(p)...) {
 			return
 		}
 	}
+	if n == bad && !s.send(event{data: []byte(o.bad.v)}) {
+		return
+	}
 	switch o.fault {
 	case faultNone:
-		s.send(enc.tail()...)
+		if o.pause > 0 && min(max(o.pauseAfter, 0), n) == n && !wait(ctx, o.pause) {
+			return
+		}
+		tail := enc.tail()
+		if o.noSentinel {
+			tail = withoutSentinel(tail)
+		}
+		s.send(tail...)
 	case faultStall:
 		<-ctx.Done()
 	case faultError:
@@ -161,6 +182,16 @@ func streamAnswer(ctx context.Context, w http.ResponseWriter, ex exchange, o Out
 			cutConn(w)
 		}
 	}
+}
+
+// withoutSentinel is a complete stream's terminal events without the
+// sentinel that follows the finish (NoSentinel): OpenAI's [DONE], the
+// Anthropic formats' message_stop.
+func withoutSentinel(evs []event) []event {
+	if k := len(evs) - 1; k >= 0 && (string(evs[k].data) == "[DONE]" || evs[k].name == "message_stop") {
+		return evs[:k]
+	}
+	return evs
 }
 
 // errCut is what the in-process body read fails with after CutAfter.

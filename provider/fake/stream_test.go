@@ -943,3 +943,97 @@ func TestStreamMountedInHTTPTest(t *testing.T) {
 		})
 	}
 }
+
+func TestStreamPauseAfter(t *testing.T) {
+	o := fake.Answer("").Chunks("a", "b", "c").FirstChunkAfter(time.Second).Every(time.Second)
+	for _, tc := range []struct {
+		name string
+		o    fake.Outcome
+		want []string // the deltas' times and the end's
+	}{
+		{"pause after 2", o.PauseAfter(2, 30*time.Second), []string{"a@1s", "b@2s", "c@33s", "end@33s"}},
+		{"pause after 0", o.PauseAfter(0, 30*time.Second), []string{"a@31s", "b@32s", "c@33s", "end@33s"}},
+		{"pause after all", o.PauseAfter(3, 30*time.Second), []string{"a@1s", "b@2s", "c@3s", "end@33s"}},
+		{"pause then cut", o.PauseAfter(1, 30*time.Second).CutAfter(1), []string{"a@1s", "cut@32s"}},
+	} {
+		for _, f := range formats {
+			t.Run(tc.name+"/"+f.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					s := fake.New()
+					s.Script("m", tc.o)
+					start := time.Now()
+					resp := openStream(t, context.Background(), s.Client(), s.URL(), f, "m")
+					defer resp.Body.Close()
+					evs, err := readEvents(resp.Body, start)
+					var got []string
+					for _, e := range evs {
+						l := label(e.sse)
+						for _, prefix := range []string{"delta:", "text:"} {
+							if t, ok := strings.CutPrefix(l, prefix); ok {
+								got = append(got, fmt.Sprintf("%s@%v", t, e.at))
+							}
+						}
+					}
+					switch {
+					case err == io.EOF:
+						got = append(got, fmt.Sprintf("end@%v", evs[len(evs)-1].at))
+						if l := labels(evs); !slices.Equal(l[len(l)-len(tail(f, "stop")):], tail(f, "stop")) {
+							t.Errorf("stream ends %q, want %q", l, tail(f, "stop"))
+						}
+					case errors.Is(err, io.ErrUnexpectedEOF):
+						got = append(got, fmt.Sprintf("cut@%v", time.Since(start)))
+					default:
+						t.Fatalf("read: %v", err)
+					}
+					if !slices.Equal(got, tc.want) {
+						t.Errorf("got %q, want %q", got, tc.want)
+					}
+				})
+			})
+		}
+	}
+}
+
+func TestStreamMalformedEventAfter(t *testing.T) {
+	const bad = `{"choices":[{"delta":{"content":"Hel`
+	for _, n := range []int{0, 1, 2, 9} {
+		for _, f := range formats {
+			t.Run(fmt.Sprintf("after %d/%s", n, f), func(t *testing.T) {
+				s := fake.New()
+				s.Script("m", fake.Answer("").Chunks("a", "b").MalformedEventAfter(n, bad))
+				resp := openStream(t, context.Background(), s.Client(), s.URL(), f, "m")
+				defer resp.Body.Close()
+				evs, err := readEvents(resp.Body, time.Now())
+				if err != io.EOF {
+					t.Fatalf("read: %v", err)
+				}
+				k := min(n, 2)
+				ds := deltas(f, "a", "b")
+				want := concat(head(f), ds[:k], []string{"malformed: " + bad}, ds[k:], tail(f, "stop"))
+				if got := labels(evs); !slices.Equal(got, want) {
+					t.Errorf("events\n got %q\nwant %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestStreamNoSentinel(t *testing.T) {
+	for _, f := range formats {
+		t.Run(f.String(), func(t *testing.T) {
+			s := fake.New()
+			s.Script("m", fake.Answer("").Chunks("a", "b").NoSentinel())
+			resp := openStream(t, context.Background(), s.Client(), s.URL(), f, "m")
+			defer resp.Body.Close()
+			evs, err := readEvents(resp.Body, time.Now())
+			if err != io.EOF {
+				t.Fatalf("read: %v (want a clean end)", err)
+			}
+			full := tail(f, "stop")
+			want := concat(head(f), deltas(f, "a", "b"), full[:len(full)-1])
+			if got := labels(evs); !slices.Equal(got, want) {
+				t.Errorf("events\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
