@@ -86,9 +86,7 @@ const (
 // pending, and one that passes fails the test until it is taken out of
 // this set, so that a fix cannot slip back unnoticed.
 var faultPending = map[string]string{
-	rowSilent:     "no default per-attempt time limit",
-	rowFirstToken: "no default first-chunk time limit",
-	rowRecovery:   "breaker does not probe a recovered primary soon enough",
+	rowRecovery: "breaker does not probe a recovered primary soon enough",
 }
 
 // faultWant is the outcome a row must reach.
