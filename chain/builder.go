@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -36,6 +37,7 @@ type Builder struct {
 	restart         bool
 	regions         []string
 	schema          []byte
+	catalog         *catalog.Catalog
 	telemetry       tracing.Config
 	observers       []observe.Observer
 	shared          *sharedSetup
@@ -74,6 +76,15 @@ func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = all
 // that fails it is a Build error. A target's own Schema replaces it for that
 // target's answers.
 func (b *Builder) Schema(schema []byte) *Builder { b.schema = schema; return b }
+
+// Catalog sets the catalogue of models Build reads for each model target
+// (package catalog): a target whose ContextWindow is 0 takes its model's
+// window from it (the model is the target's Serves, or its Model), and
+// what it says the model lacks is added to the target's Lacks (less the
+// target's Takes). nil, the default, is catalog.Default(), the catalogue
+// embedded in backstop; catalog.Default().With(...) corrects or adds
+// models; an empty catalogue (catalog.New()) switches it off.
+func (b *Builder) Catalog(c *catalog.Catalog) *Builder { b.catalog = c; return b }
 
 // TracerProvider sets where the chain's spans go. The default is the otel
 // global, read on every call: nothing is recorded, at the cost of one
@@ -289,6 +300,7 @@ func (p *build) entries() {
 		}
 		t := e.target
 		p.checkTarget(label, &t)
+		p.catalogue(&t)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
@@ -299,6 +311,23 @@ func (p *build) entries() {
 		p.c.picky = p.c.picky || !ct.media.IsZero()
 		p.c.targets = append(p.c.targets, ct)
 	}
+}
+
+// catalogue completes t from the chain's catalogue (Builder.Catalog): its
+// ContextWindow when 0, and what its model lacks, less what t Takes.
+func (p *build) catalogue(t *Target) {
+	cat := p.b.catalog
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	m, ok := cat.Lookup(servedModel(t))
+	if !ok {
+		return
+	}
+	if t.ContextWindow == 0 {
+		t.ContextWindow = m.ContextWindow
+	}
+	t.Lacks |= m.Lacks &^ t.Takes
 }
 
 // checkEntry checks entry i's name (present, unique) and its place in the

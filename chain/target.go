@@ -40,9 +40,11 @@ type Target struct {
 	// Params are this target's parameters. Each field that is set replaces
 	// the caller's; Extra maps are merged, the target's keys winning.
 	Params llm.Params
-	// ContextWindow is the model's context window in tokens; 0 means
-	// unknown. After a context-length failure the chain moves on only to
-	// targets with a larger known window.
+	// ContextWindow is the model's context window in tokens. After a
+	// context-length failure the chain moves on only to targets with a
+	// larger known window. 0 means the catalogue's window for the model
+	// (Serves, or Model; see Builder.Catalog), or unknown when the
+	// catalogue does not know it: an unknown window is never larger.
 	ContextWindow int
 	// Retry is the retry policy on this target. The zero value means
 	// retry's defaults: 3 attempts, full jitter from 500ms capped at 20s,
@@ -113,8 +115,15 @@ type Target struct {
 	// to take everything): a model without vision on a provider that
 	// takes images says llm.CapImages|llm.CapImageURLs. A request that
 	// carries what a target cannot take skips it, recorded with
-	// ErrCapability, instead of sending a request that must fail.
+	// ErrCapability, instead of sending a request that must fail. Build
+	// adds what the catalogue says the model lacks (Builder.Catalog; gpt-4
+	// takes no images), except what Takes lists.
 	Lacks llm.Capabilities
+	// Takes lists capabilities the catalogue says the model lacks that
+	// this target takes all the same (a newer snapshot, a deployment of
+	// your own): Build does not add them to Lacks. It cannot add what the
+	// provider itself lacks. Zero (the default) trusts the catalogue.
+	Takes llm.Capabilities
 	// Weight is the target's share of its tier's calls when the tier
 	// spreads them with spread.Weighted (see Builder.Spread): a target of
 	// weight 2 gets twice the calls of one of weight 1. 0 means 1; it

@@ -282,8 +282,12 @@ func (w *walk) unfit(t *target, pos int) error {
 		}
 	}
 	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
-		w.passOver(t, observe.SkipContextWindow, ErrContextWindow,
-			fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow))
+		reason := fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow)
+		if t.ContextWindow == 0 {
+			reason = fmt.Sprintf("context window unknown: the catalogue does not know model %q; set the target's ContextWindow, or add the model with Builder.Catalog", servedModel(&t.Target))
+		}
+		w.passOver(t, observe.SkipContextWindow, ErrContextWindow, reason)
+		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrContextWindow, reason)})
 		return nil
 	}
 	if err := canceled(w.caller); err != nil {
