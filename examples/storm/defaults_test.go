@@ -108,10 +108,6 @@ type faultRow struct {
 	// calls is the number of calls, one every every (1 call when 0).
 	calls int
 	every time.Duration
-	// windows sets the targets' ContextWindow (128k and 200k tokens),
-	// which context-length fallback needs until the library knows its
-	// models.
-	windows bool
 	// primary and fallback script the targets; start is the bubble's t=0.
 	// A nil fallback answers faultFallbackText.
 	primary  func(f *fake.Server, start time.Time)
@@ -189,7 +185,7 @@ func faultRows() []faultRow {
 				}
 				return "", ""
 			}},
-		{name: rowContext, windows: true, primary: faultScript(fake.ContextTooLong()), want: wantFallback, once: true},
+		{name: rowContext, primary: faultScript(fake.ContextTooLong()), want: wantFallback, once: true},
 		{name: rowFilter, primary: faultScript(fake.Status(400).Code("content_filter").
 			Message("The response was filtered due to the prompt triggering Azure OpenAI's content management policy.")),
 			want: wantContentFilter, once: true},
@@ -271,7 +267,7 @@ func endsWithAssistant(body []byte) bool {
 
 // faultChain is the defaults: the OpenAI adapter as primary, the Anthropic
 // adapter as fallback, both over f.
-func faultChain(t testing.TB, f *fake.Server, windows bool) *chain.Chain {
+func faultChain(t testing.TB, f *fake.Server) *chain.Chain {
 	t.Helper()
 	gpt, err := openai.New(openai.Config{APIKey: "sk-storm-openai-0123456789", BaseURL: f.URL(), HTTPClient: f.Client()})
 	if err != nil {
@@ -283,9 +279,6 @@ func faultChain(t testing.TB, f *fake.Server, windows bool) *chain.Chain {
 	}
 	primary := chain.Target{Name: "primary", Provider: gpt, Model: faultPrimaryModel}
 	fallback := chain.Target{Name: "fallback", Provider: claude, Model: faultFallbackModel}
-	if windows {
-		primary.ContextWindow, fallback.ContextWindow = 128_000, 200_000
-	}
 	c, err := chain.New("defaults").Primary(primary).OrProvider(fallback).Build()
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +327,7 @@ func runFault(t *testing.T, row faultRow) faultRun {
 		} else {
 			f.Script(faultFallbackModel, faultAnswer(faultFallbackModel, faultFallbackText))
 		}
-		c := faultChain(t, f, row.windows)
+		c := faultChain(t, f)
 		defer c.Close()
 		n := max(row.calls, 1)
 		run.calls = make([]faultCall, n)
@@ -504,8 +497,8 @@ func TestStormDefaultsUnderFault(t *testing.T) {
 		reported = append(reported, row.name)
 	}
 	tb.note("The chain is chain.New(…).Primary(gpt-4o over provider/openai).OrProvider(claude-sonnet-4-5 over provider/anthropic),")
-	tb.note("both on the fake provider, every Target field zero but Name, Provider and Model (and ContextWindow, 128k and 200k,")
-	tb.note("in the context-length row, until the library knows its models). The conversation (a system prompt, an earlier")
+	tb.note("both on the fake provider, every Target field zero but Name, Provider and Model (the context windows, 128k and")
+	tb.note("200k, come from the model catalogue). The conversation (a system prompt, an earlier")
 	tb.note("exchange) crosses from OpenAI's wire format to Anthropic's when the fallback serves. Every call is bounded by a")
 	tb.note("%v deadline; a call that reaches it hung. Stream rows call Stream; a mid-answer fault comes after %d chunks.", faultDeadline, faultCutAfter)
 	tb.note("Goals: no row hangs; no call is served a truncated answer as complete (the text must equal the serving target's")
