@@ -200,7 +200,7 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	if w.obs != nil { // checked here: the event is not even built for nobody
 		ctx = w.observeStart(ctx, a, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
-	if limit := t.hardLimit(w.send.commits(t)); limit > 0 {
+	if limit := t.hardLimit(w.send.commits(t)); limit > 0 && w.bounds(ctx, t, limit) {
 		ctx, a.cancel = context.WithTimeout(ctx, limit)
 	}
 	a.start = c.clock()
@@ -209,12 +209,12 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	}
 	if t.hedge != nil {
 		if delay, ok := w.hedgeDelay(a); ok {
-			w.race(ctx, a, req, caller, s, delay)
+			w.race(ctx, a, req, caller, s, delay, false)
 			return
 		}
 	}
 	if p := w.patience(a); p > 0 {
-		w.patiently(ctx, a, req, caller, s, p)
+		w.race(ctx, a, req, caller, s, p, true)
 		return
 	}
 	resp, err := w.send.send(ctx, a, req, nil)

@@ -16,14 +16,15 @@ package chain
 //     A slow target is never cut for being slow: with nowhere else to go,
 //     it is waited for up to its hard limit and the call's deadline.
 //
-// The patience race shares the hedged race's machinery (hedge.go), but
-// its racer is sent only when its timer fires: the slow attempt runs on
-// the walk's goroutine, as every attempt that is not hedged does, so an
-// attempt that answers in time pays for a timer and nothing more.
+// The patience race is the hedged race (hedge.go) with a wider field: its
+// racer may be any later target of the chain, it spends no hedge budget,
+// and the slow attempt, when it loses, is its breaker's failure. Only a
+// chain with somewhere to go pays for it: with no later target able to
+// take the call, the attempt is made as any other, on the walk's
+// goroutine.
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -123,6 +124,9 @@ func (t *target) patienceFor(stream bool) time.Duration {
 // first, or no later target can take the call now.
 func (w *walk) patience(a *attempt) time.Duration {
 	t := a.t
+	if !w.onward(t) {
+		return 0
+	}
 	stream := w.send.commits(t)
 	p := t.patienceFor(stream)
 	limit := t.hardLimit(stream)
@@ -131,7 +135,7 @@ func (w *walk) patience(a *attempt) time.Duration {
 			limit = fc
 		}
 	}
-	if limit > 0 && p >= limit || !w.onward(t) {
+	if limit > 0 && p >= limit {
 		return 0
 	}
 	if dl, ok := w.ctx.Deadline(); ok && time.Until(dl) <= p {
@@ -171,62 +175,6 @@ func (w *walk) onward(t *target) bool {
 	return false
 }
 
-// patient is an attempt whose patience is armed: when its timer fires
-// before the attempt answers, fire sends the racer.
-type patient struct {
-	w           *walk
-	a           *attempt
-	req, caller *llm.Request
-	delay       time.Duration
-	stop        context.CancelFunc // ends the slow attempt when the racer answers
-	timer       *time.Timer
-	mu          sync.Mutex // held by fire while it runs
-	racer       *racer
-	done        chan *racer
-}
-
-// fire sends the racer of the slow attempt: the same request to the next
-// target that can take it now. It runs on the timer's goroutine while the
-// walk's waits in the slow attempt's send; the walk takes p.mu before it
-// reads anything fire wrote.
-func (p *patient) fire() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done = make(chan *racer, 2)
-	p.racer = p.w.sendRacer(p.a, p.req, p.caller, p.delay, p.done, len(p.w.c.targets), nil, p.stop)
-}
-
-// patiently makes attempt a, sending req under ctx, raced after delay by
-// the next target that can take it (see patient); s gets the outcome as
-// attempt's would.
-func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
-	if a.cancel == nil {
-		ctx, a.cancel = context.WithCancel(ctx)
-	}
-	p := &patient{w: w, a: a, req: req, caller: caller, delay: delay, stop: a.cancel}
-	p.timer = time.AfterFunc(delay, p.fire)
-	resp, err := w.send.send(ctx, a, req, nil)
-	if !p.timer.Stop() {
-		p.mu.Lock() // fire has run, or is running: wait for it
-		p.mu.Unlock()
-	}
-	if p.racer == nil {
-		w.unraced(a, resp, err, s)
-		return
-	}
-	// Raced: a is the first of the race, already ended; its racer
-	// answered, is answering, or failed.
-	first := &racer{a: *a, req: *req, cancel: a.cancel, resp: resp, err: err, overdue: delay}
-	if w.send.stream != nil {
-		first.st = w.send.stream.st // its stream, if it opened one, is the race's now
-		w.send.stream.st = streamState{}
-	}
-	racers := [2]*racer{first, p.racer}
-	defer abandonRace(&racers, p.done)
-	p.done <- first
-	w.settleRace(a, s, racers, p.done)
-}
-
 // unraced ends attempt a, which was not raced, as attempt does: a stream
 // that committed is left running, anything else concluded.
 func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
@@ -252,4 +200,16 @@ func overdueReason(r, winner *racer) string {
 func reportOverdue(r *racer) {
 	r.a.ticket.Report(retry.Failure)
 	r.a.ticket = breaker.Ticket{}
+}
+
+// bounds reports whether attempt limit must bound an attempt of t under
+// ctx: a Timeout set always does; the default only when the call's
+// deadline (if any) is further away, sparing the healthy path a timer
+// that could never fire first.
+func (w *walk) bounds(ctx context.Context, t *target, limit time.Duration) bool {
+	if t.Timeout > 0 {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > limit
 }
