@@ -23,7 +23,7 @@ const (
 	DefaultWindow              = 30 * time.Second
 	DefaultBuckets             = 10
 	DefaultFirstOpenFor        = 5 * time.Second
-	DefaultOpenFor             = 60 * time.Second
+	DefaultOpenFor             = 5 * time.Second
 	DefaultProbes              = 1
 	DefaultMaxGate             = 15 * time.Minute
 
@@ -408,13 +408,27 @@ func (b *Breaker) held() bool {
 
 // readyToTrip is gobreaker's ReadyToTrip, which it calls whenever a
 // request fails while the breaker is closed: true while a Trip is being
-// reported, or when the consecutive failures or the window's ratio say so.
+// reported; otherwise the window's ratio decides once the window holds
+// MinRequests attempts, and the consecutive failures while it holds fewer.
+//
+// Attempts are counted in the window when they start (Allow), failures
+// when they end: the ratio is the failures over every attempt sent, those
+// still in flight included. Counted when they end, as earlier versions
+// did, fast failures finish first under concurrency, and the first
+// twenty of fifty concurrent attempts to a target that fails 30% of
+// requests in 10ms and answers the rest in 500ms are mostly failures;
+// counted when they start, they are 30% of what was sent. The consecutive
+// rule is fooled the same way (five failures finishing before the next
+// success), so it applies only while traffic is too thin for the ratio.
 func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
-	if b.trips.Load() > 0 || c.ConsecutiveFailures >= b.settings.ConsecutiveFailures {
+	if b.trips.Load() > 0 {
 		return true
 	}
 	attempts, failures := b.window.Sums()
-	return attempts >= int64(b.settings.MinRequests) && float64(failures) >= b.settings.FailureRatio*float64(attempts)
+	if attempts >= int64(b.settings.MinRequests) {
+		return float64(failures) >= b.settings.FailureRatio*float64(attempts)
+	}
+	return c.ConsecutiveFailures >= b.settings.ConsecutiveFailures
 }
 
 // Allow asks to send one attempt. It returns a Ticket on which to report
@@ -424,6 +438,7 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
+		b.window.Add(0) // counted as it starts: see readyToTrip
 		return Ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
 	}
 	return b.allowWatched()
@@ -443,6 +458,7 @@ func (b *Breaker) allowWatched() (Ticket, error) {
 		return Ticket{}, ErrOpenElsewhere
 	}
 	if b.quiet() {
+		b.window.Add(0)
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
@@ -465,6 +481,7 @@ func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 			done(errExcluded) // frees the probe slot, if it was one
 			return Ticket{}, ErrOpen
 		}
+		b.window.Add(0) // counted as it starts: see readyToTrip
 		// changes is read after Allow, which may itself have moved an open
 		// breaker to half-open: it is the state this ticket counts in.
 		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
@@ -693,9 +710,8 @@ func (t Ticket) Report(v retry.Verdict) {
 // when the attempt ended, from time.Now or derived from it with Add (it
 // must carry a monotonic reading).
 func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
-	if v == retry.NotFailure && t.done == nil && t.b != nil {
-		t.b.window.AddAt(0, now) // the healthy path: counted, nothing to tell gobreaker
-		return
+	if v == retry.NotFailure && t.done == nil {
+		return // the healthy path: counted when it started, nothing to tell gobreaker
 	}
 	t.reportWatched(v, now)
 }
@@ -717,7 +733,6 @@ func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
 			t.done(errExcluded)
 		}
 	case retry.Failure, retry.Trip:
-		b.window.AddAt(0, now)
 		b.window.AddAt(1, now)
 		if !t.current() {
 			// Stale: a breaker that opened needs no more evidence, and a
@@ -740,7 +755,6 @@ func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
 		}
 		b.fails.Add(1) // after done: see clear
 	default:
-		b.window.AddAt(0, now)
 		if t.done != nil {
 			seq := b.fails.Load()
 			if t.current() {
