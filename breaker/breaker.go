@@ -438,7 +438,7 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
-		b.window.Add(0) // counted as it starts: see readyToTrip
+		b.window.Add(0)                                     // counted as it starts: see readyToTrip
 		return Ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
 	}
 	return b.allowWatched()
