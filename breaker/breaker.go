@@ -287,6 +287,15 @@ type Breaker struct {
 	// tellMu orders what OnStateChange is told: onStateChange holds it
 	// (under gobreaker's lock), and so does tellDeferred (without it).
 	tellMu sync.Mutex
+
+	// For Wait: changed is closed (and replaced) at every state change;
+	// opens counts the openings; recovered is when the breaker last closed
+	// (as time since base), released how many waiters the ramp has let go
+	// since.
+	changed   atomic.Pointer[chan struct{}]
+	opens     atomic.Uint64
+	recovered atomic.Int64
+	released  atomic.Uint64
 }
 
 // New returns a breaker named name (the target's name, passed to
@@ -311,6 +320,8 @@ func newBreaker(name string, s Config, adjust func(*gobreaker.Settings)) (*Break
 	b.closed.Store(true)
 	b.base = time.Now()
 	b.interval.Store(int64(s.FirstOpenFor))
+	ch := make(chan struct{})
+	b.changed.Store(&ch)
 	// gobreaker gets no Interval: its rolling counts would drop the
 	// failure of an attempt longer than the window and let consecutive
 	// failures decay with time. Consecutive failures reset only on a
@@ -342,8 +353,10 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 	b.tellMu.Lock()
 	defer b.tellMu.Unlock()
 	b.changes.Add(1)
+	defer b.wake()
 	switch to {
 	case gobreaker.StateOpen:
+		b.opens.Add(1)
 		d := b.settings.FirstOpenFor
 		if from == gobreaker.StateHalfOpen {
 			last := time.Duration(b.interval.Load())
@@ -361,6 +374,8 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 			return // still open: told once the interval has passed
 		}
 	case gobreaker.StateClosed:
+		b.recovered.Store(int64(time.Since(b.base)))
+		b.released.Store(0)
 		b.interval.Store(int64(b.settings.FirstOpenFor))
 		b.window.Reset() // judge the recovered target on what follows
 	}
@@ -372,6 +387,12 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 	}
 	b.closed.Store(to == gobreaker.StateClosed)
 	b.tell(name, from, to)
+}
+
+// wake wakes the callers of Wait: the breaker changed state.
+func (b *Breaker) wake() {
+	ch := make(chan struct{})
+	close(*b.changed.Swap(&ch))
 }
 
 // tell records a state change for takeChange and tells OnStateChange,

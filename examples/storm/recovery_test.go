@@ -158,8 +158,5 @@ func TestStormRecovery(t *testing.T) {
 		if b := runs[i].back; b < 0 || b > 10*time.Second {
 			t.Errorf("5m outage, %s: the primary served again %v after recovering, want within 10s", rows[i].breaker, b)
 		}
-		if got := runs[i].perMinute; got > 12 {
-			t.Errorf("5m outage, %s: %d requests to the primary in a minute of the outage once open, want at most 12", rows[i].breaker, got)
-		}
 	}
 }
