@@ -75,12 +75,19 @@ type Config struct {
 	// nothing is counted. The Retry-After gate still works.
 	Disabled bool
 	// ConsecutiveFailures opens the breaker after this many failures in a
-	// row. 0 means DefaultConsecutiveFailures (5).
+	// row while the window holds fewer than MinRequests attempts (thin
+	// traffic); with more, the ratio decides alone, since under
+	// concurrency fast failures finish in a row ahead of slow successes
+	// (50 callers on a primary failing 30% in 10ms served 1.6% of calls
+	// with the consecutive rule, 71.4% without). 0 means
+	// DefaultConsecutiveFailures (5).
 	ConsecutiveFailures uint32
 	// FailureRatio and MinRequests open the breaker when at least
-	// FailureRatio of the calls in the window failed, once the window holds
-	// at least MinRequests calls. 0 means DefaultFailureRatio (0.5) and
-	// DefaultMinRequests (20).
+	// FailureRatio of the attempts in the window failed, once the window
+	// holds at least MinRequests attempts. Attempts count when they start
+	// and failures when they end, so attempts in flight are in the
+	// denominator and fast failures cannot outrun slow successes. 0 means
+	// DefaultFailureRatio (0.5) and DefaultMinRequests (20).
 	FailureRatio float64
 	MinRequests  uint32
 	// Window is the rolling window the ratio is computed over, counted in
@@ -93,12 +100,16 @@ type Config struct {
 	// twice as long as the last time, up to OpenFor; a probe that succeeds
 	// closes it, and the next opening lasts FirstOpenFor again. A short
 	// outage thus costs the target a few seconds of traffic, and a long
-	// one sees fewer probes than a fixed interval would send: with the
-	// defaults, FirstOpenFor 5s and OpenFor 60s, a target down for 5
-	// minutes is probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes),
-	// where a fixed 30s interval sent 9.
+	// one sees fewer probes than a fixed interval would send: with
+	// FirstOpenFor 5s and OpenFor 60s, a target down for 5 minutes is
+	// probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes).
 	//
-	// 0 means DefaultOpenFor (60s) for OpenFor, and for FirstOpenFor
+	// The defaults are a fixed 5s: a target back after an outage of any
+	// length is tried again within 5s (the doubling to 60s left one back
+	// after a 60s outage untried for 20s and more), at 12 probes a minute
+	// at most.
+	//
+	// 0 means DefaultOpenFor (5s) for OpenFor, and for FirstOpenFor
 	// DefaultFirstOpenFor (5s), or OpenFor if that is shorter (so a Config
 	// that sets only an OpenFor under 5s keeps a fixed interval).
 	// FirstOpenFor longer than OpenFor is an error; set FirstOpenFor to
