@@ -23,7 +23,7 @@ const (
 	DefaultWindow              = 30 * time.Second
 	DefaultBuckets             = 10
 	DefaultFirstOpenFor        = 5 * time.Second
-	DefaultOpenFor             = 60 * time.Second
+	DefaultOpenFor             = 5 * time.Second
 	DefaultProbes              = 1
 	DefaultMaxGate             = 15 * time.Minute
 
@@ -75,12 +75,19 @@ type Config struct {
 	// nothing is counted. The Retry-After gate still works.
 	Disabled bool
 	// ConsecutiveFailures opens the breaker after this many failures in a
-	// row. 0 means DefaultConsecutiveFailures (5).
+	// row while the window holds fewer than MinRequests attempts (thin
+	// traffic); with more, the ratio decides alone, since under
+	// concurrency fast failures finish in a row ahead of slow successes
+	// (50 callers on a primary failing 30% in 10ms served 1.6% of calls
+	// with the consecutive rule, 71.4% without). 0 means
+	// DefaultConsecutiveFailures (5).
 	ConsecutiveFailures uint32
 	// FailureRatio and MinRequests open the breaker when at least
-	// FailureRatio of the calls in the window failed, once the window holds
-	// at least MinRequests calls. 0 means DefaultFailureRatio (0.5) and
-	// DefaultMinRequests (20).
+	// FailureRatio of the attempts in the window failed, once the window
+	// holds at least MinRequests attempts. Attempts count when they start
+	// and failures when they end, so attempts in flight are in the
+	// denominator and fast failures cannot outrun slow successes. 0 means
+	// DefaultFailureRatio (0.5) and DefaultMinRequests (20).
 	FailureRatio float64
 	MinRequests  uint32
 	// Window is the rolling window the ratio is computed over, counted in
@@ -93,12 +100,16 @@ type Config struct {
 	// twice as long as the last time, up to OpenFor; a probe that succeeds
 	// closes it, and the next opening lasts FirstOpenFor again. A short
 	// outage thus costs the target a few seconds of traffic, and a long
-	// one sees fewer probes than a fixed interval would send: with the
-	// defaults, FirstOpenFor 5s and OpenFor 60s, a target down for 5
-	// minutes is probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes),
-	// where a fixed 30s interval sent 9.
+	// one sees fewer probes than a fixed interval would send: with
+	// FirstOpenFor 5s and OpenFor 60s, a target down for 5 minutes is
+	// probed at 5, 15, 35, 75, 135, 195 and 255s (7 probes).
 	//
-	// 0 means DefaultOpenFor (60s) for OpenFor, and for FirstOpenFor
+	// The defaults are a fixed 5s: a target back after an outage of any
+	// length is tried again within 5s (the doubling to 60s left one back
+	// after a 60s outage untried for 20s and more), at 12 probes a minute
+	// at most.
+	//
+	// 0 means DefaultOpenFor (5s) for OpenFor, and for FirstOpenFor
 	// DefaultFirstOpenFor (5s), or OpenFor if that is shorter (so a Config
 	// that sets only an OpenFor under 5s keeps a fixed interval).
 	// FirstOpenFor longer than OpenFor is an error; set FirstOpenFor to
@@ -287,6 +298,15 @@ type Breaker struct {
 	// tellMu orders what OnStateChange is told: onStateChange holds it
 	// (under gobreaker's lock), and so does tellDeferred (without it).
 	tellMu sync.Mutex
+
+	// For Wait: changed is closed (and replaced) at every state change;
+	// opens counts the openings; recovered is when the breaker last closed
+	// (as time since base), released how many waiters the ramp has let go
+	// since.
+	changed   atomic.Pointer[chan struct{}]
+	opens     atomic.Uint64
+	recovered atomic.Int64
+	released  atomic.Uint64
 }
 
 // New returns a breaker named name (the target's name, passed to
@@ -311,6 +331,8 @@ func newBreaker(name string, s Config, adjust func(*gobreaker.Settings)) (*Break
 	b.closed.Store(true)
 	b.base = time.Now()
 	b.interval.Store(int64(s.FirstOpenFor))
+	ch := make(chan struct{})
+	b.changed.Store(&ch)
 	// gobreaker gets no Interval: its rolling counts would drop the
 	// failure of an attempt longer than the window and let consecutive
 	// failures decay with time. Consecutive failures reset only on a
@@ -342,8 +364,10 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 	b.tellMu.Lock()
 	defer b.tellMu.Unlock()
 	b.changes.Add(1)
+	defer b.wake()
 	switch to {
 	case gobreaker.StateOpen:
+		b.opens.Add(1)
 		d := b.settings.FirstOpenFor
 		if from == gobreaker.StateHalfOpen {
 			last := time.Duration(b.interval.Load())
@@ -361,6 +385,8 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 			return // still open: told once the interval has passed
 		}
 	case gobreaker.StateClosed:
+		b.recovered.Store(int64(time.Since(b.base)))
+		b.released.Store(0)
 		b.interval.Store(int64(b.settings.FirstOpenFor))
 		b.window.Reset() // judge the recovered target on what follows
 	}
@@ -372,6 +398,12 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 	}
 	b.closed.Store(to == gobreaker.StateClosed)
 	b.tell(name, from, to)
+}
+
+// wake wakes the callers of Wait: the breaker changed state.
+func (b *Breaker) wake() {
+	ch := make(chan struct{})
+	close(*b.changed.Swap(&ch))
 }
 
 // tell records a state change for takeChange and tells OnStateChange,
@@ -408,13 +440,27 @@ func (b *Breaker) held() bool {
 
 // readyToTrip is gobreaker's ReadyToTrip, which it calls whenever a
 // request fails while the breaker is closed: true while a Trip is being
-// reported, or when the consecutive failures or the window's ratio say so.
+// reported; otherwise the window's ratio decides once the window holds
+// MinRequests attempts, and the consecutive failures while it holds fewer.
+//
+// Attempts are counted in the window when they start (Allow), failures
+// when they end: the ratio is the failures over every attempt sent, those
+// still in flight included. Counted when they end, as earlier versions
+// did, fast failures finish first under concurrency, and the first
+// twenty of fifty concurrent attempts to a target that fails 30% of
+// requests in 10ms and answers the rest in 500ms are mostly failures;
+// counted when they start, they are 30% of what was sent. The consecutive
+// rule is fooled the same way (five failures finishing before the next
+// success), so it applies only while traffic is too thin for the ratio.
 func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
-	if b.trips.Load() > 0 || c.ConsecutiveFailures >= b.settings.ConsecutiveFailures {
+	if b.trips.Load() > 0 {
 		return true
 	}
 	attempts, failures := b.window.Sums()
-	return attempts >= int64(b.settings.MinRequests) && float64(failures) >= b.settings.FailureRatio*float64(attempts)
+	if attempts >= int64(b.settings.MinRequests) {
+		return float64(failures) >= b.settings.FailureRatio*float64(attempts)
+	}
+	return c.ConsecutiveFailures >= b.settings.ConsecutiveFailures
 }
 
 // Allow asks to send one attempt. It returns a Ticket on which to report
@@ -424,6 +470,7 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // half-open probe; with Config.ActiveProbe none is: only Probe takes it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
+		b.window.Add(0)                                     // counted as it starts: see readyToTrip
 		return Ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
 	}
 	return b.allowWatched()
@@ -443,6 +490,7 @@ func (b *Breaker) allowWatched() (Ticket, error) {
 		return Ticket{}, ErrOpenElsewhere
 	}
 	if b.quiet() {
+		b.window.Add(0)
 		return Ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
@@ -465,6 +513,7 @@ func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 			done(errExcluded) // frees the probe slot, if it was one
 			return Ticket{}, ErrOpen
 		}
+		b.window.Add(0) // counted as it starts: see readyToTrip
 		// changes is read after Allow, which may itself have moved an open
 		// breaker to half-open: it is the state this ticket counts in.
 		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
@@ -693,9 +742,8 @@ func (t Ticket) Report(v retry.Verdict) {
 // when the attempt ended, from time.Now or derived from it with Add (it
 // must carry a monotonic reading).
 func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
-	if v == retry.NotFailure && t.done == nil && t.b != nil {
-		t.b.window.AddAt(0, now) // the healthy path: counted, nothing to tell gobreaker
-		return
+	if v == retry.NotFailure && t.done == nil {
+		return // the healthy path: counted when it started, nothing to tell gobreaker
 	}
 	t.reportWatched(v, now)
 }
@@ -717,7 +765,6 @@ func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
 			t.done(errExcluded)
 		}
 	case retry.Failure, retry.Trip:
-		b.window.AddAt(0, now)
 		b.window.AddAt(1, now)
 		if !t.current() {
 			// Stale: a breaker that opened needs no more evidence, and a
@@ -740,7 +787,6 @@ func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
 		}
 		b.fails.Add(1) // after done: see clear
 	default:
-		b.window.AddAt(0, now)
 		if t.done != nil {
 			seq := b.fails.Load()
 			if t.current() {

@@ -50,7 +50,9 @@ func wantState(t *testing.T, b *breaker.Breaker, want breaker.State, msg string)
 func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tr transitions
-		b := mustNew(t, breaker.Settings{OnStateChange: tr.record})
+		// OpenFor a minute: the default is a fixed 5s; the doubling is
+		// configured.
+		b := mustNew(t, breaker.Settings{OpenFor: time.Minute, OnStateChange: tr.record})
 		reportN(t, b, retry.Failure, 4)
 		wantState(t, b, breaker.Closed, "opened before the 5th failure")
 		report(t, b, retry.Failure)
@@ -365,8 +367,9 @@ func TestRatioWindowStartsAfreshOnRecovery(t *testing.T) {
 	})
 }
 
-// A quiet target failing every call, one call every 8s, opens after 5
-// consecutive failures: they do not decay with time.
+// A quiet target failing every call, one call every 4s (under the 20 calls
+// in 30s the ratio needs), opens after 5 consecutive failures: they do not
+// decay with time.
 func TestSlowConsecutiveFailuresOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.Settings{})
@@ -376,9 +379,9 @@ func TestSlowConsecutiveFailuresOpen(t *testing.T) {
 				return
 			}
 			tk.Report(retry.Failure)
-			time.Sleep(8 * time.Second)
+			time.Sleep(4 * time.Second)
 		}
-		t.Fatalf("20 consecutive failures, 8s apart, and the breaker is still %v", b.State())
+		t.Fatalf("20 consecutive failures, 4s apart, and the breaker is still %v", b.State())
 	})
 }
 

@@ -11,14 +11,14 @@
 // do not (the target answered as it should); a spend cap trips the breaker at
 // once; a caller's cancellation is not counted at all.
 //
-// With the zero Config a breaker opens after 5 consecutive failures, or
-// when at least half of at least 20 calls in a rolling 30 s window failed;
-// it stays open 5 s (FirstOpenFor), then lets one probe through: a success
-// closes it, a failure opens it again for twice as long, up to 60 s
-// (OpenFor), and a close starts again from 5 s. A target back after a
-// short blip is tried again within seconds, and one down for 5 minutes is
-// probed at 5, 15, 35, 75, 135, 195 and 255 s: 7 probes, where a fixed
-// 30 s interval sent 9. Set FirstOpenFor to OpenFor for a fixed interval.
+// With the zero Config a breaker opens when at least half of at least 20
+// attempts in a rolling 30 s window failed (attempts counted as they start,
+// failures as they end, so fast failures cannot outrun slow successes), or
+// after 5 consecutive failures while the window holds fewer than 20; it
+// stays open a fixed 5 s, then lets one probe through: a success closes it,
+// a failure opens it again. A larger OpenFor doubles the interval after
+// each failed probe, up to OpenFor. Breaker.Wait lets a caller with nowhere
+// else to go wait for the probe instead of failing at once.
 // Breaker.OpenInterval is the current interval.
 //
 // Once the interval has passed, the first attempt Allow lets through is

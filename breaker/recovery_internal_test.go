@@ -24,7 +24,7 @@ func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
 		t.Run(first, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var got []string
-				b, err := New("t", Config{ConsecutiveFailures: 1, OnStateChange: func(_ string, from, to State) {
+				b, err := New("t", Config{ConsecutiveFailures: 1, OpenFor: time.Minute, OnStateChange: func(_ string, from, to State) {
 					got = append(got, from.String()+">"+to.String())
 				}})
 				if err != nil {

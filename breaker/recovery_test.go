@@ -56,11 +56,12 @@ func TestOpenIntervalGrows(t *testing.T) {
 		cfg  breaker.Config
 		want []time.Duration // each opening, while the probes fail
 	}{
-		{"defaults", breaker.Config{}, []time.Duration{5 * s, 10 * s, 20 * s, 40 * s, 60 * s, 60 * s}},
+		{"defaults: fixed", breaker.Config{}, []time.Duration{5 * s, 5 * s, 5 * s, 5 * s}},
+		{"OpenFor a minute", breaker.Config{OpenFor: time.Minute}, []time.Duration{5 * s, 10 * s, 20 * s, 40 * s, 60 * s, 60 * s}},
 		{"FirstOpenFor == OpenFor: fixed", breaker.Config{FirstOpenFor: 30 * s, OpenFor: 30 * s}, []time.Duration{30 * s, 30 * s, 30 * s, 30 * s}},
 		{"OpenFor alone, under DefaultFirstOpenFor: fixed", breaker.Config{OpenFor: 2 * s}, []time.Duration{2 * s, 2 * s, 2 * s, 2 * s}},
 		{"OpenFor alone, over DefaultFirstOpenFor", breaker.Config{OpenFor: 15 * s}, []time.Duration{5 * s, 10 * s, 15 * s, 15 * s}},
-		{"FirstOpenFor alone", breaker.Config{FirstOpenFor: s}, []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 32 * s, 60 * s, 60 * s}},
+		{"FirstOpenFor alone", breaker.Config{FirstOpenFor: s}, []time.Duration{s, 2 * s, 4 * s, 5 * s, 5 * s}},
 		{"custom", breaker.Config{FirstOpenFor: 3 * s, OpenFor: 20 * s}, []time.Duration{3 * s, 6 * s, 12 * s, 20 * s, 20 * s}},
 		{"sub-second", breaker.Config{FirstOpenFor: 250 * time.Millisecond, OpenFor: 1500 * time.Millisecond},
 			[]time.Duration{250 * time.Millisecond, 500 * time.Millisecond, s, 1500 * time.Millisecond, 1500 * time.Millisecond}},
@@ -109,18 +110,18 @@ func TestOpenForDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		in, want breaker.Config
 	}{
-		{breaker.Config{}, breaker.Config{FirstOpenFor: 5 * time.Second, OpenFor: 60 * time.Second}},
+		{breaker.Config{}, breaker.Config{FirstOpenFor: 5 * time.Second, OpenFor: 5 * time.Second}},
 		{breaker.Config{OpenFor: 2 * time.Second}, breaker.Config{FirstOpenFor: 2 * time.Second, OpenFor: 2 * time.Second}},
 		{breaker.Config{OpenFor: time.Hour}, breaker.Config{FirstOpenFor: 5 * time.Second, OpenFor: time.Hour}},
-		{breaker.Config{FirstOpenFor: time.Second}, breaker.Config{FirstOpenFor: time.Second, OpenFor: 60 * time.Second}},
+		{breaker.Config{FirstOpenFor: time.Second}, breaker.Config{FirstOpenFor: time.Second, OpenFor: 5 * time.Second}},
 	} {
 		d := tc.in.WithDefaults()
 		if d.FirstOpenFor != tc.want.FirstOpenFor || d.OpenFor != tc.want.OpenFor {
 			t.Errorf("%+v: FirstOpenFor %v, OpenFor %v; want %v, %v", tc.in, d.FirstOpenFor, d.OpenFor, tc.want.FirstOpenFor, tc.want.OpenFor)
 		}
 	}
-	if breaker.DefaultFirstOpenFor != 5*time.Second || breaker.DefaultOpenFor != 60*time.Second {
-		t.Fatalf("DefaultFirstOpenFor %v, DefaultOpenFor %v; want 5s, 1m0s", breaker.DefaultFirstOpenFor, breaker.DefaultOpenFor)
+	if breaker.DefaultFirstOpenFor != 5*time.Second || breaker.DefaultOpenFor != 5*time.Second {
+		t.Fatalf("DefaultFirstOpenFor %v, DefaultOpenFor %v; want 5s, 5s", breaker.DefaultFirstOpenFor, breaker.DefaultOpenFor)
 	}
 }
 
@@ -136,7 +137,7 @@ func TestFirstOpenForValidation(t *testing.T) {
 		{breaker.Config{FirstOpenFor: 10 * time.Second, OpenFor: 5 * time.Second},
 			[]string{"FirstOpenFor (10s) is longer than OpenFor (5s)", "lower FirstOpenFor or raise OpenFor", "set FirstOpenFor to OpenFor for a fixed interval"}},
 		{breaker.Config{FirstOpenFor: 90 * time.Second},
-			[]string{"FirstOpenFor (1m30s) is longer than OpenFor (1m0s, the default)", "lower FirstOpenFor or raise OpenFor"}},
+			[]string{"FirstOpenFor (1m30s) is longer than OpenFor (5s, the default)", "lower FirstOpenFor or raise OpenFor"}},
 		{breaker.Config{FirstOpenFor: -time.Second, OpenFor: -time.Minute}, []string{"FirstOpenFor is -1s", "OpenFor is -1m0s"}},
 	} {
 		_, err := breaker.New("t", tc.cfg)
@@ -189,7 +190,7 @@ func (r *transitions) want(t *testing.T, want ...string) {
 func TestActiveProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tr transitions
-		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, ActiveProbe: true, OnStateChange: tr.record})
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute, ActiveProbe: true, OnStateChange: tr.record})
 		if at := b.ProbeAt(); !at.IsZero() {
 			t.Fatalf("ProbeAt() while closed = %v; want zero", at)
 		}
@@ -307,7 +308,7 @@ func TestActiveProbeWithTwoProbes(t *testing.T) {
 // when, with or without ActiveProbe.
 func TestProbeWithoutActiveProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1})
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute})
 		report(t, b, retry.Failure)
 		if at := b.ProbeAt(); !at.Equal(time.Now().Add(breaker.DefaultFirstOpenFor + 1)) {
 			t.Fatalf("ProbeAt() = %v from now; want FirstOpenFor", time.Until(at))
@@ -379,7 +380,7 @@ func TestStaleProbeDoesNotShortenTheInterval(t *testing.T) {
 		t.Run(v.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var tr transitions
-				b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, Probes: 2, OnStateChange: tr.record})
+				b := mustNew(t, breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute, Probes: 2, OnStateChange: tr.record})
 				report(t, b, retry.Failure)
 				time.Sleep(breaker.DefaultFirstOpenFor + time.Nanosecond)
 				p1, err1 := b.Allow()

@@ -209,7 +209,7 @@ func TestSharedPublishesTwiceTheCurrentInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := &replica{s: s, g: &breaker.Gate{}}
-		a.b, err = breaker.New("a", breaker.Config{ConsecutiveFailures: 1}) // 5s, doubling up to 60s
+		a.b, err = breaker.New("a", breaker.Config{ConsecutiveFailures: 1, OpenFor: time.Minute}) // 5s, doubling up to 60s
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,10 @@ func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
 		}
 		down.Store(true)
 		for open := false; !open; { // failing calls, until the breaker opens
-			res, _ := c.Call(t.Context(), question)
+			// A second's deadline: the call cannot wait for the probe.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			res, _ := c.Call(ctx, question)
+			cancel()
 			open = res.Attempts[0].Decision == chain.DecisionSkip
 		}
 		down.Store(false)

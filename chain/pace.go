@@ -28,7 +28,9 @@ func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
 	case errors.Is(err, context.Canceled):
 		return tried{err: err, kind: llm.KindCanceled}, true
 	case last.err != nil:
-		refund(w.ctx, a.t.budget)
+		if !w.unpaid {
+			refund(w.ctx, a.t.budget)
+		}
 		return tried{err: &refusedError{last.err, err}, kind: last.kind}, true
 	}
 	return tried{err: err, kind: llm.KindRateLimited}, true

@@ -30,7 +30,7 @@ func TestActiveProbeFindsRecoveryWithoutAUsersCall(t *testing.T) {
 		// The first call opens eu-1's breaker; calls every second after it
 		// go to eu-2 while eu-1 is open, none of them its probe.
 		served := map[string]int{}
-		for range 12 {
+		for range 10 {
 			res, err := c.Call(t.Context(), question)
 			if err != nil {
 				t.Fatal(err)
@@ -38,19 +38,19 @@ func TestActiveProbeFindsRecoveryWithoutAUsersCall(t *testing.T) {
 			served[res.Served.Target]++
 			time.Sleep(time.Second)
 		}
-		// Opened at 0s: probes at 5s (down) and 15s? No: the second
-		// opening lasts 10s, so the probe after the 5s failure is due at
-		// 15s; the user calls at 1..11s never probe.
+		// Opened at 0s: the probe at 5s finds eu-1 down and opens it for
+		// another 5s (the default interval is fixed); the user calls at
+		// 1..9s never probe.
 		sent := primary.sent()
 		if len(sent) != 2 || sent[1].Messages[0].Content != "ping" || sent[1].Model != "sonnet-5" || sent[1].Params.MaxTokens != 1 {
 			t.Fatalf("eu-1 was sent %d requests: %+v", len(sent), sent)
 		}
-		time.Sleep(4 * time.Second) // 16s: the probe at 15s found eu-1 up
+		time.Sleep(time.Second) // 11s: the probe at 10s found eu-1 up
 		res, err := c.Call(t.Context(), question)
 		if err != nil || res.Served.Target != "eu-1" || len(primary.sent()) != 4 {
 			t.Fatalf("after recovery: %v %+v, %d requests", err, res.Served, len(primary.sent()))
 		}
-		if served["eu-1"] != 0 || served["eu-2"] != 12 {
+		if served["eu-1"] != 0 || served["eu-2"] != 10 {
 			t.Fatalf("served %v", served)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/retry"
 )
 
 // gateReason says why a gate closed until until refused an attempt with
@@ -73,8 +74,18 @@ func (w *walk) retryRefused(a *attempt, s *sent) (tried, bool) {
 	var reason string
 	var cause observe.SkipCause
 	if why = t.breaker.Refusal(); why != nil {
+		if w.mayWait(t) {
+			w.unpaid = true // sent after the probe, if it succeeds: see readmit
+			return tried{}, false
+		}
 		reason, cause = breakerReason(t, why), observe.SkipBreaker
 	} else if why = t.budget.Withdraw(w.ctx); why != nil {
+		if w.mayWait(t) {
+			// Many calls failing at once may open the breaker during the
+			// backoff: then the probe decides, not the budget (readmit).
+			w.unpaid, w.owed = true, why
+			return tried{}, false
+		}
 		reason, cause = "retry budget exhausted", observe.SkipBudget
 	} else {
 		return tried{}, false
@@ -94,12 +105,24 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 	var why error
 	var reason string
 	var cause observe.SkipCause
+	owed := w.owed
+	w.owed = nil
 	if until, err := t.gate.Refusal(); err != nil {
 		why, reason, cause = err, gateReason(until, err), observe.SkipGate
-	} else if ticket, err := t.breaker.Allow(); err != nil {
+	} else if ticket, err := t.breaker.Allow(); err == nil && owed != nil {
+		// The breaker stayed closed: the budget's refusal stands.
+		ticket.Report(retry.Excluded)
+		why, reason, cause = owed, "retry budget exhausted", observe.SkipBudget
+	} else if err == nil {
+		return ticket, nil
+	} else if w.mayWait(t) {
+		w.waited = true
+		if ticket, err = t.breaker.Wait(w.ctx); err == nil {
+			return ticket, nil
+		}
 		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker
 	} else {
-		return ticket, nil
+		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker
 	}
 	w.record(skipped(t, n, wait, why, reason))
 	w.obs.skip(&t.ob, n, cause, reason, why)
@@ -109,7 +132,11 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 // waitCut ends the walk on t when the deadline or the caller ended the
 // wait before attempt a+1, after slept: the retry granted is not sent.
 func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
-	refund(w.ctx, a.t.budget)
+	w.owed = nil
+	if !w.unpaid {
+		refund(w.ctx, a.t.budget)
+	}
+	w.unpaid = false
 	if cerr := canceled(w.caller); cerr != nil {
 		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
 		rec.Decision = DecisionStop

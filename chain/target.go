@@ -96,9 +96,13 @@ type Target struct {
 	// the same type.
 	Throttle throttle.Config
 	// Breaker configures this target's circuit breaker. The zero value
-	// means breaker's defaults (open after 5 consecutive failures or 50% of
-	// 20 calls in 30s, open for 5s, doubled after each failed probe up to
-	// 60s, one probe); Disabled switches it off.
+	// means breaker's defaults: open on 50% failures of at least 20
+	// attempts in 30s (counted as they start, so concurrency cannot fool
+	// it), or 5 consecutive failures while fewer; open for a fixed 5s (a
+	// recovered target serves again within 5s, at most 12 probes a
+	// minute), then one probe. Without a fallback (the last target, no
+	// degradation) a refused call with time left waits for the probe
+	// (breaker.Breaker.Wait); Disabled switches it off.
 	// breaker.Settings, the name DESIGN.md uses, is the same type.
 	Breaker breaker.Config
 	// NativeSchema asks this target's provider for native structured

@@ -52,6 +52,16 @@ type walk struct {
 	big    *bigRanking
 	spare  *spread.Choice
 	hedged uint64
+
+	// waited is set once the walk has waited for a breaker's probe
+	// (mayWait): a call waits at most once. owed is a retry the budget
+	// refused on the last target, held until the backoff has passed: if
+	// the breaker opened meanwhile, the call waits for its probe instead
+	// (readmit). unpaid is set while the retry in hand was not withdrawn
+	// from the budget (it goes after a probe), so that nothing is refunded.
+	waited bool
+	unpaid bool
+	owed   error
 }
 
 // sender makes one attempt. Call's (stream nil) sends the request and
@@ -248,10 +258,26 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 		return ticket, false, nil
 	}
 	if ticket, err = t.breaker.Allow(); err != nil {
-		w.refused(t, observe.SkipBreaker, err, time.Time{})
-		return ticket, false, nil
+		if w.mayWait(t) {
+			w.waited = true
+			ticket, err = t.breaker.Wait(w.ctx)
+		}
+		if err != nil {
+			w.refused(t, observe.SkipBreaker, err, time.Time{})
+			return ticket, false, nil
+		}
 	}
 	return ticket, true, nil
+}
+
+// mayWait reports whether a call whose attempt on t its breaker refused
+// waits for the breaker's probe (breaker.Breaker.Wait) instead of passing
+// t over: when t is the walk's last target and the chain has no
+// degradation (nothing else could answer), t does not hedge, and the call
+// has not waited yet. With a fallback, a degradation included, the call
+// moves on to it, without waiting.
+func (w *walk) mayWait(t *target) bool {
+	return !w.waited && w.pos == len(w.c.targets)-1 && len(w.c.degrades) == 0 && t.hedge == nil
 }
 
 // fits reports whether t can take the request as the walk knows it now:

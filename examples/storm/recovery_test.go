@@ -25,8 +25,12 @@ const (
 )
 
 // todaysBreaker is the breaker as it was before the open interval grew: a
-// fixed 30s.
-var todaysBreaker = breaker.Config{FirstOpenFor: 30 * time.Second, OpenFor: 30 * time.Second}
+// fixed 30s. doublingBreaker is the defaults before issue 24: 5s, doubling
+// after each failed probe up to 60s.
+var (
+	todaysBreaker   = breaker.Config{FirstOpenFor: 30 * time.Second, OpenFor: 30 * time.Second}
+	doublingBreaker = breaker.Config{OpenFor: time.Minute}
+)
 
 // probe is the active probe of the rows that send one: one short message
 // and a one-token answer.
@@ -41,6 +45,9 @@ type recoveryRun struct {
 	// during is the requests the primary received during the outage,
 	// probes the active probes among them.
 	during, probes int
+	// perMinute is the most requests the primary received in any minute
+	// of the outage from 10s after it began (once the breaker is open).
+	perMinute int
 }
 
 func recovery(t *testing.T, outage time.Duration, target chain.Target) recoveryRun {
@@ -69,9 +76,13 @@ func recovery(t *testing.T, outage time.Duration, target chain.Target) recoveryR
 				run.back = now.Sub(up)
 			}
 		})
+		var open []time.Time
 		for _, call := range f.Calls(primaryModel) {
 			if call.Time.Before(down) || !call.Time.Before(up) {
 				continue
+			}
+			if call.Time.Sub(down) >= 10*time.Second {
+				open = append(open, call.Time)
 			}
 			run.during++
 			var body struct {
@@ -81,6 +92,7 @@ func recovery(t *testing.T, outage time.Duration, target chain.Target) recoveryR
 				run.probes++
 			}
 		}
+		run.perMinute = maxInWindow(open, time.Minute)
 	})
 	return run
 }
@@ -90,7 +102,7 @@ func TestStormRecovery(t *testing.T) {
 		title: fmt.Sprintf("Recovery: one call every %v to a chain of the primary alone; the primary answers 503 from t=%v, for 1s, then for 5m",
 			recoveryEvery, recoveryDown),
 		shows: "Calls failed, how soon after the primary's recovery it serves a call again, and the requests it saw while down, by breaker.",
-		head:  []string{"incident", "breaker", "calls", "failed", "served again after recovery", "requests while down", "of which probes"},
+		head:  []string{"incident", "breaker", "calls", "failed", "served again after recovery", "requests while down", "of which probes", "most a minute once open"},
 	}
 	type row struct {
 		incident string
@@ -104,12 +116,13 @@ func TestStormRecovery(t *testing.T) {
 		outage time.Duration
 	}{{"1s blip", time.Second}, {"5m outage", 5 * time.Minute}} {
 		rows = append(rows,
-			row{in.name, in.outage, "today's (30s fixed)", chain.Target{Breaker: todaysBreaker}},
-			row{in.name, in.outage, "new defaults (5s doubling to 60s)", chain.Target{}},
-			row{in.name, in.outage, "new defaults, active probe", chain.Target{Probe: probe}},
+			row{in.name, in.outage, "earlier (30s fixed)", chain.Target{Breaker: todaysBreaker}},
+			row{in.name, in.outage, "earlier defaults (5s doubling to 60s)", chain.Target{Breaker: doublingBreaker}},
+			row{in.name, in.outage, "defaults (5s fixed)", chain.Target{}},
+			row{in.name, in.outage, "defaults, active probe", chain.Target{Probe: probe}},
 		)
 	}
-	const blipToday, blipNew, blipProbe, longToday, longNew, longProbe = 0, 1, 2, 3, 4, 5
+	const blipToday, blipDoubling, blipNew, blipProbe, longToday, longDoubling, longNew, longProbe = 0, 1, 2, 3, 4, 5, 6, 7
 	runs := inParallel(t, len(rows), func(t *testing.T, i int) recoveryRun { return recovery(t, rows[i].outage, rows[i].target) })
 	for i, r := range rows {
 		run := runs[i]
@@ -117,24 +130,23 @@ func TestStormRecovery(t *testing.T) {
 		if run.back >= 0 {
 			back = run.back.Round(time.Millisecond).String()
 		}
-		tb.row(r.incident, r.breaker, run.calls, run.failed, back, run.during, run.probes)
+		tb.row(r.incident, r.breaker, run.calls, run.failed, back, run.during, run.probes, run.perMinute)
 	}
-	tb.note("Every row has the default retries (3 attempts, full jitter from 500ms) and ratio budget; the breaker opens after 5")
-	tb.note("consecutive failures. Today's breaker is breaker.Config{FirstOpenFor: 30s, OpenFor: 30s}; the new defaults open for 5s")
-	tb.note("first and twice as long after each failed probe, up to 60s. Without an active probe the first call after the open")
-	tb.note("interval is the probe; with one (Target.Probe: one short message, MaxTokens 1) a timer sends it and calls are refused")
-	tb.note("until it succeeds. Served again: from the primary's recovery to the first call answered after it (calls arrive every")
-	tb.note("%v, so it is measured to that grain). Requests while down count every request that reached the primary during", recoveryEvery)
-	tb.note("the outage: the failures that opened the breaker, the retries, the probes; of which probes counts the active")
-	tb.note("probe's requests only (without one, the probes are users' calls). A passive probe goes with the first call after")
-	tb.note("the open interval, up to %v late, so each failed one pushes the next a little later than an active probe's.", recoveryEvery)
-	today, grown := runs[longToday], runs[longNew]
-	tb.note("The 5m outage shows the trade: the growing interval sent %d requests to the dead primary where today's sent %d,",
-		grown.during, today.during)
-	tb.note("but by then it probes only every 60s: the primary served again %v after its recovery against %v, and %d more",
-		grown.back.Round(time.Millisecond), today.back.Round(time.Millisecond), grown.failed-today.failed)
-	tb.note("calls failed. After the 1s blip it served again %v after the recovery, where today's took %v.",
-		runs[blipNew].back.Round(time.Millisecond), runs[blipToday].back.Round(time.Millisecond))
+	tb.note("Every row has the default retries (3 attempts, full jitter from 500ms) and ratio budget; the breaker opens on half")
+	tb.note("of at least 20 attempts in 30s, or after 5 consecutive failures while the window holds fewer. The earlier rows are")
+	tb.note("breaker.Config{FirstOpenFor: 30s, OpenFor: 30s} and {OpenFor: 60s} (the defaults before issue 24: 5s, doubling after")
+	tb.note("each failed probe up to 60s); the defaults open for a fixed 5s. Without an active probe the first call after the")
+	tb.note("open interval is the probe; with one (Target.Probe: one short message, MaxTokens 1) a timer sends it and calls are")
+	tb.note("refused until it succeeds. Served again: from the primary's recovery to the first call answered after it (calls")
+	tb.note("arrive every %v, so it is measured to that grain). Requests while down count every request that reached the", recoveryEvery)
+	tb.note("primary during the outage: the failures that opened the breaker, the retries, the probes; of which probes counts")
+	tb.note("the active probe's requests only (without one, the probes are users' calls). Most a minute once open counts the")
+	tb.note("requests in any minute of the outage from 10s after it began: the probing rate, at most 12 a minute (one per 5s).")
+	today, doubling, fixed := runs[longToday], runs[longDoubling], runs[longNew]
+	tb.note("The 5m outage shows the trade: the doubling interval sent %d requests to the dead primary and today's fixed 30s %d,",
+		doubling.during, today.during)
+	tb.note("but they served again %v and %v after the recovery; the fixed 5s sent %d and served again %v after it.",
+		doubling.back.Round(time.Millisecond), today.back.Round(time.Millisecond), fixed.during, fixed.back.Round(time.Millisecond))
 	tb.print(t)
 
 	for _, i := range []int{blipNew, blipProbe} {
@@ -143,8 +155,8 @@ func TestStormRecovery(t *testing.T) {
 		}
 	}
 	for _, i := range []int{longNew, longProbe} {
-		if got, today := runs[i].during, runs[longToday].during; got > today {
-			t.Errorf("5m outage, %s: %d requests to the primary while down, more than today's breaker's %d", rows[i].breaker, got, today)
+		if b := runs[i].back; b < 0 || b > 10*time.Second {
+			t.Errorf("5m outage, %s: the primary served again %v after recovering, want within 10s", rows[i].breaker, b)
 		}
 	}
 }

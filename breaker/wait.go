@@ -1,0 +1,110 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"time"
+)
+
+// RampStep is the pace at which Wait releases the callers that waited for
+// a probe that succeeded: the first at once, then twice as many each
+// RampStep (1, 2, 4, 8, ...), as TCP's slow start grows its window each
+// round trip. A herd of 200 waiting callers is released over 7 steps,
+// 1.75s, instead of at one instant onto a target that has just recovered.
+const RampStep = 250 * time.Millisecond
+
+// MaxProbeWait bounds how long past ProbeAt a caller of Wait waits for the
+// probe's outcome: the probe's own request may hang, and with
+// Config.ActiveProbe something else must send it.
+const MaxProbeWait = 30 * time.Second
+
+// pollProbe is how often a waiter past ProbeAt asks again for the probe
+// slot that nobody has taken yet (gobreaker moves to half-open only when
+// asked).
+const pollProbe = 100 * time.Millisecond
+
+// Wait is Allow for a caller that has nowhere else to go and time left:
+// instead of failing at once while the breaker is open, it waits for the
+// breaker's next probe and its outcome. It returns at once what Allow
+// returns when the breaker lets the attempt through, when another replica
+// holds it open (ErrOpenElsewhere: that replica probes), and when ctx's
+// deadline comes no later than the probe is due (ProbeAt): a caller whose
+// deadline would pass first fails fast, as with Allow.
+//
+// Otherwise it waits until the probe is due. Without Config.ActiveProbe
+// the first waiter to ask then takes the probe slot: its Ticket is the
+// probe, its attempt finds out. The others wait for the outcome: a probe
+// that fails opens the breaker again and they return ErrOpen; one that
+// succeeds closes it, and they are released on a slow-start ramp (see
+// RampStep) with a Ticket each. A caller that waited is not retrying into
+// a failing target: the probe found it healthy. Wait returns ErrOpen when
+// ctx ends, or when no outcome came within MaxProbeWait of ProbeAt.
+func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
+	t, err := b.Allow()
+	if err == nil || b.cb == nil || errors.Is(err, ErrOpenElsewhere) {
+		return t, err
+	}
+	opens := b.opens.Load()
+	due := b.ProbeAt()
+	if due.IsZero() {
+		return t, err // closed since: the caller may ask again
+	}
+	if dl, ok := ctx.Deadline(); ok && !dl.After(due) {
+		return Ticket{}, err
+	}
+	giveUp := due.Add(MaxProbeWait)
+	for {
+		changed := *b.changed.Load()
+		if b.opens.Load() != opens {
+			return Ticket{}, err // the probe failed
+		}
+		if b.closed.Load() {
+			return b.ramp(ctx, opens, err)
+		}
+		now := time.Now()
+		if !now.Before(giveUp) {
+			return Ticket{}, err
+		}
+		wake := due.Sub(now)
+		if wake <= 0 {
+			if t, aerr := b.Allow(); aerr == nil {
+				return t, nil // the probe, or closed meanwhile
+			}
+			wake = pollProbe
+		}
+		timer := time.NewTimer(min(wake, giveUp.Sub(now)))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return Ticket{}, err
+		}
+		timer.Stop()
+	}
+}
+
+// ramp releases a waiter after the probe closed the breaker: the k-th
+// (from 0) to ask since the close goes RampStep x floor(log2(k+1)) after
+// it, or at once when its deadline comes sooner (it has no time to queue).
+func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket, error) {
+	k := b.released.Add(1) - 1
+	at := b.base.Add(time.Duration(b.recovered.Load()) + RampStep*time.Duration(bits.Len64(k+1)-1))
+	if dl, ok := ctx.Deadline(); ok && dl.Before(at) {
+		at = time.Now()
+	}
+	if d := time.Until(at); d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return Ticket{}, refused
+		}
+	}
+	if b.opens.Load() != opens {
+		return Ticket{}, refused // it failed again meanwhile
+	}
+	return b.Allow()
+}
