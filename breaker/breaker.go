@@ -20,7 +20,7 @@ const (
 	DefaultConsecutiveFailures = 5
 	DefaultFailureRatio        = 0.5
 	DefaultMinRequests         = 20
-	DefaultWindow              = 30 * time.Second
+	DefaultWindow              = 10 * time.Second
 	DefaultBuckets             = 10
 	DefaultFirstOpenFor        = 5 * time.Second
 	DefaultOpenFor             = 5 * time.Second
@@ -92,7 +92,7 @@ type Config struct {
 	MinRequests  uint32
 	// Window is the rolling window the ratio is computed over, counted in
 	// buckets of BucketPeriod (gobreaker's rolling window). 0 means
-	// DefaultWindow (30s) and Window/DefaultBuckets (3s).
+	// DefaultWindow (10s) and Window/DefaultBuckets (1s).
 	Window, BucketPeriod time.Duration
 	// FirstOpenFor and OpenFor set how long the breaker stays open before
 	// it lets a probe through. The first opening after the breaker was

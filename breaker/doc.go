@@ -12,7 +12,7 @@
 // once; a caller's cancellation is not counted at all.
 //
 // With the zero Config a breaker opens when at least half of at least 20
-// attempts in a rolling 30 s window failed (attempts counted as they start,
+// attempts in a rolling 10 s window failed (attempts counted as they start,
 // failures as they end, so fast failures cannot outrun slow successes), or
 // after 5 consecutive failures while the window holds fewer than 20; it
 // stays open a fixed 5 s, then lets one probe through: a success closes it,

@@ -97,7 +97,7 @@ type Target struct {
 	Throttle throttle.Config
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults: open on 50% failures of at least 20
-	// attempts in 30s (counted as they start, so concurrency cannot fool
+	// attempts in 10s (counted as they start, so concurrency cannot fool
 	// it), or 5 consecutive failures while fewer; open for a fixed 5s (a
 	// recovered target serves again within 5s, at most 12 probes a
 	// minute), then one probe. Without a fallback (the last target, no

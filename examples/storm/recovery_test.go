@@ -158,5 +158,8 @@ func TestStormRecovery(t *testing.T) {
 		if b := runs[i].back; b < 0 || b > 10*time.Second {
 			t.Errorf("5m outage, %s: the primary served again %v after recovering, want within 10s", rows[i].breaker, b)
 		}
+		if n := runs[i].perMinute; n > 12 {
+			t.Errorf("5m outage, %s: %d requests reached the dead primary in one minute once its breaker was open, want at most 12 (one probe per 5s)", rows[i].breaker, n)
+		}
 	}
 }
