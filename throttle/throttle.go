@@ -12,13 +12,27 @@
 // is further away than MaxWait (or past the call's deadline) is not sent:
 // the chain moves on to the next target instead of waiting.
 //
-// With Learn, a limit you did not configure is taken from the headers.
-// Until the first ones announcing a limit arrive the limiter sends one
-// request a second, one at a time; headers that say nothing of requests,
-// beside a token limit (announced or configured), end that pace, and
-// requests are paced by their tokens from then on. A provider that sends
-// no rate-limit headers keeps the provisional pace: configure its limits
-// instead. A limit announced is kept as the provider keeps it:
+// By default (the zero Config) every target is paced from what its
+// provider says and does, and from nothing else: a provider that announces
+// no limit and rejects nothing is never held back. The limits it announces
+// in its rate-limit headers are learned and kept (below); a 429 cuts the
+// learned rate (Backoff, Recovery); and while a provider that announces no
+// limit answers 429s, requests are refused locally as the SRE book's
+// client-side adaptive throttling does: with probability
+// max(0, (requests - K*accepts) / (requests + 1)), K = AdaptiveK, over
+// counts that fade with a time constant of AdaptiveWindow, so that about K
+// requests are sent per request the provider accepts. Disabled switches
+// all of it off.
+//
+// With Learn, limits are learned beside a configured one too, and until
+// the first headers announcing a limit arrive the limiter sends one
+// request a second, one at a time (for a provider you know announces its
+// limits, so that the first instant's requests are not sent to be
+// rejected); headers that say nothing of requests, beside a token limit
+// (announced or configured), end that pace, and requests are paced by
+// their tokens from then on. A provider that sends no rate-limit headers
+// keeps Learn's provisional pace: configure its limits instead, or leave
+// Learn off. A limit announced is kept as the provider keeps it:
 // a bucket of the per-minute limit (unless Burst sets its size), refilled
 // continuously, drained to what the headers say remain, so that a fresh
 // provider bucket is used at once rather than a second's worth at a time.
@@ -31,7 +45,7 @@
 // requests that could go now, the wait for the next slot) without taking
 // a slot, for spreading load over targets.
 //
-// The zero Config is off.
+// The zero Config is the default pacing above; Disabled is off.
 package throttle
 
 import (
@@ -51,6 +65,19 @@ const (
 	DefaultMaxWait  = 5 * time.Second
 	DefaultBackoff  = 0.7
 	DefaultRecovery = time.Minute
+	// AdaptiveK is the K of the adaptive throttle (SRE book, "Handling
+	// Overload"): requests go while they number under K times those the
+	// provider accepted, so that a provider rejecting at its limit gets
+	// about one rejected request per accepted one (the rate-limit lab's
+	// goal: at most 1 429 per answer), while one that rejects a few
+	// requests of many (under half of them) is not throttled at all.
+	AdaptiveK = 2
+	// AdaptiveWindow is the time constant with which the adaptive
+	// throttle's counts fade (about the SRE book's two-minute window,
+	// for limits kept per minute), and how long after the last 429 it
+	// refuses anything: a provider that has not rejected a request for
+	// that long is not throttled, whatever the counts say.
+	AdaptiveWindow = time.Minute
 	// MinFactor is the lowest share of the limit a run of 429s leaves.
 	MinFactor = 0.05
 	// MaxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
@@ -80,21 +107,34 @@ var (
 	errHead = problems.Head("throttle: invalid configuration")
 )
 
-// Config configures a target's self-throttling. The zero value is off;
-// setting RequestsPerMinute, TokensPerMinute or Learn turns it on.
+// Config configures a target's self-throttling. The zero value is the
+// default pacing: limits learned from the provider's rate-limit headers,
+// a rate cut after 429s, and the adaptive throttle while a provider that
+// announces no limit answers 429s; nothing is paced before the provider
+// announces a limit or rejects a request (see the package doc). Disabled
+// switches self-throttling off.
 type Config struct {
+	// Disabled switches self-throttling off: no pacing, no learning, no
+	// local refusals; every request is sent and the provider's 429s are
+	// left to the retry policy and the Retry-After gate. Set nothing else
+	// beside it.
+	Disabled bool
 	// RequestsPerMinute and TokensPerMinute are the provider's limits for
 	// this target, if you know them (your tier's RPM and TPM). 0 means
-	// unknown: with Learn, taken from the provider's headers.
+	// unknown: taken from the provider's headers when neither is set or
+	// with Learn.
 	RequestsPerMinute, TokensPerMinute float64
 	// Learn takes unknown limits from the provider's rate-limit headers
-	// and turns throttling on even with no limit configured. Until the
-	// first headers announcing a limit it sends one request a second (for
-	// good, for a provider that sends none: configure its limits
-	// instead); headers that say nothing of requests, beside a token
-	// limit (announced or configured), end that pace. A
-	// learned limit is kept as a bucket of its per-minute size (see
-	// Burst), and learning one makes the slots granted before it Stale.
+	// even beside a configured one (with no limit configured they are
+	// learned anyway), and paces before it knows: until the first headers
+	// announcing a limit it sends one request a second (for good, for a
+	// provider that sends none: configure its limits instead, or leave
+	// Learn off); headers that say nothing of requests, beside a token
+	// limit (announced or configured), end that pace. Set it for a
+	// provider you know announces its limits, so that the first instant's
+	// requests are not sent to be rejected. A learned limit is kept as a
+	// bucket of its per-minute size (see Burst), and learning one makes
+	// the slots granted before it Stale.
 	Learn bool
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
@@ -125,8 +165,16 @@ type Config struct {
 // versions use; both name the same type.
 type Settings = Config
 
-// On reports whether s turns throttling on.
-func (s Config) On() bool { return s.RequestsPerMinute > 0 || s.TokensPerMinute > 0 || s.Learn }
+// On reports whether s turns throttling on: every Config but a Disabled
+// one, the zero value included.
+func (s Config) On() bool { return !s.Disabled }
+
+// learns reports whether a limiter of s learns limits from the headers:
+// with Learn, or with no limit configured (the default pacing), while a
+// limit is left to learn.
+func (s Config) learns() bool {
+	return (s.Learn || s.RequestsPerMinute == 0 && s.TokensPerMinute == 0) && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0)
+}
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
@@ -140,6 +188,9 @@ func (s Config) WithDefaults() Config {
 func (s Config) Validate() error {
 	found := problems.New(errHead)
 	bad := found.Addf
+	if s.Disabled && s != (Config{Disabled: true}) {
+		bad("Disabled is set beside other fields; remove Disabled to throttle with them, or the other fields to switch throttling off")
+	}
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -170,6 +221,17 @@ type Limiter struct {
 	updated  time.Time // when factor last changed
 	cut      time.Time // when the last 429 cut the factor
 	epoch    *epoch    // the slots granted since the last rebuild; nil when nothing is learned
+
+	// The adaptive throttle's counts (see AdaptiveK): requests asked for
+	// and accepted (answered with anything but a 429), fading with time
+	// constant AdaptiveWindow from counted; rejected is the last 429's
+	// time; owe accumulates refusal probabilities, a refusal taken each
+	// time it reaches 1 (so that refusals are spread evenly, and a test
+	// can count them).
+	asked, accepted float64
+	counted         time.Time
+	rejected        time.Time
+	owe             float64
 }
 
 // congestion is how close together 429s count as one event: a burst of
@@ -264,7 +326,7 @@ func New(s Config) (*Limiter, error) {
 		l.tokens.set(now, s.TokensPerMinute/60, int(math.Max(1, s.TokensPerMinute/60)))
 		l.tokens.known = true
 	}
-	if s.Learn && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0) {
+	if s.learns() {
 		l.epoch = newEpoch()
 	}
 	return l, nil
@@ -345,13 +407,22 @@ func (r Reservation) cancel(now time.Time) {
 // how long to wait before sending it, rounded up to the millisecond (so
 // that float arithmetic never sends a request a hair before the provider
 // has its token). A slot further away than limit is not taken: Reserve
-// returns ok false and leaves the limiter as it was (a slot taken and given
-// back later could not always be restored exactly, and leaked slots would
-// stall the target).
+// returns ok false, with that wait, and leaves the limiter as it was (a
+// slot taken and given back later could not always be restored exactly,
+// and leaked slots would stall the target).
+//
+// While the adaptive throttle refuses requests (a provider that announced
+// no request limit answered 429s within AdaptiveWindow; see AdaptiveK),
+// Reserve may refuse a request with no slot to wait for: ok false and
+// wait 0 (the chain then moves on to the next target). Every call counts
+// as a request asked for.
 func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recover(now)
+	if l.refuse(now) {
+		return 0, Reservation{}, false
+	}
 	res.l = l
 	if l.requests.lim != nil {
 		res.r = l.requests.lim.ReserveN(now, 1)
@@ -413,6 +484,12 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 	heed(now, l.requests.lim, rl.Requests)
 	heed(now, l.tokens.lim, tokens)
+	l.fade(now)
+	if throttled {
+		l.rejected = now
+	} else {
+		l.accepted++
+	}
 	if throttled {
 		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
 			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
@@ -422,6 +499,39 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 		drain(now, l.requests.lim, 0)
 		drain(now, l.tokens.lim, 0)
 	}
+}
+
+// fade brings the adaptive throttle's counts to now.
+func (l *Limiter) fade(now time.Time) {
+	if d := now.Sub(l.counted); d > 0 {
+		if !l.counted.IsZero() {
+			f := math.Exp(-float64(d) / float64(AdaptiveWindow))
+			l.asked *= f
+			l.accepted *= f
+		}
+		l.counted = now
+	}
+}
+
+// refuse counts a request asked for at now and reports whether the
+// adaptive throttle refuses it: only while no request limit paces the
+// target (a known limit's bucket does better) and within AdaptiveWindow
+// of a 429, with probability max(0, (asked - K*accepted) / (asked + 1)),
+// taken deterministically (a refusal each time the probabilities add up
+// to 1).
+func (l *Limiter) refuse(now time.Time) bool {
+	l.fade(now)
+	l.asked++
+	if l.requests.lim != nil || l.rejected.IsZero() || now.Sub(l.rejected) >= AdaptiveWindow {
+		l.owe = 0
+		return false
+	}
+	p := math.Max(0, (l.asked-AdaptiveK*l.accepted)/(l.asked+1))
+	if l.owe += p; l.owe >= 1 {
+		l.owe--
+		return true
+	}
+	return false
 }
 
 // learnt returns the per-minute limit a announces for b when the limiter
