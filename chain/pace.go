@@ -15,9 +15,7 @@ import (
 
 // pace waits for t's self-throttling slot for attempt a (sending req), adding the wait
 // to a's. A slot further away than MaxWait or the deadline refuses the
-// attempt (recorded as a skip), and so does the adaptive throttle (a
-// target answering 429s without announcing its limit), with no slot to
-// wait for; so does the caller's cancellation. last
+// attempt (recorded as a skip); so does the caller's cancellation. last
 // is the target's last failure, if a is a retry.
 func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
 	paced, err := w.reserve(a, req)
@@ -56,9 +54,6 @@ func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 		}
 		if !ok {
 			reason := "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"
-			if wait <= 0 {
-				reason = "self-throttled: the target answers 429s without announcing its limit; refused locally (adaptive throttle)"
-			}
 			n := a.n
 			if n == 1 {
 				n = 0 // the target is passed over

@@ -15,14 +15,17 @@
 // By default (the zero Config) every target is paced from what its
 // provider says and does, and from nothing else: a provider that announces
 // no limit and rejects nothing is never held back. The limits it announces
-// in its rate-limit headers are learned and kept (below); a 429 cuts the
-// learned rate (Backoff, Recovery); and while a provider that announces no
-// limit answers 429s, requests are refused locally as the SRE book's
-// client-side adaptive throttling does: with probability
-// max(0, (requests - K*accepts) / (requests + 1)), K = AdaptiveK, over
-// counts that fade with a time constant of AdaptiveWindow, so that about K
-// requests are sent per request the provider accepts. Disabled switches
-// all of it off.
+// in its rate-limit headers are learned and kept (below). Once its 429s
+// say it is over its limit (at least AdaptiveMinRejects of them,
+// outnumbering K-1 times its accepts, K = AdaptiveK: the SRE book's
+// condition, requests over K times accepts), they cut a learned rate
+// (Backoff, Recovery), and the adaptive throttle paces it in the manner of
+// the SRE book's client-side throttling, whatever its headers say: at most
+// K requests per request it accepts, from a bucket refilled at
+// (K*accepts + 1) per AdaptiveWindow (accepts and 429s counted with that
+// time constant), holding a second's worth, until no 429 has come for
+// AdaptiveWindow or the 429s fall under half of K-1 per accept. A few 429s
+// among many answers hold nothing back. Disabled switches all of it off.
 //
 // With Learn, limits are learned beside a configured one too, and until
 // the first headers announcing a limit arrive the limiter sends one
@@ -65,19 +68,28 @@ const (
 	DefaultMaxWait  = 5 * time.Second
 	DefaultBackoff  = 0.7
 	DefaultRecovery = time.Minute
-	// AdaptiveK is the K of the adaptive throttle (SRE book, "Handling
-	// Overload"): requests go while they number under K times those the
-	// provider accepted, so that a provider rejecting at its limit gets
-	// about one rejected request per accepted one (the rate-limit lab's
-	// goal: at most 1 429 per answer), while one that rejects a few
-	// requests of many (under half of them) is not throttled at all.
-	AdaptiveK = 2
+	// AdaptiveK is the K of the default pacing's adaptive throttle (SRE
+	// book, "Handling Overload"): once a provider rejects more than K-1
+	// requests per request it accepts, it is sent at most K requests per
+	// request it accepts. 1.5, not the book's 2: against a
+	// provider that announces nothing and admits 50 requests a minute,
+	// 100 callers calling back to back get 0.64 429s per answer with 1.5
+	// and 1.01 with 2 (goodput 1.0 with both; issue 24's goal is at most
+	// 1), while a provider rejecting up to a third of its requests (a 5%
+	// share of 429s, say) is still not paced at all.
+	AdaptiveK = 1.5
 	// AdaptiveWindow is the time constant with which the adaptive
-	// throttle's counts fade (about the SRE book's two-minute window,
-	// for limits kept per minute), and how long after the last 429 it
-	// refuses anything: a provider that has not rejected a request for
-	// that long is not throttled, whatever the counts say.
+	// throttle counts accepts (its rate is K times their rate), for
+	// limits that providers keep per minute; and the adaptive throttle
+	// lets go of a provider that has not answered a 429 for that long.
 	AdaptiveWindow = time.Minute
+	// AdaptiveMinRejects is how many 429s (counted as accepts are) the
+	// default pacing needs before it reads them as the target being over
+	// its limit, engages the adaptive throttle and cuts a learned rate: so
+	// that the first response of a healthy target, when it is a 429, or a
+	// few 429s among many answers, hold nothing back (the storm lab's
+	// rate-limit scenario sends 150 at once).
+	AdaptiveMinRejects = 10
 	// MinFactor is the lowest share of the limit a run of 429s leaves.
 	MinFactor = 0.05
 	// MaxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
@@ -139,7 +151,7 @@ type Config struct {
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
 	// (providers may enforce a per-minute limit over shorter intervals);
-	// for a request limit learned with Learn, the announced per-minute
+	// for a request limit learned from the headers, the announced per-minute
 	// limit itself, as the provider keeps it (Anthropic keeps an RPM limit
 	// as a token bucket of that size, refilled continuously), of which the
 	// limiter never holds more than the headers say remain. Set Burst if
@@ -222,16 +234,16 @@ type Limiter struct {
 	cut      time.Time // when the last 429 cut the factor
 	epoch    *epoch    // the slots granted since the last rebuild; nil when nothing is learned
 
-	// The adaptive throttle's counts (see AdaptiveK): requests asked for
-	// and accepted (answered with anything but a 429), fading with time
-	// constant AdaptiveWindow from counted; rejected is the last 429's
-	// time; owe accumulates refusal probabilities, a refusal taken each
-	// time it reaches 1 (so that refusals are spread evenly, and a test
-	// can count them).
-	asked, accepted float64
-	counted         time.Time
-	rejected        time.Time
-	owe             float64
+	// The adaptive throttle (see AdaptiveK): accepted counts the requests
+	// answered with anything but a 429, fading with time constant
+	// AdaptiveWindow from counted; rejected is the last 429's time;
+	// adaptive is its bucket, nil while it paces nothing.
+	accepted float64
+	refused  float64 // the 429s, counted as accepted is
+	counted  time.Time
+	rejected time.Time
+	adaptive *rate.Limiter
+	auto     bool // the default pacing: nothing configured, Learn off
 }
 
 // congestion is how close together 429s count as one event: a burst of
@@ -308,7 +320,7 @@ func New(s Config) (*Limiter, error) {
 	if !s.On() {
 		return nil, nil
 	}
-	l := &Limiter{s: s.WithDefaults(), factor: 1}
+	l := &Limiter{s: s.WithDefaults(), factor: 1, auto: s.RequestsPerMinute == 0 && s.TokensPerMinute == 0 && !s.Learn}
 	now := time.Now()
 	if s.RequestsPerMinute > 0 {
 		l.requests.set(now, s.RequestsPerMinute/60, l.burst(s.RequestsPerMinute/60))
@@ -348,9 +360,9 @@ func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 // Reservation is a slot a limiter granted. Cancel it if the request is
 // not sent after all; take another if it goes Stale while you wait.
 type Reservation struct {
-	l    *Limiter
-	r, t *rate.Reservation
-	e    *epoch // the epoch it was taken in; nil when it can never go stale
+	l       *Limiter
+	r, t, a *rate.Reservation // requests, tokens, the adaptive throttle
+	e       *epoch            // the epoch it was taken in; nil when it can never go stale
 }
 
 // Stale returns a channel that is closed when the slot no longer
@@ -366,7 +378,7 @@ type Reservation struct {
 //
 // Stale returns nil, a channel that is never ready, for a reservation
 // that can never go stale: the zero Reservation, or one from a limiter
-// that learns nothing (Learn off, or both limits configured).
+// that learns nothing (a limit configured without Learn, or both).
 func (r Reservation) Stale() <-chan struct{} {
 	if r.e == nil {
 		return nil
@@ -401,6 +413,9 @@ func (r Reservation) cancel(now time.Time) {
 	if r.t != nil {
 		r.t.CancelAt(now)
 	}
+	if r.a != nil {
+		r.a.CancelAt(now)
+	}
 }
 
 // Reserve takes a slot for one request of about tokens tokens and returns
@@ -409,24 +424,21 @@ func (r Reservation) cancel(now time.Time) {
 // has its token). A slot further away than limit is not taken: Reserve
 // returns ok false, with that wait, and leaves the limiter as it was (a
 // slot taken and given back later could not always be restored exactly,
-// and leaked slots would stall the target).
-//
-// While the adaptive throttle refuses requests (a provider that announced
-// no request limit answered 429s within AdaptiveWindow; see AdaptiveK),
-// Reserve may refuse a request with no slot to wait for: ok false and
-// wait 0 (the chain then moves on to the next target). Every call counts
-// as a request asked for.
+// and leaked slots would stall the target). Under the default pacing the
+// adaptive throttle's bucket paces requests too while it is engaged (see
+// AdaptiveK), its slots refused alike.
 func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recover(now)
-	if l.refuse(now) {
-		return 0, Reservation{}, false
-	}
 	res.l = l
 	if l.requests.lim != nil {
 		res.r = l.requests.lim.ReserveN(now, 1)
 		wait = res.r.DelayFrom(now)
+	}
+	if a := l.adapt(now); a != nil {
+		res.a = a.ReserveN(now, 1)
+		wait = max(wait, res.a.DelayFrom(now))
 	}
 	if l.tokens.lim != nil && tokens > 0 {
 		if tokens > l.tokens.lim.Burst() {
@@ -457,11 +469,12 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 // announced (from a success or a failure), throttled whether it answered
 // 429.
 //
-// With Learn, a limit the headers announce for the first time, or
+// A limit the headers announce for the first time, or
 // differently from before, rebuilds the limiter's buckets from what the
 // provider said, and every reservation taken before goes Stale. So do the
 // first headers that announce a token limit and no request limit: they
-// end the provisional request pace.
+// end the provisional request pace. Every response counts, as an accept
+// or a 429, toward the adaptive throttle (see AdaptiveK).
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -485,12 +498,22 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	heed(now, l.requests.lim, rl.Requests)
 	heed(now, l.tokens.lim, tokens)
 	l.fade(now)
-	if throttled {
-		l.rejected = now
-	} else {
+	if !throttled {
 		l.accepted++
+		return
 	}
-	if throttled {
+	l.refused++
+	l.rejected = now
+	over := l.overLimit()
+	if l.auto && over && l.adaptive == nil {
+		// The provider rejects more than K-1 requests per request it
+		// accepts: pace it at K times what it accepts.
+		r := l.adaptiveRate()
+		l.adaptive = fill(now, float64(r), adaptiveBurst(r), float64(adaptiveBurst(r)))
+	}
+	// The default pacing cuts the rate only for 429s that say the target
+	// is over its limit, not for a few among many answers.
+	if !l.auto || over {
 		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
 			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
 			l.updated, l.cut = now, now
@@ -506,38 +529,55 @@ func (l *Limiter) fade(now time.Time) {
 	if d := now.Sub(l.counted); d > 0 {
 		if !l.counted.IsZero() {
 			f := math.Exp(-float64(d) / float64(AdaptiveWindow))
-			l.asked *= f
 			l.accepted *= f
+			l.refused *= f
 		}
 		l.counted = now
 	}
 }
 
-// refuse counts a request asked for at now and reports whether the
-// adaptive throttle refuses it: only while no request limit paces the
-// target (a known limit's bucket does better) and within AdaptiveWindow
-// of a 429, with probability max(0, (asked - K*accepted) / (asked + 1)),
-// taken deterministically (a refusal each time the probabilities add up
-// to 1).
-func (l *Limiter) refuse(now time.Time) bool {
-	l.fade(now)
-	l.asked++
-	if l.requests.lim != nil || l.rejected.IsZero() || now.Sub(l.rejected) >= AdaptiveWindow {
-		l.owe = 0
-		return false
-	}
-	p := math.Max(0, (l.asked-AdaptiveK*l.accepted)/(l.asked+1))
-	if l.owe += p; l.owe >= 1 {
-		l.owe--
-		return true
-	}
-	return false
+// overLimit reports whether the 429s counted say the target is over its
+// limit: at least AdaptiveMinRejects of them, outnumbering K-1 times the
+// accepts (the SRE book's condition, requests over K times accepts).
+func (l *Limiter) overLimit() bool {
+	return l.refused >= AdaptiveMinRejects && l.refused > (AdaptiveK-1)*l.accepted
 }
+
+// adaptiveRate is the adaptive throttle's rate: K times the rate of the
+// requests accepted, plus one request per AdaptiveWindow so that a
+// provider that has accepted nothing yet is still asked.
+func (l *Limiter) adaptiveRate() rate.Limit {
+	return rate.Limit((AdaptiveK*l.accepted + 1) / AdaptiveWindow.Seconds())
+}
+
+// adapt returns the adaptive throttle's bucket at now, its rate brought
+// to the accepts counted, or nil. Observe engages it when overLimit; it
+// lets go when no 429 came within AdaptiveWindow, or when the 429s fall
+// under half of K-1 times the accepts (hysteresis: at its pace the target
+// answers about K-1 429s per accept).
+func (l *Limiter) adapt(now time.Time) *rate.Limiter {
+	if l.adaptive == nil {
+		return nil
+	}
+	l.fade(now)
+	if now.Sub(l.rejected) >= AdaptiveWindow || 2*l.refused < (AdaptiveK-1)*l.accepted {
+		l.adaptive = nil
+		return nil
+	}
+	r := l.adaptiveRate()
+	l.adaptive.SetLimitAt(now, r)
+	l.adaptive.SetBurstAt(now, adaptiveBurst(r))
+	return l.adaptive
+}
+
+// adaptiveBurst is how many requests the adaptive throttle lets go at
+// once at rate r: a second's worth, at least 1, as for a configured limit.
+func adaptiveBurst(r rate.Limit) int { return int(math.Max(1, float64(r))) }
 
 // learnt returns the per-minute limit a announces for b when the limiter
 // is to learn it (b's limit was not configured, and a differs from what b
 // paces at), else 0. Observe calls it only on a learning limiter (one with
-// an epoch, which New gives only with Learn).
+// an epoch, which New gives only to one that learns).
 func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 	if configured != 0 || !a.Reported() || a.Limit <= 0 {
 		return 0
