@@ -57,6 +57,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -244,6 +245,21 @@ type Limiter struct {
 	rejected time.Time
 	adaptive *rate.Limiter
 	auto     bool // the default pacing: nothing configured, Learn off
+
+	// idle is set while the limiter paces nothing (no bucket, the
+	// adaptive throttle not engaged): Reserve grants every slot at once,
+	// and Observe of an answer that announces nothing only counts it, in
+	// fresh (folded into accepted under mu at least once a second, by
+	// fade), without taking mu, so that a target that says nothing pays
+	// next to nothing for its pacing.
+	idle   atomic.Bool
+	fresh  atomic.Int64
+	folded atomic.Int64 // when fade last ran, in Unix nanoseconds
+}
+
+// settle sets idle from the limiter's state; l.mu is held.
+func (l *Limiter) settle() {
+	l.idle.Store(l.requests.lim == nil && l.tokens.lim == nil && l.adaptive == nil)
 }
 
 // congestion is how close together 429s count as one event: a burst of
@@ -341,6 +357,7 @@ func New(s Config) (*Limiter, error) {
 	if s.learns() {
 		l.epoch = newEpoch()
 	}
+	l.settle()
 	return l, nil
 }
 
@@ -377,8 +394,10 @@ type Reservation struct {
 // request is sent, Stale no longer matters.
 //
 // Stale returns nil, a channel that is never ready, for a reservation
-// that can never go stale: the zero Reservation, or one from a limiter
-// that learns nothing (a limit configured without Learn, or both).
+// that can never go stale: the zero Reservation, one granted at once by a
+// limiter that paced nothing then (the default pacing before the
+// provider says or does anything), or one from a limiter that learns
+// nothing (a limit configured without Learn, or both).
 func (r Reservation) Stale() <-chan struct{} {
 	if r.e == nil {
 		return nil
@@ -428,8 +447,12 @@ func (r Reservation) cancel(now time.Time) {
 // adaptive throttle's bucket paces requests too while it is engaged (see
 // AdaptiveK), its slots refused alike.
 func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
+	if l.idle.Load() {
+		return 0, Reservation{}, true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.settle()
 	l.recover(now)
 	res.l = l
 	if l.requests.lim != nil {
@@ -476,8 +499,14 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 // end the provisional request pace. Every response counts, as an accept
 // or a 429, toward the adaptive throttle (see AdaptiveK).
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
+	if !throttled && l.idle.Load() && !rl.Requests.Reported() && !rl.Tokens.Reported() && !rl.InputTokens.Reported() &&
+		now.UnixNano()-l.folded.Load() < int64(time.Second) {
+		l.fresh.Add(1) // an accept, with nothing to learn
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.settle()
 	l.recover(now)
 	tokens := rl.Tokens
 	if !tokens.Reported() {
@@ -524,7 +553,8 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 }
 
-// fade brings the adaptive throttle's counts to now.
+// fade brings the adaptive throttle's counts to now, with the accepts
+// counted in fresh (as of now: at most a second late).
 func (l *Limiter) fade(now time.Time) {
 	if d := now.Sub(l.counted); d > 0 {
 		if !l.counted.IsZero() {
@@ -534,6 +564,8 @@ func (l *Limiter) fade(now time.Time) {
 		}
 		l.counted = now
 	}
+	l.accepted += float64(l.fresh.Swap(0))
+	l.folded.Store(now.UnixNano())
 }
 
 // overLimit reports whether the 429s counted say the target is over its
