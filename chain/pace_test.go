@@ -71,8 +71,10 @@ func (p *limited) Complete(ctx context.Context, req llm.Request) (*llm.Response,
 
 // hammer runs clients callers of c, each calling again as soon as its call
 // ends (a second later after a call refused at once), for d; it returns
-// the calls made and those that failed.
-func hammer(c *chain.Chain, clients int, d time.Duration) (calls, failed int) {
+// the calls made and those that failed. A call may fail only as the
+// throttle refused it (throttle.ErrThrottled, at once) or with the
+// provider's 429.
+func hammer(t *testing.T, c *chain.Chain, clients int, d time.Duration) (calls, failed int) {
 	end := time.Now().Add(d)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -85,6 +87,12 @@ func hammer(c *chain.Chain, clients int, d time.Duration) (calls, failed int) {
 			for time.Now().Before(end) {
 				began := time.Now()
 				_, err := c.Call(ctx, req)
+				if ctx.Err() != nil {
+					return // cut short by the end of the run
+				}
+				if err != nil && !errors.Is(err, throttle.ErrThrottled) && llm.KindOf(err) != llm.KindRateLimited {
+					t.Errorf("a call failed with %v, want a local refusal or a 429", err)
+				}
 				mu.Lock()
 				calls++
 				if err != nil {
@@ -113,7 +121,7 @@ func paced(t *testing.T, announce bool) (admitted, rejected int, capacity float6
 		t.Fatal(err)
 	}
 	defer c.Close()
-	calls, failed := hammer(c, clients, d)
+	calls, failed := hammer(t, c, clients, d)
 	t.Logf("announce %v: %d calls, %d failed; provider admitted %d, rejected %d", announce, calls, failed, p.admitted, p.rejected)
 	return p.admitted, p.rejected, perMinute + perMinute*d.Minutes()
 }
@@ -150,6 +158,31 @@ func TestDefaultsPaceATargetThatOnlyRejects(t *testing.T) {
 		if per := float64(rejected) / float64(admitted); per > 1 {
 			t.Errorf("%d 429s for %d answers (%.2f per answer), want at most 1", rejected, admitted, per)
 		}
+	})
+}
+
+// TestDefaultsMoveAPacedCallToTheFallback: once the defaults have learned
+// the primary's limit, a call whose slot is further away than MaxWait goes
+// to the next target at once, without a request to the primary: every
+// call is answered, and the primary gets no more than its limit.
+func TestDefaultsMoveAPacedCallToTheFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newLimited(50, true)
+		f := &timed{name: "f", delay: time.Second}
+		c, err := chain.New("pace").Primary(chain.Target{Name: "primary", Provider: p, Model: "m"}).
+			OrProvider(chain.Target{Name: "fallback", Provider: f, Model: "m"}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		calls, failed := hammer(t, c, 100, 2*time.Minute)
+		if failed != 0 {
+			t.Errorf("%d of %d calls failed, want every one answered (by the fallback when the primary has no slot)", failed, calls)
+		}
+		if p.rejected > 50 || p.admitted < 140 {
+			t.Errorf("primary admitted %d and rejected %d, want about its capacity (150) and at most the first instant's 50 429s", p.admitted, p.rejected)
+		}
+		t.Logf("%d calls; primary admitted %d, rejected %d; fallback %d requests", calls, p.admitted, p.rejected, f.count())
 	})
 }
 
