@@ -373,8 +373,10 @@ func (w *walk) later(t *target) bool {
 	return false
 }
 
-// headroomThrottle is the throttle a Headroom tier gives a target that has
-// none: learn the limits from the headers, with the throttle's defaults.
+// headroomThrottle is the throttle a Headroom tier gives a target whose
+// Throttle is the zero Config: Learn, whose provisional pace (one request
+// a second until the first headers) gives the ranking a room to read
+// before the provider announces any; the defaults otherwise.
 var headroomThrottle = throttle.Config{Learn: true}
 
 // spreadResult is a Result with room for the first Choice its call

@@ -12,13 +12,30 @@
 // is further away than MaxWait (or past the call's deadline) is not sent:
 // the chain moves on to the next target instead of waiting.
 //
-// With Learn, a limit you did not configure is taken from the headers.
-// Until the first ones announcing a limit arrive the limiter sends one
-// request a second, one at a time; headers that say nothing of requests,
-// beside a token limit (announced or configured), end that pace, and
-// requests are paced by their tokens from then on. A provider that sends
-// no rate-limit headers keeps the provisional pace: configure its limits
-// instead. A limit announced is kept as the provider keeps it:
+// By default (the zero Config) every target is paced from what its
+// provider says and does, and from nothing else: a provider that announces
+// no limit and rejects nothing is never held back. The limits it announces
+// in its rate-limit headers are learned and kept (below). Once its 429s
+// say it is over its limit (at least AdaptiveMinRejects of them,
+// outnumbering K-1 times its accepts, K = AdaptiveK: the SRE book's
+// condition, requests over K times accepts), they cut a learned rate
+// (Backoff, Recovery), and the adaptive throttle paces it in the manner of
+// the SRE book's client-side throttling, whatever its headers say: at most
+// K requests per request it accepts, from a bucket refilled at
+// (K*accepts + 1) per AdaptiveWindow (accepts and 429s counted with that
+// time constant), holding a second's worth, until no 429 has come for
+// AdaptiveWindow or the 429s fall under half of K-1 per accept. A few 429s
+// among many answers hold nothing back. Disabled switches all of it off.
+//
+// With Learn, limits are learned beside a configured one too, and until
+// the first headers announcing a limit arrive the limiter sends one
+// request a second, one at a time (for a provider you know announces its
+// limits, so that the first instant's requests are not sent to be
+// rejected); headers that say nothing of requests, beside a token limit
+// (announced or configured), end that pace, and requests are paced by
+// their tokens from then on. A provider that sends no rate-limit headers
+// keeps Learn's provisional pace: configure its limits instead, or leave
+// Learn off. A limit announced is kept as the provider keeps it:
 // a bucket of the per-minute limit (unless Burst sets its size), refilled
 // continuously, drained to what the headers say remain, so that a fresh
 // provider bucket is used at once rather than a second's worth at a time.
@@ -31,7 +48,7 @@
 // requests that could go now, the wait for the next slot) without taking
 // a slot, for spreading load over targets.
 //
-// The zero Config is off.
+// The zero Config is the default pacing above; Disabled is off.
 package throttle
 
 import (
@@ -40,6 +57,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -51,6 +69,28 @@ const (
 	DefaultMaxWait  = 5 * time.Second
 	DefaultBackoff  = 0.7
 	DefaultRecovery = time.Minute
+	// AdaptiveK is the K of the default pacing's adaptive throttle (SRE
+	// book, "Handling Overload"): once a provider rejects more than K-1
+	// requests per request it accepts, it is sent at most K requests per
+	// request it accepts. 1.5, not the book's 2: against a
+	// provider that announces nothing and admits 50 requests a minute,
+	// 100 callers calling back to back get 0.64 429s per answer with 1.5
+	// and 1.01 with 2 (goodput 1.0 with both; issue 24's goal is at most
+	// 1), while a provider rejecting up to a third of its requests (a 5%
+	// share of 429s, say) is still not paced at all.
+	AdaptiveK = 1.5
+	// AdaptiveWindow is the time constant with which the adaptive
+	// throttle counts accepts (its rate is K times their rate), for
+	// limits that providers keep per minute; and the adaptive throttle
+	// lets go of a provider that has not answered a 429 for that long.
+	AdaptiveWindow = time.Minute
+	// AdaptiveMinRejects is how many 429s (counted as accepts are) the
+	// default pacing needs before it reads them as the target being over
+	// its limit, engages the adaptive throttle and cuts a learned rate: so
+	// that the first response of a healthy target, when it is a 429, or a
+	// few 429s among many answers, hold nothing back (the storm lab's
+	// rate-limit scenario sends 150 at once).
+	AdaptiveMinRejects = 10
 	// MinFactor is the lowest share of the limit a run of 429s leaves.
 	MinFactor = 0.05
 	// MaxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
@@ -80,26 +120,39 @@ var (
 	errHead = problems.Head("throttle: invalid configuration")
 )
 
-// Config configures a target's self-throttling. The zero value is off;
-// setting RequestsPerMinute, TokensPerMinute or Learn turns it on.
+// Config configures a target's self-throttling. The zero value is the
+// default pacing: limits learned from the provider's rate-limit headers,
+// a rate cut after 429s, and the adaptive throttle while a provider that
+// announces no limit answers 429s; nothing is paced before the provider
+// announces a limit or rejects a request (see the package doc). Disabled
+// switches self-throttling off.
 type Config struct {
+	// Disabled switches self-throttling off: no pacing, no learning, no
+	// local refusals; every request is sent and the provider's 429s are
+	// left to the retry policy and the Retry-After gate. Set nothing else
+	// beside it.
+	Disabled bool
 	// RequestsPerMinute and TokensPerMinute are the provider's limits for
 	// this target, if you know them (your tier's RPM and TPM). 0 means
-	// unknown: with Learn, taken from the provider's headers.
+	// unknown: taken from the provider's headers when neither is set or
+	// with Learn.
 	RequestsPerMinute, TokensPerMinute float64
 	// Learn takes unknown limits from the provider's rate-limit headers
-	// and turns throttling on even with no limit configured. Until the
-	// first headers announcing a limit it sends one request a second (for
-	// good, for a provider that sends none: configure its limits
-	// instead); headers that say nothing of requests, beside a token
-	// limit (announced or configured), end that pace. A
-	// learned limit is kept as a bucket of its per-minute size (see
-	// Burst), and learning one makes the slots granted before it Stale.
+	// even beside a configured one (with no limit configured they are
+	// learned anyway), and paces before it knows: until the first headers
+	// announcing a limit it sends one request a second (for good, for a
+	// provider that sends none: configure its limits instead, or leave
+	// Learn off); headers that say nothing of requests, beside a token
+	// limit (announced or configured), end that pace. Set it for a
+	// provider you know announces its limits, so that the first instant's
+	// requests are not sent to be rejected. A learned limit is kept as a
+	// bucket of its per-minute size (see Burst), and learning one makes
+	// the slots granted before it Stale.
 	Learn bool
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
 	// (providers may enforce a per-minute limit over shorter intervals);
-	// for a request limit learned with Learn, the announced per-minute
+	// for a request limit learned from the headers, the announced per-minute
 	// limit itself, as the provider keeps it (Anthropic keeps an RPM limit
 	// as a token bucket of that size, refilled continuously), of which the
 	// limiter never holds more than the headers say remain. Set Burst if
@@ -125,8 +178,16 @@ type Config struct {
 // versions use; both name the same type.
 type Settings = Config
 
-// On reports whether s turns throttling on.
-func (s Config) On() bool { return s.RequestsPerMinute > 0 || s.TokensPerMinute > 0 || s.Learn }
+// On reports whether s turns throttling on: every Config but a Disabled
+// one, the zero value included.
+func (s Config) On() bool { return !s.Disabled }
+
+// learns reports whether a limiter of s learns limits from the headers:
+// with Learn, or with no limit configured (the default pacing), while a
+// limit is left to learn.
+func (s Config) learns() bool {
+	return (s.Learn || s.RequestsPerMinute == 0 && s.TokensPerMinute == 0) && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0)
+}
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
@@ -140,6 +201,9 @@ func (s Config) WithDefaults() Config {
 func (s Config) Validate() error {
 	found := problems.New(errHead)
 	bad := found.Addf
+	if s.Disabled && s != (Config{Disabled: true}) {
+		bad("Disabled is set beside other fields; remove Disabled to throttle with them, or the other fields to switch throttling off")
+	}
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -170,6 +234,32 @@ type Limiter struct {
 	updated  time.Time // when factor last changed
 	cut      time.Time // when the last 429 cut the factor
 	epoch    *epoch    // the slots granted since the last rebuild; nil when nothing is learned
+
+	// The adaptive throttle (see AdaptiveK): accepted counts the requests
+	// answered with anything but a 429, fading with time constant
+	// AdaptiveWindow from counted; rejected is the last 429's time;
+	// adaptive is its bucket, nil while it paces nothing.
+	accepted float64
+	refused  float64 // the 429s, counted as accepted is
+	counted  time.Time
+	rejected time.Time
+	adaptive *rate.Limiter
+	auto     bool // the default pacing: nothing configured, Learn off
+
+	// idle is set while the limiter paces nothing (no bucket, the
+	// adaptive throttle not engaged): Reserve grants every slot at once,
+	// and Observe of an answer that announces nothing only counts it, in
+	// fresh (folded into accepted under mu at least once a second, by
+	// fade), without taking mu, so that a target that says nothing pays
+	// next to nothing for its pacing.
+	idle   atomic.Bool
+	fresh  atomic.Int64
+	folded atomic.Int64 // when fade last ran, in Unix nanoseconds
+}
+
+// settle sets idle from the limiter's state; l.mu is held.
+func (l *Limiter) settle() {
+	l.idle.Store(l.requests.lim == nil && l.tokens.lim == nil && l.adaptive == nil)
 }
 
 // congestion is how close together 429s count as one event: a burst of
@@ -246,7 +336,7 @@ func New(s Config) (*Limiter, error) {
 	if !s.On() {
 		return nil, nil
 	}
-	l := &Limiter{s: s.WithDefaults(), factor: 1}
+	l := &Limiter{s: s.WithDefaults(), factor: 1, auto: s.RequestsPerMinute == 0 && s.TokensPerMinute == 0 && !s.Learn}
 	now := time.Now()
 	if s.RequestsPerMinute > 0 {
 		l.requests.set(now, s.RequestsPerMinute/60, l.burst(s.RequestsPerMinute/60))
@@ -264,9 +354,10 @@ func New(s Config) (*Limiter, error) {
 		l.tokens.set(now, s.TokensPerMinute/60, int(math.Max(1, s.TokensPerMinute/60)))
 		l.tokens.known = true
 	}
-	if s.Learn && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0) {
+	if s.learns() {
 		l.epoch = newEpoch()
 	}
+	l.settle()
 	return l, nil
 }
 
@@ -286,9 +377,9 @@ func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 // Reservation is a slot a limiter granted. Cancel it if the request is
 // not sent after all; take another if it goes Stale while you wait.
 type Reservation struct {
-	l    *Limiter
-	r, t *rate.Reservation
-	e    *epoch // the epoch it was taken in; nil when it can never go stale
+	l       *Limiter
+	r, t, a *rate.Reservation // requests, tokens, the adaptive throttle
+	e       *epoch            // the epoch it was taken in; nil when it can never go stale
 }
 
 // Stale returns a channel that is closed when the slot no longer
@@ -303,8 +394,10 @@ type Reservation struct {
 // request is sent, Stale no longer matters.
 //
 // Stale returns nil, a channel that is never ready, for a reservation
-// that can never go stale: the zero Reservation, or one from a limiter
-// that learns nothing (Learn off, or both limits configured).
+// that can never go stale: the zero Reservation, one granted at once by a
+// limiter that paced nothing then (the default pacing before the
+// provider says or does anything), or one from a limiter that learns
+// nothing (a limit configured without Learn, or both).
 func (r Reservation) Stale() <-chan struct{} {
 	if r.e == nil {
 		return nil
@@ -339,23 +432,36 @@ func (r Reservation) cancel(now time.Time) {
 	if r.t != nil {
 		r.t.CancelAt(now)
 	}
+	if r.a != nil {
+		r.a.CancelAt(now)
+	}
 }
 
 // Reserve takes a slot for one request of about tokens tokens and returns
 // how long to wait before sending it, rounded up to the millisecond (so
 // that float arithmetic never sends a request a hair before the provider
 // has its token). A slot further away than limit is not taken: Reserve
-// returns ok false and leaves the limiter as it was (a slot taken and given
-// back later could not always be restored exactly, and leaked slots would
-// stall the target).
+// returns ok false, with that wait, and leaves the limiter as it was (a
+// slot taken and given back later could not always be restored exactly,
+// and leaked slots would stall the target). Under the default pacing the
+// adaptive throttle's bucket paces requests too while it is engaged (see
+// AdaptiveK), its slots refused alike.
 func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
+	if l.idle.Load() {
+		return 0, Reservation{}, true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.settle()
 	l.recover(now)
 	res.l = l
 	if l.requests.lim != nil {
 		res.r = l.requests.lim.ReserveN(now, 1)
 		wait = res.r.DelayFrom(now)
+	}
+	if a := l.adapt(now); a != nil {
+		res.a = a.ReserveN(now, 1)
+		wait = max(wait, res.a.DelayFrom(now))
 	}
 	if l.tokens.lim != nil && tokens > 0 {
 		if tokens > l.tokens.lim.Burst() {
@@ -386,14 +492,21 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 // announced (from a success or a failure), throttled whether it answered
 // 429.
 //
-// With Learn, a limit the headers announce for the first time, or
+// A limit the headers announce for the first time, or
 // differently from before, rebuilds the limiter's buckets from what the
 // provider said, and every reservation taken before goes Stale. So do the
 // first headers that announce a token limit and no request limit: they
-// end the provisional request pace.
+// end the provisional request pace. Every response counts, as an accept
+// or a 429, toward the adaptive throttle (see AdaptiveK).
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
+	if !throttled && l.idle.Load() && !rl.Requests.Reported() && !rl.Tokens.Reported() && !rl.InputTokens.Reported() &&
+		now.UnixNano()-l.folded.Load() < int64(time.Second) {
+		l.fresh.Add(1) // an accept, with nothing to learn
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.settle()
 	l.recover(now)
 	tokens := rl.Tokens
 	if !tokens.Reported() {
@@ -413,7 +526,23 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 	heed(now, l.requests.lim, rl.Requests)
 	heed(now, l.tokens.lim, tokens)
-	if throttled {
+	l.fade(now)
+	if !throttled {
+		l.accepted++
+		return
+	}
+	l.refused++
+	l.rejected = now
+	over := l.overLimit()
+	if l.auto && over && l.adaptive == nil {
+		// The provider rejects more than K-1 requests per request it
+		// accepts: pace it at K times what it accepts.
+		r := l.adaptiveRate()
+		l.adaptive = fill(now, float64(r), adaptiveBurst(r), float64(adaptiveBurst(r)))
+	}
+	// The default pacing cuts the rate only for 429s that say the target
+	// is over its limit, not for a few among many answers.
+	if !l.auto || over {
 		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
 			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
 			l.updated, l.cut = now, now
@@ -424,10 +553,63 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	}
 }
 
+// fade brings the adaptive throttle's counts to now, with the accepts
+// counted in fresh (as of now: at most a second late).
+func (l *Limiter) fade(now time.Time) {
+	if d := now.Sub(l.counted); d > 0 {
+		if !l.counted.IsZero() {
+			f := math.Exp(-float64(d) / float64(AdaptiveWindow))
+			l.accepted *= f
+			l.refused *= f
+		}
+		l.counted = now
+	}
+	l.accepted += float64(l.fresh.Swap(0))
+	l.folded.Store(now.UnixNano())
+}
+
+// overLimit reports whether the 429s counted say the target is over its
+// limit: at least AdaptiveMinRejects of them, outnumbering K-1 times the
+// accepts (the SRE book's condition, requests over K times accepts).
+func (l *Limiter) overLimit() bool {
+	return l.refused >= AdaptiveMinRejects && l.refused > (AdaptiveK-1)*l.accepted
+}
+
+// adaptiveRate is the adaptive throttle's rate: K times the rate of the
+// requests accepted, plus one request per AdaptiveWindow so that a
+// provider that has accepted nothing yet is still asked.
+func (l *Limiter) adaptiveRate() rate.Limit {
+	return rate.Limit((AdaptiveK*l.accepted + 1) / AdaptiveWindow.Seconds())
+}
+
+// adapt returns the adaptive throttle's bucket at now, its rate brought
+// to the accepts counted, or nil. Observe engages it when overLimit; it
+// lets go when no 429 came within AdaptiveWindow, or when the 429s fall
+// under half of K-1 times the accepts (hysteresis: at its pace the target
+// answers about K-1 429s per accept).
+func (l *Limiter) adapt(now time.Time) *rate.Limiter {
+	if l.adaptive == nil {
+		return nil
+	}
+	l.fade(now)
+	if now.Sub(l.rejected) >= AdaptiveWindow || 2*l.refused < (AdaptiveK-1)*l.accepted {
+		l.adaptive = nil
+		return nil
+	}
+	r := l.adaptiveRate()
+	l.adaptive.SetLimitAt(now, r)
+	l.adaptive.SetBurstAt(now, adaptiveBurst(r))
+	return l.adaptive
+}
+
+// adaptiveBurst is how many requests the adaptive throttle lets go at
+// once at rate r: a second's worth, at least 1, as for a configured limit.
+func adaptiveBurst(r rate.Limit) int { return int(math.Max(1, float64(r))) }
+
 // learnt returns the per-minute limit a announces for b when the limiter
 // is to learn it (b's limit was not configured, and a differs from what b
 // paces at), else 0. Observe calls it only on a learning limiter (one with
-// an epoch, which New gives only with Learn).
+// an epoch, which New gives only to one that learns).
 func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 	if configured != 0 || !a.Reported() || a.Limit <= 0 {
 		return 0

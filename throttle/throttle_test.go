@@ -23,10 +23,240 @@ func mustNew(t *testing.T, s throttle.Settings) *throttle.Limiter {
 	return l
 }
 
-func TestZeroSettingsAreOff(t *testing.T) {
-	if l, err := throttle.New(throttle.Settings{}); l != nil || err != nil {
-		t.Fatalf("zero settings: %v %v", l, err)
+func TestDisabledIsOff(t *testing.T) {
+	if l, err := throttle.New(throttle.Config{Disabled: true}); l != nil || err != nil {
+		t.Fatalf("Disabled: %v %v", l, err)
 	}
+	if (throttle.Config{Disabled: true}).On() || !(throttle.Config{}).On() {
+		t.Fatal("On: want false for Disabled alone, true for the zero Config")
+	}
+	_, err := throttle.New(throttle.Config{Disabled: true, RequestsPerMinute: 50})
+	if !errors.Is(err, throttle.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {
+		t.Fatalf("Disabled beside a limit: %v, want an invalid configuration naming Disabled", err)
+	}
+}
+
+// The zero Config is on, and paces a provider that announces no limit and
+// rejects nothing not at all: no provisional pace, at any rate.
+func TestDefaultsNeverPaceASilentProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		for i := range 5000 {
+			now := time.Now()
+			for range 20 {
+				if w, r, ok := l.Reserve(now, 100, time.Hour); !ok || w != 0 {
+					t.Fatalf("request %d: wait %v ok %v, want every request at once", i, w, ok)
+				} else if r.Stale() != nil && closed(r.Stale()) {
+					t.Fatal("a slot went stale with nothing learned")
+				}
+			}
+			l.Observe(now, llm.RateLimit{}, false)
+			time.Sleep(time.Millisecond)
+		}
+		if h := l.Headroom(time.Now()); h.Known || !math.IsInf(h.Available, 1) || h.Wait != 0 {
+			t.Fatalf("headroom of a silent provider: %+v, want unknown and unlimited", h)
+		}
+	})
+}
+
+// The zero Config learns the limits the headers announce, as Learn does,
+// but sends everything until they arrive.
+func TestDefaultsLearnWithoutAProvisionalPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		now := time.Now()
+		var held []throttle.Reservation
+		for range 10 {
+			w, r, ok := l.Reserve(now, 0, time.Hour)
+			if !ok || w != 0 {
+				t.Fatalf("before any headers: wait %v ok %v, want at once", w, ok)
+			}
+			held = append(held, r)
+		}
+		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 120, Remaining: 1}}, false)
+		var waits []time.Duration
+		for range 3 {
+			w, _, _ := l.Reserve(now, 0, time.Hour)
+			waits = append(waits, w)
+		}
+		if waits[0] != 0 || waits[1] != 500*time.Millisecond || waits[2] != time.Second {
+			t.Fatalf("waits %v, want 0 500ms 1s (one remaining, then 120 per minute learned)", waits)
+		}
+		if h := l.Headroom(now); !h.Known || h.PerMinute != 120 {
+			t.Fatalf("headroom after the headers: %+v, want 120 a minute known", h)
+		}
+		for _, r := range held {
+			if r.Stale() != nil {
+				t.Fatal("a slot granted at once, pacing nothing, can go stale")
+			}
+		}
+	})
+}
+
+// Under the default pacing a 429 cuts nothing until the 429s say the
+// target is over its limit: a healthy target whose first answer is a 429,
+// or that answers a few among many, is not slowed. A configured throttle
+// cuts on every 429, as before.
+func TestDefaultsCutNothingForAFew429s(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		rl := llm.RateLimit{Requests: llm.Allowance{Limit: 4000, Remaining: 3990}}
+		l.Observe(time.Now(), rl, true) // the first answer, a 429
+		for i := range 500 {
+			now := time.Now()
+			if w, _, ok := l.Reserve(now, 0, 0); !ok || w != 0 {
+				t.Fatalf("request %d after one 429: wait %v ok %v, want at once", i, w, ok)
+			}
+			l.Observe(now, rl, i%20 == 19) // 5% 429s
+			time.Sleep(20 * time.Millisecond)
+		}
+		if f := l.Factor(); f != 1 {
+			t.Fatalf("factor %v after 5%% 429s, want 1", f)
+		}
+		configured := mustNew(t, throttle.Config{RequestsPerMinute: 4000})
+		configured.Observe(time.Now(), rl, true)
+		if f := configured.Factor(); f != throttle.DefaultBackoff {
+			t.Fatalf("a configured throttle's factor after a 429: %v, want %v", f, throttle.DefaultBackoff)
+		}
+	})
+}
+
+// A provider whose announced limit is not the one it keeps (it announces
+// 4000 a minute and admits 60) is paced by the adaptive throttle all the
+// same, by what it does.
+func TestAdaptiveThrottlePacesAProviderWhoseHeadersAreWrong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		p := &silent{perMinute: 60, level: 60, at: time.Now()}
+		start := time.Now()
+		var accepted, rejected int
+		for time.Since(start) < 5*time.Minute {
+			now := time.Now()
+			if _, _, ok := l.Reserve(now, 0, 0); ok {
+				ok := p.admit(now)
+				if ok {
+					accepted++
+				} else {
+					rejected++
+				}
+				l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 4000, Remaining: 3900}}, !ok)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if per := float64(rejected) / float64(accepted); per > 1 || float64(accepted) < 0.95*(60+5*60) {
+			t.Errorf("%d 429s for %d answers of a capacity of 360: want at most 1 per answer and 0.95 of capacity", rejected, accepted)
+		}
+	})
+}
+
+// silent is a provider that announces no limit and admits perMinute
+// requests a minute from a bucket of that size, refilled continuously (as
+// Anthropic keeps its limits), answering the rest with 429s.
+type silent struct {
+	perMinute, level float64
+	at               time.Time
+}
+
+func (p *silent) admit(now time.Time) bool {
+	p.level = math.Min(p.perMinute, p.level+now.Sub(p.at).Minutes()*p.perMinute)
+	p.at = now
+	if p.level < 1 {
+		return false
+	}
+	p.level--
+	return true
+}
+
+// A provider that announces no limit and rejects what is over its limit
+// gets about AdaptiveK requests per request it accepts (the SRE book's
+// adaptive throttle): under one 429 per answer, at its full capacity,
+// where a client sending everything gets 49 per answer here.
+func TestAdaptiveThrottleHoldsA429ingProviderToKPerAccept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		p := &silent{perMinute: 60, level: 60, at: time.Now()}
+		start := time.Now()
+		var sent, accepted, rejected, refused int
+		// 50 requests asked for every second for 5 minutes, against a
+		// provider admitting 60 a minute.
+		for time.Since(start) < 5*time.Minute {
+			now := time.Now()
+			if _, _, ok := l.Reserve(now, 0, 0); !ok {
+				refused++
+			} else {
+				sent++
+				ok := p.admit(now)
+				if ok {
+					accepted++
+				} else {
+					rejected++
+				}
+				l.Observe(now, llm.RateLimit{}, !ok)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		capacity := 60 + 5*60
+		if per := float64(rejected) / float64(accepted); per > throttle.AdaptiveK-1+0.05 {
+			t.Errorf("%d 429s for %d answers (%.2f per answer), want about K-1 (K=%v) at most", rejected, accepted, per, throttle.AdaptiveK)
+		}
+		if share := float64(accepted) / float64(capacity); share < 0.95 {
+			t.Errorf("%d answers of a capacity of %d (%.2f), want at least 0.95", accepted, capacity, share)
+		}
+		if refused == 0 {
+			t.Error("nothing refused locally")
+		}
+		t.Logf("asked %d, sent %d, accepted %d, rejected %d, refused locally %d", sent+refused, sent, accepted, rejected, refused)
+	})
+}
+
+// A provider that rejects fewer than K-1 requests per request it accepts
+// is not throttled (10% of its requests here), and the throttle lets go
+// AdaptiveWindow after the last 429.
+func TestAdaptiveThrottleSparesAMostlyAcceptingProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustNew(t, throttle.Config{})
+		for i := range 20000 {
+			now := time.Now()
+			if w, _, ok := l.Reserve(now, 0, 0); !ok || w != 0 {
+				t.Fatalf("request %d: wait %v ok %v, with 10%% of requests rejected", i, w, ok)
+			}
+			l.Observe(now, llm.RateLimit{}, i%10 == 9)
+			time.Sleep(10 * time.Millisecond)
+		}
+		// A provider that rejects everything for a while...
+		for range 200 {
+			now := time.Now()
+			if _, _, ok := l.Reserve(now, 0, 0); ok {
+				l.Observe(now, llm.RateLimit{}, true)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, _, ok := l.Reserve(time.Now(), 0, 0); ok {
+			// The counts were full of accepts: the throttle may still
+			// let this one go; it must refuse some within AdaptiveWindow
+			// (as the accepts fade).
+			refusedSome := false
+			for range throttle.AdaptiveWindow / (10 * time.Millisecond) {
+				now := time.Now()
+				if _, _, ok := l.Reserve(now, 0, 0); !ok {
+					refusedSome = true
+					break
+				}
+				l.Observe(now, llm.RateLimit{}, true)
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !refusedSome {
+				t.Fatal("a provider rejecting every request is never throttled")
+			}
+		}
+		// ...then nothing for AdaptiveWindow: every request goes again.
+		time.Sleep(throttle.AdaptiveWindow)
+		for i := range 100 {
+			if _, _, ok := l.Reserve(time.Now(), 0, 0); !ok {
+				t.Fatalf("request %d refused %v after the last 429", i, throttle.AdaptiveWindow)
+			}
+		}
+	})
 }
 
 func TestValidate(t *testing.T) {

@@ -186,6 +186,7 @@ type rateBucket struct {
 	level     int64 // units
 	at        time.Time
 	end       time.Time // arrivals from end on are not counted
+	quiet     bool      // send no rate-limit headers (the 429s' retry-after still)
 	admitted  int
 	rejected  int
 }
@@ -220,6 +221,9 @@ func (b *rateBucket) serve(now time.Time) fake.Outcome {
 		}
 		wait := time.Duration((bucketUnit - b.level + rate - 1) / rate)
 		o = fake.RateLimited(strconv.Itoa(int((wait + time.Second - 1) / time.Second))).After(limitReject)
+	}
+	if b.quiet {
+		return o
 	}
 	full := now.Add(time.Duration((capacity - b.level + rate - 1) / rate))
 	return o.
