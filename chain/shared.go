@@ -164,7 +164,12 @@ type shared struct {
 	timeout time.Duration // bounds each round trip; a call waits for the first read at most this long
 	base    time.Time     // origin of the times below
 
-	read atomic.Int64 // when the last read that Redis answered began, since base, +1; 0: none
+	// read is when the running poller's last read that Redis answered
+	// began, since base, +1; 0: none. A poller that stops resets it under
+	// mu: nothing keeps the mirror in step until the next one runs, so
+	// what its reads found counts for no call after it (the call that
+	// starts the next waits for that one's first read).
+	read atomic.Int64
 	used atomic.Int64 // when a call last used the mirror, since base
 
 	kick chan struct{} // wakes the poller: something to write (buffered, 1)
@@ -183,7 +188,8 @@ func (s *shared) staleAfter() time.Duration { return 2*s.refresh + s.timeout }
 
 func (s *shared) now() int64 { return int64(time.Since(s.base)) }
 
-// fresh reports whether a read Redis answered began within staleAfter.
+// fresh reports whether a read of the running poller that Redis answered
+// began within staleAfter.
 func (s *shared) fresh(now int64) bool {
 	r := s.read.Load()
 	return r != 0 && now-(r-1) <= int64(s.staleAfter())
@@ -223,13 +229,14 @@ func (s *shared) poll(stop chan struct{}) {
 	defer tick.Stop()
 	for {
 		began := s.now()
-		if s.state.Poll(context.Background()) == nil {
-			s.read.Store(began + 1)
-		}
+		err := s.state.Poll(context.Background())
 		s.mu.Lock()
 		if stop != s.stop || !s.running {
 			s.mu.Unlock()
-			return // closed meanwhile: close closed polled
+			return // closed meanwhile: close closed polled and reset read
+		}
+		if err == nil {
+			s.read.Store(began + 1)
 		}
 		close(s.polled)
 		s.polled = make(chan struct{})
@@ -244,6 +251,7 @@ func (s *shared) poll(stop chan struct{}) {
 		s.mu.Lock()
 		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 {
 			s.running = false // idle: the next call starts another
+			s.read.Store(0)   // and waits for its first read
 			close(s.polled)   // nobody waits for a read that will not come
 			s.mu.Unlock()
 			return
@@ -277,6 +285,7 @@ func (s *shared) close() {
 		close(s.stop)
 		close(s.polled)
 		s.running = false
+		s.read.Store(0)
 	}
 	s.mu.Unlock()
 	s.done.Wait()

@@ -382,6 +382,36 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 	})
 }
 
+// Found with TestSharedRedisStoppedMidRun: a call that restarted an idle
+// poller decided on the mirror its last run had read, however old, as long
+// as that was within 2 x Refresh + Timeout (10s here): replica 1 sent a
+// request the other replica's Retry-After had closed the target to.
+func TestSharedRestartedPollerReadsBeforeTheCallDecides(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+		f.call(t, 1)            // replica 1's poller reads the (empty) shared state
+		time.Sleep(time.Second) // and exits, idle
+		synctest.Wait()
+		f.primary.mode.Store(rateLimited)
+		if res := f.call(t, 0); res.Served.Target != "fallback" {
+			t.Fatalf("replica 0: served by %q\n%s", res.Served.Target, path(res))
+		}
+		if err := f.replicas[0].Flush(t.Context()); err != nil { // its gate is in Redis
+			t.Fatal(err)
+		}
+		before := f.primary.n.Load()
+		res := f.call(t, 1)
+		if err := skipped(res); !errors.Is(err, breaker.ErrGateClosed) {
+			t.Fatalf("replica 1, its poller restarted: primary skip = %v; want ErrGateClosed\n%s", err, path(res))
+		}
+		if got := f.primary.n.Load() - before; got != 0 {
+			t.Fatalf("the primary got %d requests after its Retry-After was shared; want none", got)
+		}
+	})
+}
+
 // path lists a result's attempts, one per line, for failure messages.
 func path(res *chain.Result) string {
 	if res == nil {
