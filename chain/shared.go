@@ -122,7 +122,12 @@ type SharedStore interface {
 // SharedConfig.Refresh (100ms) and writes what changed (a breaker opened or
 // closed, a gate closed) as soon as a call changes it: calls make no Redis
 // round trip for them. Call Chain.Close when the chain is done with (the
-// poller also exits by itself two Refreshes after the last call). When
+// poller also exits by itself two Refreshes after the last call, so a
+// chain dropped without Close leaks nothing; but a test that builds one
+// inside a testing/synctest bubble must Close it, with t.Cleanup(c.Close)
+// registered after the Redis client's cleanup (so that it runs first),
+// since the bubble's clock stops
+// when its function returns and the poller would be left waiting). When
 // Redis is slow or down, a call whose mirror is stale goes on with local
 // state, the call's SharedLocal event, a log record and the metric
 // backstop.shared.unavailable say so, and sharing resumes when Redis
