@@ -190,7 +190,7 @@ const (
 // particular order. While the store is left alone after a failure it
 // returns an error matching ErrSharedUnavailable at once.
 func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
-	return s.run(ctx, opLoad, "", 0)
+	return s.run(ctx, opLoad, "", 0, false)
 }
 
 // PublishOpen tells the other replicas that name's breaker is open and to
@@ -198,14 +198,14 @@ func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
 // later is kept. Each replica skips it for at most twice its own OpenFor
 // (the cap of its open interval).
 func (s *Shared) PublishOpen(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, opOpen, name, d)
+	_, err := s.run(ctx, opOpen, name, d, false)
 	return err
 }
 
 // PublishClosed tells the other replicas that name's breaker closed: they
 // stop skipping it from their next Load.
 func (s *Shared) PublishClosed(ctx context.Context, name string) error {
-	_, err := s.run(ctx, opClosed, name, 0)
+	_, err := s.run(ctx, opClosed, name, 0, false)
 	return err
 }
 
@@ -213,7 +213,7 @@ func (s *Shared) PublishClosed(ctx context.Context, name string) error {
 // request for d (rounded up to a millisecond); a closure that ends later
 // is kept. Each replica closes its gate for at most its own MaxGate.
 func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) error {
-	_, err := s.run(ctx, opGate, name, d)
+	_, err := s.run(ctx, opGate, name, d, false)
 	return err
 }
 
@@ -233,9 +233,14 @@ type tracked struct {
 	b       *Breaker
 	g       *Gate
 	maxGate time.Duration
-	// unpublished is the change of b (State+1) the store did not take, to
-	// tell again at the next Sync or Flush; 0 when there is none.
+	// unpublished is the change of b (State+1) the store did not take, or
+	// that PublishLater kept, to tell at the next Sync, Poll or Flush; 0
+	// when there is none.
 	unpublished atomic.Int32
+	// gateUntil is when the gate closure PublishGateLater kept ends, in
+	// nanoseconds since the Shared's base, to tell at the next Sync, Poll
+	// or Flush; 0 when there is none.
+	gateUntil atomic.Int64
 }
 
 // Track makes s share b and g under name (a chain's target's name): Sync
@@ -296,7 +301,24 @@ func (s *Shared) tracks() []*tracked {
 // breakers and gates then keep what this replica knows. A change told
 // again that the store does not take either is kept for the next Sync or
 // Flush, and not reported.
-func (s *Shared) Sync(ctx context.Context) error {
+func (s *Shared) Sync(ctx context.Context) error { return s.sync(ctx, false) }
+
+// Poll is Sync for the one goroutine that keeps a replica's breakers and
+// gates in step with the store in the background (a shared chain's; see
+// chain.SharedConfig.Refresh): it tries the store even while it is left
+// alone after a failure, so that one slow round trip costs the replica
+// one Refresh of freshness, not ProbeEvery, and it first tells the store
+// what PublishLater and PublishGateLater kept. It records the outcome as
+// every round trip does: Available, OnError and the Logger say when the
+// store fails and when it answers again.
+func (s *Shared) Poll(ctx context.Context) error { return s.sync(ctx, true) }
+
+func (s *Shared) sync(ctx context.Context, force bool) error {
+	if force {
+		if err := s.tellKept(ctx, true); err != nil {
+			return err
+		}
+	}
 	ts := s.tracks()
 	// Each breaker's count of state changes, taken before the read: a
 	// breaker that changes while the read is on its way ignores what was
@@ -310,7 +332,7 @@ func (s *Shared) Sync(ctx context.Context) error {
 		}
 		asOf = append(asOf, n)
 	}
-	remotes, err := s.Load(ctx)
+	remotes, err := s.run(ctx, opLoad, "", 0, force)
 	if err != nil {
 		return err
 	}
@@ -384,6 +406,79 @@ func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
 	return s.tell(ctx, t, to, false)
 }
 
+// PublishLater is Publish without the round trip: it takes b's last state
+// change, if it made one since the last Publish, and keeps it for the next
+// Poll (or Sync, or Flush) to tell the store, a newer change replacing an
+// older one. It reports whether anything is kept to tell, so that the
+// caller can wake its poller. It costs one atomic load when b made no
+// change.
+func (s *Shared) PublishLater(b *Breaker) bool {
+	if b == nil || b.cb == nil || b.change.Load() == 0 {
+		return false
+	}
+	var t *tracked
+	for _, x := range s.tracks() {
+		if x.b == b {
+			t = x
+			break
+		}
+	}
+	if t == nil {
+		return false
+	}
+	to, ok := b.takeChange()
+	if !ok || to == HalfOpen {
+		return false
+	}
+	t.unpublished.Store(int32(to) + 1)
+	return true
+}
+
+// PublishGateLater is PublishGate without the round trip: it keeps the
+// closure of name's gate for d from now, the later of it and one kept
+// already, for the next Poll (or Sync, or Flush) to tell the store, with
+// what is left of d then. It reports whether name is tracked.
+func (s *Shared) PublishGateLater(name string, d time.Duration) bool {
+	for _, t := range s.tracks() {
+		if t.name != name {
+			continue
+		}
+		until := max(int64(time.Since(s.base)+d), 1)
+		for {
+			cur := t.gateUntil.Load()
+			if cur >= until || t.gateUntil.CompareAndSwap(cur, until) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tellKept tells the store what PublishLater and PublishGateLater kept,
+// and what it did not take before, stopping at the first round trip it
+// does not take (what is left stays kept). force tries the store even
+// while it is left alone.
+func (s *Shared) tellKept(ctx context.Context, force bool) error {
+	for _, t := range s.tracks() {
+		if u := t.unpublished.Swap(0); u != 0 {
+			if err := s.tellForced(ctx, t, State(u-1), true, force); err != nil {
+				return err
+			}
+		}
+		if until := t.gateUntil.Swap(0); until != 0 {
+			left := time.Duration(until) - time.Since(s.base)
+			if left <= 0 {
+				continue
+			}
+			if _, err := s.run(context.WithoutCancel(ctx), opGate, t.name, left, force); err != nil {
+				t.gateUntil.CompareAndSwap(0, until) // unless a newer one was kept meanwhile
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Flush tells the other replicas every change of a tracked breaker that the
 // store did not take when Publish (or Sync) told it: call it before a
 // replica stops. It returns the errors of the changes the store did not
@@ -398,6 +493,14 @@ func (s *Shared) Flush(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("target %q: its breaker's change to %v was not published: %w", t.name, to, err))
 			}
 		}
+		if until := t.gateUntil.Swap(0); until != 0 {
+			if left := time.Duration(until) - time.Since(s.base); left > 0 {
+				if err := s.PublishGate(ctx, t.name, left); err != nil {
+					t.gateUntil.CompareAndSwap(0, until)
+					errs = append(errs, fmt.Errorf("target %q: its gate's closure was not published: %w", t.name, err))
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -407,6 +510,11 @@ func (s *Shared) Flush(ctx context.Context) error {
 // again is true when the change is one told before: it is kept only if no
 // newer one was meanwhile.
 func (s *Shared) tell(ctx context.Context, t *tracked, to State, again bool) error {
+	return s.tellForced(ctx, t, to, again, false)
+}
+
+// tellForced is tell; force tries the store even while it is left alone.
+func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, force bool) error {
 	ctx = context.WithoutCancel(ctx) // a canceled call still tells the others
 	var err error
 	switch to {
@@ -415,9 +523,9 @@ func (s *Shared) tell(ctx context.Context, t *tracked, to State, again bool) err
 		// told again late publishes the interval of the breaker's opening
 		// at that time: the last one, as a later change overrides.
 		d := t.b.OpenInterval()
-		err = s.PublishOpen(ctx, t.name, d+min(d, math.MaxInt64-d))
+		_, err = s.run(ctx, opOpen, t.name, d+min(d, math.MaxInt64-d), force)
 	case Closed:
-		err = s.PublishClosed(ctx, t.name)
+		_, err = s.run(ctx, opClosed, t.name, 0, force)
 	default:
 		return nil // half-open: nothing to tell
 	}
@@ -434,12 +542,12 @@ func (s *Shared) tell(ctx context.Context, t *tracked, to State, again bool) err
 
 // run makes one round trip to the store, bounded by the Timeout, unless the
 // store is left alone, and logs the repair the store reports.
-func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration) ([]Remote, error) {
+func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration, force bool) ([]Remote, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	now := int64(time.Since(s.base))
-	if use, _ := s.health.Use(now); !use {
+	if use, _ := s.health.Use(now); !use && !force {
 		return nil, s.leftAlone
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)

@@ -163,6 +163,9 @@ func (c *Chain) watchProbes() {
 // not Flush. A chain dropped without Close is collected all the same, and
 // its probes stop then (at the latest when the next one is due).
 func (c *Chain) Close() {
+	if c.shared != nil {
+		c.shared.close()
+	}
 	for _, t := range c.targets {
 		if t.prober != nil {
 			t.prober.close()

@@ -61,7 +61,7 @@ func (c *Chain) closeGate(ctx context.Context, obs *callObs, t *target, retryAft
 	t.gate.CloseUntil(until)
 	obs.gateClosed(&t.ob, until)
 	if c.shared != nil {
-		_ = c.shared.state.PublishGate(context.WithoutCancel(ctx), t.Name, d)
+		c.publishGate(t, d)
 	}
 }
 

@@ -60,6 +60,11 @@ func ExampleBuilder_Shared() {
 	for range 5 { // five failures in a row open replica a's breaker
 		a.Call(context.Background(), req)
 	}
+	// a's poller writes the opening at once, in the background, and b
+	// reads it before its next call. Flush waits for that write, so that
+	// the output does not depend on which of the two round trips lands
+	// first; a service has no need to.
+	a.Flush(context.Background())
 	res, _ := b.Call(context.Background(), req)
 	fmt.Println("replica b:", res.Attempts[0].Reason)
 	fmt.Println("served by:", res.Served.Target)

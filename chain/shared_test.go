@@ -103,6 +103,7 @@ func newFleet(t *testing.T, addr string, o fleetOptions) *fleet {
 			t.Fatal(err)
 		}
 		f.replicas = append(f.replicas, c)
+		t.Cleanup(c.Close) // its poller, before its client closes
 	}
 	return f
 }
@@ -132,6 +133,22 @@ func (f *fleet) waitReconnected(t *testing.T) {
 // running the whole suite can miss the default 50ms: a replica would then
 // decide alone and the counts would change.
 const sharedTestTimeout = 10 * time.Second
+
+// propagate lets what one replica published reach the others, inside a
+// synctest bubble: a Refresh for their pollers' next read (or, idle, for
+// their next call's), then the writes and reads on their way.
+func propagate() {
+	time.Sleep(chain.DefaultSharedRefresh + time.Millisecond)
+	synctest.Wait()
+}
+
+// settle is propagate in real time: each replica's Flush in turn waits
+// for its poller's writes and next read, if it runs.
+func (f *fleet) settle() {
+	for _, c := range f.replicas {
+		_ = c.Flush(context.Background()) // Redis may be stopped
+	}
+}
 
 // call makes one call on replica i and fails the test if it is not served.
 func (f *fleet) call(t *testing.T, i int) *chain.Result {
@@ -198,6 +215,7 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 			if res := f.call(t, 0); res.Served.Target != "primary" {
 				t.Fatalf("the probe: served by %q; want the primary\n%s", res.Served.Target, path(res))
 			}
+			propagate()
 			for i := 1; i < 3; i++ {
 				if res := f.call(t, i); res.Served.Target != "primary" {
 					t.Fatalf("replica %d after the probe: served by %q; want the primary\n%s", i, res.Served.Target, path(res))
@@ -256,8 +274,11 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 		if !strings.Contains(logs, "shared breaker state unavailable, using local state") {
 			t.Fatalf("no log line says the shared state is unavailable:\n%s", logs)
 		}
-		if n := tel.Counter(t, "backstop.shared.unavailable"); n < 2 {
-			t.Fatalf("backstop.shared.unavailable = %d; want at least one per replica that saw Redis fail", n)
+		// Replica 0's calls came within a Refresh of its last read: they
+		// decided on its mirror, and its poller may not have seen Redis
+		// fail yet; replica 1's first call did.
+		if n := tel.Counter(t, "backstop.shared.unavailable"); n < 1 {
+			t.Fatalf("backstop.shared.unavailable = %d; want at least one: a replica saw Redis fail", n)
 		}
 		var events int
 		for _, s := range tel.Spans.GetSpans() {
@@ -279,6 +300,9 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 		f.waitReconnected(t)
 		for range breaker.DefaultConsecutiveFailures {
 			f.call(t, 1)
+		}
+		if err := f.replicas[1].Flush(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 		before = f.primary.n.Load()
 		res := f.call(t, 2)
@@ -350,9 +374,40 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 		if res := f.call(t, 1); skipped(res) != nil || f.primary.n.Load() != before+1 {
 			t.Fatalf("replica 1 read the shared state again within Refresh:\n%s", path(res))
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // replica 1's poller reads again
+		synctest.Wait()
 		if res := f.call(t, 1); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
 			t.Fatalf("replica 1 did not read the shared state after Refresh:\n%s", path(res))
+		}
+	})
+}
+
+// Found with TestSharedRedisStoppedMidRun: a call that restarted an idle
+// poller decided on the mirror its last run had read, however old, as long
+// as that was within 2 x Refresh + Timeout (10s here): replica 1 sent a
+// request the other replica's Retry-After had closed the target to.
+func TestSharedRestartedPollerReadsBeforeTheCallDecides(t *testing.T) {
+	m := miniredis.RunT(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
+		f.call(t, 1)            // replica 1's poller reads the (empty) shared state
+		time.Sleep(time.Second) // and exits, idle
+		synctest.Wait()
+		f.primary.mode.Store(rateLimited)
+		if res := f.call(t, 0); res.Served.Target != "fallback" {
+			t.Fatalf("replica 0: served by %q\n%s", res.Served.Target, path(res))
+		}
+		if err := f.replicas[0].Flush(t.Context()); err != nil { // its gate is in Redis
+			t.Fatal(err)
+		}
+		before := f.primary.n.Load()
+		res := f.call(t, 1)
+		if err := skipped(res); !errors.Is(err, breaker.ErrGateClosed) {
+			t.Fatalf("replica 1, its poller restarted: primary skip = %v; want ErrGateClosed\n%s", err, path(res))
+		}
+		if got := f.primary.n.Load() - before; got != 0 {
+			t.Fatalf("the primary got %d requests after its Retry-After was shared; want none", got)
 		}
 	})
 }
@@ -397,6 +452,7 @@ func sharedReplica(t testing.TB, c redis.UniversalClient, name string, opts chai
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(ch.Close)
 	return ch
 }
 
@@ -405,6 +461,7 @@ func sharedReplica(t testing.TB, c redis.UniversalClient, name string, opts chai
 // and their result says so in words containing says.
 func othersSkip(t *testing.T, f *fleet, elsewhere, local error, says string) {
 	t.Helper()
+	propagate()
 	for i := 1; i < 3; i++ {
 		res := f.call(t, i)
 		if err := skipped(res); !errors.Is(err, elsewhere) || !errors.Is(err, local) {
@@ -468,6 +525,7 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(c.Close)
 			replicas = append(replicas, c)
 		}
 		s := replicas[0].Stream(context.Background(), ask)
@@ -477,6 +535,7 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 		if primary.opened != 1 {
 			t.Fatalf("the primary opened %d streams; want 1", primary.opened)
 		}
+		propagate()
 		s = replicas[1].Stream(context.Background(), ask)
 		if _, err := collect(t, s); err != nil {
 			t.Fatalf("replica 1's stream: %v", err)
@@ -531,6 +590,7 @@ func TestSharedLostWithdrawalIsToldAgain(t *testing.T) {
 				Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}})
 		f.primary.mode.Store(overloaded)
 		f.call(t, 0) // replica 0 opens its breaker and publishes it
+		propagate()
 		if res := f.call(t, 1); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
 			t.Fatalf("setup: replica 1 did not skip the primary:\n%s", path(res))
 		}
@@ -634,6 +694,7 @@ func TestSharedSilentRedisCostsOneRoundTripPerCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
 	res, err := c.Call(context.Background(), ask)
 	if err != nil || res.Served.Target != "fallback" || primary.n.Load() != 2 {
 		t.Fatalf("served by %q after %d primary requests, err %v; want the fallback after a retry\n%s",
@@ -700,6 +761,7 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 		if _, err := a.Call(context.Background(), ask); err != nil {
 			t.Fatal(err)
 		}
+		propagate()
 		res, err := b.Call(context.Background(), ask)
 		if err != nil {
 			t.Fatal(err)
@@ -751,6 +813,7 @@ func TestSharedLostWithdrawalSingleTargetChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(ch.Close)
 			replicas = append(replicas, ch)
 		}
 		p.mode.Store(overloaded)
@@ -809,6 +872,7 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 		wg.Go(func() { a, _ = r1.Call(context.Background(), ask) })
 		<-g.started
 		_, _ = r0.Call(context.Background(), ask) // r0 opens, publishes
+		propagate()
 		if res, _ := r1.Call(context.Background(), ask); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
 			t.Fatalf("setup: r1 did not learn of r0's opening:\n%s", path(res))
 		}
@@ -891,6 +955,7 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(ch.Close)
 			return ch
 		}
 		const maxGate = time.Second
@@ -908,6 +973,7 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 
 		p.mode.Store(rateLimited) // Retry-After 120s: a closes its gate and publishes it
 		call(a)
+		propagate()
 		p.mode.Store(healthy)
 		if res := call(b); !gated(res) {
 			t.Fatalf("setup: b did not skip the primary on a's gate:\n%s", path(res))
@@ -930,6 +996,7 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		p.mode.Store(rateLimited)
 		call(a)
+		propagate()
 		p.mode.Store(healthy)
 		if res := call(b); !gated(res) {
 			t.Fatalf("b after a's second 429: the primary was not skipped:\n%s", path(res))
@@ -958,6 +1025,7 @@ func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 			}
 			f.primary.mode.Store(overloaded)
 			f.call(t, 0) // reads (repairs), opens its breaker, publishes
+			propagate()
 			if res := f.call(t, 1); !errors.Is(skipped(res), breaker.ErrOpenElsewhere) {
 				t.Fatalf("round %d: replica 1 did not learn of replica 0's opening past a string on the key:\n%s\nlog:\n%s",
 					round, path(res), f.log.String())
@@ -969,6 +1037,7 @@ func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 			f.primary.mode.Store(healthy)
 			time.Sleep(breaker.DefaultOpenFor + time.Millisecond)
 			f.call(t, 0)
+			propagate()
 		}
 		if ttl := m.TTL(key); m.Exists(key) && ttl <= 0 {
 			t.Fatalf("the repaired key has no TTL")
@@ -1052,6 +1121,7 @@ func newFleetWithBudgets(t *testing.T, cfg budget.RatioConfig, primary chain.Tar
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(c.Close)
 		f.replicas = append(f.replicas, c)
 	}
 	return f
@@ -1106,6 +1176,7 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	if got := f.primary.n.Load(); got != replicas*5+replicas*25 {
 		t.Fatalf("the primary got %d requests; want every call's first attempt (%d)", got, replicas*30)
 	}
+	f.settle() // the pollers' reads find Redis stopped
 	if logs := f.log.String(); !strings.Contains(logs, "unavailable, using local state") {
 		t.Fatalf("no log line says Redis is unavailable:\n%s", logs)
 	}
@@ -1118,6 +1189,7 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	if res := f.call(t, 0); res.Served.Target != "fallback" {
 		t.Fatalf("replica 0: served by %q\n%s", res.Served.Target, path(res))
 	}
+	f.settle() // replica 0 writes the gate, the others read it
 	before := f.primary.n.Load()
 	for i := 1; i < replicas; i++ {
 		res := f.call(t, i)
@@ -1172,6 +1244,7 @@ func TestSharedHedgeBudgetIsOneForAllReplicas(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					t.Cleanup(c.Close)
 					replicas = append(replicas, c)
 				}
 				for range 5 {
@@ -1208,6 +1281,7 @@ func TestSharedFlushWritesTheHedgeBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Close)
 	for range 3 {
 		if _, err := c.Call(t.Context(), question); err != nil {
 			t.Fatal(err)

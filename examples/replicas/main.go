@@ -28,9 +28,11 @@
 //
 // Then the same incident runs again in this process without Builder.Shared,
 // and a summary compares the requests each provider received. Calls are
-// made one at a time, round-robin over the replicas, so that every run
-// prints the same thing; it takes about 5 seconds, most of it the two
-// OpenFor waits.
+// made one at a time, round-robin over the replicas, a little more than
+// chain.DefaultSharedRefresh (100ms) apart: a replica reads what the
+// others published every Refresh, so what one call changes reaches every
+// replica before the next call, and every run prints the same thing. It
+// takes about 8 seconds, most of it the two OpenFor waits and those pauses.
 //
 //	go run ./examples/replicas
 //	go run ./examples/replicas -replicas 8
@@ -97,6 +99,11 @@ const (
 	envRedis     = "BACKSTOP_REDIS_ADDR"
 	defaultRedis = "127.0.0.1:6379"
 	pingTimeout  = time.Second
+
+	// between is the pause before each call: a Refresh, for the others'
+	// pollers to read what the last call published (its replica's poller
+	// writes it at once), and a margin for that read's round trip.
+	between = chain.DefaultSharedRefresh + 10*time.Millisecond
 )
 
 // options configure run.
@@ -107,7 +114,9 @@ type options struct {
 	RedisAddr string
 	// Prefix begins every Redis key; "" makes one unique to the run.
 	Prefix string
-	// OpenFor is the primary breaker's OpenFor; 0 means 2s.
+	// OpenFor is the primary breaker's OpenFor; 0 means 2s, or longer
+	// when the outage and rate-limit calls (3 per replica, between apart)
+	// would not fit in it.
 	OpenFor time.Duration
 	// RedisTimeout is SharedConfig.Timeout; 0 means its default, 50ms.
 	// The tests make it long: under a test's virtual clock a socket's
@@ -133,7 +142,9 @@ func run(w io.Writer, o options) error {
 		return fmt.Errorf("-replicas is %d; use 1 to 100", o.Replicas)
 	}
 	if o.OpenFor == 0 {
-		o.OpenFor = 2 * time.Second
+		// The breaker must stay open through phases 2 and 3, whose calls
+		// come between apart, with a second to spare.
+		o.OpenFor = max(2*time.Second, (time.Duration(3*o.Replicas)*between + time.Second).Round(time.Second))
 	}
 	if o.Prefix == "" {
 		o.Prefix = fmt.Sprintf("backstop-example-replicas:%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -154,8 +165,8 @@ func run(w io.Writer, o options) error {
 		o.Replicas, chainName)
 	fmt.Fprintf(w, "Targets: %s (%s, fake Anthropic API) -> %s (%s, fake OpenAI API) -> a static degraded answer.\n",
 		primary, sonnet, fallback, gpt)
-	fmt.Fprintf(w, "%s's breaker opens after %d consecutive failures and stays open %v; calls go one at a time, round-robin.\n",
-		primary, failuresToOpen, o.OpenFor)
+	fmt.Fprintf(w, "%s's breaker opens after %d consecutive failures and stays open %v; calls go one at a time, round-robin, %v apart.\n",
+		primary, failuresToOpen, o.OpenFor, between)
 
 	with, err := play(ctx, o, true)
 	if err != nil {
@@ -269,6 +280,11 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 				err = cerr
 			}
 		}
+		for _, r := range replicas {
+			if r != nil {
+				r.Close() // stops its poller, before its Redis client closes
+			}
+		}
 		for _, c := range clients {
 			_ = c.Close()
 		}
@@ -324,6 +340,7 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 	// round makes one call on each replica, in order (0-based indexes).
 	round := func(phase int, order []int) {
 		for _, i := range order {
+			time.Sleep(between)
 			calls[i]++
 			p0, f0 := prim.Requests(sonnet), fb.Requests(gpt)
 			res, err := replicas[i].Call(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Where is my order?"}}})
