@@ -476,6 +476,18 @@ func (b *Breaker) Allow() (Ticket, error) {
 	return b.allowWatched()
 }
 
+// AllowAt is Allow for callers that have already read the clock: now is
+// when the attempt starts, from time.Now or derived from it with Add (it
+// must carry a monotonic reading). It spares the healthy path a clock
+// read, which costs more than the rest of it on some machines.
+func (b *Breaker) AllowAt(now time.Time) (Ticket, error) {
+	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
+		b.window.AddAt(0, now)
+		return Ticket{b: b, changes: b.changes.Load()}, nil
+	}
+	return b.allowWatched()
+}
+
 // quiet reports whether the breaker is closed with no failure left to
 // tell gobreaker: a ticket then needs nothing of gobreaker.
 func (b *Breaker) quiet() bool { return b.closed.Load() && b.fails.Load() == b.clean.Load() }

@@ -205,10 +205,15 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	if w.obs != nil { // checked here: the event is not even built for nobody
 		ctx = w.observeStart(ctx, a, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
-	if limit := t.hardLimit(w.send.commits(t)); limit > 0 && w.bounds(ctx, t, limit) {
+	if w.nowOK && a.n == 1 {
+		a.start = w.now // admitted just now, nothing waited since
+	} else {
+		a.start = c.clock()
+	}
+	w.nowOK = false
+	if limit := t.hardLimit(w.send.commits(t)); limit > 0 && w.bounds(ctx, t, limit, a.start) {
 		ctx, a.cancel = context.WithTimeout(ctx, limit)
 	}
-	a.start = c.clock()
 	if w.begin < 0 {
 		w.begin = a.start
 	}

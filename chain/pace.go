@@ -43,7 +43,12 @@ func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
 // wait stays within MaxWait and the deadline, from when a first asked.
 func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 	t := a.t
-	asked := time.Now()
+	var asked time.Time
+	if w.nowOK {
+		asked = w.c.epoch.Add(w.now)
+	} else {
+		asked = time.Now()
+	}
 	limit := t.throttle.MaxWait()
 	if dl, ok := w.ctx.Deadline(); ok {
 		limit = min(limit, dl.Sub(asked))
@@ -64,6 +69,7 @@ func (w *walk) reserve(a *attempt, req *llm.Request) (time.Duration, error) {
 			w.obs.skip(&t.ob, n, observe.SkipThrottle, reason, throttle.ErrThrottled)
 			return 0, throttle.ErrThrottled
 		}
+		w.nowOK = false // the first attempt reads its own start
 		stale, err := sleepUnless(w.ctx, wait, r.Stale())
 		if stale {
 			r.Cancel(time.Now())

@@ -203,13 +203,13 @@ func reportOverdue(r *racer) {
 }
 
 // bounds reports whether attempt limit must bound an attempt of t under
-// ctx: a Timeout set always does; the default only when the call's
+// ctx, starting at now on the chain's clock: a Timeout set always does; the default only when the call's
 // deadline (if any) is further away, sparing the healthy path a timer
 // that could never fire first.
-func (w *walk) bounds(ctx context.Context, t *target, limit time.Duration) bool {
+func (w *walk) bounds(ctx context.Context, t *target, limit, now time.Duration) bool {
 	if t.Timeout > 0 {
 		return true
 	}
 	dl, ok := ctx.Deadline()
-	return !ok || time.Until(dl) > limit
+	return !ok || dl.Sub(w.c.epoch.Add(now)) > limit
 }

@@ -53,6 +53,13 @@ type walk struct {
 	spare  *spread.Choice
 	hedged uint64
 
+	// now is when admit let the target at pos in, on the chain's clock;
+	// nowOK is true until anything waited since: the first attempt then
+	// starts at now, and the clock is read once per call on the healthy
+	// path, not once per policy.
+	now   time.Duration
+	nowOK bool
+
 	// waited is set once the walk has waited for a breaker's probe
 	// (mayWait): a call waits at most once. owed is a retry the budget
 	// refused on the last target, held until the backoff has passed: if
@@ -257,9 +264,10 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 		w.refused(t, observe.SkipGate, err, until)
 		return ticket, false, nil
 	}
-	if ticket, err = t.breaker.Allow(); err != nil {
+	w.now, w.nowOK = w.c.clock(), true // read once, for the breaker, the throttle and the attempt's start
+	if ticket, err = t.breaker.AllowAt(w.c.epoch.Add(w.now)); err != nil {
 		if w.mayWait(t) {
-			w.waited = true
+			w.waited, w.nowOK = true, false
 			ticket, err = t.breaker.Wait(w.ctx)
 		}
 		if err != nil {
