@@ -254,6 +254,10 @@ func (s *shared) poll(stop chan struct{}) {
 		case <-tick.C:
 		}
 		s.mu.Lock()
+		if stop != s.stop || !s.running {
+			s.mu.Unlock()
+			return // closed (and maybe restarted) while the tick fired
+		}
 		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 {
 			s.running = false // idle: the next call starts another
 			s.read.Store(0)   // and waits for its first read

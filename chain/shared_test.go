@@ -1298,3 +1298,21 @@ func TestSharedFlushWritesTheHedgeBudget(t *testing.T) {
 		t.Fatalf("the shared hedge budget counts %d first attempts (err %v); want the 3 calls", firsts, err)
 	}
 }
+
+// TestSharedCloseAsThePollerGoesIdle: a Close on the very tick at which
+// the poller finds itself idle must not end the poller twice. It closed
+// the channel of reads twice and panicked, or (after a restart) stopped
+// the next poller.
+func TestSharedCloseAsThePollerGoesIdle(t *testing.T) {
+	m := miniredis.RunT(t)
+	for range 40 {
+		synctest.Test(t, func(t *testing.T) {
+			f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{}})
+			f.call(t, 0)
+			time.Sleep(3 * chain.DefaultSharedRefresh) // the tick at which it goes idle
+			f.replicas[0].Close()
+			f.call(t, 0) // a poller again
+			f.replicas[0].Close()
+		})
+	}
+}
