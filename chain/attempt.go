@@ -105,6 +105,10 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 				return tried{err: &refusedError{s.err, why}, kind: s.kind}
 			}
 		}
+		if w.probeWait > 0 { // waited for the breaker's probe before this attempt
+			wait += w.probeWait
+			w.probeWait = 0
+		}
 		// On the stack, with the request beside it: a stream keeps copies.
 		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: choice}
 		if t.throttle != nil {

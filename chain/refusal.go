@@ -117,9 +117,14 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 		return ticket, nil
 	} else if w.mayWait(t) {
 		w.waited = true
-		if ticket, err = t.breaker.Wait(w.ctx); err == nil {
+		before := w.c.clock()
+		ticket, err = t.breaker.Wait(w.ctx)
+		w.probeWait = w.c.clock() - before
+		if err == nil {
 			return ticket, nil
 		}
+		wait += w.probeWait
+		w.probeWait = 0
 		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker
 	} else {
 		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker

@@ -54,5 +54,10 @@ func TestCallWithoutFallbackWaitsForTheProbe(t *testing.T) {
 		if d := time.Since(began); d < 3*time.Second || d > 5*time.Second {
 			t.Fatalf("served after %v; want when the probe was due, 4s", d)
 		}
+		// The wait is in the attempt's record: a trace at 3 a.m. shows
+		// where the 4s went.
+		if a := res.Attempts[len(res.Attempts)-1]; a.Wait != time.Since(began) {
+			t.Fatalf("the served attempt records a wait of %v; want the %v it waited for the probe\n%s", a.Wait, time.Since(began), lines(res))
+		}
 	})
 }

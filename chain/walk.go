@@ -59,6 +59,10 @@ type walk struct {
 	// path, not once per policy.
 	now   time.Duration
 	nowOK bool
+	// probeWait is how long admit or readmit waited for the breaker's
+	// probe (Breaker.Wait) before the attempt they let in: the attempt's
+	// record counts it in its Wait.
+	probeWait time.Duration
 
 	// waited is set once the walk has waited for a breaker's probe
 	// (mayWait): a call waits at most once. owed is a retry the budget
@@ -269,6 +273,7 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 		if w.mayWait(t) {
 			w.waited, w.nowOK = true, false
 			ticket, err = t.breaker.Wait(w.ctx)
+			w.probeWait = w.c.clock() - w.now
 		}
 		if err != nil {
 			w.refused(t, observe.SkipBreaker, err, time.Time{})
