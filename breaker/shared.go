@@ -260,6 +260,9 @@ func (s *Shared) Track(name string, b *Breaker, g *Gate, maxGate time.Duration) 
 	if p := s.tracked.Load(); p != nil {
 		all = append(all, *p...)
 	}
+	if b != nil {
+		b.jitter.Store(true) // see JitterShare
+	}
 	all = append(all, &tracked{name: name, b: b, g: g, maxGate: maxGate})
 	s.tracked.Store(&all)
 }
