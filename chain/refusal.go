@@ -117,7 +117,7 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 		return ticket, nil
 	} else if w.mayWait(t) {
 		w.waited = true
-		if ticket, err = t.breaker.Wait(w.ctx); err == nil {
+		if ticket, err = w.waitBreaker(t); err == nil {
 			return ticket, nil
 		}
 		why, reason, cause = err, breakerReason(t, err), observe.SkipBreaker

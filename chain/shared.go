@@ -176,6 +176,9 @@ type shared struct {
 	// starts the next waits for that one's first read).
 	read atomic.Int64
 	used atomic.Int64 // when a call last used the mirror, since base
+	// waiting counts the calls waiting for a breaker's probe (another
+	// replica's, perhaps): the poller keeps reading while there are any.
+	waiting atomic.Int32
 
 	kick chan struct{} // wakes the poller: something to write (buffered, 1)
 
@@ -258,7 +261,7 @@ func (s *shared) poll(stop chan struct{}) {
 			s.mu.Unlock()
 			return // closed (and maybe restarted) while the tick fired
 		}
-		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 {
+		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 && s.waiting.Load() == 0 {
 			s.running = false // idle: the next call starts another
 			s.read.Store(0)   // and waits for its first read
 			close(s.polled)   // nobody waits for a read that will not come
