@@ -30,7 +30,7 @@ const (
 
 	// JitterShare sets the random lengthening of the openings of a breaker
 	// that a Shared tracks: each opening lasts up to 1/JitterShare longer
-	// (up to 1s on the default 5s), drawn afresh at each. Replicas whose
+	// (up to 1.25s on the default 5s), drawn afresh at each. Replicas whose
 	// breakers opened together (a total outage trips them all within one
 	// Refresh) would otherwise publish openings that end within
 	// Shared.Slack of each other and each probe the target; drawn apart,
@@ -38,7 +38,7 @@ const (
 	// ends last (see Shared.Sync). The lengthening keeps a replica's probes
 	// at most 12 a minute on the default interval. A breaker that is not
 	// shared keeps its exact interval.
-	JitterShare = 5
+	JitterShare = 4
 
 	// MaxBuckets is the most buckets Window / BucketPeriod may make. The
 	// window keeps one bucket each (24 bytes) and sums all of them on every
@@ -606,7 +606,9 @@ func (b *Breaker) Probe() (Ticket, error) {
 // a time already passed while the breaker is half-open (a probe is due, or
 // in flight). It returns the zero time while the breaker is
 // closed or disabled, including while another replica holds it open (that
-// replica probes). It reads no clock; its result carries a monotonic
+// replica probes). A breaker that defers its probe to another replica
+// (see Shared.Sync) keeps its own due time, passed: Probe refuses until
+// that replica's publication is withdrawn or ends, so ask again. It reads no clock; its result carries a monotonic
 // reading, so time.Until measures it correctly.
 func (b *Breaker) ProbeAt() time.Time {
 	if b.cb == nil || b.closed.Load() {

@@ -2,8 +2,10 @@ package breaker_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -156,4 +158,126 @@ func sum(xs []int) int {
 		s += x
 	}
 	return s
+}
+
+// Issue 24: Wait returned ErrOpenElsewhere at once while another replica
+// held the breaker open, though that replica's probe was seconds away. A
+// waiter now waits for the publication's withdrawal (the probe succeeded)
+// and is released on the ramp from it; without a withdrawal it gives up
+// when its context ends.
+func TestWaitForAnotherReplicasProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := &clockStore{open: map[string]time.Time{}}
+		ss, bs := sharedReplicas(t, store, 2)
+		tk, _ := bs[0].Allow()
+		tk.Report(retry.Failure) // replica 0 opens
+		if err := ss[0].Publish(ctx, bs[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := ss[1].Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		start := time.Now()
+		if _, err := bs[1].Wait(short); !errors.Is(err, breaker.ErrOpenElsewhere) || time.Since(start) != time.Second {
+			t.Fatalf("a waiter whose context ends first: %v after %v; want ErrOpenElsewhere after 1s", err, time.Since(start))
+		}
+
+		const herd = 4
+		got := make([]time.Duration, herd)
+		var wg sync.WaitGroup
+		start = time.Now()
+		for i := range herd {
+			wg.Go(func() {
+				tk, err := bs[1].Wait(ctx)
+				if err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				got[i] = time.Since(start)
+				tk.Report(retry.NotFailure)
+			})
+		}
+		time.Sleep(bs[0].OpenInterval() + time.Nanosecond)
+		tk, err := bs[0].Allow() // replica 0's probe
+		if err != nil {
+			t.Fatalf("replica 0's probe: %v", err)
+		}
+		tk.Report(retry.NotFailure)
+		if err := ss[0].Publish(ctx, bs[0]); err != nil { // withdraws
+			t.Fatal(err)
+		}
+		probed := time.Since(start)
+		time.Sleep(100 * time.Millisecond)
+		if err := ss[1].Sync(ctx); err != nil { // the poller's next read
+			t.Fatal(err)
+		}
+		wg.Wait()
+		slices.Sort(got)
+		read := probed + 100*time.Millisecond
+		want := []time.Duration{read, read + breaker.RampStep, read + breaker.RampStep, read + 2*breaker.RampStep}
+		if !slices.Equal(got, want) {
+			t.Fatalf("waiters released at %v; want %v: on the ramp from the read that found the publication withdrawn", got, want)
+		}
+	})
+}
+
+// A replica whose own breaker opened, deferring its probe to another
+// replica whose opening ends later, holds its waiters until that replica's
+// probe succeeds, then sends its own probe and releases them on its ramp.
+func TestWaitWhileDeferringToAnotherReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := &clockStore{open: map[string]time.Time{}}
+		ss, bs := sharedReplicas(t, store, 2)
+		for _, b := range bs {
+			breaker.NoJitterForTest(b) // replica 0's opening ends 1s after replica 1's
+		}
+		tk, _ := bs[1].Allow()
+		tk.Report(retry.Failure) // replica 1 opens first
+		_ = ss[1].Publish(ctx, bs[1])
+		time.Sleep(time.Second)
+		tk, _ = bs[0].Allow()
+		tk.Report(retry.Failure) // replica 0 opens 1s later: its publication ends last
+		_ = ss[0].Publish(ctx, bs[0])
+		if err := ss[1].Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		var waited time.Duration
+		var wg sync.WaitGroup
+		start := time.Now()
+		wg.Go(func() {
+			var tk breaker.Ticket
+			tk, err = bs[1].Wait(ctx)
+			waited = time.Since(start)
+			tk.Report(retry.NotFailure)
+		})
+		time.Sleep(bs[1].OpenInterval() + time.Nanosecond) // replica 1's own opening has passed
+		synctest.Wait()
+		if waited != 0 {
+			t.Fatalf("replica 1's waiter returned (%v) before replica 0's probe; want it to defer", err)
+		}
+		time.Sleep(time.Until(bs[0].ProbeAt()))
+		tk, perr := bs[0].Allow()
+		if perr != nil {
+			t.Fatalf("replica 0's probe: %v", perr)
+		}
+		tk.Report(retry.NotFailure)
+		_ = ss[0].Publish(ctx, bs[0])
+		probed := time.Since(start)
+		if err := ss[1].Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if err != nil || waited != probed {
+			t.Fatalf("replica 1's waiter: %v after %v; want its own probe's ticket at replica 0's probe (%v)", err, waited, probed)
+		}
+		if bs[1].State() != breaker.Closed {
+			t.Fatalf("replica 1's breaker is %v after its own probe succeeded; want closed", bs[1].State())
+		}
+	})
 }

@@ -109,7 +109,10 @@ type SharedStore interface {
 //     the target from their next call on, until the replica that opened it
 //     has sent its probe and found the target healthy (or, should that
 //     replica be gone, twice each replica's own OpenFor has passed since it
-//     read the publication);
+//     read the publication); replicas whose breakers opened on their own
+//     leave the probe to one of them, so a target is probed at most 12
+//     times a minute by all replicas together; a call with nowhere else to
+//     go waits for that replica's probe (breaker.Breaker.Wait);
 //   - Retry-After gates: a Retry-After one replica does not wait out closes
 //     the target on every replica, each for at most its own MaxGate.
 //
