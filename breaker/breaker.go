@@ -311,6 +311,10 @@ type Breaker struct {
 	// extra is the current opening's random lengthening (see
 	// JitterShare): it lasts interval + extra. Written with interval.
 	extra atomic.Int64
+	// ownEnd is when this replica's publication of the current opening
+	// ends, as time since base: the opening's end plus its interval,
+	// later if Shared published it late (see published).
+	ownEnd atomic.Int64
 	// deferred is set while gobreaker is half-open but the opening's
 	// interval had not passed when it moved: the move is told to
 	// OnStateChange (see tellDeferred) once it has.
@@ -409,6 +413,7 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 		d = min(d+extra, math.MaxInt64/2)
 		since := int64(time.Since(b.base))
 		b.until.Store(since + min(int64(d), math.MaxInt64-since))
+		b.ownEnd.Store(b.until.Load() + min(int64(d), math.MaxInt64-b.until.Load()))
 	case gobreaker.StateHalfOpen:
 		if b.held() {
 			b.deferred.Store(true)
@@ -746,8 +751,23 @@ func (b *Breaker) deferring() bool {
 	if p == nil || p.asOf != b.changes.Load() || !time.Now().Before(p.until) {
 		return false
 	}
-	own := b.base.Add(time.Duration(b.until.Load()) + b.OpenInterval())
+	own := b.base.Add(time.Duration(b.ownEnd.Load()))
 	return p.read.Sub(own) > p.slack
+}
+
+// published records that Shared's publication of the breaker's opening,
+// for d, was taken by the store now: a publication told late (the store
+// was slow or down) ends later than the opening's own estimate, and this
+// replica must not take its own publication for another's.
+func (b *Breaker) published(d time.Duration) {
+	since := int64(time.Since(b.base))
+	end := since + min(int64(d), math.MaxInt64-since)
+	for {
+		cur := b.ownEnd.Load()
+		if cur >= end || b.ownEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
 }
 
 // Refusal returns why Allow would refuse an attempt now, without taking a

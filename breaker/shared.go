@@ -540,7 +540,10 @@ func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, fo
 		// told again late publishes the interval of the breaker's opening
 		// at that time: the last one, as a later change overrides.
 		d := t.b.OpenInterval()
-		_, err = s.run(ctx, opOpen, t.name, d+min(d, math.MaxInt64-d), force)
+		d += min(d, math.MaxInt64-d)
+		if _, err = s.run(ctx, opOpen, t.name, d, force); err == nil {
+			t.b.published(d)
+		}
 	case Closed:
 		_, err = s.run(ctx, opClosed, t.name, 0, force)
 	default:

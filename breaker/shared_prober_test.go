@@ -21,13 +21,19 @@ import (
 type clockStore struct {
 	mu   sync.Mutex
 	open map[string]time.Time
+	down bool // every round trip fails
 }
+
+var errStoreDown = errors.New("store down")
 
 func (m *clockStore) Key() string { return "k" }
 
 func (m *clockStore) Load(context.Context) ([]breaker.Remote, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return nil, "", errStoreDown
+	}
 	var out []breaker.Remote
 	for name, end := range m.open {
 		if left := time.Until(end); left > 0 {
@@ -40,6 +46,9 @@ func (m *clockStore) Load(context.Context) ([]breaker.Remote, string, error) {
 func (m *clockStore) PublishOpen(_ context.Context, name string, d time.Duration) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return "", errStoreDown
+	}
 	if end := time.Now().Add(d); end.After(m.open[name]) {
 		m.open[name] = end
 	}
@@ -278,6 +287,35 @@ func TestWaitWhileDeferringToAnotherReplica(t *testing.T) {
 		}
 		if bs[1].State() != breaker.Closed {
 			t.Fatalf("replica 1's breaker is %v after its own probe succeeded; want closed", bs[1].State())
+		}
+	})
+}
+
+// A replica whose publication the store took late (it was down when the
+// breaker opened) reads back its own publication ending later than its
+// opening's own estimate: it must not defer its probe to itself.
+func TestSharedLatePublicationIsNotAnotherReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := &clockStore{open: map[string]time.Time{}, down: true}
+		ss, bs := sharedReplicas(t, store, 1)
+		tk, _ := bs[0].Allow()
+		tk.Report(retry.Failure)
+		if err := ss[0].Publish(ctx, bs[0]); err == nil {
+			t.Fatal("setup: the store took the publication")
+		}
+		time.Sleep(breaker.DefaultProbeEvery + time.Millisecond)
+		store.mu.Lock()
+		store.down = false
+		store.mu.Unlock()
+		for range 2 { // tells it again, 1s late; reads it back
+			if err := ss[0].Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Until(bs[0].ProbeAt()))
+		if _, err := bs[0].Allow(); err != nil {
+			t.Fatalf("the probe, once the opening has passed: %v; want it sent (the publication read back is this replica's own)", err)
 		}
 	})
 }
