@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,18 @@ const (
 	DefaultOpenFor             = 5 * time.Second
 	DefaultProbes              = 1
 	DefaultMaxGate             = 15 * time.Minute
+
+	// JitterShare sets the random lengthening of the openings of a breaker
+	// that a Shared tracks: each opening lasts up to 1/JitterShare longer
+	// (up to 1.25s on the default 5s), drawn afresh at each. Replicas whose
+	// breakers opened together (a total outage trips them all within one
+	// Refresh) would otherwise publish openings that end within
+	// Shared.Slack of each other and each probe the target; drawn apart,
+	// the ones whose opening ends sooner defer their probe to the one whose
+	// ends last (see Shared.Sync). The lengthening keeps a replica's probes
+	// at most 12 a minute on the default interval. A breaker that is not
+	// shared keeps its exact interval.
+	JitterShare = 4
 
 	// MaxBuckets is the most buckets Window / BucketPeriod may make. The
 	// window keeps one bucket each (24 bytes) and sums all of them on every
@@ -279,6 +292,10 @@ type Breaker struct {
 	// as State+1; 0 when there is none.
 	change atomic.Int32
 
+	// jitter is set by Shared.Track: each opening then lasts a random
+	// share of up to JitterShare longer (see onStateChange).
+	jitter atomic.Bool
+
 	// trips counts the Trip reports under way. readyToTrip answers true
 	// while it is positive: see trip.
 	trips atomic.Int32
@@ -291,6 +308,13 @@ type Breaker struct {
 	// as time since base: the breaker holds itself open until then. Both
 	// are written under tellMu (by onStateChange), until before closed.
 	interval, until atomic.Int64
+	// extra is the current opening's random lengthening (see
+	// JitterShare): it lasts interval + extra. Written with interval.
+	extra atomic.Int64
+	// ownEnd is when this replica's publication of the current opening
+	// ends, as time since base: the opening's end plus its interval,
+	// later if Shared published it late (see published).
+	ownEnd atomic.Int64
 	// deferred is set while gobreaker is half-open but the opening's
 	// interval had not passed when it moved: the move is told to
 	// OnStateChange (see tellDeferred) once it has.
@@ -377,8 +401,19 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 			}
 		}
 		b.interval.Store(int64(d))
+		var extra time.Duration
+		if b.jitter.Load() && d > 0 {
+			// Shared: replicas whose breakers opened together would
+			// otherwise end their openings within Slack of each other and
+			// probe in lockstep for ever; each opening draws its own. The
+			// next opening doubles d, not d + extra.
+			extra = time.Duration(rand.Int64N(int64(d/JitterShare) + 1))
+		}
+		b.extra.Store(int64(extra))
+		d = min(d+extra, math.MaxInt64/2)
 		since := int64(time.Since(b.base))
 		b.until.Store(since + min(int64(d), math.MaxInt64-since))
+		b.ownEnd.Store(b.until.Load() + min(int64(d), math.MaxInt64-b.until.Load()))
 	case gobreaker.StateHalfOpen:
 		if b.held() {
 			b.deferred.Store(true)
@@ -388,6 +423,7 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 		b.recovered.Store(int64(time.Since(b.base)))
 		b.released.Store(0)
 		b.interval.Store(int64(b.settings.FirstOpenFor))
+		b.extra.Store(0)
 		b.window.Reset() // judge the recovered target on what follows
 	}
 	if b.deferred.Load() {
@@ -509,6 +545,9 @@ func (b *Breaker) allowWatched() (Ticket, error) {
 		if b.settings.ActiveProbe || b.held() {
 			return Ticket{}, ErrOpen
 		}
+		if b.elsewhere.Load() != nil && b.deferring() {
+			return Ticket{}, ErrOpenElsewhere
+		}
 		b.tellDeferred()
 	}
 	return b.allow(b.settings.ActiveProbe)
@@ -554,7 +593,7 @@ func (b *Breaker) Probe() (Ticket, error) {
 	if b.cb == nil || b.closed.Load() {
 		return Ticket{}, ErrNotOpen
 	}
-	if b.held() {
+	if b.held() || b.elsewhere.Load() != nil && b.deferring() {
 		return Ticket{}, errNotDue
 	}
 	b.tellDeferred()
@@ -572,7 +611,9 @@ func (b *Breaker) Probe() (Ticket, error) {
 // a time already passed while the breaker is half-open (a probe is due, or
 // in flight). It returns the zero time while the breaker is
 // closed or disabled, including while another replica holds it open (that
-// replica probes). It reads no clock; its result carries a monotonic
+// replica probes). A breaker that defers its probe to another replica
+// (see Shared.Sync) keeps its own due time, passed: Probe refuses until
+// that replica's publication is withdrawn or ends, so ask again. It reads no clock; its result carries a monotonic
 // reading, so time.Until measures it correctly.
 func (b *Breaker) ProbeAt() time.Time {
 	if b.cb == nil || b.closed.Load() {
@@ -595,7 +636,7 @@ func (b *Breaker) State() State {
 		return Closed
 	}
 	if !b.closed.Load() {
-		if b.held() {
+		if b.held() || b.elsewhere.Load() != nil && b.deferring() {
 			return Open
 		}
 		b.tellDeferred()
@@ -615,6 +656,7 @@ func (b *Breaker) State() State {
 type publication struct {
 	read, until time.Time
 	asOf        uint64
+	slack       time.Duration
 }
 
 // openElsewhere records, for Shared.Sync, that another replica published
@@ -646,15 +688,32 @@ func (b *Breaker) openElsewhere(until time.Time, asOf uint64, slack time.Duratio
 		if b.seen.Load() != nil {
 			b.seen.Store(nil)
 		}
-		if b.elsewhere.Load() != nil {
+		if p := b.elsewhere.Load(); p != nil {
+			if b.closed.Load() && b.heldElsewhere() {
+				// Withdrawn while it held this closed breaker: the
+				// publisher's probe found the target healthy. Waiters are
+				// released on the ramp from now, as after a local probe.
+				b.recovered.Store(int64(time.Since(b.base)))
+				b.released.Store(0)
+			}
 			b.elsewhere.Store(nil)
+			b.wake()
 		}
 		return
 	}
 	if p := b.seen.Load(); p != nil && within(until, p.read, slack) {
+		if p.asOf != asOf && !b.closed.Load() {
+			// Read before, and this breaker has opened itself since: the
+			// same publication, with the same end, now holds its opening
+			// if it ends later than this breaker's own (see deferring).
+			q := *p
+			q.asOf = asOf
+			b.seen.Store(&q)
+			b.elsewhere.Store(&q)
+		}
 		return // read before: applied already, and perhaps over
 	}
-	p := &publication{read: until, until: until, asOf: asOf}
+	p := &publication{read: until, until: until, asOf: asOf, slack: slack}
 	now := time.Now()
 	d := b.settings.OpenFor
 	if limit := d + min(d, math.MaxInt64-d); until.Sub(now) > limit {
@@ -677,6 +736,38 @@ func (b *Breaker) heldElsewhere() bool {
 	}
 	b.elsewhere.CompareAndSwap(p, nil)
 	return false
+}
+
+// deferring reports whether the breaker, open itself, defers its probe to
+// another replica: the publication read since it opened ends later than
+// this breaker's own (its opening's end plus its interval, what Shared
+// publishes for it) by more than the Slack, and has not ended. That
+// replica probes; this one holds its opening until the publication is
+// withdrawn (the probe succeeded: Sync then reads none) or ends, so that
+// replicas whose breakers opened on their own send one probe between
+// them, not one each.
+func (b *Breaker) deferring() bool {
+	p := b.elsewhere.Load()
+	if p == nil || p.asOf != b.changes.Load() || !time.Now().Before(p.until) {
+		return false
+	}
+	own := b.base.Add(time.Duration(b.ownEnd.Load()))
+	return p.read.Sub(own) > p.slack
+}
+
+// published records that Shared's publication of the breaker's opening,
+// for d, was taken by the store now: a publication told late (the store
+// was slow or down) ends later than the opening's own estimate, and this
+// replica must not take its own publication for another's.
+func (b *Breaker) published(d time.Duration) {
+	since := int64(time.Since(b.base))
+	end := since + min(int64(d), math.MaxInt64-since)
+	for {
+		cur := b.ownEnd.Load()
+		if cur >= end || b.ownEnd.CompareAndSwap(cur, end) {
+			return
+		}
+	}
 }
 
 // Refusal returns why Allow would refuse an attempt now, without taking a
@@ -720,12 +811,14 @@ func (b *Breaker) OpenFor() time.Duration { return b.settings.OpenFor }
 // open, how long it stays open before its probe; while it is half-open,
 // the opening the probe ends (a failed probe opens it for twice that, up
 // to OpenFor); while it is closed, the length of the next opening,
-// FirstOpenFor. 0 when it is disabled.
+// FirstOpenFor. A breaker that a Shared tracks lengthens each opening by
+// a random share of up to 1/JitterShare, included here (the doubling
+// ignores it). 0 when it is disabled.
 func (b *Breaker) OpenInterval() time.Duration {
 	if b.cb == nil {
 		return 0
 	}
-	return time.Duration(b.interval.Load())
+	return time.Duration(b.interval.Load() + b.extra.Load())
 }
 
 // Ticket is the permission to send one attempt. Report its outcome exactly

@@ -42,5 +42,8 @@
 // used). The publication plumbing (what a breaker changed, what another
 // replica holds open) is Shared's, not Breaker's or Gate's: a chain's
 // shared state uses it; a program that only configures breakers never
-// sees it. This package imports no Redis client.
+// sees it. Among replicas sharing a target one probes it: the others hold
+// their breakers open on its publication, their own opened or not (see
+// Shared.Sync), and Breaker.Wait waits for its probe. This package
+// imports no Redis client.
 package breaker

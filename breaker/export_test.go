@@ -23,3 +23,8 @@ func ChangesForTest(b *Breaker) uint64 { return b.changes.Load() }
 
 // TakeChangeForTest is what Publish takes from b.
 func TakeChangeForTest(b *Breaker) (State, bool) { return b.takeChange() }
+
+// NoJitterForTest makes b's openings, once b is tracked, last exactly
+// their interval, as an untracked breaker's do: for the tests of the
+// publication's arithmetic.
+func NoJitterForTest(b *Breaker) { b.jitter.Store(false) }

@@ -250,6 +250,10 @@ type tracked struct {
 // less means DefaultMaxGate): this replica's own limit, its Config.MaxGate.
 // b or g may be nil, to share only the other.
 //
+// A tracked breaker's openings are lengthened at random, by up to
+// 1/JitterShare, so that replicas whose breakers opened together do not
+// all probe (see Sync).
+//
 // Track each name once, before the calls that use it; a chain tracks each
 // of its targets when it is built. Track makes no round trip and is safe
 // for concurrent use with every other method.
@@ -259,6 +263,9 @@ func (s *Shared) Track(name string, b *Breaker, g *Gate, maxGate time.Duration) 
 	var all []*tracked
 	if p := s.tracked.Load(); p != nil {
 		all = append(all, *p...)
+	}
+	if b != nil {
+		b.jitter.Store(true) // see JitterShare
 	}
 	all = append(all, &tracked{name: name, b: b, g: g, maxGate: maxGate})
 	s.tracked.Store(&all)
@@ -285,6 +292,16 @@ func (s *Shared) tracks() []*tracked {
 //     on its way ignores what was read: its own news is fresher. A name
 //     with no opening read ends the one applied before (the replica that
 //     opened it found the target healthy again).
+//   - a breaker open itself defers its probe to another replica when the
+//     opening read ends later than this breaker's own publication (its
+//     opening's end plus its interval) by more than Slack: it stays open,
+//     refusing attempts with ErrOpenElsewhere and Probe with ErrOpen,
+//     until that publication is withdrawn or ends (capped as above), and
+//     then probes itself. Replicas whose breakers opened on their own (a
+//     total outage trips them all within one Refresh) thus send one probe
+//     between them, the one whose opening ends last; a tracked breaker's
+//     openings are lengthened at random (JitterShare) so that openings
+//     that began together do not end within Slack of each other.
 //   - a published gate closure closes the gate (ErrGateClosedElsewhere)
 //     until the earlier of its end and the tracked maxGate from when this
 //     replica first read it.
@@ -523,7 +540,10 @@ func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, fo
 		// told again late publishes the interval of the breaker's opening
 		// at that time: the last one, as a later change overrides.
 		d := t.b.OpenInterval()
-		_, err = s.run(ctx, opOpen, t.name, d+min(d, math.MaxInt64-d), force)
+		d += min(d, math.MaxInt64-d)
+		if _, err = s.run(ctx, opOpen, t.name, d, force); err == nil {
+			t.b.published(d)
+		}
 	case Closed:
 		_, err = s.run(ctx, opClosed, t.name, 0, force)
 	default:

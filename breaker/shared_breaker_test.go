@@ -193,7 +193,7 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 		if b.State() != breaker.Open {
 			t.Fatal("setup: not open after 5 failures")
 		}
-		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0) // e.g. its own publication, read back
+		openElsewhere(t, b, time.Now().Add(2*breaker.DefaultOpenFor), stateChanges(b), 0) // its own publication, read back
 		_, err := b.Allow()
 		if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrOpenElsewhere) {
 			t.Fatalf("open: Allow = %v; want this breaker's own ErrOpen", err)

@@ -39,6 +39,7 @@ func newReplica(t *testing.T, m *memStore, openFor, maxGate time.Duration) *repl
 	}
 	r := &replica{s: s, b: b, g: &breaker.Gate{}}
 	s.Track("a", b, r.g, maxGate)
+	breaker.NoJitterForTest(b) // these tests check the published figures
 	return r
 }
 
@@ -214,6 +215,7 @@ func TestSharedPublishesTwiceTheCurrentInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Track("a", a.b, a.g, 0)
+		breaker.NoJitterForTest(a.b)
 		publish := func() {
 			t.Helper()
 			if err := a.s.Publish(ctx, a.b); err != nil {

@@ -27,10 +27,18 @@ const pollProbe = 100 * time.Millisecond
 // Wait is Allow for a caller that has nowhere else to go and time left:
 // instead of failing at once while the breaker is open, it waits for the
 // breaker's next probe and its outcome. It returns at once what Allow
-// returns when the breaker lets the attempt through, when another replica
-// holds it open (ErrOpenElsewhere: that replica probes), and when ctx's
+// returns when the breaker lets the attempt through, and when ctx's
 // deadline comes no later than the probe is due (ProbeAt): a caller whose
 // deadline would pass first fails fast, as with Allow.
+//
+// While another replica holds the breaker open (see Shared.Sync), that
+// replica probes: Wait waits for its probe, until the publication is
+// withdrawn (the probe succeeded; the replica's Sync reads none) or ends,
+// at most until ctx ends or for MaxProbeWait, then releases the caller on
+// the same ramp as below, counted from when the withdrawal was read; it
+// returns ErrOpenElsewhere when ctx ends or time runs out first. A
+// breaker open here that defers its probe to another replica waits the
+// same way, then for its own probe.
 //
 // Otherwise it waits until the probe is due. Without Config.ActiveProbe
 // the first waiter to ask then takes the probe slot: its Ticket is the
@@ -42,8 +50,11 @@ const pollProbe = 100 * time.Millisecond
 // ctx ends, or when no outcome came within MaxProbeWait of ProbeAt.
 func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 	t, err := b.Allow()
-	if err == nil || b.cb == nil || errors.Is(err, ErrOpenElsewhere) {
+	if err == nil || b.cb == nil {
 		return t, err
+	}
+	if errors.Is(err, ErrOpenElsewhere) && b.closed.Load() {
+		return b.waitElsewhere(ctx, err)
 	}
 	opens := b.opens.Load()
 	due := b.ProbeAt()
@@ -107,4 +118,37 @@ func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket
 		return Ticket{}, refused // it failed again meanwhile
 	}
 	return b.Allow()
+}
+
+// waitElsewhere is Wait while another replica's publication holds the
+// closed breaker open: it waits until the publication is withdrawn (that
+// replica's probe succeeded) or ends, at most until ctx ends or
+// MaxProbeWait has passed, then releases the caller on the ramp from the
+// withdrawal. A breaker that opened here meanwhile refuses it.
+func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (Ticket, error) {
+	opens := b.opens.Load()
+	giveUp := time.Now().Add(MaxProbeWait)
+	for {
+		changed := *b.changed.Load()
+		if b.opens.Load() != opens || !b.closed.Load() {
+			return Ticket{}, refused // opened here meanwhile: its own probe decides
+		}
+		p := b.elsewhere.Load()
+		if p == nil || !b.heldElsewhere() {
+			return b.ramp(ctx, opens, refused)
+		}
+		now := time.Now()
+		if !now.Before(giveUp) {
+			return Ticket{}, refused
+		}
+		timer := time.NewTimer(min(p.until.Sub(now), giveUp.Sub(now)))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return Ticket{}, refused
+		}
+		timer.Stop()
+	}
 }

@@ -118,7 +118,7 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 	} else if w.mayWait(t) {
 		w.waited = true
 		before := w.c.clock()
-		ticket, err = t.breaker.Wait(w.ctx)
+		ticket, err = w.waitBreaker(t)
 		w.probeWait = w.c.clock() - before
 		if err == nil {
 			return ticket, nil

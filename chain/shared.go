@@ -109,7 +109,10 @@ type SharedStore interface {
 //     the target from their next call on, until the replica that opened it
 //     has sent its probe and found the target healthy (or, should that
 //     replica be gone, twice each replica's own OpenFor has passed since it
-//     read the publication);
+//     read the publication); replicas whose breakers opened on their own
+//     leave the probe to one of them, so a target is probed at most 12
+//     times a minute by all replicas together; a call with nowhere else to
+//     go waits for that replica's probe (breaker.Breaker.Wait);
 //   - Retry-After gates: a Retry-After one replica does not wait out closes
 //     the target on every replica, each for at most its own MaxGate.
 //
@@ -176,6 +179,9 @@ type shared struct {
 	// starts the next waits for that one's first read).
 	read atomic.Int64
 	used atomic.Int64 // when a call last used the mirror, since base
+	// waiting counts the calls waiting for a breaker's probe (another
+	// replica's, perhaps): the poller keeps reading while there are any.
+	waiting atomic.Int32
 
 	kick chan struct{} // wakes the poller: something to write (buffered, 1)
 
@@ -258,7 +264,7 @@ func (s *shared) poll(stop chan struct{}) {
 			s.mu.Unlock()
 			return // closed (and maybe restarted) while the tick fired
 		}
-		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 {
+		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 && s.waiting.Load() == 0 {
 			s.running = false // idle: the next call starts another
 			s.read.Store(0)   // and waits for its first read
 			close(s.polled)   // nobody waits for a read that will not come

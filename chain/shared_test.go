@@ -211,7 +211,7 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 			if res := f.call(t, 1); skipped(res) == nil {
 				t.Fatalf("replica 1 used the primary before the probe:\n%s", path(res))
 			}
-			time.Sleep(breaker.DefaultOpenFor/2 + time.Millisecond)
+			time.Sleep(opening(breaker.DefaultOpenFor) - breaker.DefaultOpenFor/2 + time.Millisecond)
 			if res := f.call(t, 0); res.Served.Target != "primary" {
 				t.Fatalf("the probe: served by %q; want the primary\n%s", res.Served.Target, path(res))
 			}
@@ -495,7 +495,7 @@ func TestSharedProberUsesTheTargetAtOnceWithRefresh(t *testing.T) {
 		time.Sleep(time.Second)
 		f.call(t, 0) // reads its own publication
 		f.primary.mode.Store(healthy)
-		time.Sleep(time.Second + time.Millisecond)
+		time.Sleep(opening(2*time.Second) - time.Second + time.Millisecond)
 		if res := f.call(t, 0); res.Served.Target != "primary" {
 			t.Fatalf("the probe: served by %q\n%s", res.Served.Target, path(res))
 		}
@@ -646,7 +646,7 @@ func TestSharedProberIgnoresAReadRacingItsProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := openedAndPublished(t, m)
 		f.primary.mode.Store(healthy)
-		time.Sleep(2*time.Second + time.Millisecond) // OpenFor and Refresh have passed
+		time.Sleep(opening(2*time.Second) + time.Millisecond) // OpenFor (and its jitter) and Refresh have passed
 
 		h := &readGate{loaded: make(chan struct{}), release: make(chan struct{})}
 		f.clients[0].AddHook(h)
@@ -892,6 +892,10 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 
 // keepRedisTime sets miniredis's clock (its TIME, which the scripts read)
 // to the bubble's, so that what Redis holds counts down as the test sleeps.
+// opening is the longest a shared breaker's opening of d lasts: d and its
+// random lengthening (see breaker.JitterShare).
+func opening(d time.Duration) time.Duration { return d + d/breaker.JitterShare }
+
 func keepRedisTime(m *miniredis.Miniredis) { m.SetTime(time.Now()) }
 
 // Found in review (issue 12, item 6): a publication read from Redis was
@@ -1035,7 +1039,7 @@ func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 			}
 			// Heal: replica 0 probes after OpenFor and withdraws.
 			f.primary.mode.Store(healthy)
-			time.Sleep(breaker.DefaultOpenFor + time.Millisecond)
+			time.Sleep(opening(breaker.DefaultOpenFor) + time.Millisecond)
 			f.call(t, 0)
 			propagate()
 		}

@@ -272,7 +272,7 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 	if ticket, err = t.breaker.AllowAt(w.c.epoch.Add(w.now)); err != nil {
 		if w.mayWait(t) {
 			w.waited, w.nowOK = true, false
-			ticket, err = t.breaker.Wait(w.ctx)
+			ticket, err = w.waitBreaker(t)
 			w.probeWait = w.c.clock() - w.now
 		}
 		if err != nil {
@@ -281,6 +281,23 @@ func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err er
 		}
 	}
 	return ticket, true, nil
+}
+
+// waitBreaker is t.breaker.Wait for the walk. On a shared chain it keeps
+// the poller reading while the call waits: the wait for another replica's
+// probe ends when a read finds its publication withdrawn.
+func (w *walk) waitBreaker(t *target) (breaker.Ticket, error) {
+	s := w.c.shared
+	if s == nil {
+		return t.breaker.Wait(w.ctx)
+	}
+	s.waiting.Add(1)
+	s.ensure()
+	defer func() {
+		s.used.Store(s.now())
+		s.waiting.Add(-1)
+	}()
+	return t.breaker.Wait(w.ctx)
 }
 
 // mayWait reports whether a call whose attempt on t its breaker refused
