@@ -406,13 +406,7 @@ func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
 	if b == nil || b.cb == nil || b.change.Load() == 0 {
 		return nil
 	}
-	var t *tracked
-	for _, x := range s.tracks() {
-		if x.b == b {
-			t = x
-			break
-		}
-	}
+	t := s.trackOf(b)
 	if t == nil {
 		return nil
 	}
@@ -433,13 +427,7 @@ func (s *Shared) PublishLater(b *Breaker) bool {
 	if b == nil || b.cb == nil || b.change.Load() == 0 {
 		return false
 	}
-	var t *tracked
-	for _, x := range s.tracks() {
-		if x.b == b {
-			t = x
-			break
-		}
-	}
+	t := s.trackOf(b)
 	if t == nil {
 		return false
 	}
@@ -606,4 +594,14 @@ func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration,
 	}
 	s.health.Failed(int64(time.Since(s.base)), err)
 	return nil, err
+}
+
+// trackOf returns what Track keeps of b; nil when b was not given to it.
+func (s *Shared) trackOf(b *Breaker) *tracked {
+	for _, x := range s.tracks() {
+		if x.b == b {
+			return x
+		}
+	}
+	return nil
 }
