@@ -59,8 +59,7 @@ var faultAsk = llm.Request{
 	},
 }
 
-// The rows' names; the pending set and the row-specific checks refer to
-// them.
+// The rows' names, which the row-specific checks refer to.
 const (
 	rowRetryAfter    = "429 with Retry-After (2s), once"
 	rowPersistent429 = "429 without Retry-After, persistent"
@@ -79,13 +78,6 @@ const (
 	rowRecovery      = "primary down 60s then healthy (20 calls, 1 per 4s)"
 	rowAll503        = "every primary attempt 503, fallback answers"
 )
-
-// faultPending names the rows today's library fails, whose fixes are in
-// progress (issue 24), with what each waits for. They are run, printed and
-// judged like the others; a pending row that fails is reported as
-// pending, and one that passes fails the test until it is taken out of
-// this set, so that a fix cannot slip back unnoticed.
-var faultPending = map[string]string{}
 
 // faultWant is the outcome a row must reach.
 type faultWant uint8
@@ -476,23 +468,14 @@ func TestStormDefaultsUnderFault(t *testing.T) {
 		shows: "How each call ended, the requests each target received, the longest call's virtual time, and the row's goal.",
 		head:  []string{"fault", "calls", "outcome", "primary requests", "fallback requests", "wall time", "verdict"},
 	}
-	var reported []string
 	for i, row := range rows {
 		outcome, wall, failed := judgeFault(row, runs[i])
-		pending, isPending := faultPending[row.name]
 		verdict := "pass"
-		switch {
-		case len(failed) > 0 && isPending:
-			verdict = "pending (" + pending + "): " + strings.Join(failed, "; ")
-		case len(failed) > 0:
+		if len(failed) > 0 {
 			verdict = "FAIL: " + strings.Join(failed, "; ")
 			t.Errorf("%s: %s", row.name, strings.Join(failed, "; "))
-		case isPending:
-			verdict = "pass (still in faultPending: take it out)"
-			t.Errorf("%s passes now: take it out of faultPending, so that it is held to its goal", row.name)
 		}
 		tb.row(row.name, len(runs[i].calls), outcome, runs[i].primary, runs[i].fallback, wall, verdict)
-		reported = append(reported, row.name)
 	}
 	tb.note("The chain is chain.New(…).Primary(gpt-4o over provider/openai).OrProvider(claude-sonnet-4-5 over provider/anthropic),")
 	tb.note("both on the fake provider, every Target field zero but Name, Provider and Model (the context windows, 128k and")
@@ -503,21 +486,9 @@ func TestStormDefaultsUnderFault(t *testing.T) {
 	tb.note("whole answer); a context-length or content-filter failure is not retried on the same model; every row a correct")
 	tb.note("client can rescue is rescued (a stream cut after its first chunk ends in ErrIncomplete with its partial text:")
 	tb.note("RestartStreams is opt-in). Measured: a silent primary is left for the fallback within 35s, a 20s first token is")
-	tb.note("served within 15s, and the primary serves again within 10s of its recovery. A pending row is one today's library")
-	tb.note("fails and whose fix is in progress (issue 24): judged and printed all the same.")
+	tb.note("served within 15s, and the primary serves again within 10s of its recovery.")
 	tb.print(t)
 	writeFaultMarkdown(t, &tb)
-
-	// Every pending row is a row of the table, reported, not hidden.
-	for name := range faultPending {
-		found := false
-		for _, r := range reported {
-			found = found || r == name
-		}
-		if !found {
-			t.Errorf("pending row %q is not in the table", name)
-		}
-	}
 }
 
 // The markers between which STORM_MD's file holds the table.
