@@ -52,9 +52,35 @@ func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 }
 
 // triedAsHedge reports whether t was sent a hedge in this call.
-func (w *walk) triedAsHedge(t *target) bool {
-	i := t.ob.Index
-	return i < 64 && w.hedged&(1<<i) != 0
+func (w *walk) triedAsHedge(t *target) bool { return w.hedged.has(t.ob.Index) }
+
+// targetSet marks targets by index: the first 64 in a word that lives on
+// the walk's stack, any beyond in words only a chain that long allocates.
+type targetSet struct {
+	lo uint64
+	hi []uint64
+}
+
+// has reports whether target i is marked.
+func (s *targetSet) has(i int) bool {
+	if i < 64 {
+		return s.lo&(1<<i) != 0
+	}
+	j := i/64 - 1
+	return j < len(s.hi) && s.hi[j]&(1<<(i%64)) != 0
+}
+
+// add marks target i.
+func (s *targetSet) add(i int) {
+	if i < 64 {
+		s.lo |= 1 << i
+		return
+	}
+	j := i/64 - 1
+	for len(s.hi) <= j {
+		s.hi = append(s.hi, 0)
+	}
+	s.hi[j] |= 1 << (i % 64)
 }
 
 // racer is one attempt of a hedged race. Its send runs on a goroutine of
@@ -241,7 +267,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		}
 		return nil
 	}
-	w.hedged |= 1 << h.ob.Index
+	w.hedged.add(h.ob.Index)
 	hreq := hedgeRequest(h, req, caller)
 	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
 	ctx := w.ctx
@@ -280,7 +306,7 @@ func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take 
 	}
 	for pos = w.pos + 1; pos < hi; pos++ {
 		t := w.ahead(from, pos)
-		if t.ob.Index >= 64 || w.triedAsHedge(t) || !w.fits(t) {
+		if w.triedAsHedge(t) || !w.fits(t) {
 			continue
 		}
 		if _, err := t.gate.Refusal(); err != nil {

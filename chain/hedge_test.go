@@ -3,6 +3,7 @@ package chain_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -486,6 +487,34 @@ func TestHedgeIsPacedByItsOwnRequest(t *testing.T) {
 		res, err := c.Call(t.Context(), question)
 		if err != nil || res.Served.Target != "eu-2" {
 			t.Fatalf("the hedge was not sent to eu-2, which had room for its own request: %v %v", err, res.Attempts)
+		}
+	})
+}
+
+// TestHedgeBeyondTheSixtyFourthTarget: a target at index 64 or beyond is
+// hedged, and hedged to, like any other. The walk marked the targets it
+// had raced in one 64-bit word, and silently never hedged past it.
+func TestHedgeBeyondTheSixtyFourthTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ps []llm.Provider
+		for i := range 64 { // each fails at once: the walk comes to index 64
+			ps = append(ps, &timed{name: fmt.Sprintf("down-%d", i), err: &llm.Error{Provider: "stub", Status: 500, Kind: llm.KindServer}})
+		}
+		slow := &timed{name: "slow", delay: 10 * time.Second}
+		fast := &timed{name: "fast"}
+		ps = append(ps, slow, fast)
+		c := deployments(t, func(b *chain.Builder) { b.Hedge(hedge.Config{Delay: time.Second}) },
+			func(t *chain.Target) {
+				t.Retry = retry.Policy{MaxAttempts: 1}
+				t.Breaker = breaker.Config{Disabled: true}
+			}, ps...)
+		start := time.Now()
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, lines(res))
+		}
+		if res.Served.Target != "fast" || time.Since(start) != time.Second {
+			t.Fatalf("served by %s after %v; want the hedge to index 65 after the 1s delay\n%s", res.Served.Target, time.Since(start), lines(res))
 		}
 	})
 }

@@ -164,7 +164,7 @@ func (w *walk) ahead(t *target, pos int) *target {
 func (w *walk) onward(t *target) bool {
 	for pos := w.pos + 1; pos < len(w.c.targets); pos++ {
 		u := w.ahead(t, pos)
-		if w.triedAsHedge(u) || u.ob.Index >= 64 || !w.fits(u) {
+		if w.triedAsHedge(u) || !w.fits(u) {
 			continue
 		}
 		if _, err := u.gate.Refusal(); err != nil || u.breaker.Refusal() != nil {

@@ -43,15 +43,15 @@ type walk struct {
 	// target at each position, figs the figure it was ranked by, vs what
 	// each group's first was preferred to; spare is room for the first
 	// Choice, in the result's allocation. hedged marks the targets (by
-	// index, the first 64) already tried in this call as hedges: the walk
-	// passes them over.
+	// index) already tried in this call as racers: the walk passes them
+	// over.
 	ranked uint8
 	order  [inlineRank]int8
 	figs   [inlineRank]float32
 	vs     [groups]rival
 	big    *bigRanking
 	spare  *spread.Choice
-	hedged uint64
+	hedged targetSet
 
 	// now is when admit let the target at pos in, on the chain's clock;
 	// nowOK is true until anything waited since: the first attempt then
