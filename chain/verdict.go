@@ -119,15 +119,34 @@ func (e *ExhaustedError) verdict() Verdict {
 	return v
 }
 
-// kindVerdict is the verdict of one failure's kind.
+// kindVerdicts is the verdict of each kind of failure: what an HTTP
+// handler answers its own caller when the chain's last failure was of that
+// kind. Every kind has an entry (a test holds it: VerdictOK, the zero
+// value, is no failure's verdict), so a new kind cannot fall through to
+// "retry later" unseen.
+var kindVerdicts = [llm.NumKinds]Verdict{
+	llm.KindUnknown:       VerdictRetryLater,
+	llm.KindRateLimited:   VerdictRetryLater,
+	llm.KindQuota:         VerdictUnavailable,
+	llm.KindOverloaded:    VerdictRetryLater,
+	llm.KindServer:        VerdictRetryLater,
+	llm.KindTimeout:       VerdictRetryLater,
+	llm.KindConnection:    VerdictRetryLater,
+	llm.KindConflict:      VerdictRetryLater,
+	llm.KindContextLength: VerdictBadRequest,
+	llm.KindContentFilter: VerdictBadRequest,
+	llm.KindAuth:          VerdictUnavailable,
+	llm.KindNotFound:      VerdictUnavailable,
+	llm.KindBadRequest:    VerdictBadRequest,
+	llm.KindInvalidOutput: VerdictRetryLater,
+	llm.KindCanceled:      VerdictCanceled,
+}
+
+// kindVerdict is the verdict of one failure's kind; a kind out of range
+// (no llm.Kind constant) is KindUnknown's.
 func kindVerdict(k llm.Kind) Verdict {
-	switch k {
-	case llm.KindBadRequest, llm.KindContextLength, llm.KindContentFilter:
-		return VerdictBadRequest
-	case llm.KindQuota, llm.KindAuth, llm.KindNotFound:
-		return VerdictUnavailable
-	case llm.KindCanceled:
-		return VerdictCanceled
+	if int(k) >= llm.NumKinds {
+		k = llm.KindUnknown
 	}
-	return VerdictRetryLater
+	return kindVerdicts[k]
 }

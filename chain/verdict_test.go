@@ -84,3 +84,14 @@ func TestVerdictOf(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestEveryKindHasAVerdict: no kind's verdict is VerdictOK, the zero value
+// an entry left out of the table would have.
+func TestEveryKindHasAVerdict(t *testing.T) {
+	for k := range llm.NumKinds {
+		err := &llm.Error{Provider: "p", Kind: llm.Kind(k)}
+		if v := chain.VerdictOf(err); v == chain.VerdictOK {
+			t.Errorf("kind %v has no verdict", llm.Kind(k))
+		}
+	}
+}

@@ -16,47 +16,52 @@ import (
 // target.
 type Kind uint8
 
-// The kinds of failure, as DESIGN.md's decision table names them.
+// The kinds of failure, as DESIGN.md's decision table names them. Each
+// is numbered explicitly, and NumKinds is one more than the largest: a new
+// kind takes the next number, raises NumKinds and gets a name, a row of
+// the decision table (retry.DefaultTable) and a verdict (chain.VerdictOf);
+// the tests of llm, retry and chain fail until it has all four, so that
+// it cannot fall through to KindUnknown's.
 const (
 	// KindUnknown is a failure nothing else describes: not retried on the
 	// same target, counted by the breaker, passed to the next target.
-	KindUnknown Kind = iota
+	KindUnknown Kind = 0
 	// KindRateLimited is a 429 that is not a spend cap.
-	KindRateLimited
+	KindRateLimited Kind = 1
 	// KindQuota is a spend cap or exhausted credit (Anthropic's
 	// enforced, contract and linked-organization spend limits or
 	// billing_error, OpenAI insufficient_quota and its billing and spend
 	// limit codes). Waiting does not help; it is never retried.
-	KindQuota
+	KindQuota Kind = 2
 	// KindOverloaded is a 529 or 503: the provider is shedding load.
-	KindOverloaded
+	KindOverloaded Kind = 3
 	// KindServer is a 500, 502, 504 or other 5xx.
-	KindServer
+	KindServer Kind = 4
 	// KindTimeout is a 408, an attempt that ran out of time, or a stream
 	// that stalled.
-	KindTimeout
+	KindTimeout Kind = 5
 	// KindConnection is a refused or reset connection, a DNS or TLS failure,
 	// or a response cut short.
-	KindConnection
+	KindConnection Kind = 6
 	// KindConflict is a 409.
-	KindConflict
+	KindConflict Kind = 7
 	// KindContextLength is a prompt longer than the model's context window.
-	KindContextLength
+	KindContextLength Kind = 8
 	// KindContentFilter is a refusal or answer withheld by a content policy.
-	KindContentFilter
+	KindContentFilter Kind = 9
 	// KindAuth is a 401 or 403: a bad key or a missing permission.
-	KindAuth
+	KindAuth Kind = 10
 	// KindNotFound is a 404: an unknown model or a wrong URL.
-	KindNotFound
+	KindNotFound Kind = 11
 	// KindBadRequest is a 400, 413 or 422: the request is wrong everywhere.
-	KindBadRequest
+	KindBadRequest Kind = 12
 	// KindInvalidOutput is an answer that failed the chain's JSON Schema.
-	KindInvalidOutput
+	KindInvalidOutput Kind = 13
 	// KindCanceled is the caller's context being canceled.
-	KindCanceled
+	KindCanceled Kind = 14
 
 	// NumKinds is the number of kinds, for tables indexed by Kind.
-	NumKinds = int(KindCanceled) + 1
+	NumKinds = 15
 )
 
 var kindNames = [NumKinds]string{

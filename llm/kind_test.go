@@ -5,10 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,5 +98,55 @@ func TestErrorMessage(t *testing.T) {
 	e = &llm.Error{Provider: "openai", Kind: llm.KindConnection, Err: cause}
 	if !strings.HasSuffix(e.Error(), "connection: dial tcp: connection refused") || !errors.Is(e, cause) {
 		t.Fatalf("transport error: %s", e)
+	}
+}
+
+// TestEveryDeclaredKindIsCounted reads kind.go: every constant of type
+// Kind has an explicit number below NumKinds, each number once, and
+// NumKinds is their count. A kind added after KindCanceled with iota's
+// next number, NumKinds left as it was, behaved as KindUnknown in every
+// table and was named "unknown" in telemetry.
+func TestEveryDeclaredKindIsCounted(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "kind.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		inKinds := false // the last spec with a type declared a Kind
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if vs.Type == nil && len(vs.Values) == 0 && inKinds {
+				t.Fatalf("%s repeats the Kind above it with iota's next number; give it an explicit one", vs.Names[0].Name)
+			}
+			if vs.Type != nil || len(vs.Values) > 0 {
+				id, ok := vs.Type.(*ast.Ident)
+				inKinds = ok && id.Name == "Kind"
+			}
+			if !inKinds {
+				continue
+			}
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.INT {
+					t.Fatalf("%s has no explicit number; number each Kind", name.Name)
+				}
+				v, err := strconv.ParseInt(lit.Value, 0, 64)
+				if err != nil || v < 0 || v >= int64(llm.NumKinds) {
+					t.Fatalf("%s = %s: not below NumKinds (%d); raise NumKinds", name.Name, lit.Value, llm.NumKinds)
+				}
+				if other, dup := seen[v]; dup {
+					t.Fatalf("%s and %s are both %d", other, name.Name, v)
+				}
+				seen[v] = name.Name
+			}
+		}
+	}
+	if len(seen) != llm.NumKinds {
+		t.Fatalf("kind.go declares %d kinds; NumKinds is %d", len(seen), llm.NumKinds)
 	}
 }

@@ -205,3 +205,16 @@ func BenchmarkBackoff(b *testing.B) {
 		_ = p.Backoff(3, 0)
 	}
 }
+
+// TestDefaultTableHasARowForEveryKind: every kind's row of the default
+// decision table says something (no row of today's is the zero Rule), so a
+// kind added without its row fails here instead of behaving as "not
+// retried, not a failure, next target" unseen.
+func TestDefaultTableHasARowForEveryKind(t *testing.T) {
+	table := DefaultTable()
+	for k := range llm.NumKinds {
+		if table[k] == (Rule{}) {
+			t.Errorf("kind %v has no row in DefaultTable", llm.Kind(k))
+		}
+	}
+}
