@@ -1,0 +1,61 @@
+package chain_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// healthyProvider answers every request at once with the same answer.
+type healthyProvider struct{ resp llm.Response }
+
+func (*healthyProvider) Name() string { return "anthropic" }
+
+func (h *healthyProvider) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return &h.resp, nil
+}
+
+// TestHealthyCallAllocations guards the healthy path's allocations, which
+// the overhead benchmark (bench/, a module of its own) measures but does
+// not hold: one Result for a call whose context carries a deadline, as a
+// service's does; and what DefaultTimeout's per-attempt timer adds to a
+// call whose context has none (context.WithTimeout: its context, timer
+// and cancel function). A change that allocates more on the path every
+// call takes fails here first.
+func TestHealthyCallAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what allocates; run without -race")
+	}
+	p := &healthyProvider{resp: llm.Response{Text: "ok", Model: "claude-sonnet-5", RequestID: "req_1"}}
+	c, err := chain.New("allocs").
+		Primary(chain.Target{Name: "sonnet", Provider: p, Model: "claude-sonnet-5"}).
+		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Params: llm.Params{MaxTokens: 100}}
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		max  float64
+	}{
+		{"a deadline within DefaultTimeout", dctx, 2},
+		{"no deadline", context.Background(), 6},
+	} {
+		allocs := testing.AllocsPerRun(200, func() {
+			if res, err := c.Call(tc.ctx, req); err != nil || res.Text != "ok" {
+				t.Fatalf("%v", err)
+			}
+		})
+		t.Logf("%s: %.1f allocations", tc.name, allocs)
+		if allocs > tc.max {
+			t.Errorf("a healthy call with %s allocates %.0f times; at most %.0f", tc.name, allocs, tc.max)
+		}
+	}
+}
