@@ -19,19 +19,6 @@ import (
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/throttle"
-	"github.com/backstop-llm/backstop/tracing"
-)
-
-// The deprecated names are aliases of the new ones: both spellings are the
-// same type.
-var (
-	_ breaker.Settings        = breaker.Config{}
-	_ breaker.SharedOptions   = breaker.SharedConfig{}
-	_ budget.SharedOptions    = budget.SharedConfig{}
-	_ chain.SharedOptions     = chain.SharedConfig{}
-	_ throttle.Settings       = throttle.Config{}
-	_ tracing.Options         = tracing.Config{}
-	_ redisstore.CacheOptions = redisstore.CacheConfig{}
 )
 
 // idle is a provider that is never called: the chains here fail to build.
@@ -45,13 +32,11 @@ func (idle) Complete(context.Context, llm.Request) (*llm.Response, error) {
 var sentinels = map[string]error{
 	"chain.ErrInvalidConfig":      chain.ErrInvalidConfig,
 	"breaker.ErrInvalidConfig":    breaker.ErrInvalidConfig,
-	"breaker.ErrInvalidSettings":  breaker.ErrInvalidSettings,
 	"budget.ErrInvalidConfig":     budget.ErrInvalidConfig,
 	"cache.ErrInvalidConfig":      cache.ErrInvalidConfig,
 	"redisstore.ErrInvalidConfig": redisstore.ErrInvalidConfig,
 	"retry.ErrInvalidPolicy":      retry.ErrInvalidPolicy,
 	"throttle.ErrInvalidConfig":   throttle.ErrInvalidConfig,
-	"throttle.ErrInvalidSettings": throttle.ErrInvalidSettings,
 }
 
 func TestEveryInvalidConfigSentinelIsOneValue(t *testing.T) {
@@ -80,7 +65,7 @@ func TestConfigErrorsMatchEveryPackagesSentinel(t *testing.T) {
 		{"retry.Policy.Validate", "retry: invalid policy: MaxAttempts is -2", retry.Policy{MaxAttempts: -2}.Validate()},
 		{"chain.Build", `chain "bad": target "t": `, errOf(chain.New("bad").Primary(chain.Target{
 			Name: "t", Provider: idle{}, Model: "m",
-			Breaker: breaker.Settings{FailureRatio: 2},
+			Breaker: breaker.Config{FailureRatio: 2},
 		}).Build())},
 	} {
 		if c.err == nil {

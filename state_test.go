@@ -111,7 +111,7 @@ func TestSpendCapOpensTheBreakerAtOnce(t *testing.T) {
 func storm(t *testing.T, b budget.Budget) int {
 	var n int
 	synctest.Test(t, func(t *testing.T) {
-		f, c := pair(t, chain.Target{Budget: b, Breaker: breaker.Settings{Disabled: true}})
+		f, c := pair(t, chain.Target{Budget: b, Breaker: breaker.Config{Disabled: true}})
 		f.Script(sonnet, fake.Status(503))
 		var wg sync.WaitGroup
 		for range 200 {
@@ -216,7 +216,7 @@ func TestRulesOverrideTheDecisionTablePerTarget(t *testing.T) {
 			llm.KindServer:      timeouts,
 			llm.KindRateLimited: {Retry: false},
 			llm.KindBadRequest:  passOn,
-		}}, Breaker: breaker.Settings{Disabled: true}})
+		}}, Breaker: breaker.Config{Disabled: true}})
 		f.Script(sonnet, fake.ServerError())
 		mustCall(t, c)
 		if n := f.Requests(sonnet); n != 5 {

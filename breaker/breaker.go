@@ -58,12 +58,6 @@ var (
 	// matches any configuration error; messages begin "breaker: invalid
 	// configuration".
 	ErrInvalidConfig = problems.ErrInvalidConfig
-	// ErrInvalidSettings is ErrInvalidConfig.
-	//
-	// Deprecated: use ErrInvalidConfig. ErrInvalidSettings is the name
-	// earlier versions use.
-	ErrInvalidSettings = ErrInvalidConfig
-
 	// ErrOpenElsewhere is the reason a target is skipped while another
 	// replica holds its breaker open (see Shared.Sync). It
 	// matches ErrOpen too.
@@ -155,13 +149,6 @@ type Config struct {
 	// breaker.
 	OnStateChange func(name string, from, to State)
 }
-
-// Settings is Config.
-//
-// Deprecated: use Config. Settings is the name DESIGN.md and earlier
-// versions use; both name the same type, so chain.Target{Breaker:
-// breaker.Settings{...}} still compiles.
-type Settings = Config
 
 // errHead begins every configuration problem of the package.
 var errHead = problems.Head("breaker: invalid configuration")

@@ -13,7 +13,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-func mustNew(t testing.TB, s breaker.Settings) *breaker.Breaker {
+func mustNew(t testing.TB, s breaker.Config) *breaker.Breaker {
 	t.Helper()
 	b, err := breaker.New("t", s)
 	if err != nil {
@@ -52,7 +52,7 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 		var tr transitions
 		// OpenFor a minute: the default is a fixed 5s; the doubling is
 		// configured.
-		b := mustNew(t, breaker.Settings{OpenFor: time.Minute, OnStateChange: tr.record})
+		b := mustNew(t, breaker.Config{OpenFor: time.Minute, OnStateChange: tr.record})
 		reportN(t, b, retry.Failure, 4)
 		wantState(t, b, breaker.Closed, "opened before the 5th failure")
 		report(t, b, retry.Failure)
@@ -87,7 +87,7 @@ func TestOpensAfterConsecutiveFailuresThenProbesOnce(t *testing.T) {
 
 func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		// 20 calls alternating success and failure: never 5 in a row, 50%.
 		for i := range 19 {
 			report(t, b, retry.Verdict(i%2)) // NotFailure, Failure, ...
@@ -102,7 +102,7 @@ func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
 // resets them. Four failures, a quiet minute, and a fifth open the breaker.
 func TestConsecutiveFailuresDoNotDecayWithTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		reportN(t, b, retry.Failure, 4)
 		time.Sleep(time.Minute)
 		report(t, b, retry.Failure)
@@ -112,42 +112,42 @@ func TestConsecutiveFailuresDoNotDecayWithTime(t *testing.T) {
 
 func TestTripOpensAtOnceAndOthersDoNotCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		for range 50 {
 			report(t, b, retry.NotFailure)
 			report(t, b, retry.Excluded)
 		}
 		report(t, b, retry.Trip)
 		wantState(t, b, breaker.Open, "Trip did not open the breaker")
-		b2 := mustNew(t, breaker.Settings{})
+		b2 := mustNew(t, breaker.Config{})
 		reportN(t, b2, retry.Excluded, 100)
 		wantState(t, b2, breaker.Closed, "excluded outcomes opened the breaker")
 	})
 }
 
 func TestDisabledAllowsEverything(t *testing.T) {
-	b := mustNew(t, breaker.Settings{Disabled: true})
+	b := mustNew(t, breaker.Config{Disabled: true})
 	reportN(t, b, retry.Trip, 100)
 	wantState(t, b, breaker.Closed, "a disabled breaker opened")
 }
 
 func TestSettingsValidate(t *testing.T) {
-	_, err := breaker.New("t", breaker.Settings{FailureRatio: 1.5, Window: -1, OpenFor: -time.Second, BucketPeriod: time.Minute})
-	if !errors.Is(err, breaker.ErrInvalidSettings) {
-		t.Fatalf("want ErrInvalidSettings, got %v", err)
+	_, err := breaker.New("t", breaker.Config{FailureRatio: 1.5, Window: -1, OpenFor: -time.Second, BucketPeriod: time.Minute})
+	if !errors.Is(err, breaker.ErrInvalidConfig) {
+		t.Fatalf("want ErrInvalidConfig, got %v", err)
 	}
 	for _, s := range []string{"FailureRatio", "Window is", "OpenFor"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error lacks %q: %v", s, err)
 		}
 	}
-	if err := (breaker.Settings{Window: time.Second, BucketPeriod: time.Minute}).Validate(); err == nil {
+	if err := (breaker.Config{Window: time.Second, BucketPeriod: time.Minute}).Validate(); err == nil {
 		t.Error("BucketPeriod > Window accepted")
 	}
 }
 
 func TestConcurrentReports(t *testing.T) {
-	b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30})
+	b := mustNew(t, breaker.Config{ConsecutiveFailures: 1 << 30, MinRequests: 1 << 30})
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
@@ -182,7 +182,7 @@ func TestGate(t *testing.T) {
 }
 
 func BenchmarkAllowReport(b *testing.B) {
-	br := mustNew(b, breaker.Settings{})
+	br := mustNew(b, breaker.Config{})
 	b.ReportAllocs()
 	for b.Loop() {
 		tk, _ := br.Allow()
@@ -205,7 +205,7 @@ func BenchmarkGateOpen(b *testing.B) {
 // healthy even though the failures come in a burst mixed with successes.
 func TestHealthyPathSuccessesCountForTheRatio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		reportN(t, b, retry.NotFailure, 1000)
 		for range 20 {
 			report(t, b, retry.Failure)
@@ -219,7 +219,7 @@ func TestHealthyPathSuccessesCountForTheRatio(t *testing.T) {
 // late; five of them in a row still open the breaker.
 func TestFailuresOfHealthyPathAttemptsAreReportedLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		var tickets []breaker.Ticket
 		for range 5 {
 			tk, err := b.Allow() // all five start while the breaker is clean
@@ -239,7 +239,7 @@ func TestFailuresOfHealthyPathAttemptsAreReportedLate(t *testing.T) {
 // path: a later run of four failures does not add up with an earlier one.
 func TestASuccessResetsConsecutiveFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		for range 10 {
 			reportN(t, b, retry.Failure, 4)
 			report(t, b, retry.NotFailure)
@@ -259,7 +259,7 @@ func TestConcurrentMixedOutcomes(t *testing.T) {
 		want  breaker.State
 	}{{5, breaker.Closed}, {1, breaker.Open}} {
 		synctest.Test(t, func(t *testing.T) {
-			b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1000})
+			b := mustNew(t, breaker.Config{ConsecutiveFailures: 1000})
 			var wg sync.WaitGroup
 			for g := range 50 {
 				wg.Go(func() {
@@ -303,7 +303,7 @@ func BenchmarkGobreakerTwoStep(b *testing.B) {
 // attempts all fail slowly (hangs cut by a 40s Timeout, say) opens.
 func TestSlowFailuresOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		report(t, b, retry.Failure) // one quick failure: the breaker is now "dirty"
 		for round := range 5 {
 			var wg sync.WaitGroup
@@ -331,7 +331,7 @@ func TestSlowFailuresOpen(t *testing.T) {
 // the probe slot and reopen the breaker on stale evidence.
 func TestStaleHealthyPathFailureDoesNotTakeTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		stale, err := b.Allow() // healthy path; a long generation starts
 		if err != nil {
 			t.Fatal(err)
@@ -350,7 +350,7 @@ func TestStaleHealthyPathFailureDoesNotTakeTheProbe(t *testing.T) {
 // failures from before it opened do not reopen it.
 func TestRatioWindowStartsAfreshOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1000, OpenFor: 5 * time.Second})
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1000, OpenFor: 5 * time.Second})
 		for range 20 {
 			if tk, err := b.Allow(); err == nil {
 				tk.Report(retry.Failure)
@@ -372,7 +372,7 @@ func TestRatioWindowStartsAfreshOnRecovery(t *testing.T) {
 // decay with time.
 func TestSlowConsecutiveFailuresOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		for range 20 {
 			tk, err := b.Allow()
 			if err != nil {
@@ -388,7 +388,7 @@ func TestSlowConsecutiveFailuresOpen(t *testing.T) {
 // BenchmarkAllowHealthy is Allow alone on the healthy path (closed, no
 // failure since the last success): no lock, no clock read, no allocation.
 func BenchmarkAllowHealthy(b *testing.B) {
-	br := mustNew(b, breaker.Settings{})
+	br := mustNew(b, breaker.Config{})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := br.Allow(); err != nil {

@@ -14,18 +14,18 @@ import (
 // killed the process at Build): it is refused with what to set instead,
 // and the bound itself is accepted.
 func TestBucketCountIsBounded(t *testing.T) {
-	for _, s := range []breaker.Settings{
+	for _, s := range []breaker.Config{
 		{BucketPeriod: time.Nanosecond},
 		{BucketPeriod: time.Microsecond},
 		{Window: time.Hour, BucketPeriod: time.Second},
 	} {
 		_, err := breaker.New("t", s)
-		if !errors.Is(err, breaker.ErrInvalidSettings) || !strings.Contains(err.Error(), "MaxBuckets") {
-			t.Errorf("%+v: got %v; want ErrInvalidSettings naming MaxBuckets", s, err)
+		if !errors.Is(err, breaker.ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxBuckets") {
+			t.Errorf("%+v: got %v; want ErrInvalidConfig naming MaxBuckets", s, err)
 		}
 	}
 	d := breaker.DefaultWindow / breaker.MaxBuckets
-	for _, s := range []breaker.Settings{
+	for _, s := range []breaker.Config{
 		{BucketPeriod: d},         // exactly MaxBuckets buckets
 		{Window: 24 * time.Hour},  // Window/DefaultBuckets
 		{Window: time.Nanosecond}, // one bucket
@@ -34,7 +34,7 @@ func TestBucketCountIsBounded(t *testing.T) {
 			t.Errorf("%+v: %v", s, err)
 		}
 	}
-	if _, err := breaker.New("t", breaker.Settings{BucketPeriod: d / 2}); err == nil {
+	if _, err := breaker.New("t", breaker.Config{BucketPeriod: d / 2}); err == nil {
 		t.Errorf("BucketPeriod %v (twice MaxBuckets) accepted", d/2)
 	}
 }

@@ -89,12 +89,6 @@ type SharedConfig struct {
 	Logger *slog.Logger
 }
 
-// SharedOptions is SharedConfig.
-//
-// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
-// use.
-type SharedOptions = SharedConfig
-
 // Remote is what the replicas sharing a Shared have published about one
 // name (a chain's target): how much longer its breaker is held open, and
 // how much longer its Retry-After gate is closed. Zero means not at all.

@@ -34,7 +34,7 @@ func (nopStore) PublishGate(context.Context, string, time.Duration) (string, err
 // (a nanosecond's Timeout, plus a millisecond) when slack is shorter.
 func sharing(t testing.TB, slack time.Duration) *breaker.Shared {
 	t.Helper()
-	s, err := breaker.NewShared(nopStore{}, breaker.SharedOptions{Timeout: max(slack-time.Millisecond, time.Nanosecond)})
+	s, err := breaker.NewShared(nopStore{}, breaker.SharedConfig{Timeout: max(slack-time.Millisecond, time.Nanosecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes int
 		// OpenFor an hour: the publications below stay within its cap.
-		b := mustNew(t, breaker.Settings{OpenFor: time.Hour, OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
+		b := mustNew(t, breaker.Config{OpenFor: time.Hour, OnStateChange: func(string, breaker.State, breaker.State) { changes++ }})
 		notHeld(t, b, "before")
 		const d = 10 * time.Second
 		openElsewhere(t, b, time.Now().Add(d), stateChanges(b), 0)
@@ -166,7 +166,7 @@ func TestOpenElsewhereOnAClosedBreaker(t *testing.T) {
 
 func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{Disabled: true})
+		b := mustNew(t, breaker.Config{Disabled: true})
 		openElsewhere(t, b, time.Now().Add(time.Hour), stateChanges(b), 0)
 		if _, err := b.Allow(); err != nil {
 			t.Fatalf("disabled breaker: Allow = %v", err)
@@ -186,7 +186,7 @@ func TestOpenElsewhereIgnoredByADisabledBreaker(t *testing.T) {
 // probe.
 func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		for range 5 {
 			report(t, b, retry.Failure)
 		}
@@ -232,7 +232,7 @@ func TestOpenElsewhereYieldsToTheBreakersOwnState(t *testing.T) {
 
 func TestTakeChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{})
+		b := mustNew(t, breaker.Config{})
 		take(t, b, 0, false, "new breaker")
 		for range 10 {
 			report(t, b, retry.NotFailure)
@@ -277,7 +277,7 @@ func TestTakeChange(t *testing.T) {
 
 func TestTakeChangeDisabled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{Disabled: true})
+		b := mustNew(t, breaker.Config{Disabled: true})
 		for range 20 {
 			report(t, b, retry.Trip)
 			report(t, b, retry.Failure)
@@ -291,7 +291,7 @@ func TestTakeChangeDisabled(t *testing.T) {
 // The healthy path, with no publication from another replica, still
 // allocates nothing; nor once a publication has ended.
 func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
-	b := mustNew(t, breaker.Settings{})
+	b := mustNew(t, breaker.Config{})
 	attempt := func() {
 		tk, err := b.Allow()
 		if err != nil {
@@ -319,7 +319,7 @@ func TestHealthyPathDoesNotAllocateWithShared(t *testing.T) {
 // OpenElsewhere races with Allow, Closed, State and TakeChange safely (run
 // with -race): every refusal is ErrOpenElsewhere and nothing is counted.
 func TestOpenElsewhereConcurrently(t *testing.T) {
-	b := mustNew(t, breaker.Settings{})
+	b := mustNew(t, breaker.Config{})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -391,7 +391,7 @@ func TestGateClosedElsewhere(t *testing.T) {
 func TestOpenElsewhereCappedByOpenFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const openFor, slack = 10 * time.Second, 50 * time.Millisecond
-		b := mustNew(t, breaker.Settings{OpenFor: openFor})
+		b := mustNew(t, breaker.Config{OpenFor: openFor})
 		far := time.Now().Add(300 * 24 * time.Hour)
 		openElsewhere(t, b, far, stateChanges(b), slack)
 		heldElsewhere(t, b, "right after a 300-day publication")
@@ -435,7 +435,7 @@ func TestOpenElsewhereCappedByOpenFor(t *testing.T) {
 // does not skip its healthy target on it.
 func TestOpenElsewhereReadAgainAfterAChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.Settings{ConsecutiveFailures: 1})
+		b := mustNew(t, breaker.Config{ConsecutiveFailures: 1})
 		until := time.Now().Add(2 * breaker.DefaultOpenFor)
 		asOf := stateChanges(b)
 		report(t, b, retry.Failure) // opens: a change while the read was on its way

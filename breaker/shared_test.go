@@ -112,7 +112,7 @@ func (reply) RedisError()     {}
 func TestSharedOnAStore(t *testing.T) {
 	ctx := context.Background()
 	m := newMemStore()
-	s, err := breaker.NewShared(m, breaker.SharedOptions{})
+	s, err := breaker.NewShared(m, breaker.SharedConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +138,9 @@ func TestSharedOnAStore(t *testing.T) {
 		store breaker.Store
 		want  string
 	}{{"nil store", nil, "store is nil"}, {"empty key", &memStore{}, "key is empty"}} {
-		if s, err := breaker.NewShared(tc.store, breaker.SharedOptions{}); s != nil || !errors.Is(err, breaker.ErrInvalidSettings) ||
+		if s, err := breaker.NewShared(tc.store, breaker.SharedConfig{}); s != nil || !errors.Is(err, breaker.ErrInvalidConfig) ||
 			!strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidSettings saying %q", tc.name, s, err, tc.want)
+			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }
@@ -156,7 +156,7 @@ func TestSharedStoreFailures(t *testing.T) {
 		var logs bytes.Buffer
 		var calls []error
 		const probeEvery = time.Minute
-		s, err := breaker.NewShared(m, breaker.SharedOptions{ProbeEvery: probeEvery, Timeout: 50 * time.Millisecond,
+		s, err := breaker.NewShared(m, breaker.SharedConfig{ProbeEvery: probeEvery, Timeout: 50 * time.Millisecond,
 			OnError: func(err error) { calls = append(calls, err) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)

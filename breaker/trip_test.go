@@ -66,7 +66,7 @@ func TestTripOpensWhateverTheCallbackOrder(t *testing.T) {
 	for _, order := range callbackOrders {
 		t.Run(order.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b, err := newBreaker("t", Settings{ConsecutiveFailures: 3}, order.adjust)
+				b, err := newBreaker("t", Config{ConsecutiveFailures: 3}, order.adjust)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -143,7 +143,7 @@ func TestTripConcurrently(t *testing.T) {
 	for _, order := range callbackOrders {
 		t.Run(order.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b, err := newBreaker("t", Settings{ConsecutiveFailures: 1000, MinRequests: 1 << 30}, order.adjust)
+				b, err := newBreaker("t", Config{ConsecutiveFailures: 1000, MinRequests: 1 << 30}, order.adjust)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -192,7 +192,7 @@ func TestTripConcurrently(t *testing.T) {
 func TestTripWhenReadyToTripIsNotAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		skip := true // the first ReadyToTrip of each Trip goes unasked
-		b, err := newBreaker("t", Settings{}, func(st *gobreaker.Settings) {
+		b, err := newBreaker("t", Config{}, func(st *gobreaker.Settings) {
 			readyToTrip := st.ReadyToTrip
 			st.ReadyToTrip = func(c gobreaker.Counts) bool {
 				if skip {

@@ -166,12 +166,6 @@ type SharedConfig struct {
 	Logger *slog.Logger
 }
 
-// SharedOptions is SharedConfig.
-//
-// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
-// use.
-type SharedOptions = SharedConfig
-
 // Shared is a ratio retry budget kept in a Store (Redis), so that the
 // replicas of a service budget one target together: 40 replicas with local
 // budgets grant 40 floors of retries to a failing target, 40 replicas on

@@ -24,7 +24,7 @@ func ExampleNewShared() {
 		log.Fatal(err)
 	}
 
-	b, err := budget.NewShared(stores.Budget("backstop:budget:support-answer:sonnet-eu-1"), budget.SharedOptions{
+	b, err := budget.NewShared(stores.Budget("backstop:budget:support-answer:sonnet-eu-1"), budget.SharedConfig{
 		Ratio: budget.RatioConfig{Ratio: 0.1, MinRetries: 10}, // retries <= max(10, 10% of all replicas' first attempts) per 10s
 		OnError: func(err error) { // nil when Redis answers again
 			if err != nil {

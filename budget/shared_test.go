@@ -68,7 +68,7 @@ type reply string
 func (r reply) Error() string { return string(r) }
 func (reply) RedisError()     {}
 
-func newMemShared(t *testing.T, m *memStore, opts SharedOptions) *Shared {
+func newMemShared(t *testing.T, m *memStore, opts SharedConfig) *Shared {
 	t.Helper()
 	s, err := NewShared(m, opts)
 	if err != nil {
@@ -79,7 +79,7 @@ func newMemShared(t *testing.T, m *memStore, opts SharedOptions) *Shared {
 
 func TestNewSharedOptions(t *testing.T) {
 	m := &memStore{key: "k"}
-	s := newMemShared(t, m, SharedOptions{})
+	s := newMemShared(t, m, SharedConfig{})
 	if s.timeout != DefaultSharedTimeout || s.flushEvery != int64(DefaultFlushEvery) ||
 		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery || s.key != "k" {
 		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v key %q", s.timeout,
@@ -100,7 +100,7 @@ func TestNewSharedOptions(t *testing.T) {
 		t.Fatalf("window %+v; want %+v", s.shape, want)
 	}
 	local := Unlimited()
-	s = newMemShared(t, m, SharedOptions{Ratio: RatioConfig{Ratio: 0.5, MinRetries: -1, Window: 15 * time.Millisecond}, Local: local,
+	s = newMemShared(t, m, SharedConfig{Ratio: RatioConfig{Ratio: 0.5, MinRetries: -1, Window: 15 * time.Millisecond}, Local: local,
 		Timeout: time.Second, FlushEvery: time.Minute, FlushAfter: 7, ProbeEvery: time.Hour})
 	if s.local != local || s.timeout != time.Second || s.flushEvery != int64(time.Minute) ||
 		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.Config().Ratio != 0.5 {
@@ -122,7 +122,7 @@ func TestNewSharedOptions(t *testing.T) {
 		{"nil store", nil, "store is nil"},
 		{"empty key", &memStore{}, "key is empty"},
 	} {
-		if s, err := NewShared(tc.store, SharedOptions{}); s != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+		if s, err := NewShared(tc.store, SharedConfig{}); s != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
@@ -140,7 +140,7 @@ func TestSharedStoreFailures(t *testing.T) {
 		var calls []error
 		local, _ := NewRatio(RatioConfig{MinRetries: 2})
 		const probeEvery = time.Minute
-		s := newMemShared(t, m, SharedOptions{Local: local, ProbeEvery: probeEvery, Timeout: 50 * time.Millisecond,
+		s := newMemShared(t, m, SharedConfig{Local: local, ProbeEvery: probeEvery, Timeout: 50 * time.Millisecond,
 			OnError: func(err error) { calls = append(calls, err) }, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 		m.fail = reply("NOPERM no permissions")
@@ -192,7 +192,7 @@ func TestSharedStoreFailures(t *testing.T) {
 func TestSharedLogsRepairs(t *testing.T) {
 	m := &memStore{key: "k"}
 	var logs bytes.Buffer
-	s := newMemShared(t, m, SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := newMemShared(t, m, SharedConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	repairing := &repairStore{memStore: m, found: "string"}
 	s.store = repairing
 	for range 2 {

@@ -148,8 +148,8 @@ func TestAllowRegionsNamesEveryTargetOutside(t *testing.T) {
 
 func TestBuildRejectsInvalidBreakerSettings(t *testing.T) {
 	_, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: &stub{name: "a"}, Model: "m",
-		Breaker: breaker.Settings{FailureRatio: 2}}).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, breaker.ErrInvalidSettings) ||
+		Breaker: breaker.Config{FailureRatio: 2}}).Build()
+	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, breaker.ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), `target "p": Breaker is invalid`) {
 		t.Fatalf("got %v", err)
 	}
@@ -190,7 +190,7 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 			OrProvider(chain.Target{Name: "nameless", Provider: &stub{}, Model: "m"}).
 			OrProvider(chain.Target{Name: "panics", Provider: panicky{}, Model: "m"}).
 			OrProvider(chain.Target{Name: "nil-budget", Provider: &stub{name: "z"}, Model: "m", Budget: nilBudget}).
-			OrProvider(chain.Target{Name: "buckets", Provider: &stub{name: "w"}, Model: "m", Breaker: breaker.Settings{BucketPeriod: time.Nanosecond}}).
+			OrProvider(chain.Target{Name: "buckets", Provider: &stub{name: "w"}, Model: "m", Breaker: breaker.Config{BucketPeriod: time.Nanosecond}}).
 			OrDegrade(chain.LastGood(nilStore)).
 			Build()
 	}()

@@ -17,7 +17,7 @@ var (
 	// module's one invalid-configuration sentinel: breaker.ErrInvalidConfig,
 	// budget.ErrInvalidConfig, cache.ErrInvalidConfig,
 	// redisstore.ErrInvalidConfig, retry.ErrInvalidPolicy,
-	// throttle.ErrInvalidConfig (and the deprecated ErrInvalidSettings) are
+	// throttle.ErrInvalidConfig and hedge.ErrInvalidConfig are
 	// the same value, so any of them matches any configuration error.
 	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrNoMessages is returned by Call for a request without messages.

@@ -28,7 +28,7 @@ import (
 func TestLastGoodRememberAddsNoLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 50 * time.Millisecond
-		store, err := redisstore.NewCache(redistest.SilentClient(t, nil), redisstore.CacheOptions{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
+		store, err := redisstore.NewCache(redistest.SilentClient(t, nil), redisstore.CacheConfig{Timeout: timeout, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestLastGoodFlushWritesToRedis(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
 		client, _ := redistest.CountedClient(t, m.Addr())
-		store, err := redisstore.NewCache(client, redisstore.CacheOptions{Timeout: sharedTestTimeout})
+		store, err := redisstore.NewCache(client, redisstore.CacheConfig{Timeout: sharedTestTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}

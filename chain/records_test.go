@@ -28,7 +28,7 @@ func TestRetryRefusedByTheBreakerKeepsEachDecisionOnItsRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &stub{name: "p", fn: fail(llm.KindOverloaded, 529)}
 		res := served(t, chain.New("c").
-			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Settings{ConsecutiveFailures: 2}}).
+			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Config{ConsecutiveFailures: 2}}).
 			OrDegrade(chain.Static(llm.Response{Text: "sorry"})))
 		if len(res.Attempts) != 4 {
 			t.Fatalf("attempts:\n%s", lines(res))
@@ -62,7 +62,7 @@ func TestWaitBeforeARefusedRetryIsRecorded(t *testing.T) {
 			return nil, &llm.Error{Provider: "p", Status: 503, Kind: llm.KindOverloaded}
 		}}
 		c, err := chain.New("c").
-			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Settings{Disabled: true},
+			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Config{Disabled: true},
 				Retry: retry.Policy{Base: time.Second, Cap: time.Second, Jitter: retry.NoJitter}}).
 			Build()
 		if err != nil {

@@ -79,12 +79,6 @@ type SharedConfig struct {
 	Logger *slog.Logger
 }
 
-// SharedOptions is SharedConfig.
-//
-// Deprecated: use SharedConfig. SharedOptions is the name earlier versions
-// use.
-type SharedOptions = SharedConfig
-
 // SharedStore is where the replicas of a shared chain keep what they
 // share, one key per store: redisstore.NewShared builds one on a go-redis
 // client (the redisstore package owns the module's go-redis code, so a

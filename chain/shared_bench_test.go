@@ -23,7 +23,7 @@ import (
 func BenchmarkSharedCall(b *testing.B) {
 	addr := redistest.Addr(b)
 	prefix := strings.TrimSuffix(redistest.Prefix(b), ":")
-	build := func(b *testing.B, addr string, opts *chain.SharedOptions) *chain.Chain {
+	build := func(b *testing.B, addr string, opts *chain.SharedConfig) *chain.Chain {
 		bl := chain.New("bench")
 		if opts != nil {
 			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -40,12 +40,12 @@ func BenchmarkSharedCall(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		addr string
-		opts *chain.SharedOptions
+		opts *chain.SharedConfig
 	}{
 		{"local", addr, nil},
-		{"shared", addr, &chain.SharedOptions{Prefix: prefix}},
-		{"refresh", addr, &chain.SharedOptions{Prefix: prefix, Refresh: 100 * time.Millisecond}},
-		{"redis-down", "127.0.0.1:1", &chain.SharedOptions{Prefix: prefix, ProbeEvery: time.Hour}},
+		{"shared", addr, &chain.SharedConfig{Prefix: prefix}},
+		{"refresh", addr, &chain.SharedConfig{Prefix: prefix, Refresh: 100 * time.Millisecond}},
+		{"redis-down", "127.0.0.1:1", &chain.SharedConfig{Prefix: prefix, ProbeEvery: time.Hour}},
 	} {
 		c := build(b, bc.addr, bc.opts)
 		b.Run(bc.name, func(b *testing.B) {

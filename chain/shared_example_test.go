@@ -44,7 +44,7 @@ func ExampleBuilder_Shared() {
 		c, err := chain.New("support-answer").
 			// Timeout defaults to 50ms; this example runs among many tests
 			// on a loaded machine, so it waits longer for Redis.
-			Shared(shared, chain.SharedOptions{Timeout: time.Second}).
+			Shared(shared, chain.SharedConfig{Timeout: time.Second}).
 			Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5",
 				Retry: retry.Policy{MaxAttempts: 1}}).
 			OrProvider(chain.Target{Name: "gpt", Provider: gpt, Model: "gpt-6.1"}).

@@ -40,7 +40,7 @@ func TestSharedOutageOneProberAmongReplicas(t *testing.T) {
 		const replicas = 4
 		const outage = 5 * time.Minute
 		const callersEach = 5 // per replica, each calling once a second: the first failures open every breaker at once
-		f := newFleet(t, m.Addr(), fleetOptions{n: replicas, shared: &chain.SharedOptions{Timeout: 100 * time.Millisecond}})
+		f := newFleet(t, m.Addr(), fleetOptions{n: replicas, shared: &chain.SharedConfig{Timeout: 100 * time.Millisecond}})
 		var clock sync.WaitGroup
 		stop := make(chan struct{})
 		redisClock(m, stop, &clock)
@@ -111,14 +111,14 @@ func TestSharedNoFallbackWaitsForAnotherReplicasProbe(t *testing.T) {
 		stop := make(chan struct{})
 		redisClock(m, stop, &clock)
 		primary := &flaky{name: "anthropic"}
-		opts := chain.SharedOptions{Timeout: sharedTestTimeout}
+		opts := chain.SharedConfig{Timeout: sharedTestTimeout}
 		var cs []*chain.Chain
 		for range 2 {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4})
 			t.Cleanup(func() { _ = c.Close() })
 			ch, err := chain.New("solo").Shared(sharedStore(t, c), opts).
 				Primary(chain.Target{Name: "primary", Provider: primary, Model: "claude",
-					Breaker: breaker.Settings{ConsecutiveFailures: 1}}).
+					Breaker: breaker.Config{ConsecutiveFailures: 1}}).
 				Build()
 			if err != nil {
 				t.Fatal(err)

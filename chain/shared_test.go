@@ -65,8 +65,8 @@ type fleet struct {
 type fleetOptions struct {
 	n       int
 	name    string
-	shared  *chain.SharedOptions // nil: not shared
-	primary chain.Target         // Name, Provider and Model are set by newFleet
+	shared  *chain.SharedConfig // nil: not shared
+	primary chain.Target        // Name, Provider and Model are set by newFleet
 	tel     *oteltest.Telemetry
 }
 
@@ -127,7 +127,7 @@ func (f *fleet) waitReconnected(t *testing.T) {
 	}
 }
 
-// sharedTestTimeout is the SharedOptions.Timeout of the tests that are not
+// sharedTestTimeout is the SharedConfig.Timeout of the tests that are not
 // about timeouts. Inside a synctest bubble a socket's deadline is still
 // real time (SetReadDeadline converts it with time.Until), and a machine
 // running the whole suite can miss the default 50ms: a replica would then
@@ -185,7 +185,7 @@ func sharedBackends(t *testing.T, test func(t *testing.T, addr, prefix string)) 
 func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 	sharedBackends(t, func(t *testing.T, addr, prefix string) {
 		synctest.Test(t, func(t *testing.T) {
-			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedOptions{Prefix: prefix},
+			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedConfig{Prefix: prefix},
 				primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 			f.primary.mode.Store(overloaded)
 			for range breaker.DefaultConsecutiveFailures {
@@ -231,7 +231,7 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 func TestSharedGateClosesOtherReplicas(t *testing.T) {
 	sharedBackends(t, func(t *testing.T, addr, prefix string) {
 		synctest.Test(t, func(t *testing.T) {
-			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedOptions{Prefix: prefix}})
+			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedConfig{Prefix: prefix}})
 			f.primary.mode.Store(rateLimited)
 			if res := f.call(t, 0); res.Served.Target != "fallback" || f.primary.n.Load() != 1 {
 				t.Fatalf("served by %q after %d requests; want the fallback after 1\n%s", res.Served.Target, f.primary.n.Load(), path(res))
@@ -252,7 +252,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 	m := miniredis.RunT(t)
 	{
 		tel := oteltest.New()
-		f := newFleet(t, m.Addr(), fleetOptions{n: 3, tel: tel, shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
+		f := newFleet(t, m.Addr(), fleetOptions{n: 3, tel: tel, shared: &chain.SharedConfig{ProbeEvery: time.Nanosecond},
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 0)
 		m.Close()
@@ -332,7 +332,7 @@ func TestSharedBuildErrors(t *testing.T) {
 	p := &flaky{name: "anthropic"}
 	good := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 	defer good.Close()
-	_, err := chain.New("c").Shared(sharedStore(t, good), chain.SharedOptions{Refresh: -time.Second, Timeout: -1}).
+	_, err := chain.New("c").Shared(sharedStore(t, good), chain.SharedConfig{Refresh: -time.Second, Timeout: -1}).
 		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
 	if !errors.Is(err, chain.ErrInvalidConfig) {
 		t.Fatalf("err = %v; want ErrInvalidConfig", err)
@@ -352,7 +352,7 @@ func TestSharedBuildErrors(t *testing.T) {
 		t.Fatalf("redisstore.NewShared of a client without context timeouts: %v", err)
 	}
 	for _, s := range []chain.SharedStore{nil, store} {
-		_, err = chain.New("c").Shared(s, chain.SharedOptions{}).
+		_, err = chain.New("c").Shared(s, chain.SharedConfig{}).
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
 		if !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
 			t.Fatalf("a nil store (%T): err = %v; want ErrInvalidConfig naming redisstore.NewShared", s, err)
@@ -363,7 +363,7 @@ func TestSharedBuildErrors(t *testing.T) {
 func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{Refresh: time.Second},
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedConfig{Refresh: time.Second},
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 1) // replica 1 reads the (empty) shared state now
 		f.primary.mode.Store(overloaded)
@@ -389,7 +389,7 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 func TestSharedRestartedPollerReadsBeforeTheCallDecides(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{},
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedConfig{},
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 1)            // replica 1's poller reads the (empty) shared state
 		time.Sleep(time.Second) // and exits, idle
@@ -430,7 +430,7 @@ func path(res *chain.Result) string {
 // be waited on in a synctest bubble): about two Timeouts in all.
 func TestSharedSilentRedisCallsCarryOn(t *testing.T) {
 	addr := redistest.Silent(t)
-	f := newFleet(t, addr, fleetOptions{n: 1, shared: &chain.SharedOptions{ProbeEvery: time.Hour, Timeout: 50 * time.Millisecond}})
+	f := newFleet(t, addr, fleetOptions{n: 1, shared: &chain.SharedConfig{ProbeEvery: time.Hour, Timeout: 50 * time.Millisecond}})
 	for range 3 {
 		if res := f.call(t, 0); res.Served.Target != "primary" {
 			t.Fatalf("served by %q\n%s", res.Served.Target, path(res))
@@ -443,7 +443,7 @@ func TestSharedSilentRedisCallsCarryOn(t *testing.T) {
 
 // sharedReplica is a chain called name sharing its state through c, with
 // primary first and a healthy OpenAI "fallback" after it.
-func sharedReplica(t testing.TB, c redis.UniversalClient, name string, opts chain.SharedOptions, primary chain.Target) *chain.Chain {
+func sharedReplica(t testing.TB, c redis.UniversalClient, name string, opts chain.SharedConfig, primary chain.Target) *chain.Chain {
 	t.Helper()
 	ch, err := chain.New(name).Shared(sharedStore(t, c), opts).
 		Primary(primary).
@@ -478,9 +478,9 @@ func othersSkip(t *testing.T, f *fleet, elsewhere, local error, says string) {
 // is open and published. The primary is left overloaded.
 func openedAndPublished(t *testing.T, m *miniredis.Miniredis) *fleet {
 	t.Helper()
-	f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{Refresh: time.Second},
+	f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedConfig{Refresh: time.Second},
 		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1},
-			Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 2 * time.Second}}})
+			Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: 2 * time.Second}}})
 	f.primary.mode.Store(overloaded)
 	f.call(t, 0) // opens, publishes
 	return f
@@ -517,9 +517,9 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 		for range 2 {
 			client := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = client.Close() })
-			c, err := chain.New("streams").Shared(sharedStore(t, client), chain.SharedOptions{Timeout: sharedTestTimeout}).RestartStreams(true).
+			c, err := chain.New("streams").Shared(sharedStore(t, client), chain.SharedConfig{Timeout: sharedTestTimeout}).RestartStreams(true).
 				Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
-					Breaker: breaker.Settings{ConsecutiveFailures: 1}}).
+					Breaker: breaker.Config{ConsecutiveFailures: 1}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).
 				Build()
 			if err != nil {
@@ -552,7 +552,7 @@ func TestSharedStreamFailureOpensForOtherReplicas(t *testing.T) {
 // TestSharedRedisDownCallsCarryOnThenShareAgain).
 func TestSharedFlushTellsUnpublishedChanges(t *testing.T) {
 	m := miniredis.RunT(t)
-	f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
+	f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedConfig{ProbeEvery: time.Nanosecond},
 		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 	m.Close()
 	f.primary.mode.Store(overloaded)
@@ -585,9 +585,9 @@ func TestSharedFlushTellsUnpublishedChanges(t *testing.T) {
 func TestSharedLostWithdrawalIsToldAgain(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{ProbeEvery: time.Millisecond},
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedConfig{ProbeEvery: time.Millisecond},
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1},
-				Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}})
+				Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}})
 		f.primary.mode.Store(overloaded)
 		f.call(t, 0) // replica 0 opens its breaker and publishes it
 		propagate()
@@ -686,7 +686,7 @@ func TestSharedSilentRedisCostsOneRoundTripPerCall(t *testing.T) {
 	primary, fallback := &flaky{name: "anthropic"}, &flaky{name: "openai"}
 	primary.mode.Store(overloaded)
 	c, err := chain.New("support").
-		Shared(sharedStore(t, client), chain.SharedOptions{ProbeEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(&log, nil))}).
+		Shared(sharedStore(t, client), chain.SharedConfig{ProbeEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(&log, nil))}).
 		Primary(chain.Target{Name: "primary", Provider: primary, Model: "m",
 			Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond}}).
 		OrProvider(chain.Target{Name: "fallback", Provider: fallback, Model: "f"}).
@@ -716,11 +716,11 @@ func TestSharedBudgetKeysDoNotCollideAcrossChains(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
-	opts := chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 0.01, MinRetries: 2}, Timeout: sharedTestTimeout}
+	opts := chain.SharedConfig{Budget: budget.RatioConfig{Ratio: 0.01, MinRetries: 2}, Timeout: sharedTestTimeout}
 	build := func(name, target string, p *flaky) *chain.Chain {
 		return sharedReplica(t, c, name, opts, chain.Target{Name: target, Provider: p, Model: "m",
 			Retry:   retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond},
-			Breaker: breaker.Settings{Disabled: true}})
+			Breaker: breaker.Config{Disabled: true}})
 	}
 	pa, pb := &flaky{name: "anthropic"}, &flaky{name: "anthropic"}
 	pa.mode.Store(overloaded)
@@ -752,8 +752,8 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		p := &flaky{name: "anthropic"}
 		build := func(maxGate time.Duration) *chain.Chain {
-			return sharedReplica(t, c, "support", chain.SharedOptions{Timeout: sharedTestTimeout},
-				chain.Target{Name: "primary", Provider: p, Model: "claude", Breaker: breaker.Settings{MaxGate: maxGate}})
+			return sharedReplica(t, c, "support", chain.SharedConfig{Timeout: sharedTestTimeout},
+				chain.Target{Name: "primary", Provider: p, Model: "claude", Breaker: breaker.Config{MaxGate: maxGate}})
 		}
 		const maxGate = 10 * time.Second
 		a, b := build(0), build(maxGate)
@@ -779,18 +779,18 @@ func TestSharedRemoteGateCappedByMaxGate(t *testing.T) {
 	})
 }
 
-// Found in review: SharedOptions.Budget is validated only through the budgets it
+// Found in review: SharedConfig.Budget is validated only through the budgets it
 // makes; when every target has its own Budget, an invalid one is accepted
 // silently.
 func TestSharedBudgetConfigValidatedAtBuild(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
-	_, err := chain.New("c").Shared(sharedStore(t, c), chain.SharedOptions{Budget: budget.RatioConfig{Ratio: 5}}).
+	_, err := chain.New("c").Shared(sharedStore(t, c), chain.SharedConfig{Budget: budget.RatioConfig{Ratio: 5}}).
 		Primary(chain.Target{Name: "p", Provider: &flaky{name: "anthropic"}, Model: "m", Budget: budget.Unlimited()}).
 		Build()
 	if err == nil || !strings.Contains(err.Error(), "Ratio") {
-		t.Errorf("Build with SharedOptions.Budget.Ratio 5 = %v; want an error naming Ratio", err)
+		t.Errorf("Build with SharedConfig.Budget.Ratio 5 = %v; want an error naming Ratio", err)
 	}
 }
 
@@ -806,9 +806,9 @@ func TestSharedLostWithdrawalSingleTargetChain(t *testing.T) {
 		for range 2 {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("solo").Shared(sharedStore(t, c), chain.SharedOptions{ProbeEvery: time.Millisecond, Timeout: sharedTestTimeout, Logger: slog.New(slog.DiscardHandler)}).
+			ch, err := chain.New("solo").Shared(sharedStore(t, c), chain.SharedConfig{ProbeEvery: time.Millisecond, Timeout: sharedTestTimeout, Logger: slog.New(slog.DiscardHandler)}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude", Retry: retry.Policy{MaxAttempts: 1},
-					Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).
+					Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).
 				Build()
 			if err != nil {
 				t.Fatal(err)
@@ -855,18 +855,18 @@ func (g *gated) Complete(context.Context, llm.Request) (*llm.Response, error) {
 func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		build := func(p llm.Provider, br breaker.Settings) *chain.Chain {
+		build := func(p llm.Provider, br breaker.Config) *chain.Chain {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			return sharedReplica(t, c, "support", chain.SharedOptions{Timeout: sharedTestTimeout},
+			return sharedReplica(t, c, "support", chain.SharedConfig{Timeout: sharedTestTimeout},
 				chain.Target{Name: "primary", Provider: p, Model: "claude", Breaker: br,
 					Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond, Cap: time.Millisecond}})
 		}
 		g := &gated{started: make(chan struct{}), release: make(chan struct{})}
 		bad := &flaky{name: "anthropic"}
 		bad.mode.Store(overloaded)
-		r0 := build(bad, breaker.Settings{ConsecutiveFailures: 1})
-		r1 := build(g, breaker.Settings{})
+		r0 := build(bad, breaker.Config{ConsecutiveFailures: 1})
+		r1 := build(g, breaker.Config{})
 		var a *chain.Result
 		var wg sync.WaitGroup
 		wg.Go(func() { a, _ = r1.Call(context.Background(), ask) })
@@ -906,8 +906,8 @@ func TestSharedRemoteOpenCappedByReadersOpenFor(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
 		const openFor = 10 * time.Second
-		f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{},
-			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{OpenFor: openFor}}})
+		f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedConfig{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{OpenFor: openFor}}})
 		keepRedisTime(m)
 		m.HSet("backstop:support:breakers", "o:primary", strconv.FormatInt(time.Now().Add(300*24*time.Hour).UnixMilli(), 10))
 		call := func() *chain.Result {
@@ -951,9 +951,9 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 		build := func(maxGate time.Duration) *chain.Chain {
 			c := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			ch, err := chain.New("support").Shared(sharedStore(t, c), chain.SharedOptions{Timeout: sharedTestTimeout}).
+			ch, err := chain.New("support").Shared(sharedStore(t, c), chain.SharedConfig{Timeout: sharedTestTimeout}).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: "claude",
-					Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{MaxGate: maxGate}}).
+					Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{MaxGate: maxGate}}).
 				OrProvider(chain.Target{Name: "fallback", Provider: &flaky{name: "openai"}, Model: "gpt"}).
 				Build()
 			if err != nil {
@@ -1019,8 +1019,8 @@ func TestSharedRemoteGateNotExtendedByRereading(t *testing.T) {
 func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 	m := miniredis.RunT(t)
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedOptions{},
-			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{ConsecutiveFailures: 1}}})
+		f := newFleet(t, m.Addr(), fleetOptions{n: 2, shared: &chain.SharedConfig{},
+			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1}}})
 		const key = "backstop:support:breakers"
 		for round := 1; round <= 2; round++ {
 			m.Del(key)
@@ -1062,13 +1062,13 @@ func TestShared40ReplicasSpendOneBudget(t *testing.T) {
 	cfg := budget.RatioConfig{Ratio: 0.01} // the floor of 10 per window decides
 	primary := chain.Target{
 		Retry:   retry.Policy{MaxAttempts: 4, Base: time.Millisecond, Cap: 10 * time.Millisecond},
-		Breaker: breaker.Settings{Disabled: true}, // the budget alone limits retries here
+		Breaker: breaker.Config{Disabled: true}, // the budget alone limits retries here
 	}
 	run := func(t *testing.T, shared bool) (retries int64) {
 		synctest.Test(t, func(t *testing.T) {
 			o := fleetOptions{n: replicas, primary: primary}
 			if shared {
-				o.shared = &chain.SharedOptions{Prefix: prefix, Budget: cfg}
+				o.shared = &chain.SharedConfig{Prefix: prefix, Budget: cfg}
 			}
 			var f *fleet
 			if shared {
@@ -1140,11 +1140,11 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	const replicas = 4
 	srv := redistest.StartServer(t)
 	f := newFleet(t, srv.Addr(), fleetOptions{n: replicas,
-		shared: &chain.SharedOptions{ProbeEvery: time.Nanosecond},
+		shared: &chain.SharedConfig{ProbeEvery: time.Nanosecond},
 		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1},
 			// Breakers that do not open here: each replica must keep
 			// asking the primary, so that the gate below is what skips it.
-			Breaker: breaker.Settings{ConsecutiveFailures: 1 << 20, MinRequests: 1 << 20}}})
+			Breaker: breaker.Config{ConsecutiveFailures: 1 << 20, MinRequests: 1 << 20}}})
 
 	serveAll := func(phase string, perReplica int, want string) {
 		t.Helper()
@@ -1216,7 +1216,7 @@ func TestSharedRedisStoppedMidRun(t *testing.T) {
 	}
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
-	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:support:primary:budget"), budget.SharedOptions{})
+	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:support:primary:budget"), budget.SharedConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1294,7 +1294,7 @@ func TestSharedFlushWritesTheHedgeBudget(t *testing.T) {
 	if err := c.Flush(context.Background()); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
-	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:hedged:tier%3Adeployment:hedge"), budget.SharedOptions{})
+	b, err := budget.NewShared(sharedStore(t, client).Budget("backstop:hedged:tier%3Adeployment:hedge"), budget.SharedConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1311,7 +1311,7 @@ func TestSharedCloseAsThePollerGoesIdle(t *testing.T) {
 	m := miniredis.RunT(t)
 	for range 40 {
 		synctest.Test(t, func(t *testing.T) {
-			f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedOptions{}})
+			f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedConfig{}})
 			f.call(t, 0)
 			time.Sleep(3 * chain.DefaultSharedRefresh) // the tick at which it goes idle
 			f.replicas[0].Close()

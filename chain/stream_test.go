@@ -209,7 +209,7 @@ func TestStreamReportsToTheThrottle(t *testing.T) {
 		build := func() *chain.Chain {
 			p := &rprov{name: "a", steps: chunks("hello"), rl: rl}
 			c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m",
-				Throttle: throttle.Settings{Learn: true}}).Build()
+				Throttle: throttle.Config{Learn: true}}).Build()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestLearnedLimitRespacesWaitingCalls(t *testing.T) {
 			return &llm.Response{Text: "ok", Model: req.Model, RateLimit: rl}, nil
 		}}
 		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m",
-			Throttle: throttle.Settings{Learn: true, MaxWait: maxWait}}).Build()
+			Throttle: throttle.Config{Learn: true, MaxWait: maxWait}}).Build()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +319,7 @@ func TestIdleTimeoutExcludesTheCallersTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &rprov{name: "a", steps: chunks("a", "b", "c")}
 		c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", IdleTimeout: 2 * time.Second,
-			Breaker: breaker.Settings{ConsecutiveFailures: 1}}).Build()
+			Breaker: breaker.Config{ConsecutiveFailures: 1}}).Build()
 		var err error
 		for ch, e := range c.Stream(t.Context(), question).Chunks() {
 			if e != nil {
@@ -435,7 +435,7 @@ func TestPanicMidStreamReleasesTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &rprov{name: "a", openErr: &llm.Error{Provider: "a", Status: 529, Kind: llm.KindOverloaded}}
 		c, _ := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 1},
-			Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).Build()
+			Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}).Build()
 		collect(t, c.Stream(t.Context(), question)) // opens the breaker
 		time.Sleep(11 * time.Second)
 		p.openErr, p.steps = nil, []step{{text: "a"}, {panic: true}}
@@ -523,7 +523,7 @@ func TestDeadlineMidStreamDoesNotChargeTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &rprov{name: "a", steps: chunks("a", "b", "c", "d", "e"), every: time.Second}
 		c, _ := chain.New("c").Deadline(2500 * time.Millisecond).Primary(chain.Target{Name: "p", Provider: p, Model: "m",
-			Breaker: breaker.Settings{ConsecutiveFailures: 1}}).Build()
+			Breaker: breaker.Config{ConsecutiveFailures: 1}}).Build()
 		_, err := collect(t, c.Stream(t.Context(), question))
 		if llm.KindOf(err) != llm.KindTimeout {
 			t.Fatalf("kind %v: %v", llm.KindOf(err), err)
@@ -736,7 +736,7 @@ func TestPanicInAStreamsNextClosesItOnce(t *testing.T) {
 				p := &nextPanics{name: "a", nth: tc.nth, openErr: &llm.Error{Provider: "a", Status: 529, Kind: llm.KindOverloaded}}
 				b := chain.New("c")
 				target := chain.Target{Name: "p", Provider: p, Model: "m", Retry: retry.Policy{MaxAttempts: 1},
-					Breaker: breaker.Settings{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}
+					Breaker: breaker.Config{ConsecutiveFailures: 1, OpenFor: 10 * time.Second}}
 				if tc.hedged {
 					b.Hedge(hedge.Config{Delay: time.Second})
 					slow := &rprov{name: "slow", steps: chunks("slow"), every: time.Minute}

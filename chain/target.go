@@ -99,7 +99,6 @@ type Target struct {
 	// switches it off. A call whose slot is further away than MaxWait
 	// (5s), or past its deadline, moves on to the next target instead of
 	// waiting. In a Headroom tier the zero value means Learn.
-	// throttle.Settings, its earlier name, is the same type.
 	Throttle throttle.Config
 	// Breaker configures this target's circuit breaker. The zero value
 	// means breaker's defaults: open on 50% failures of at least 20
@@ -109,7 +108,6 @@ type Target struct {
 	// minute), then one probe. Without a fallback (the last target, no
 	// degradation) a refused call with time left waits for the probe
 	// (breaker.Breaker.Wait); Disabled switches it off.
-	// breaker.Settings, the name DESIGN.md uses, is the same type.
 	Breaker breaker.Config
 	// NativeSchema asks this target's provider for native structured
 	// output: the target's Schema (or the chain's) goes out as

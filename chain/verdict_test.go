@@ -46,7 +46,7 @@ func TestVerdictOf(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		one := func(kind llm.Kind, status int, more ...chain.Target) error {
 			b := chain.New("c").Primary(chain.Target{Name: "a", Provider: &stub{name: "a", fn: fail(kind, status)}, Model: "m",
-				Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Settings{Disabled: true}})
+				Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{Disabled: true}})
 			for _, t := range more {
 				b.OrProvider(t)
 			}

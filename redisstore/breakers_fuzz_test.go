@@ -45,7 +45,7 @@ func FuzzBreakersLoad(f *testing.F) {
 	m.SetTime(t0)
 	now := t0.UnixMilli()
 	c, _ := redistest.CountedClient(f, m.Addr())
-	s := newTestShared(f, c, sharedKey, breaker.SharedOptions{Timeout: time.Minute})
+	s := newTestShared(f, c, sharedKey, breaker.SharedConfig{Timeout: time.Minute})
 	future := strconv.FormatInt(now+60_000, 10)
 	for _, seed := range [][4]string{
 		{"o:a", future, "g:a", future},

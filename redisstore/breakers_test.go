@@ -36,7 +36,7 @@ func store(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
 // failing the test on a configuration error. A zero Timeout is made 10s,
 // so that a loaded machine does not turn a test's round trip into a
 // failure.
-func newTestShared(t testing.TB, c redis.UniversalClient, key string, opts breaker.SharedOptions) *breaker.Shared {
+func newTestShared(t testing.TB, c redis.UniversalClient, key string, opts breaker.SharedConfig) *breaker.Shared {
 	t.Helper()
 	opts.Timeout = cmp.Or(opts.Timeout, sharedTestTimeout)
 	s, err := breaker.NewShared(store(t, c).Breakers(key), opts)
@@ -118,7 +118,7 @@ func wantDown(t *testing.T, available bool, calls *redistest.Errors, sentinel er
 func pinnedShared(t *testing.T) (*miniredis.Miniredis, *breaker.Shared) {
 	t.Helper()
 	m, c, _ := pinnedRedis(t)
-	return m, newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	return m, newTestShared(t, c, sharedKey, breaker.SharedConfig{})
 }
 
 // pinnedRedis is a miniredis whose clock is pinned at t0 and a client of
@@ -169,7 +169,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			if st := s.Breakers("k"); st != nil {
 				t.Errorf("a nil Shared's Breakers = %v; want nil", st)
 			}
-			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedOptions{}); !errors.Is(err, breaker.ErrInvalidSettings) ||
+			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, breaker.ErrInvalidConfig) ||
 				!strings.Contains(err.Error(), "store is nil") {
 				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want ErrInvalidSettings saying the store is nil", err)
 			}
@@ -181,16 +181,16 @@ func TestNewSharedInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		store breaker.Store
-		opts  breaker.SharedOptions
+		opts  breaker.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, breaker.SharedOptions{}, []string{"store is nil", "redisstore.NewShared"}},
-		{"empty key", st.Breakers(""), breaker.SharedOptions{}, []string{"key is empty"}},
-		{"negative Timeout", st.Breakers("k"), breaker.SharedOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"negative ProbeEvery", st.Breakers("k"), breaker.SharedOptions{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
-		{"all at once, nil store", nil, breaker.SharedOptions{Timeout: -1, ProbeEvery: -1},
+		{"nil store", nil, breaker.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
+		{"empty key", st.Breakers(""), breaker.SharedConfig{}, []string{"key is empty"}},
+		{"negative Timeout", st.Breakers("k"), breaker.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
+		{"negative ProbeEvery", st.Breakers("k"), breaker.SharedConfig{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
+		{"all at once, nil store", nil, breaker.SharedConfig{Timeout: -1, ProbeEvery: -1},
 			[]string{"store is nil", "Timeout is -1ns", "ProbeEvery is -1ns"}},
-		{"all at once, empty key", st.Breakers(""), breaker.SharedOptions{Timeout: -time.Minute, ProbeEvery: -time.Hour},
+		{"all at once, empty key", st.Breakers(""), breaker.SharedConfig{Timeout: -time.Minute, ProbeEvery: -time.Hour},
 			[]string{"key is empty", "Timeout is -1m0s", "ProbeEvery is -1h0m0s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,7 +198,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, breaker.ErrInvalidSettings, tc.want)
+			saysAll(t, err, breaker.ErrInvalidConfig, tc.want)
 			// Every problem is its own error, each matching the sentinel.
 			var each []error
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -214,7 +214,7 @@ func TestNewSharedInvalid(t *testing.T) {
 				t.Errorf("%d problems reported (%q); want %d", len(each), err, want)
 			}
 			for _, e := range each {
-				if !errors.Is(e, breaker.ErrInvalidSettings) {
+				if !errors.Is(e, breaker.ErrInvalidConfig) {
 					t.Errorf("problem %q does not match ErrInvalidSettings", e)
 				}
 			}
@@ -234,7 +234,7 @@ func TestBreakersMakeNoRoundTripWhenBuilt(t *testing.T) {
 	c, rt := redistest.CountedClient(t, addr)
 	var calls redistest.Errors
 	var logs redistest.Log
-	s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedOptions{OnError: calls.Add,
+	s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedConfig{OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil || s == nil {
 		t.Fatalf("NewShared with Redis down = %v, %v; want a Shared", s, err)
@@ -253,7 +253,7 @@ func TestBreakersMakeNoRoundTripWhenBuilt(t *testing.T) {
 func TestBreakersPublishAndLoad(t *testing.T) {
 	ctx := context.Background()
 	m, c, rt := pinnedRedis(t)
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{})
 	if rs := load(t, s); len(rs) != 0 {
 		t.Fatalf("Load of an empty key = %+v; want nothing", rs)
 	}
@@ -276,12 +276,12 @@ func TestBreakersPublishAndLoad(t *testing.T) {
 
 	// Another replica, with its own client, reads the same.
 	c2, _ := redistest.CountedClient(t, m.Addr())
-	s2 := newTestShared(t, c2, sharedKey, breaker.SharedOptions{})
+	s2 := newTestShared(t, c2, sharedKey, breaker.SharedConfig{})
 	if rs := load(t, s2); !slices.Equal(rs, want) {
 		t.Fatalf("another replica's Load = %+v; want %+v", rs, want)
 	}
 	// ...and one on another key reads nothing.
-	if rs := load(t, newTestShared(t, c2, sharedKey+"2", breaker.SharedOptions{})); len(rs) != 0 {
+	if rs := load(t, newTestShared(t, c2, sharedKey+"2", breaker.SharedConfig{})); len(rs) != 0 {
 		t.Fatalf("Load on another key = %+v; want nothing", rs)
 	}
 
@@ -339,7 +339,7 @@ func TestBreakersPublishClosed(t *testing.T) {
 func TestBreakersKeyLifetime(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{})
 	pttl := func() time.Duration {
 		t.Helper()
 		d, err := c.PTTL(ctx, sharedKey).Result()
@@ -448,7 +448,7 @@ func TestBreakersLoadIgnoresForeignFields(t *testing.T) {
 		"o:good", future,
 	)
 	c, _ := redistest.CountedClient(t, m.Addr())
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{})
+	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{})
 	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v; want %+v only", rs, want)
@@ -512,7 +512,7 @@ func TestBreakersRedisDownAndBack(t *testing.T) {
 		c, rt := redistest.CountedClient(t, addr) // closed by t's cleanup, in the bubble
 		var calls redistest.Errors
 		var logs redistest.Log
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: timeout, ProbeEvery: probeEvery,
+		s := newTestShared(t, c, sharedKey, breaker.SharedConfig{Timeout: timeout, ProbeEvery: probeEvery,
 			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		must(t, "PublishOpen", s.PublishOpen(ctx, "a", time.Hour))
 		if rs := load(t, s); len(rs) != 1 || rs[0].Open != time.Hour {
@@ -620,7 +620,7 @@ func TestBreakersRedisError(t *testing.T) {
 		var calls redistest.Errors
 		var logs redistest.Log
 		const probeEvery = time.Minute
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{ProbeEvery: probeEvery, OnError: calls.Add,
+		s := newTestShared(t, c, sharedKey, breaker.SharedConfig{ProbeEvery: probeEvery, OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		m.SetError("NOPERM this user has no permissions to run the 'evalsha' command")
 		defer m.SetError("")
@@ -658,7 +658,7 @@ func TestBreakersWrongTypeKeyIsRepaired(t *testing.T) {
 	m, c, _ := pinnedRedis(t)
 	var calls redistest.Errors
 	var logs redistest.Log
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
+	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for i, tc := range []struct {
 		op   string
@@ -729,7 +729,7 @@ func TestBreakersCallerCanceled(t *testing.T) {
 		c, rt := redistest.CountedClient(t, m.Addr())
 		var calls redistest.Errors
 		var logs redistest.Log
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{OnError: calls.Add,
+		s := newTestShared(t, c, sharedKey, breaker.SharedConfig{OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -754,7 +754,7 @@ func TestBreakersCallerCanceled(t *testing.T) {
 		c, _ := redistest.CountedClient(t, addr)
 		var calls redistest.Errors
 		var logs redistest.Log
-		s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: time.Hour, OnError: calls.Add,
+		s := newTestShared(t, c, sharedKey, breaker.SharedConfig{Timeout: time.Hour, OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
@@ -778,7 +778,7 @@ func TestBreakersSlowRedis(t *testing.T) {
 	c.AddHook(rt)
 	t.Cleanup(func() { _ = c.Close() })
 	var calls redistest.Errors
-	s := newTestShared(t, c, sharedKey, breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
+	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
 		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rs, err := s.Load(context.Background())
 	if !errors.Is(err, breaker.ErrSharedUnavailable) || !strings.Contains(err.Error(), "no answer from Redis within the Timeout (50ms)") || rs != nil {
@@ -801,7 +801,7 @@ func TestBreakersRepairsOnARealRedis(t *testing.T) {
 	c := redistest.Client(t)
 	key := redistest.Prefix(t) + "breakers"
 	var logs redistest.Log
-	s := newTestShared(t, c, key, breaker.SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := newTestShared(t, c, key, breaker.SharedConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(t, "SET", c.Set(ctx, key, "x", 0).Err())
 	if rs := load(t, s); len(rs) != 0 || c.Exists(ctx, key).Val() != 0 {
 		t.Fatalf("Load of a string: %+v, key exists %d; want nothing, the key deleted", rs, c.Exists(ctx, key).Val())
@@ -837,7 +837,7 @@ func TestBreakersCallerDeadlineNotBlamedOnRedis(t *testing.T) {
 		// out just before the context did"), made deterministic.
 		c := redistest.SilentClient(t, func() net.Conn { return &redistest.SilentConn{Early: time.Microsecond} })
 		var calls redistest.Errors
-		s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
+		s, err := breaker.NewShared(store(t, c).Breakers(sharedKey), breaker.SharedConfig{Timeout: 50 * time.Millisecond, ProbeEvery: time.Hour,
 			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -31,7 +31,7 @@ import (
 // failing the test on a configuration error. A zero Timeout is made 10s, so
 // that a loaded machine does not turn the tests' shared decisions into
 // local ones.
-func newTestBudget(t testing.TB, c redis.UniversalClient, key string, opts budget.SharedOptions) *budget.Shared {
+func newTestBudget(t testing.TB, c redis.UniversalClient, key string, opts budget.SharedConfig) *budget.Shared {
 	t.Helper()
 	opts.Timeout = cmp.Or(opts.Timeout, sharedTestTimeout)
 	s, err := budget.NewShared(store(t, c).Budget(key), opts)
@@ -80,25 +80,25 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 	m := miniredis.RunT(t)
 	good, _ := redistest.CountedClient(t, m.Addr())
 	st := store(t, good)
-	s, err := budget.NewShared(st.Budget("k"), budget.SharedOptions{})
+	s, err := budget.NewShared(st.Budget("k"), budget.SharedConfig{})
 	if err != nil || !s.Available() || s.Config() != (budget.RatioConfig{}).WithDefaults() {
 		t.Fatalf("NewShared = %v, %v; want an available budget with the default configuration", s, err)
 	}
 	for _, tc := range []struct {
 		name  string
 		store budget.Store
-		opts  budget.SharedOptions
+		opts  budget.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, budget.SharedOptions{}, []string{"store is nil", "redisstore.NewShared"}},
-		{"nil Shared's store", (*redisstore.Shared)(nil).Budget("k"), budget.SharedOptions{}, []string{"store is nil"}},
-		{"empty key", st.Budget(""), budget.SharedOptions{}, []string{"key is empty"}},
-		{"bad ratio", st.Budget("k"), budget.SharedOptions{Ratio: budget.RatioConfig{Ratio: 2, Window: time.Millisecond}}, []string{"Ratio is 2", "Window is 1ms"}},
-		{"negative Timeout", st.Budget("k"), budget.SharedOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"negative FlushEvery", st.Budget("k"), budget.SharedOptions{FlushEvery: -time.Second}, []string{"FlushEvery is -1s", "0 means 1s"}},
-		{"negative FlushAfter", st.Budget("k"), budget.SharedOptions{FlushAfter: -1}, []string{"FlushAfter is -1", "0 means 100"}},
-		{"negative ProbeEvery", st.Budget("k"), budget.SharedOptions{ProbeEvery: -1}, []string{"ProbeEvery is -1ns", "0 means 1s"}},
-		{"all at once", st.Budget(""), budget.SharedOptions{Timeout: -1, FlushAfter: -1, Ratio: budget.RatioConfig{Ratio: -1}},
+		{"nil store", nil, budget.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
+		{"nil Shared's store", (*redisstore.Shared)(nil).Budget("k"), budget.SharedConfig{}, []string{"store is nil"}},
+		{"empty key", st.Budget(""), budget.SharedConfig{}, []string{"key is empty"}},
+		{"bad ratio", st.Budget("k"), budget.SharedConfig{Ratio: budget.RatioConfig{Ratio: 2, Window: time.Millisecond}}, []string{"Ratio is 2", "Window is 1ms"}},
+		{"negative Timeout", st.Budget("k"), budget.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
+		{"negative FlushEvery", st.Budget("k"), budget.SharedConfig{FlushEvery: -time.Second}, []string{"FlushEvery is -1s", "0 means 1s"}},
+		{"negative FlushAfter", st.Budget("k"), budget.SharedConfig{FlushAfter: -1}, []string{"FlushAfter is -1", "0 means 100"}},
+		{"negative ProbeEvery", st.Budget("k"), budget.SharedConfig{ProbeEvery: -1}, []string{"ProbeEvery is -1ns", "0 means 1s"}},
+		{"all at once", st.Budget(""), budget.SharedConfig{Timeout: -1, FlushAfter: -1, Ratio: budget.RatioConfig{Ratio: -1}},
 			[]string{"key is empty", "Timeout is", "FlushAfter is", "Ratio is -1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestBudgetReplicasShareOneBudget(t *testing.T) {
 	m := miniredis.RunT(t)
 	ca, _ := redistest.CountedClient(t, m.Addr())
 	cb, _ := redistest.CountedClient(t, m.Addr())
-	opts := budget.SharedOptions{FlushAfter: 1000, FlushEvery: time.Hour} // firsts go with the Withdraws
+	opts := budget.SharedConfig{FlushAfter: 1000, FlushEvery: time.Hour} // firsts go with the Withdraws
 	a := newTestBudget(t, ca, "backstop:budget:c:t", opts)
 	b := newTestBudget(t, cb, "backstop:budget:c:t", opts)
 	recordFirsts(ctx, a, 150)
@@ -148,14 +148,14 @@ func TestBudgetFloor(t *testing.T) {
 	m := miniredis.RunT(t)
 	c, _ := redistest.CountedClient(t, m.Addr())
 	t.Run("default floor, shared", func(t *testing.T) {
-		a := newTestBudget(t, c, "floor", budget.SharedOptions{})
-		b := newTestBudget(t, c, "floor", budget.SharedOptions{})
+		a := newTestBudget(t, c, "floor", budget.SharedConfig{})
+		b := newTestBudget(t, c, "floor", budget.SharedConfig{})
 		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != budget.DefaultMinRetries {
 			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, budget.DefaultMinRetries)
 		}
 	})
 	t.Run("no floor", func(t *testing.T) {
-		s := newTestBudget(t, c, "nofloor", budget.SharedOptions{Ratio: budget.RatioConfig{MinRetries: -1}})
+		s := newTestBudget(t, c, "nofloor", budget.SharedConfig{Ratio: budget.RatioConfig{MinRetries: -1}})
 		if n := grantAll(t, ctx, s, 100); n != 0 {
 			t.Fatalf("granted %d retries with no first attempts and no floor; want 0", n)
 		}
@@ -172,7 +172,7 @@ func TestBudgetWindowRolls(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
 	const key = "roll"
-	s := newTestBudget(t, c, key, budget.SharedOptions{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
+	s := newTestBudget(t, c, key, budget.SharedConfig{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
 	recordFirsts(ctx, s, 100) // FlushAfter: written by the 100th
 	if n := grantAll(t, ctx, s, 100); n != 10 {
 		t.Fatalf("t0: granted %d; want 10", n)
@@ -215,7 +215,7 @@ func TestBudgetDropsForeignFields(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
 	m.HSet("foreign", "x", "5", "fnope", "7", "r1800000099", "1000", "f1800000000", "12", "rzz", "3", "f1800000001", "x")
-	s := newTestBudget(t, c, "foreign", budget.SharedOptions{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
+	s := newTestBudget(t, c, "foreign", budget.SharedConfig{Ratio: budget.RatioConfig{Window: 10 * time.Second}})
 	if n := grantAll(t, ctx, s, 100); n != 10 {
 		t.Fatalf("granted %d; want the floor, 10", n)
 	}
@@ -230,7 +230,7 @@ func TestBudgetDropsForeignFields(t *testing.T) {
 func TestBudgetRefund(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
-	s := newTestBudget(t, c, "refund", budget.SharedOptions{Ratio: budget.RatioConfig{MinRetries: 3, Window: 10 * time.Second}})
+	s := newTestBudget(t, c, "refund", budget.SharedConfig{Ratio: budget.RatioConfig{MinRetries: 3, Window: 10 * time.Second}})
 	if n := grantAll(t, ctx, s, 10); n != 3 {
 		t.Fatalf("granted %d; want 3", n)
 	}
@@ -276,7 +276,7 @@ func TestBudgetFlushBatching(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, evals := redistest.CountedClient(t, m.Addr())
-	s := newTestBudget(t, c, "batch", budget.SharedOptions{FlushAfter: 10, FlushEvery: time.Hour})
+	s := newTestBudget(t, c, "batch", budget.SharedConfig{FlushAfter: 10, FlushEvery: time.Hour})
 	recordFirsts(ctx, s, 9)
 	if n := evals.Evals.Load(); n != 0 {
 		t.Fatalf("9 first attempts made %d round trips; want 0", n)
@@ -319,7 +319,7 @@ func TestBudgetFlushBatching(t *testing.T) {
 
 	// Concurrent Records: each batch carries at least FlushAfter.
 	const goroutines, each, after = 8, 1000, 100
-	s = newTestBudget(t, c, "batch-concurrent", budget.SharedOptions{FlushAfter: after, FlushEvery: time.Hour})
+	s = newTestBudget(t, c, "batch-concurrent", budget.SharedConfig{FlushAfter: after, FlushEvery: time.Hour})
 	evals.Evals.Store(0)
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -342,7 +342,7 @@ func TestBudgetRecordDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c, evals := redistest.CountedClient(t, m.Addr())
-	s := newTestBudget(t, c, "allocs", budget.SharedOptions{FlushAfter: 1 << 30, FlushEvery: time.Hour})
+	s := newTestBudget(t, c, "allocs", budget.SharedConfig{FlushAfter: 1 << 30, FlushEvery: time.Hour})
 	for _, o := range []budget.Outcome{{}, {Success: true}, {At: time.Now()}, {Retry: true}} {
 		if a := testing.AllocsPerRun(1000, func() { s.Record(ctx, o) }); a != 0 {
 			t.Errorf("Record(%+v) allocates %v times; want 0", o, a)
@@ -397,7 +397,7 @@ func TestBudgetRedisDownAndBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		const probeEvery = time.Hour
-		s := newTestBudget(t, c, "down", budget.SharedOptions{
+		s := newTestBudget(t, c, "down", budget.SharedConfig{
 			Local: local, ProbeEvery: probeEvery, OnError: calls.Add,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		})
@@ -468,7 +468,7 @@ func TestBudgetDownConcurrently(t *testing.T) {
 		var calls redistest.Errors
 		local, _ := budget.NewRatio(budget.RatioConfig{MinRetries: 1 << 20})
 		const probeEvery = time.Hour
-		s := newTestBudget(t, c, "down-concurrent", budget.SharedOptions{Local: local, ProbeEvery: probeEvery,
+		s := newTestBudget(t, c, "down-concurrent", budget.SharedConfig{Local: local, ProbeEvery: probeEvery,
 			OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		redisDo(t, "close")
 		var wg sync.WaitGroup
@@ -520,7 +520,7 @@ func TestBudgetSlowRedis(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	var calls redistest.Errors
 	local, _ := budget.NewRatio(budget.RatioConfig{MinRetries: 2})
-	s := newTestBudget(t, c, "slow", budget.SharedOptions{Local: local, Timeout: 50 * time.Millisecond,
+	s := newTestBudget(t, c, "slow", budget.SharedConfig{Local: local, Timeout: 50 * time.Millisecond,
 		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	start := time.Now()
 	n := grantAll(t, ctx, s, 10)
@@ -546,7 +546,7 @@ func TestBudgetRedisError(t *testing.T) {
 	m.SetError("LOADING Redis is loading the dataset in memory")
 	var calls redistest.Errors
 	local, _ := budget.NewRatio(budget.RatioConfig{MinRetries: 4})
-	s := newTestBudget(t, c, "loading", budget.SharedOptions{Local: local, OnError: calls.Add,
+	s := newTestBudget(t, c, "loading", budget.SharedConfig{Local: local, OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if n := grantAll(t, ctx, s, 10); n != 4 {
 		t.Fatalf("granted %d; want Local's 4", n)
@@ -567,7 +567,7 @@ func TestBudgetWrongTypeKeyIsRepaired(t *testing.T) {
 	var calls redistest.Errors
 	var logs redistest.Log
 	local, _ := budget.NewRatio(budget.RatioConfig{MinRetries: 4})
-	s := newTestBudget(t, c, "wrongtype", budget.SharedOptions{Local: local, OnError: calls.Add,
+	s := newTestBudget(t, c, "wrongtype", budget.SharedConfig{Local: local, OnError: calls.Add,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for round := 1; round <= 2; round++ {
 		m.Del("wrongtype")
@@ -603,7 +603,7 @@ func TestBudgetKeyWithoutTTLGetsOne(t *testing.T) {
 	const window = 10 * time.Second
 	epoch := t0.UnixMicro() / int64(window/budget.Buckets/time.Microsecond)
 	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")
-	s := newTestBudget(t, c, "nottl", budget.SharedOptions{Ratio: budget.RatioConfig{Window: window}})
+	s := newTestBudget(t, c, "nottl", budget.SharedConfig{Ratio: budget.RatioConfig{Window: window}})
 	if err := s.Withdraw(ctx); !errors.Is(err, budget.ErrExhausted) {
 		t.Fatalf("Withdraw = %v; want budget.ErrExhausted (1000 retries in the window)", err)
 	}
@@ -619,7 +619,7 @@ func TestBudgetCallerCanceled(t *testing.T) {
 	c, evals := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
 	local, _ := budget.NewRatio(budget.RatioConfig{MinRetries: 1})
-	s := newTestBudget(t, c, "canceled", budget.SharedOptions{Local: local, OnError: calls.Add})
+	s := newTestBudget(t, c, "canceled", budget.SharedConfig{Local: local, OnError: calls.Add})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Withdraw(ctx); err != nil {
@@ -632,7 +632,7 @@ func TestBudgetCallerCanceled(t *testing.T) {
 		t.Fatalf("%d round trips, Available %v, OnError %v; want none, true, none", n, s.Available(), calls.Get())
 	}
 	// A Record under a canceled context still writes its batch.
-	s2 := newTestBudget(t, c, "canceled", budget.SharedOptions{FlushAfter: 2})
+	s2 := newTestBudget(t, c, "canceled", budget.SharedConfig{FlushAfter: 2})
 	recordFirsts(ctx, s2, 2)
 	if f, _ := counts(t, s2); f != 2 {
 		t.Fatalf("Counts = %d firsts; want 2 written under a canceled context", f)
@@ -655,7 +655,7 @@ func TestBudgetConcurrentWithdraws(t *testing.T) {
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
-		s := newTestBudget(t, c, "concurrent", budget.SharedOptions{Ratio: budget.RatioConfig{MinRetries: floor}})
+		s := newTestBudget(t, c, "concurrent", budget.SharedConfig{Ratio: budget.RatioConfig{MinRetries: floor}})
 		for range 8 {
 			wg.Go(func() {
 				for range 20 {
@@ -679,7 +679,7 @@ func TestBudgetRecoversThroughRecord(t *testing.T) {
 	m := miniredis.RunT(t)
 	c, evals := redistest.CountedClient(t, m.Addr())
 	var calls redistest.Errors
-	s := newTestBudget(t, c, "record-probe", budget.SharedOptions{FlushAfter: 10, ProbeEvery: time.Hour,
+	s := newTestBudget(t, c, "record-probe", budget.SharedConfig{FlushAfter: 10, ProbeEvery: time.Hour,
 		OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	m.Close()
 	recordFirsts(ctx, s, 10) // the 10th tries Redis and fails
@@ -714,7 +714,7 @@ func TestBudgetRepairsOnARealRedis(t *testing.T) {
 	c := redistest.Client(t)
 	key := redistest.Prefix(t) + "budget"
 	var logs redistest.Log
-	s := newTestBudget(t, c, key, budget.SharedOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := newTestBudget(t, c, key, budget.SharedConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err := c.Set(ctx, key, "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +750,7 @@ func TestBudgetNaNFieldsAreForeign(t *testing.T) {
 	if err := c.HSet(ctx, key, "rnan", "1000").Err(); err != nil {
 		t.Fatal(err)
 	}
-	s := newTestBudget(t, c, key, budget.SharedOptions{})
+	s := newTestBudget(t, c, key, budget.SharedConfig{})
 	if n := grantAll(t, ctx, s, 100); n != 10 {
 		t.Errorf("granted %d; want the floor, 10 (the foreign field not counted)", n)
 	}
@@ -843,7 +843,7 @@ func TestBudget40ReplicasShareOneBudget(t *testing.T) {
 				// process. The Timeout is generous so that a loaded test
 				// machine measures the shared budget, not the fallback.
 				shared[i] = newTestBudget(t, redistest.Client(t), key,
-					budget.SharedOptions{Ratio: cfg, Timeout: 5 * time.Second, OnError: onError})
+					budget.SharedConfig{Ratio: cfg, Timeout: 5 * time.Second, OnError: onError})
 				budgets[i] = shared[i]
 			}
 			sharedRetries := replicaStorm(budgets, tc.calls, tc.maxRetries)
@@ -902,7 +902,7 @@ func benchShared(b *testing.B, plenty bool) *budget.Shared {
 	if plenty {
 		c.Ratio, c.MinRetries = 1, math.MaxInt32
 	}
-	s, err := budget.NewShared(store(b, redistest.Client(b)).Budget(redistest.Prefix(b)+"bench"), budget.SharedOptions{Ratio: c, Timeout: time.Second})
+	s, err := budget.NewShared(store(b, redistest.Client(b)).Budget(redistest.Prefix(b)+"bench"), budget.SharedConfig{Ratio: c, Timeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

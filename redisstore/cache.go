@@ -64,12 +64,6 @@ type CacheConfig struct {
 	Logger *slog.Logger
 }
 
-// CacheOptions is CacheConfig.
-//
-// Deprecated: use CacheConfig. CacheOptions is the name earlier versions
-// use.
-type CacheOptions = CacheConfig
-
 // Cache is a cache.Store in Redis (or any server speaking its protocol,
 // such as Valkey), through a github.com/redis/go-redis/v9 client, so that
 // the replicas of a service share their last-known-good answers: give it to

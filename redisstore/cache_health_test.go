@@ -71,7 +71,7 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		c, sent := silentClient(t, &answer)
 		var calls redistest.Errors
 		var logs redistest.Log
-		r := newRedis(t, c, CacheOptions{Timeout: timeout, OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		r := newRedis(t, c, CacheConfig{Timeout: timeout, OnError: calls.Add, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		start := time.Now()
 		if _, _, err := r.Get(ctx, "q"); !errors.Is(err, cache.ErrUnavailable) || time.Since(start) != timeout {
 			t.Fatalf("Get from a silent Redis = %v after %v; want cache.ErrUnavailable after the Timeout, %v", err, time.Since(start), timeout)
@@ -137,7 +137,7 @@ func TestCacheCallerEndNotBlamedOnRedis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var answer atomic.Pointer[string]
 		c, sent := silentClient(t, &answer)
-		r := newRedis(t, c, CacheOptions{Timeout: time.Minute})
+		r := newRedis(t, c, CacheConfig{Timeout: time.Minute})
 		for i := range 3 {
 			before := sent.n.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)

@@ -33,7 +33,7 @@ func newRedisClient(t testing.TB, addr string) *redis.Client {
 
 // newRedis returns a store on c, failing the test on a configuration
 // error. A nil opts.Logger discards the store's records.
-func newRedis(t testing.TB, c redis.UniversalClient, opts CacheOptions) *Cache {
+func newRedis(t testing.TB, c redis.UniversalClient, opts CacheConfig) *Cache {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -51,7 +51,7 @@ const testTimeout = 5 * time.Second
 
 // newMiniRedis returns a store on an in-process miniredis server, closed
 // (with the client) when the test ends. A zero opts.Timeout is testTimeout.
-func newMiniRedis(t testing.TB, opts CacheOptions) (*Cache, *miniredis.Miniredis) {
+func newMiniRedis(t testing.TB, opts CacheConfig) (*Cache, *miniredis.Miniredis) {
 	t.Helper()
 	if opts.Timeout == 0 {
 		opts.Timeout = testTimeout
@@ -61,11 +61,11 @@ func newMiniRedis(t testing.TB, opts CacheOptions) (*Cache, *miniredis.Miniredis
 }
 
 func TestNewCacheDefaults(t *testing.T) {
-	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheOptions{})
+	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheConfig{})
 	if r.prefix != DefaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != DefaultCacheTimeout {
 		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultCachePrefix, cache.DefaultTTL, DefaultCacheTimeout)
 	}
-	r, _ = newMiniRedis(t, CacheOptions{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
+	r, _ = newMiniRedis(t, CacheConfig{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
 	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {
 		t.Fatalf("options not kept: prefix %q ttl %v timeout %v", r.prefix, r.ttl, r.timeout)
 	}
@@ -79,20 +79,20 @@ func TestNewCacheInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
-		opts   CacheOptions
+		opts   CacheConfig
 		want   []string // in the message
 	}{
-		{"nil client", nil, CacheOptions{}, []string{"client is nil"}},
-		{"typed nil client", (*redis.Client)(nil), CacheOptions{}, []string{"nil *redis.Client"}},
-		{"typed nil cluster", (*redis.ClusterClient)(nil), CacheOptions{}, []string{"nil *redis.ClusterClient"}},
-		{"typed nil ring", (*redis.Ring)(nil), CacheOptions{}, []string{"nil *redis.Ring"}},
-		{"no context timeouts", noCtx, CacheOptions{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
-		{"cluster without context timeouts", noCtxCluster, CacheOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"ring without context timeouts", noCtxRing, CacheOptions{}, []string{"ContextTimeoutEnabled is false"}},
-		{"negative TTL", good, CacheOptions{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
-		{"negative Timeout", good, CacheOptions{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
-		{"negative ProbeEvery", good, CacheOptions{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
-		{"all at once", nil, CacheOptions{TTL: -1, Timeout: -1, ProbeEvery: -1}, []string{"client is nil", "TTL is", "Timeout is", "ProbeEvery is"}},
+		{"nil client", nil, CacheConfig{}, []string{"client is nil"}},
+		{"typed nil client", (*redis.Client)(nil), CacheConfig{}, []string{"nil *redis.Client"}},
+		{"typed nil cluster", (*redis.ClusterClient)(nil), CacheConfig{}, []string{"nil *redis.ClusterClient"}},
+		{"typed nil ring", (*redis.Ring)(nil), CacheConfig{}, []string{"nil *redis.Ring"}},
+		{"no context timeouts", noCtx, CacheConfig{}, []string{"ContextTimeoutEnabled is false", "set ContextTimeoutEnabled: true"}},
+		{"cluster without context timeouts", noCtxCluster, CacheConfig{}, []string{"ContextTimeoutEnabled is false"}},
+		{"ring without context timeouts", noCtxRing, CacheConfig{}, []string{"ContextTimeoutEnabled is false"}},
+		{"negative TTL", good, CacheConfig{TTL: -time.Second}, []string{"TTL is -1s", "0 means 24h0m0s"}},
+		{"negative Timeout", good, CacheConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
+		{"negative ProbeEvery", good, CacheConfig{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
+		{"all at once", nil, CacheConfig{TTL: -1, Timeout: -1, ProbeEvery: -1}, []string{"client is nil", "TTL is", "Timeout is", "ProbeEvery is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewCache(tc.client, tc.opts)
@@ -112,14 +112,14 @@ func TestNewCacheInvalid(t *testing.T) {
 func TestNewCacheOtherClient(t *testing.T) {
 	m := miniredis.RunT(t)
 	type wrapped struct{ redis.UniversalClient }
-	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, CacheOptions{Timeout: testTimeout})
+	r := newRedis(t, wrapped{newRedisClient(t, m.Addr())}, CacheConfig{Timeout: testTimeout})
 	cachetest.MustSet(t, r, "q", "a", 0)
 	cachetest.WantValue(t, r, "q", "a")
 }
 
 func TestCacheGetSet(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, CacheOptions{})
+	r, m := newMiniRedis(t, CacheConfig{})
 	cachetest.Store(t, r)
 
 	// A zero Stored is the time of the Set.
@@ -173,10 +173,10 @@ func TestCachePrefix(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c := newRedisClient(t, m.Addr())
-	def := newRedis(t, c, CacheOptions{Timeout: testTimeout})
-	a := newRedis(t, c, CacheOptions{Prefix: "svc-a:", Timeout: testTimeout})
-	a2 := newRedis(t, c, CacheOptions{Prefix: "svc-a:", Timeout: testTimeout})
-	b := newRedis(t, c, CacheOptions{Prefix: "svc-b:", Timeout: testTimeout})
+	def := newRedis(t, c, CacheConfig{Timeout: testTimeout})
+	a := newRedis(t, c, CacheConfig{Prefix: "svc-a:", Timeout: testTimeout})
+	a2 := newRedis(t, c, CacheConfig{Prefix: "svc-a:", Timeout: testTimeout})
+	b := newRedis(t, c, CacheConfig{Prefix: "svc-b:", Timeout: testTimeout})
 
 	cachetest.MustSet(t, def, "q", "default", 0)
 	cachetest.MustSet(t, a, "q", "from a", 0)
@@ -197,7 +197,7 @@ func TestCachePrefix(t *testing.T) {
 
 func TestCacheTTL(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, CacheOptions{Prefix: "p:", TTL: time.Hour})
+	r, m := newMiniRedis(t, CacheConfig{Prefix: "p:", TTL: time.Hour})
 	cachetest.MustSet(t, r, "default", "d", 0)
 	cachetest.MustSet(t, r, "short", "s", time.Minute)
 	cachetest.MustSet(t, r, "sub-ms", "u", time.Microsecond)
@@ -250,7 +250,7 @@ func TestCacheTTL(t *testing.T) {
 
 func TestCacheMalformed(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, CacheOptions{Prefix: "p:"})
+	r, m := newMiniRedis(t, CacheConfig{Prefix: "p:"})
 	for name, raw := range map[string]string{
 		"empty":          "",
 		"short":          "\x01\x00\x00",
@@ -291,7 +291,7 @@ func TestCacheMalformed(t *testing.T) {
 // (ProbeEvery 1ns: every call tries Redis.)
 func TestCacheErrorReply(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, CacheOptions{ProbeEvery: time.Nanosecond})
+	r, m := newMiniRedis(t, CacheConfig{ProbeEvery: time.Nanosecond})
 	cachetest.MustSet(t, r, "q", "a", 0) // connected
 	m.SetError("ERR injected failure")
 	if _, ok, err := r.Get(ctx, "q"); ok || !errors.Is(err, cache.ErrUnavailable) || !strings.Contains(err.Error(), "injected failure") {
@@ -326,7 +326,7 @@ func checkUnavailable(t *testing.T, op string, err error, took, limit time.Durat
 // Timeout, and makes Get and Set report cache.ErrUnavailable.
 func TestCacheDown(t *testing.T) {
 	ctx := context.Background()
-	r, m := newMiniRedis(t, CacheOptions{Timeout: 50 * time.Millisecond})
+	r, m := newMiniRedis(t, CacheConfig{Timeout: 50 * time.Millisecond})
 	cachetest.MustSet(t, r, "q", "a", 0) // connected once
 	m.Close()
 	for range 3 {
@@ -345,7 +345,7 @@ func TestCacheDown(t *testing.T) {
 	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	cachetest.WantValue(t, newRedis(t, r.client, CacheOptions{Timeout: testTimeout}), "q", "a")
+	cachetest.WantValue(t, newRedis(t, r.client, CacheConfig{Timeout: testTimeout}), "q", "a")
 }
 
 // A Redis that accepts connections and never answers costs a call the
@@ -353,7 +353,7 @@ func TestCacheDown(t *testing.T) {
 // tries Redis; TestRedisLeavesAFailedRedisAlone shows the back-off.)
 func TestCacheHangs(t *testing.T) {
 	ctx := context.Background()
-	r := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
+	r := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheConfig{Timeout: 50 * time.Millisecond, ProbeEvery: time.Nanosecond})
 	for range 3 {
 		start := time.Now()
 		_, ok, err := r.Get(ctx, "q")
@@ -368,7 +368,7 @@ func TestCacheHangs(t *testing.T) {
 }
 
 func TestCacheContext(t *testing.T) {
-	r, m := newMiniRedis(t, CacheOptions{})
+	r, m := newMiniRedis(t, CacheConfig{})
 	cachetest.MustSet(t, r, "q", "a", 0)
 
 	// Already done: Redis is not asked.
@@ -391,7 +391,7 @@ func TestCacheContext(t *testing.T) {
 
 	// The caller's deadline, shorter than the Timeout, ends a call to a
 	// Redis that hangs: the error is the caller's, not cache.ErrUnavailable.
-	slow := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: time.Minute})
+	slow := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheConfig{Timeout: time.Minute})
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, ok, err := slow.Get(ctx, "q"); ok || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) {
@@ -403,7 +403,7 @@ func TestCacheContext(t *testing.T) {
 
 	// Canceled while Redis is asked: go-redis bounds a read by deadlines
 	// only, so the call ends at the Timeout, with the caller's error.
-	hung := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheOptions{Timeout: 100 * time.Millisecond})
+	hung := newRedis(t, newRedisClient(t, redistest.Silent(t)), CacheConfig{Timeout: 100 * time.Millisecond})
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(10*time.Millisecond, cancel)
 	if _, _, err := hung.Get(ctx, "q"); !errors.Is(err, context.Canceled) || errors.Is(err, cache.ErrUnavailable) {
@@ -413,7 +413,7 @@ func TestCacheContext(t *testing.T) {
 
 func TestCacheConcurrent(t *testing.T) {
 	ctx := context.Background()
-	r, _ := newMiniRedis(t, CacheOptions{Timeout: testTimeout})
+	r, _ := newMiniRedis(t, CacheConfig{Timeout: testTimeout})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -457,7 +457,7 @@ func TestCacheIntegration(t *testing.T) {
 	ctx := context.Background()
 	c := redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	r := newRedis(t, c, CacheOptions{Prefix: prefix, TTL: time.Hour, Timeout: testTimeout})
+	r := newRedis(t, c, CacheConfig{Prefix: prefix, TTL: time.Hour, Timeout: testTimeout})
 
 	// Get, Set, miss, replace.
 	if _, ok, err := r.Get(ctx, "absent"); ok || err != nil {
@@ -485,7 +485,7 @@ func TestCacheIntegration(t *testing.T) {
 	if d, err := c.PTTL(ctx, prefix+"short").Result(); err != nil || d <= 59*time.Second || d > time.Minute {
 		t.Fatalf("PTTL = %v, %v; want about the Set's ttl (1m)", d, err)
 	}
-	other := newRedis(t, c, CacheOptions{Prefix: prefix + "other:", Timeout: testTimeout})
+	other := newRedis(t, c, CacheConfig{Prefix: prefix + "other:", Timeout: testTimeout})
 	if cachetest.Present(t, other, "q") {
 		t.Fatal("another prefix sees the entry")
 	}
@@ -559,7 +559,7 @@ func TestCacheIntegrationDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	r := newRedis(t, newRedisClient(t, addr), CacheOptions{})
+	r := newRedis(t, newRedisClient(t, addr), CacheConfig{})
 	start := time.Now()
 	_, _, err = r.Get(context.Background(), "q")
 	checkUnavailable(t, "Get with nothing listening", err, time.Since(start), 2*time.Second)
@@ -572,7 +572,7 @@ func BenchmarkCacheGetSet(b *testing.B) {
 	ctx := context.Background()
 	c := redistest.Client(b)
 	prefix := redistest.Prefix(b)
-	r := newRedis(b, c, CacheOptions{Prefix: prefix, TTL: time.Minute, Timeout: time.Second})
+	r := newRedis(b, c, CacheConfig{Prefix: prefix, TTL: time.Minute, Timeout: time.Second})
 	keys := make([]string, 100)
 	for i := range keys {
 		keys[i] = cache.Key("bench", fmt.Sprint(i))
@@ -630,7 +630,7 @@ func BenchmarkCacheGetSet(b *testing.B) {
 func TestCacheCallerDeadlineIsTheCallers(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: redistest.Silent(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	r, err := NewCache(c, CacheOptions{Timeout: time.Minute})
+	r, err := NewCache(c, CacheConfig{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

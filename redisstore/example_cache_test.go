@@ -25,7 +25,7 @@ func ExampleNewCache() {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	store, err := redisstore.NewCache(client, redisstore.CacheOptions{
+	store, err := redisstore.NewCache(client, redisstore.CacheConfig{
 		Prefix:  "support:lastgood:",    // default "backstop:lastgood:"
 		TTL:     6 * time.Hour,          // default 24h
 		Timeout: 200 * time.Millisecond, // default 50ms
@@ -53,7 +53,7 @@ func ExampleNewCache() {
 func ExampleNewCache_invalid() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // ContextTimeoutEnabled unset
 	defer client.Close()
-	_, err := redisstore.NewCache(client, redisstore.CacheOptions{})
+	_, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:

@@ -110,12 +110,6 @@ var (
 	// matches any configuration error; messages begin "throttle: invalid
 	// configuration".
 	ErrInvalidConfig = problems.ErrInvalidConfig
-	// ErrInvalidSettings is ErrInvalidConfig.
-	//
-	// Deprecated: use ErrInvalidConfig. ErrInvalidSettings is the name
-	// earlier versions use.
-	ErrInvalidSettings = ErrInvalidConfig
-
 	// errHead begins every configuration problem of the package.
 	errHead = problems.Head("throttle: invalid configuration")
 )
@@ -171,12 +165,6 @@ type Config struct {
 	// the limit after 429s stop. 0 means DefaultRecovery (1m).
 	Recovery time.Duration
 }
-
-// Settings is Config.
-//
-// Deprecated: use Config. Settings is the name DESIGN.md and earlier
-// versions use; both name the same type.
-type Settings = Config
 
 // On reports whether s turns throttling on: every Config but a Disabled
 // one, the zero value included.

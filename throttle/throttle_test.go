@@ -14,7 +14,7 @@ import (
 	"github.com/backstop-llm/backstop/throttle"
 )
 
-func mustNew(t *testing.T, s throttle.Settings) *throttle.Limiter {
+func mustNew(t *testing.T, s throttle.Config) *throttle.Limiter {
 	t.Helper()
 	l, err := throttle.New(s)
 	if err != nil || l == nil {
@@ -260,8 +260,8 @@ func TestAdaptiveThrottleSparesAMostlyAcceptingProvider(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	_, err := throttle.New(throttle.Settings{RequestsPerMinute: -1, Burst: -1, Backoff: 1.5, MaxWait: -1})
-	if !errors.Is(err, throttle.ErrInvalidSettings) {
+	_, err := throttle.New(throttle.Config{RequestsPerMinute: -1, Burst: -1, Backoff: 1.5, MaxWait: -1})
+	if !errors.Is(err, throttle.ErrInvalidConfig) {
 		t.Fatalf("got %v", err)
 	}
 	for _, s := range []string{"RequestsPerMinute", "Burst", "Backoff", "MaxWait"} {
@@ -275,12 +275,12 @@ func TestValidate(t *testing.T) {
 // bucket's integer burst left a limiter that granted nothing (every call
 // throttled away from a healthy target); it is a Validate error.
 func TestHugeLimitsAreRefused(t *testing.T) {
-	for _, s := range []throttle.Settings{{RequestsPerMinute: 1e300}, {TokensPerMinute: 1e300}} {
-		if _, err := throttle.New(s); !errors.Is(err, throttle.ErrInvalidSettings) || !strings.Contains(err.Error(), "at most") {
-			t.Errorf("%+v: got %v; want ErrInvalidSettings", s, err)
+	for _, s := range []throttle.Config{{RequestsPerMinute: 1e300}, {TokensPerMinute: 1e300}} {
+		if _, err := throttle.New(s); !errors.Is(err, throttle.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("%+v: got %v; want ErrInvalidConfig", s, err)
 		}
 	}
-	l := mustNew(t, throttle.Settings{RequestsPerMinute: throttle.MaxPerMinute, TokensPerMinute: throttle.MaxPerMinute})
+	l := mustNew(t, throttle.Config{RequestsPerMinute: throttle.MaxPerMinute, TokensPerMinute: throttle.MaxPerMinute})
 	if _, _, ok := l.Reserve(time.Now(), 1000, time.Second); !ok {
 		t.Error("a limiter at MaxPerMinute refused the first request")
 	}
@@ -288,7 +288,7 @@ func TestHugeLimitsAreRefused(t *testing.T) {
 
 func TestKnownLimitPacesRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 60})
 		now := time.Now()
 		for i := range 5 {
 			wait, _, _ := l.Reserve(now, 0, time.Hour)
@@ -301,7 +301,7 @@ func TestKnownLimitPacesRequests(t *testing.T) {
 
 func TestCancelGivesTheSlotBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 60})
 		now := time.Now()
 		l.Reserve(now, 0, time.Hour)
 		wait, r, _ := l.Reserve(now, 0, time.Hour)
@@ -314,7 +314,7 @@ func TestCancelGivesTheSlotBack(t *testing.T) {
 
 func TestA429SlowsThenRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 60})
 		backoff := float64(throttle.DefaultBackoff)
 		l.Observe(time.Now(), llm.RateLimit{}, true)
 		if f := l.Factor(); f != backoff {
@@ -348,7 +348,7 @@ func TestA429SlowsThenRecovers(t *testing.T) {
 
 func TestHeadersCapWhatTheLimiterHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 600, Burst: 50})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 600, Burst: 50})
 		// The limiter thinks 50 slots are free; the provider says 0 remain.
 		l.Observe(time.Now(), llm.RateLimit{Requests: llm.Allowance{Limit: 600, Remaining: 0}}, false)
 		if wait, _, _ := l.Reserve(time.Now(), 0, time.Hour); wait != 100*time.Millisecond {
@@ -359,7 +359,7 @@ func TestHeadersCapWhatTheLimiterHolds(t *testing.T) {
 
 func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true})
+		l := mustNew(t, throttle.Config{Learn: true})
 		now := time.Now()
 		// Before any headers: one request a second, not everything at once.
 		if w, _, _ := l.Reserve(now, 0, time.Hour); w != 0 {
@@ -390,7 +390,7 @@ func TestLearnTakesTheLimitFromHeaders(t *testing.T) {
 // tokens alone.
 func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, now := mustNew(t, throttle.Settings{Learn: true}), time.Now()
+		l, now := mustNew(t, throttle.Config{Learn: true}), time.Now()
 		l.Reserve(now, 100, time.Hour) // the provisional pace's one slot now
 		w, early, _ := l.Reserve(now, 100, time.Hour)
 		if w != time.Second {
@@ -423,7 +423,7 @@ func TestLearnTokensOnlyEndsTheProvisionalPace(t *testing.T) {
 // alone end the provisional request pace though they teach nothing new.
 func TestLearnWithTokensConfiguredEndsTheProvisionalPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, now := mustNew(t, throttle.Settings{Learn: true, TokensPerMinute: 60000}), time.Now()
+		l, now := mustNew(t, throttle.Config{Learn: true, TokensPerMinute: 60000}), time.Now()
 		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 60000}}, false)
 		for i := range 5 {
 			if w, _, _ := l.Reserve(now, 100, time.Hour); w != 0 {
@@ -444,7 +444,7 @@ func TestLearnKeepsTheProvisionalPaceWithoutATokenLimit(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l, now := mustNew(t, throttle.Settings{Learn: true}), time.Now()
+				l, now := mustNew(t, throttle.Config{Learn: true}), time.Now()
 				l.Observe(now, rl, false)
 				l.Reserve(now, 100, time.Hour)
 				if w, _, _ := l.Reserve(now, 100, time.Hour); w < time.Second {
@@ -459,7 +459,7 @@ func TestLearnKeepsTheProvisionalPaceWithoutATokenLimit(t *testing.T) {
 // later rebuild does not count its tokens as owed to its holder.
 func TestCanceledTokenSlotIsNotOwed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true})
+		l := mustNew(t, throttle.Config{Learn: true})
 		now := time.Now()
 		l.Observe(now, llm.RateLimit{Tokens: llm.Allowance{Limit: 60000, Remaining: 0}}, false) // 1,000 a second, none left
 		w, r, _ := l.Reserve(now, 1000, time.Hour)
@@ -480,7 +480,7 @@ func TestCanceledTokenSlotIsNotOwed(t *testing.T) {
 // is left exactly as it was, however refusals interleave.
 func TestRefusedSlotsDoNotLeak(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 60})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 60})
 		now := time.Now()
 		l.Reserve(now, 0, time.Hour) // the burst
 		for range 10 {
@@ -496,7 +496,7 @@ func TestRefusedSlotsDoNotLeak(t *testing.T) {
 
 func TestTokensPerMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{TokensPerMinute: 6000}) // 100 per second
+		l := mustNew(t, throttle.Config{TokensPerMinute: 6000}) // 100 per second
 		now := time.Now()
 		l.Reserve(now, 100, time.Hour)
 		if wait, _, _ := l.Reserve(now, 300, time.Hour); wait != 3*time.Second {
@@ -511,7 +511,7 @@ func TestTokensPerMinute(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{RequestsPerMinute: 6000, Learn: true})
+		l := mustNew(t, throttle.Config{RequestsPerMinute: 6000, Learn: true})
 		var wg sync.WaitGroup
 		for i := range 100 {
 			wg.Go(func() {
@@ -543,7 +543,7 @@ func closed(c <-chan struct{}) bool {
 // announcement of the same limit changes nothing.
 func TestLearningMakesEarlierSlotsStale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true})
+		l := mustNew(t, throttle.Config{Learn: true})
 		now := time.Now()
 		var old []throttle.Reservation
 		for i := range 4 {
@@ -602,7 +602,7 @@ func TestLearningMakesEarlierSlotsStale(t *testing.T) {
 // A limiter that learns nothing hands out reservations that never go
 // stale: their Stale channel is nil.
 func TestStaleIsNilWhenNothingIsLearned(t *testing.T) {
-	for _, s := range []throttle.Settings{
+	for _, s := range []throttle.Config{
 		{RequestsPerMinute: 60},
 		{RequestsPerMinute: 60, TokensPerMinute: 6000, Learn: true},
 	} {
@@ -623,7 +623,7 @@ func TestStaleIsNilWhenNothingIsLearned(t *testing.T) {
 // twice.
 func TestRebuildLeavesOutWhatStaleSlotsTook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{TokensPerMinute: 6000, Learn: true}) // 100 tokens a second, burst 100
+		l := mustNew(t, throttle.Config{TokensPerMinute: 6000, Learn: true}) // 100 tokens a second, burst 100
 		now := time.Now()
 		var held []throttle.Reservation
 		for range 3 {
@@ -662,7 +662,7 @@ func reserveN(l *throttle.Limiter, now time.Time, n, tokens int) []time.Duration
 // refilled at the limit.
 func TestLearnAdoptsTheProvidersBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true})
+		l := mustNew(t, throttle.Config{Learn: true})
 		now := time.Now()
 		l.Reserve(now, 0, time.Hour) // the first request, before any headers
 		l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 50, Remaining: 49}}, false)
@@ -689,7 +689,7 @@ func TestLearnAdoptsTheProvidersBucket(t *testing.T) {
 // counts requests).
 func TestConfiguredBurstWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := mustNew(t, throttle.Settings{Learn: true, Burst: 5})
+		l := mustNew(t, throttle.Config{Learn: true, Burst: 5})
 		now := time.Now()
 		l.Observe(now, llm.RateLimit{
 			Requests: llm.Allowance{Limit: 60, Remaining: 60},
@@ -734,7 +734,7 @@ func TestHeadroom(t *testing.T) {
 	inf := math.Inf(1)
 	t.Run("learned", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := mustNew(t, throttle.Settings{Learn: true})
+			l := mustNew(t, throttle.Config{Learn: true})
 			now := time.Now()
 			for range 3 {
 				l.Headroom(now) // looking takes nothing
@@ -754,7 +754,7 @@ func TestHeadroom(t *testing.T) {
 	})
 	t.Run("after a 429", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := mustNew(t, throttle.Settings{RequestsPerMinute: 60, Burst: 3})
+			l := mustNew(t, throttle.Config{RequestsPerMinute: 60, Burst: 3})
 			now := time.Now()
 			if h := l.Headroom(now); !h.Known || !near(h.PerMinute, 60) || !near(h.Available, 3) || h.Wait != 0 {
 				t.Fatalf("a known limit: %+v", h)
@@ -771,7 +771,7 @@ func TestHeadroom(t *testing.T) {
 	})
 	t.Run("tokens only", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := mustNew(t, throttle.Settings{TokensPerMinute: 6000}) // 100 a second
+			l := mustNew(t, throttle.Config{TokensPerMinute: 6000}) // 100 a second
 			now := time.Now()
 			l.Reserve(now, 300, time.Hour) // 100 in the bucket: 200 owed
 			checkHeadroom(t, "tokens owed", l, now, throttle.Headroom{Available: inf, Wait: 2010 * time.Millisecond})

@@ -42,11 +42,6 @@ type Config struct {
 	CaptureContent bool
 }
 
-// Options is Config.
-//
-// Deprecated: use Config. Options is the name earlier versions use.
-type Options = Config
-
 // Observer is one chain's OpenTelemetry instrumentation: an
 // observe.Observer (also an observe.Binder and observe.StateObserver) that
 // turns the walk's events into spans, span events and metrics. Build one

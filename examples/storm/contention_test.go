@@ -58,7 +58,7 @@ func contend(t *testing.T, j retry.Jitter) contentionRun {
 		c := build(t, f, chain.Target{
 			Retry:   contentionPolicy(j),
 			Budget:  budget.Unlimited(),
-			Breaker: breaker.Settings{Disabled: true},
+			Breaker: breaker.Config{Disabled: true},
 		}, false)
 		start := time.Now()
 		var rmu sync.Mutex

@@ -102,7 +102,7 @@ func TestStormHerd(t *testing.T) {
 		r := herd(t, chain.Target{
 			Retry:   retry.Policy{Base: time.Second, MaxAttempts: 5, Jitter: j},
 			Budget:  budget.Unlimited(),
-			Breaker: breaker.Settings{Disabled: true},
+			Breaker: breaker.Config{Disabled: true},
 		})
 		runs[j] = r
 		name := j.String() + " jitter"
@@ -111,7 +111,7 @@ func TestStormHerd(t *testing.T) {
 		}
 		add(name, published[j], r)
 	}
-	budgetOnly := herd(t, chain.Target{Breaker: breaker.Settings{Disabled: true}})
+	budgetOnly := herd(t, chain.Target{Breaker: breaker.Config{Disabled: true}})
 	add("defaults, breaker off", "", budgetOnly)
 	def := herd(t, chain.Target{})
 	add("backstop defaults", "", def)

@@ -105,7 +105,7 @@ func TestStormStackedLayers(t *testing.T) {
 		shows: "Requests reaching the provider per action: retry layers multiply; backstop as the single layer bounds them.",
 		head:  []string{"retry layers", "expected", "per action", "most in one action", "requests"},
 	}
-	off := breaker.Settings{Disabled: true}
+	off := breaker.Config{Disabled: true}
 	rows := []struct {
 		name, expected string
 		setup          setup

@@ -74,7 +74,7 @@ func TestStormOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := breaker.Settings{Disabled: true}
+	off := breaker.Config{Disabled: true}
 	rows := []struct {
 		name   string
 		target chain.Target

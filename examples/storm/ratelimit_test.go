@@ -111,7 +111,7 @@ func TestStormRateLimit(t *testing.T) {
 			rlPerMinute, rlPerMinute, length, capacity),
 		head: append([]string{"client"}, limitHead...),
 	}
-	limit := func(s throttle.Settings) chain.Target { return chain.Target{Throttle: s} }
+	limit := func(s throttle.Config) chain.Target { return chain.Target{Throttle: s} }
 	rows := []struct {
 		name   string
 		client func(*testing.T, llm.Provider, func()) client
@@ -123,11 +123,11 @@ func TestStormRateLimit(t *testing.T) {
 		{"backstop defaults (pacing from headers and 429s)", viaChain(chain.Target{}), false, false},
 		{"throttle Disabled (no pacing)", viaChain(limit(throttle.Config{Disabled: true})), true, false},
 		{"backstop defaults, provider sending no rate-limit headers", viaChain(chain.Target{}), false, true},
-		{"throttle 50/min, Burst 50, MaxWait 10m", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute, MaxWait: rlMaxWait})), false, false},
-		{"throttle 50/min, default Burst, MaxWait 10m", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, MaxWait: rlMaxWait})), false, false},
-		{"throttle 50/min, Burst 50, default MaxWait", viaChain(limit(throttle.Settings{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute})), false, false},
-		{"throttle Learn only (defaults)", viaChain(limit(throttle.Settings{Learn: true})), false, false},
-		{"throttle Learn, Burst 50, MaxWait 10m", viaChain(limit(throttle.Settings{Learn: true, Burst: rlPerMinute, MaxWait: rlMaxWait})), false, false},
+		{"throttle 50/min, Burst 50, MaxWait 10m", viaChain(limit(throttle.Config{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute, MaxWait: rlMaxWait})), false, false},
+		{"throttle 50/min, default Burst, MaxWait 10m", viaChain(limit(throttle.Config{RequestsPerMinute: rlPerMinute, MaxWait: rlMaxWait})), false, false},
+		{"throttle 50/min, Burst 50, default MaxWait", viaChain(limit(throttle.Config{RequestsPerMinute: rlPerMinute, Burst: rlPerMinute})), false, false},
+		{"throttle Learn only (defaults)", viaChain(limit(throttle.Config{Learn: true})), false, false},
+		{"throttle Learn, Burst 50, MaxWait 10m", viaChain(limit(throttle.Config{Learn: true, Burst: rlPerMinute, MaxWait: rlMaxWait})), false, false},
 	}
 	// The known limit with the lab's Burst and MaxWait, and both learned
 	// limits; the defaults are held to their own goal (defaultsRow).

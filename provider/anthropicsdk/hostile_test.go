@@ -573,7 +573,7 @@ func TestSecretsNeverLeakThroughAChain(t *testing.T) {
 			m := miniredis.RunT(t)
 			rc := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { rc.Close() })
-			store, err := redisstore.NewCache(rc, redisstore.CacheOptions{Timeout: time.Minute})
+			store, err := redisstore.NewCache(rc, redisstore.CacheConfig{Timeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

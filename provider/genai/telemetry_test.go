@@ -44,7 +44,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 			m := miniredis.RunT(t)
 			rc := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { rc.Close() })
-			store, err := redisstore.NewCache(rc, redisstore.CacheOptions{})
+			store, err := redisstore.NewCache(rc, redisstore.CacheConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
