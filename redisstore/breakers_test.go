@@ -171,7 +171,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			}
 			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, breaker.ErrInvalidConfig) ||
 				!strings.Contains(err.Error(), "store is nil") {
-				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want ErrInvalidSettings saying the store is nil", err)
+				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want ErrInvalidConfig saying the store is nil", err)
 			}
 		})
 	}
@@ -215,7 +215,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			}
 			for _, e := range each {
 				if !errors.Is(e, breaker.ErrInvalidConfig) {
-					t.Errorf("problem %q does not match ErrInvalidSettings", e)
+					t.Errorf("problem %q does not match ErrInvalidConfig", e)
 				}
 			}
 		})
