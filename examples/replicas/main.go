@@ -369,7 +369,10 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 
 	primaryDown.Store(false)
 	mu.Lock()
-	wait := time.Until(lastOpened.Add(o.OpenFor)) + 50*time.Millisecond
+	// A shared breaker's opening lasts OpenFor and up to a JitterShare
+	// more (so that replicas that opened together do not probe together):
+	// wait for the longest it may last.
+	wait := time.Until(lastOpened.Add(o.OpenFor+o.OpenFor/breaker.JitterShare)) + 50*time.Millisecond
 	mu.Unlock()
 	if wait > 0 {
 		time.Sleep(wait)
@@ -414,7 +417,7 @@ func (inc *incident) print(w io.Writer) {
 	for p := 1; p < len(phases); p++ {
 		fmt.Fprintf(w, "\nPhase %d  %s\n", p, phases[p])
 		if p == 4 && inc.waited > 0 {
-			fmt.Fprintf(w, "  (waited %v, until replica 1's breaker had been open for OpenFor", inc.waited.Round(10*time.Millisecond))
+			fmt.Fprintf(w, "  (waited %v, until replica 1's breaker had been open for OpenFor and its jitter", inc.waited.Round(10*time.Millisecond))
 			if inc.replicas > 1 {
 				fmt.Fprintf(w, "; the others call first")
 			}
