@@ -14,24 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// commands is a go-redis hook counting every command a client sends, a
-// pipeline's included.
-type commands struct{ n atomic.Int64 }
-
-func (h *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // Shape of the load test, issue 24's: 2 replicas, 50 concurrent callers,
 // 2,000 calls, each answered after loadLatency, so that the run lasts
 // about 0.8s: several of the pollers' reads, not only the first.
@@ -64,7 +46,7 @@ func TestSharedLoadDecidesOnSharedState(t *testing.T) {
 	prefix := "load" // the server is the test's own
 	var local atomic.Int64
 	obs := &observe.Funcs{OnSharedLocal: func() { local.Add(1) }}
-	var sent commands
+	var sent redistest.Commands
 	var replicas []*chain.Chain
 	for range loadReplicas {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
@@ -104,14 +86,14 @@ func TestSharedLoadDecidesOnSharedState(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls, %d decided on local state, %d Redis commands (%.3f a call)",
-		loadCalls, local.Load(), sent.n.Load(), float64(sent.n.Load())/loadCalls)
+		loadCalls, local.Load(), sent.N.Load(), float64(sent.N.Load())/loadCalls)
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d calls were not served by the primary", n)
 	}
 	if n := local.Load(); n != 0 {
 		t.Errorf("%d of %d calls decided on local state with a healthy Redis; want 0", n, loadCalls)
 	}
-	if per := float64(sent.n.Load()) / loadCalls; per > 0.1 {
+	if per := float64(sent.N.Load()) / loadCalls; per > 0.1 {
 		t.Errorf("%.3f Redis commands a call; want at most 0.1: no round trip on every call", per)
 	}
 }

@@ -17,28 +17,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// commands is a go-redis hook counting the commands a client sends (the
-// handshake of a new connection included).
-type commands struct{ n atomic.Int64 }
-
-func (h *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // silentClient returns a client of a Redis that never answers (see
 // redistest.SilentConn), counting the commands it sends, closed when the test ends.
 // Once answer holds an address, new connections go there instead.
-func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, *commands) {
+func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, *redistest.Commands) {
 	t.Helper()
 	// An IP literal: the Dialer is used instead, and no name is looked up.
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true, MaxRetries: -1,
@@ -49,7 +31,7 @@ func silentClient(t *testing.T, answer *atomic.Pointer[string]) (*redis.Client, 
 			}
 			return &redistest.SilentConn{}, nil
 		}})
-	h := &commands{}
+	h := &redistest.Commands{}
 	c.AddHook(h)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, h
@@ -76,7 +58,7 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		if _, _, err := r.Get(ctx, "q"); !errors.Is(err, cache.ErrUnavailable) || time.Since(start) != timeout {
 			t.Fatalf("Get from a silent Redis = %v after %v; want cache.ErrUnavailable after the Timeout, %v", err, time.Since(start), timeout)
 		}
-		before := sent.n.Load()
+		before := sent.N.Load()
 		start = time.Now()
 		for i := range 5 {
 			_, ok, gerr := r.Get(ctx, "q")
@@ -85,7 +67,7 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 				t.Fatalf("call %d after the failure: Get %v, %v, Set %v; want cache.ErrUnavailable", i, ok, gerr, serr)
 			}
 		}
-		if d, n := time.Since(start), sent.n.Load()-before; d != 0 || n != 0 {
+		if d, n := time.Since(start), sent.N.Load()-before; d != 0 || n != 0 {
 			t.Fatalf("5 Gets and 5 Sets after a failure took %v (virtual) and sent %d commands; want none and none: Redis is left alone", d, n)
 		}
 		e := cache.Entry{Value: []byte("a"), Stored: time.Now()}
@@ -103,7 +85,7 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		addr := m.Addr()
 		answer.Store(&addr)
 		time.Sleep(DefaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
-		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, cache.ErrUnavailable) || sent.n.Load() != before {
+		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, cache.ErrUnavailable) || sent.N.Load() != before {
 			t.Fatalf("Set just before ProbeEvery: %v; want cache.ErrUnavailable, no round trip", err)
 		}
 		time.Sleep(time.Nanosecond)
@@ -139,11 +121,11 @@ func TestCacheCallerEndNotBlamedOnRedis(t *testing.T) {
 		c, sent := silentClient(t, &answer)
 		r := newRedis(t, c, CacheConfig{Timeout: time.Minute})
 		for i := range 3 {
-			before := sent.n.Load()
+			before := sent.N.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 			_, _, err := r.Get(ctx, "q")
 			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) || sent.n.Load() == before || !r.Available() {
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) || sent.N.Load() == before || !r.Available() {
 				t.Fatalf("Get %d under a 10ms caller deadline: %v, Available %v; want the caller's error after a round trip, Redis still available", i, err, r.Available())
 			}
 		}

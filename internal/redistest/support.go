@@ -205,3 +205,27 @@ func UnboundedClients(t testing.TB, addr string) (*redis.Client, *redis.ClusterC
 	})
 	return c, cluster, ring
 }
+
+// Commands is a go-redis hook counting every command a client sends, a
+// pipeline's each and a new connection's handshake included:
+// client.AddHook(&h), then h.N.
+type Commands struct{ N atomic.Int64 }
+
+// DialHook is go-redis's redis.Hook; it counts nothing.
+func (h *Commands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook counts one command.
+func (h *Commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.N.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook counts each command of a pipeline.
+func (h *Commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.N.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
