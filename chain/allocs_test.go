@@ -23,7 +23,8 @@ func (h *healthyProvider) Complete(context.Context, llm.Request) (*llm.Response,
 // not hold: one Result for a call whose context carries a deadline, as a
 // service's does; and what DefaultTimeout's per-attempt timer adds to a
 // call whose context has none (context.WithTimeout: its context, timer
-// and cancel function). A change that allocates more on the path every
+// and cancel function); and what arming the patience race costs a chain
+// with a fallback. A change that allocates more on the path every
 // call takes fails here first.
 func TestHealthyCallAllocations(t *testing.T) {
 	if raceEnabled {
@@ -37,19 +38,30 @@ func TestHealthyCallAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withFallback, err := chain.New("allocs-fallback").
+		Primary(chain.Target{Name: "sonnet", Provider: p, Model: "claude-sonnet-5"}).
+		OrProvider(chain.Target{Name: "gpt", Provider: &timed{name: "openai"}, Model: "gpt-4.1"}).
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Params: llm.Params{MaxTokens: 100}}
 	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
 		name string
+		c    *chain.Chain
 		ctx  context.Context
 		max  float64
 	}{
-		{"a deadline within DefaultTimeout", dctx, 2},
-		{"no deadline", context.Background(), 6},
+		{"a deadline within DefaultTimeout", c, dctx, 2},
+		{"no deadline", c, context.Background(), 6},
+		// With a fallback, every attempt arms its patience race: a
+		// cancel for the racer to end it with, and a timer.
+		{"a fallback and a deadline", withFallback, dctx, 6},
 	} {
 		allocs := testing.AllocsPerRun(200, func() {
-			if res, err := c.Call(tc.ctx, req); err != nil || res.Text != "ok" {
+			if res, err := tc.c.Call(tc.ctx, req); err != nil || res.Text != "ok" {
 				t.Fatalf("%v", err)
 			}
 		})

@@ -223,12 +223,12 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	}
 	if t.hedge != nil {
 		if delay, ok := w.hedgeDelay(a); ok {
-			w.race(ctx, a, req, caller, s, delay, false)
+			w.race(ctx, a, req, caller, s, delay)
 			return
 		}
 	}
 	if p := w.patience(a); p > 0 {
-		w.race(ctx, a, req, caller, s, p, true)
+		w.patiently(ctx, a, req, caller, s, p)
 		return
 	}
 	resp, err := w.send.send(ctx, a, req, nil)

@@ -69,12 +69,15 @@ func (c *Chain) Name() string { return c.name }
 // attempts made.
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
 	ctx, obs := c.startCall(ctx, false)
-	var w walk
+	w := walks.Get().(*walk)
 	w.start(c, ctx, obs, sender{})
 	s, err := w.run(&req)
 	w.done()
 	w.end(s, err, "")
-	return w.res, err
+	res := w.res
+	*w = walk{} // holds nothing of this call in the pool
+	walks.Put(w)
+	return res, err
 }
 
 func (c *Chain) stopped(err error) error {

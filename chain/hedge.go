@@ -100,22 +100,31 @@ type racer struct {
 	// attempt of a patience race (patience.go): losing it is a failure
 	// of its target's, not nothing. 0 otherwise.
 	overdue time.Duration
+	// rival, set on a patience race's racer, ends the slow attempt it
+	// races once it answers: that attempt runs on the walk's goroutine,
+	// which only the end of its send frees.
+	rival context.CancelFunc
 }
 
 // run sends r with send, then hands r to done.
 func (r *racer) run(ctx context.Context, send sender, done chan<- *racer) {
+	answered, rival := false, r.rival
 	defer func() {
 		if p := recover(); p != nil {
 			r.panic = p
 		}
 		done <- r
+		if answered && rival != nil {
+			rival() // after done: the walk reads this answer first
+		}
 	}()
 	r.resp, r.err = send.send(ctx, &r.a, &r.req, &r.st)
+	answered = r.err == nil && r.resp != nil
 }
 
 // launch starts a racer for attempt a (copied) sending req (copied).
-func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer) *racer {
-	r := &racer{a: *a, req: *req}
+func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer, rival context.CancelFunc) *racer {
+	r := &racer{a: *a, req: *req, rival: rival}
 	ctx, r.cancel = context.WithCancel(ctx)
 	go r.run(ctx, w.send, done)
 	return r
@@ -126,13 +135,11 @@ func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done ch
 // of the tier that admits it, and the first acceptable answer is the
 // attempt's outcome (s.by naming the hedge when the hedge's). caller is
 // the caller's request, which the hedge's target prepares its own from.
-// A patience race (patience.go) goes to the next target of the chain
-// instead, spends no hedge budget, and marks a overdue.
-func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration, patience bool) {
+func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
 	done := make(chan *racer, 2)
 	var racers [2]*racer
 	defer abandonRace(&racers, done)
-	racers[0] = w.launch(ctx, a, req, done)
+	racers[0] = w.launch(ctx, a, req, done, nil)
 	timer := time.NewTimer(delay)
 	select {
 	case r := <-done:
@@ -141,12 +148,7 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 		return
 	case <-timer.C:
 	}
-	if patience {
-		racers[0].overdue = delay // read only once it is done
-		racers[1] = w.sendRacer(a, req, caller, delay, done, len(w.c.targets), nil)
-	} else {
-		racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.budget)
-	}
+	racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.budget, nil)
 	if racers[1] == nil {
 		w.alone(<-done, s)
 		return
@@ -246,8 +248,8 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // a breaker ticket or a throttle slot only to give them back. A hedge the
 // budget refuses is recorded as the skip it is, not as a hedge:
 // Attempt.Hedge marks the racers sent, which is what a count of hedges
-// counts.
-func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud budget.Budget) *racer {
+// counts. rival, when set, is called once the racer answers.
+func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud budget.Budget, rival context.CancelFunc) *racer {
 	if bud != nil {
 		if err := bud.Withdraw(w.ctx); err != nil {
 			if pos, h, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
@@ -279,7 +281,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		ctx, b.cancel = context.WithTimeout(ctx, limit)
 	}
 	b.start = w.c.clock()
-	return w.launch(ctx, &b, &hreq, done)
+	return w.launch(ctx, &b, &hreq, done, rival)
 }
 
 // hedgeRequest is the request a hedge of an attempt sending req sends to

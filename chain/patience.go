@@ -18,13 +18,16 @@ package chain
 //
 // The patience race is the hedged race (hedge.go) with a wider field: its
 // racer may be any later target of the chain, it spends no hedge budget,
-// and the slow attempt, when it loses, is its breaker's failure. Only a
-// chain with somewhere to go pays for it: with no later target able to
-// take the call, the attempt is made as any other, on the walk's
-// goroutine.
+// and the slow attempt, when it loses, is its breaker's failure. It is
+// armed on every attempt that has a later target to race, so it must cost
+// little until it fires: the slow attempt runs on the walk's goroutine as
+// any attempt does, and a timer sends the racer from the timer's own
+// goroutine only if the attempt has not answered by then (patient). That
+// timer holds the walk, so Call's walk comes from a pool, not its stack.
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -138,7 +141,7 @@ func (w *walk) patience(a *attempt) time.Duration {
 	if limit > 0 && p >= limit {
 		return 0
 	}
-	if dl, ok := w.ctx.Deadline(); ok && time.Until(dl) <= p {
+	if dl, ok := w.ctx.Deadline(); ok && dl.Sub(w.c.epoch.Add(a.start)) <= p {
 		return 0
 	}
 	return p
@@ -173,6 +176,77 @@ func (w *walk) onward(t *target) bool {
 		return true
 	}
 	return false
+}
+
+// patient is the patience race of the walk's attempt in flight, armed:
+// copies of what its racer is sent (the attempt and its request stay on
+// try's stack), and, once its timer fired, the racer.
+type patient struct {
+	a      attempt
+	req    llm.Request
+	caller *llm.Request
+	delay  time.Duration
+	mu     sync.Mutex // held by fire while it runs
+	racer  *racer
+	done   chan *racer
+}
+
+// fire sends the racer of the slow attempt: the same request to the next
+// target that can take it now, which ends the slow attempt if it answers
+// first. It runs on the timer's goroutine while the walk's waits in the
+// slow attempt's send; the walk takes p.mu before it reads what fire
+// wrote, and touches nothing fire reads meanwhile.
+func (w *walk) fire() {
+	p := &w.pat
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = make(chan *racer, 2)
+	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, p.done, len(w.c.targets), nil, p.a.cancel)
+}
+
+// patiently makes attempt a, sending req under ctx, raced after delay by
+// the next target that can take it (see patient); s gets the outcome as
+// attempt's would.
+func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
+	if a.cancel == nil { // the racer must be able to end it
+		ctx, a.cancel = context.WithCancel(ctx)
+	}
+	p := &w.pat
+	p.a, p.req, p.caller, p.delay, p.racer = *a, *req, caller, delay, nil
+	timer := time.AfterFunc(delay, w.fire)
+	returned := false
+	defer func() {
+		if !returned { // the slow attempt's provider panicked: end its racer too
+			timer.Stop()
+			p.mu.Lock()
+			racers := [2]*racer{nil, p.racer}
+			p.mu.Unlock()
+			abandonRace(&racers, p.done)
+		}
+	}()
+	resp, err := w.send.send(ctx, a, req, nil)
+	returned = true
+	if !timer.Stop() {
+		p.mu.Lock() // fire has run, or is running: wait for it
+		p.mu.Unlock()
+	}
+	if p.racer == nil {
+		w.unraced(a, resp, err, s)
+		return
+	}
+	// Raced: a, the first of the race, has ended; its racer answered, is
+	// answering, or failed.
+	first := &racer{a: *a, req: *req, cancel: a.cancel, resp: resp, err: err, overdue: delay}
+	if w.send.stream != nil {
+		first.st = w.send.stream.st // its stream, if it opened one, is the race's now
+		w.send.stream.st = streamState{}
+	}
+	racers := [2]*racer{first, p.racer}
+	done := p.done
+	p.racer, p.done = nil, nil
+	defer abandonRace(&racers, done)
+	done <- first
+	w.settleRace(a, s, racers, done)
 }
 
 // unraced ends attempt a, which was not raced, as attempt does: a stream

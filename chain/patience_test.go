@@ -251,3 +251,34 @@ func TestStreamStalledMidAnswerIsCutByTheDefault(t *testing.T) {
 		}
 	})
 }
+
+// TestPanicAfterThePatienceRaceEndsTheRacer: a slow attempt whose
+// provider panics after its racer was sent does not leave the racer
+// running: it is canceled, and the panic reaches the caller.
+func TestPanicAfterThePatienceRaceEndsTheRacer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &scripted{name: "primary", script: []func(context.Context) (*llm.Response, error){
+			func(ctx context.Context) (*llm.Response, error) {
+				time.Sleep(40 * time.Second) // raced at 30s
+				panic("provider bug")
+			},
+		}}
+		fb := &timed{name: "fallback", delay: time.Minute}
+		c, err := chain.New("patience").Primary(chain.Target{Name: "primary", Provider: slow, Model: "m"}).
+			OrProvider(chain.Target{Name: "fallback", Provider: fb, Model: "f"}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != "provider bug" {
+					t.Fatalf("recovered %v; want the provider's panic", p)
+				}
+			}()
+			c.Call(t.Context(), question)
+		}()
+		if fb.count() != 1 || fb.cancels() != 1 {
+			t.Fatalf("the racer: %d requests, %d canceled; want its one request canceled", fb.count(), fb.cancels())
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -73,7 +74,14 @@ type walk struct {
 	waited bool
 	unpaid bool
 	owed   error
+
+	// pat is the patience race of the attempt in flight (patience.go).
+	pat patient
 }
+
+// walks are Call's walks: a patience race's timer holds the walk, which
+// would otherwise move every call's walk to the heap.
+var walks = sync.Pool{New: func() any { return new(walk) }}
 
 // sender makes one attempt. Call's (stream nil) sends the request and
 // returns the whole answer; Stream's opens a stream and returns once its
