@@ -246,8 +246,8 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if t.load != nil || t.group.window != nil {
 		w.sample(a, s.elapsed, err)
 	}
-	if err == nil {
-		t.answers.Add(s.elapsed) // for its patience
+	if err == nil && len(c.targets) > 1 { // a chain of one races nothing: no patience to learn
+		t.answers.Add(s.elapsed)
 	}
 	if t.throttle != nil {
 		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)

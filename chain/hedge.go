@@ -454,7 +454,9 @@ func (w *walk) firstChunkAt(a *attempt) {
 	if g := a.t.group; g.window != nil {
 		g.window.Add(took)
 	}
-	a.t.firsts.Add(took) // for its patience
+	if len(w.c.targets) > 1 { // for its patience; a chain of one races nothing
+		a.t.firsts.Add(took)
+	}
 }
 
 // sample gives attempt a's end, after took, to what reads its target's
