@@ -98,10 +98,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		if n > 1 {
 			var why error
 			if ticket, why = w.readmit(t, n, wait); why != nil {
-				if !w.unpaid {
-					refund(w.ctx, t.budget)
-				}
-				w.unpaid = false
+				w.unsend(t)
 				return tried{err: &refusedError{s.err, why}, kind: s.kind}
 			}
 		}
@@ -113,11 +110,10 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: choice}
 		if t.throttle != nil {
 			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
-				w.unpaid = false
 				return out
 			}
 		}
-		w.unpaid = false
+		w.unpaid = false // the retry in hand is sent
 		if n > 1 {
 			s = sent{} // the last failure is no longer needed
 		}

@@ -24,13 +24,12 @@ func (w *walk) pace(a *attempt, req *llm.Request, last *sent) (tried, bool) {
 		return tried{}, false
 	}
 	a.ticket.Report(retry.Excluded) // not sent: count nothing
+	defer func() { w.unpaid = false }()
 	switch {
 	case errors.Is(err, context.Canceled):
 		return tried{err: err, kind: llm.KindCanceled}, true
 	case last.err != nil:
-		if !w.unpaid {
-			refund(w.ctx, a.t.budget)
-		}
+		w.unsend(a.t)
 		return tried{err: &refusedError{last.err, err}, kind: last.kind}, true
 	}
 	return tried{err: err, kind: llm.KindRateLimited}, true

@@ -138,10 +138,7 @@ func (w *walk) readmit(t *target, n int, wait time.Duration) (breaker.Ticket, er
 // wait before attempt a+1, after slept: the retry granted is not sent.
 func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
 	w.owed = nil
-	if !w.unpaid {
-		refund(w.ctx, a.t.budget)
-	}
-	w.unpaid = false
+	w.unsend(a.t)
 	if cerr := canceled(w.caller); cerr != nil {
 		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
 		rec.Decision = DecisionStop
@@ -150,4 +147,14 @@ func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
 	}
 	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, "the deadline passed during the wait"))
 	return tried{err: s.err, kind: s.kind}
+}
+
+// unsend gives back to t's budget the retry the walk withdrew and will not
+// send (refused, or its wait cut short); a retry that waited for the
+// breaker's probe was never withdrawn (unpaid), and gives back nothing.
+func (w *walk) unsend(t *target) {
+	if !w.unpaid {
+		refund(w.ctx, t.budget)
+	}
+	w.unpaid = false
 }
