@@ -108,7 +108,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		}
 		// On the stack, with the request beside it: a stream keeps copies.
 		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: choice}
-		if t.throttle != nil {
+		if t.throttle != nil && t.throttle.Paces() { // an idle limiter grants every slot at once
 			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
 				return out
 			}

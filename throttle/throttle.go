@@ -758,6 +758,12 @@ func until(lim *rate.Limiter, tokens float64) time.Duration {
 // MaxWait is the longest this limiter lets a request wait.
 func (l *Limiter) MaxWait() time.Duration { return l.s.MaxWait }
 
+// Paces reports whether Reserve may make a request wait now: false while
+// the limiter knows no limit and has seen no rejections (the default's
+// state for a provider that says nothing), when a caller may skip
+// estimating the request's tokens for a Reserve that grants a slot at once.
+func (l *Limiter) Paces() bool { return !l.idle.Load() }
+
 // Factor returns the share of the limits in force now, for tests and
 // telemetry: 1 when no 429 was seen recently.
 func (l *Limiter) Factor() float64 {

@@ -810,3 +810,24 @@ func BenchmarkReserve(b *testing.B) {
 		})
 	}
 }
+
+// TestPacesOnlyOnceThereIsALimit: Paces is false for the zero Config's
+// limiter until it learns a limit, and true once it has one, so that a
+// caller skipping Reserve while it is false skips nothing.
+func TestPacesOnlyOnceThereIsALimit(t *testing.T) {
+	l, err := throttle.New(throttle.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if l.Paces() {
+		t.Fatal("a limiter that knows no limit paces")
+	}
+	l.Observe(now, llm.RateLimit{Requests: llm.Allowance{Limit: 60, Remaining: 0}}, false)
+	if !l.Paces() {
+		t.Fatal("a limiter that learned a limit of 60 a minute does not pace")
+	}
+	if configured, _ := throttle.New(throttle.Config{RequestsPerMinute: 60}); !configured.Paces() {
+		t.Fatal("a configured limit does not pace")
+	}
+}
