@@ -282,6 +282,10 @@ type Breaker struct {
 	// jitter is set by Shared.Track: each opening then lasts a random
 	// share of up to JitterShare longer (see onStateChange).
 	jitter atomic.Bool
+	// shared is the Shared that tracks the breaker (set by Track, before
+	// any call): Settle publishes its changes through it, and a call
+	// waiting for its probe keeps its poller reading. nil when not shared.
+	shared *Shared
 
 	// trips counts the Trip reports under way. readyToTrip answers true
 	// while it is positive: see trip.

@@ -82,6 +82,10 @@ type SharedConfig struct {
 	// time it answers again, with nil. It runs on the calling goroutine:
 	// keep it quick.
 	OnError func(err error)
+	// Refresh is how often the poller (one goroutine, running while calls
+	// come: see Fresh) reads the other replicas' breakers and gates. 0
+	// means DefaultRefresh (100ms); negative is an error.
+	Refresh time.Duration
 	// Logger receives a Warn record "backstop: shared breaker state
 	// unavailable, using local state" and an Info record "backstop: shared
 	// breaker state available again, using shared state" at the same
@@ -137,6 +141,9 @@ type Shared struct {
 	// tracked is what Track was given, replaced whole under trackMu.
 	tracked atomic.Pointer[[]*tracked]
 	trackMu sync.Mutex
+	// poller keeps the tracked breakers and gates in step with the store
+	// while calls come (see Fresh).
+	poller poller
 }
 
 // NewShared returns the shared state the replicas whose store is on the
@@ -156,6 +163,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	}
 	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
 	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
+	problems.NotNegative(found, "Refresh", opts.Refresh, DefaultRefresh)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
@@ -165,6 +173,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		timeout: cmp.Or(opts.Timeout, DefaultSharedTimeout),
 		base:    time.Now(),
 	}
+	s.poller = poller{s: s, refresh: cmp.Or(opts.Refresh, DefaultRefresh), timeout: s.timeout, base: s.base, kick: make(chan struct{}, 1)}
 	probe := cmp.Or(opts.ProbeEvery, DefaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)
@@ -260,7 +269,9 @@ func (s *Shared) Track(name string, b *Breaker, g *Gate, maxGate time.Duration) 
 	}
 	if b != nil {
 		b.jitter.Store(true) // see JitterShare
+		b.shared = s
 	}
+
 	all = append(all, &tracked{name: name, b: b, g: g, maxGate: maxGate})
 	s.tracked.Store(&all)
 }
@@ -414,9 +425,9 @@ func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
 // PublishLater is Publish without the round trip: it takes b's last state
 // change, if it made one since the last Publish, and keeps it for the next
 // Poll (or Sync, or Flush) to tell the store, a newer change replacing an
-// older one. It reports whether anything is kept to tell, so that the
-// caller can wake its poller. It costs one atomic load when b made no
-// change.
+// older one, and wakes the poller (see Fresh) to tell it at once. It
+// reports whether anything is kept to tell. It costs one atomic load when
+// b made no change.
 func (s *Shared) PublishLater(b *Breaker) bool {
 	if b == nil || b.cb == nil || b.change.Load() == 0 {
 		return false
@@ -430,13 +441,15 @@ func (s *Shared) PublishLater(b *Breaker) bool {
 		return false
 	}
 	t.unpublished.Store(int32(to) + 1)
+	s.poller.wake()
 	return true
 }
 
 // PublishGateLater is PublishGate without the round trip: it keeps the
 // closure of name's gate for d from now, the later of it and one kept
 // already, for the next Poll (or Sync, or Flush) to tell the store, with
-// what is left of d then. It reports whether name is tracked.
+// what is left of d then, and wakes the poller to tell it at once. It
+// reports whether name is tracked.
 func (s *Shared) PublishGateLater(name string, d time.Duration) bool {
 	for _, t := range s.tracks() {
 		if t.name != name {
@@ -446,6 +459,7 @@ func (s *Shared) PublishGateLater(name string, d time.Duration) bool {
 		for {
 			cur := t.gateUntil.Load()
 			if cur >= until || t.gateUntil.CompareAndSwap(cur, until) {
+				s.poller.wake()
 				return true
 			}
 		}

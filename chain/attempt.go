@@ -6,9 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/spread"
 )
@@ -16,8 +16,8 @@ import (
 // attempt is one attempt in flight on a target.
 type attempt struct {
 	t      *target
-	n      int // from 1
-	ticket breaker.Ticket
+	n      int           // from 1
+	holds  policy.Holds  // what its target's policies hold for it, given back when it is settled
 	wait   time.Duration // waited before it (backoff and pacing)
 	start  time.Duration // on the chain's clock
 	obs    attemptObs
@@ -82,42 +82,55 @@ type tried struct {
 	err       error
 	kind      llm.Kind
 	stop      bool    // the call stops here (the next-target column said so)
+	skipped   bool    // t's policies refused its first attempt: passed over, recorded
 	by        *target // the hedge's target, when a hedge answered
 }
 
-// try makes the attempts on t, the first under ticket: attempt, plan,
-// record, then wait and try again as long as plan, the breaker and the
-// budget allow.
-func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried {
-	req := *caller
-	t.prepare(&req)
+// try makes the attempts on t: each admitted by t's policies (Send), sent
+// (attempt), planned and recorded; a retry the plan decides is admitted
+// by the policies (Plan) before its backoff, and again (Send) after it.
+// A first attempt the policies refuse passes t over (skipped).
+func (w *walk) try(t *target, caller *llm.Request) tried {
+	// The request sent lives on the walk (w.req), which lives on the heap
+	// already: the policies are shown it (policy.Attempt.Request), and a
+	// request on try's stack would move to the heap for it. Racers and
+	// streams keep copies.
+	w.req = *caller
+	req := &w.req
+	t.prepare(req)
 	var wait, prev time.Duration
 	var s sent                // this attempt's outcome
+	var holds policy.Holds    // what t's policies hold for the next attempt
+	var owed policy.Admission // a soft refusal of the next retry, held until its backoff has passed
 	choice := w.choice(w.pos) // the same for every attempt on t in this call
 	for n := 1; ; n++ {
-		if n > 1 {
-			var why error
-			if ticket, why = w.readmit(t, n, wait); why != nil {
-				w.unsend(t)
-				return tried{err: &refusedError{s.err, why}, kind: s.kind}
+		if owed.Err != nil {
+			if w.consult(t, policy.Peek, n, nil, nil).Err == nil {
+				// No policy would refuse the retry now (none may make
+				// the call wait for it): the soft refusal stands.
+				return w.notSent(t, n, wait, &s, owed)
 			}
+			owed = policy.Admission{} // one would: Send decides
 		}
-		if w.probeWait > 0 { // waited for the breaker's probe before this attempt
-			wait += w.probeWait
-			w.probeWait = 0
+		adm := w.consult(t, policy.Send, n, req, &holds)
+		wait += adm.Waited
+		w.waited = w.waited || adm.Awaited
+		if adm.Waited > 0 {
+			w.nowOK = false // the attempt reads its own start
 		}
-		// On the stack, with the request beside it: a stream keeps copies.
-		a := &attempt{t: t, n: n, ticket: ticket, wait: wait, tools: req.Tools, choice: choice}
-		if t.throttle != nil && t.throttle.Paces() { // an idle limiter grants every slot at once
-			if out, refused := w.pace(a, &req, &s); refused { // s: the last failure, if any
-				return out
+		if adm.Err != nil {
+			if n == 1 {
+				return w.passedOver(t, adm)
 			}
+			return w.notSent(t, n, wait, &s, adm)
 		}
-		w.unpaid = false // the retry in hand is sent
+		// On the stack: a stream keeps a copy.
+		a := &attempt{t: t, n: n, holds: holds, wait: wait, tools: req.Tools, choice: choice}
+		holds = policy.Holds{}
 		if n > 1 {
 			s = sent{} // the last failure is no longer needed
 		}
-		w.attempt(a, &req, caller, &s)
+		w.attempt(a, req, caller, &s)
 		switch {
 		case s.committed || s.err == nil:
 			// a answered, or the hedge that raced it (s.by) did; a
@@ -138,8 +151,13 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		if st.decision != DecisionRetry {
 			return w.leave(a, &s, st)
 		}
-		if out, refused := w.retryRefused(a, &s); refused {
-			return out
+		if owed = w.consult(t, policy.Plan, n+1, nil, &holds); owed.Err != nil && !owed.Soft {
+			// Refused before the backoff: the retry is not waited for.
+			// The refusal ends this call's retry, nothing more: a
+			// Retry-After was granted as a wait calls will take, so the
+			// gate stays open.
+			w.record(a.record(&s, DecisionNext, owed.Reason))
+			return w.notSent(t, n+1, 0, &s, owed)
 		}
 		w.record(a.record(&s, DecisionRetry, st.reason))
 		w.obs.retry(&t.ob, n, s.kind, st.wait, s.retryAfter, st.reason)
@@ -151,6 +169,7 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 		}
 		before := w.c.clock()
 		if err := sleep(w.ctx, st.wait); err != nil {
+			t.policies.Release(w.ctx, w.policyAttempt(t, policy.Send, n+1), &holds) // a retry withdrawn is given back
 			return w.waitCut(a, &s, w.c.clock()-before)
 		}
 		wait = st.wait
@@ -245,9 +264,6 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if err == nil && len(c.targets) > 1 { // a chain of one races nothing: no patience to learn
 		t.answers.Add(s.elapsed)
 	}
-	if t.throttle != nil {
-		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
-	}
 	if err != nil {
 		w.failed(a, resp, err, s, now)
 		return
@@ -256,7 +272,8 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if w.obs != nil {
 		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
 	}
-	c.settle(w.ctx, a, retry.NotFailure, true, now)
+	w.settle(a, policy.Outcome{Sent: true, Verdict: retry.NotFailure, Success: true, Response: resp,
+		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed})
 }
 
 // inspect checks the answer resp of attempt a that carries a schema's
@@ -302,7 +319,16 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	if verdict == retry.Failure && w.ctx.Err() != nil && !c.fair(w.ctx, a.start, w.begin) {
 		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 	}
-	c.settle(w.ctx, a, verdict, false, now)
+	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Kind: s.kind, Err: err, Response: resp,
+		RateLimit: rateLimitOf(resp, err), At: now, Elapsed: s.elapsed})
+}
+
+// settle tells attempt a's target's policies how a ended (o), giving each
+// what it held for a.
+func (w *walk) settle(a *attempt, o policy.Outcome) {
+	w.pa = policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: a.hedge}
+	w.po = o
+	a.t.policies.Settle(w.ctx, &w.pa, &a.holds, &w.po)
 }
 
 // classify fills s from the failure err: what the provider said, and the
@@ -336,14 +362,14 @@ func rateLimitOf(resp *llm.Response, err error) llm.RateLimit {
 
 // observeStart reports attempt a's start, e, to the observers and
 // returns the context to send it under. An observer that panics leaves
-// nothing held: a ticket that holds something (a half-open breaker's
-// probe slot, which would otherwise be held for good) is given back.
+// nothing held: what a's policies hold (a half-open breaker's probe slot,
+// which would otherwise be held for good) is given back.
 func (w *walk) observeStart(ctx context.Context, a *attempt, e observe.AttemptStart) context.Context {
 	started := false
-	if a.ticket.Held() {
+	if a.holds.Holding() {
 		defer func() {
 			if !started {
-				a.ticket.Report(retry.Excluded)
+				a.release(context.Background())
 			}
 		}()
 	}
@@ -353,18 +379,26 @@ func (w *walk) observeStart(ctx context.Context, a *attempt, e observe.AttemptSt
 }
 
 // abandon, deferred around a send, gives back what attempt a holds when
-// its provider panics: its breaker ticket (a half-open probe slot would
-// otherwise be held for good) and its count in flight. The panic goes on.
+// its provider panics: what its policies hold (a half-open probe slot
+// would otherwise be held for good) and its count in flight. The panic
+// goes on.
 func (a *attempt) abandon() {
 	p := recover()
 	if p == nil {
 		return
 	}
-	a.ticket.Report(retry.Excluded)
+	a.release(context.Background())
 	if a.t.load != nil {
 		a.t.load.End(a.start, 0)
 	}
 	panic(p)
+}
+
+// release settles attempt a as not sent: each of its target's policies
+// gives back what it held, and counts nothing.
+func (a *attempt) release(ctx context.Context) {
+	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: a.hedge}
+	a.t.policies.Release(ctx, &pa, &a.holds)
 }
 
 // fair reports whether an attempt that started at start (on c's clock) and

@@ -217,6 +217,9 @@ func (b *Builder) Build() (*Chain, error) {
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
 	}
+	for _, t := range c.targets {
+		t.assemble()
+	}
 	c.watchProbes()
 	return c, nil
 }

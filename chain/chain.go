@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/validate"
@@ -29,7 +30,7 @@ type Chain struct {
 	schema          *validate.Schema
 	observers       []observe.Observer // the tracing observer first, then Builder.Observe's
 	state           stateObservers     // those of them that observe state changes
-	shared          *shared            // nil unless Builder.Shared
+	shared          *breaker.Shared    // nil unless Builder.Shared
 	epoch           time.Time          // origin of clock
 	tools           toolSchemas        // the tools' InputSchemas, compiled
 	warnings        []string           // see Warnings

@@ -3,8 +3,11 @@ package chain
 // A Target as Build compiled it, and the request it sends.
 
 import (
-	"github.com/backstop-llm/backstop/hedge"
+	"context"
 	"time"
+
+	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/policy"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
@@ -20,13 +23,16 @@ import (
 // between calls.
 type target struct {
 	Target
-	tier    Tier
-	policy  retry.Policy // Retry with defaults filled in
-	table   retry.Table  // the decision table with Retry.Rules applied
-	budget  budget.Budget
-	breaker *breaker.Breaker
-	gate    breaker.Gate
-	maxGate time.Duration
+	// policies are what the walk asks before each attempt and tells after
+	// it, in order (assemble).
+	policies policy.Set
+	tier     Tier
+	policy   retry.Policy // Retry with defaults filled in
+	table    retry.Table  // the decision table with Retry.Rules applied
+	budget   budget.Budget
+	breaker  *breaker.Breaker
+	gate     breaker.Gate
+	maxGate  time.Duration
 	// hasParams is false when Params is zero, sparing the healthy path
 	// the merge.
 	hasParams bool
@@ -53,6 +59,37 @@ type target struct {
 	// stream's) to the first chunk, that its patience learns from.
 	answers, firsts hedge.Window
 }
+
+// assemble lists t's policies, in the order the walk asks them: whether t
+// can carry the request, the call's deadline, the Retry-After gate, the
+// breaker, self-throttling and the retry budget, then the target's own
+// (Target.Policies). Build calls it once every policy's state is made
+// (Builder.Shared replaces a target's budget).
+func (t *target) assemble() {
+	ps := make(policy.Set, 0, 6+len(t.Policies))
+	ps = append(ps, fit{t}, deadline{}, &t.gate, t.breaker)
+	if t.throttle != nil {
+		ps = append(ps, t.throttle)
+	}
+	ps = append(ps, budget.Retries(t.budget))
+	t.policies = append(ps, t.Policies...)
+	if t.hedge != nil {
+		t.hedge.admit = budget.Hedges(t.hedge.budget)
+	}
+}
+
+// deadline refuses an attempt once the call's deadline has passed (the
+// walk's context has ended): the walk passes over every target left.
+type deadline struct{}
+
+func (deadline) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
+	if a.Phase != policy.Plan && ctx.Err() != nil {
+		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}
+	}
+	return policy.Admission{}
+}
+
+func (deadline) Settle(context.Context, *policy.Attempt, policy.Hold, *policy.Outcome) {}
 
 // prepare turns the caller's request, copied into req, into the request
 // sent to t: t's model, and t's System and Params wherever t sets them.

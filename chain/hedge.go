@@ -11,14 +11,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/spread"
-	"github.com/backstop-llm/backstop/throttle"
 )
 
 // ErrLostRace is the Err of an attempt canceled because another attempt of
@@ -29,6 +28,8 @@ var ErrLostRace = errors.New("lost the race: another attempt of the hedged race 
 type hedger struct {
 	cfg    hedge.Config // with its defaults
 	budget budget.Budget
+	// admit is budget as the policy a hedge is asked of (assemble).
+	admit policy.Policy
 	// shareKey names the budget among the chain's when Build made it (the
 	// tier's, "tier:<tier>", or the target's own, its name), for
 	// Builder.Shared to share it; "" for one the user gave.
@@ -148,7 +149,7 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 		return
 	case <-timer.C:
 	}
-	racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.budget, nil)
+	racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.admit, nil)
 	if racers[1] == nil {
 		w.alone(<-done, s)
 		return
@@ -177,16 +178,17 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 	for ; pending > 0; pending-- {
 		r := <-done
 		r.ended = true
-		r.release(r.a.start)
+		r.release(r.a.start, retry.Excluded)
 	}
 }
 
 // release gives back what racer r, ended by the race rather than by its
 // target (at end, on the chain's clock), holds: its stream, its Timeout,
-// its breaker ticket (told of neither a failure nor a success) and its
-// count in flight. A racer whose send panicked gave back the last two
-// already (abandon).
-func (r *racer) release(end time.Duration) {
+// what its policies hold (settled as lost, with verdict v: retry.Excluded,
+// told of neither a failure nor a success, unless it outlived its
+// patience) and its count in flight. A racer whose send panicked gave
+// back the last two already (abandon).
+func (r *racer) release(end time.Duration, v retry.Verdict) {
 	r.st.release() // the stream it committed, if it did
 	if r.a.cancel != nil {
 		r.a.cancel()
@@ -194,7 +196,8 @@ func (r *racer) release(end time.Duration) {
 	if r.panic != nil {
 		return
 	}
-	r.a.ticket.Report(retry.Excluded)
+	pa := policy.Attempt{Phase: policy.Send, Target: r.a.t.Name, N: r.a.n, Hedge: r.a.hedge}
+	r.a.t.policies.Settle(context.Background(), &pa, &r.a.holds, &policy.Outcome{Sent: true, Lost: true, Verdict: v, At: time.Now()})
 	if t := r.a.t; t.load != nil {
 		t.load.End(end, 0)
 	}
@@ -249,29 +252,31 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // budget refuses is recorded as the skip it is, not as a hedge:
 // Attempt.Hedge marks the racers sent, which is what a count of hedges
 // counts. rival, when set, is called once the racer answers.
-func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud budget.Budget, rival context.CancelFunc) *racer {
+func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud policy.Policy, rival context.CancelFunc) *racer {
+	var spent policy.Hold
+	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: true, At: time.Now()}
 	if bud != nil {
-		if err := bud.Withdraw(w.ctx); err != nil {
-			if pos, h, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
-				reason := "hedge not sent: the hedge budget is exhausted"
-				rec := skipped(h, 1, 0, err, reason)
+		adm := bud.Admit(w.ctx, &pa)
+		if adm.Err != nil {
+			if pos, h, _, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
+				rec := skipped(h, 1, 0, adm.Err, adm.Reason)
 				rec.Choice = w.choice(pos)
 				w.record(rec)
-				w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
+				w.obs.skip(&h.ob, 1, adm.Cause, adm.Reason, adm.Err)
 			}
 			return nil
 		}
+		spent = adm.Hold
 	}
-	pos, h, ticket := w.hedgeTarget(a.t, hi, req, caller, true)
+	pos, h, hreq, holds := w.hedgeTarget(a.t, hi, req, caller, true)
 	if h == nil {
 		if bud != nil {
-			refund(w.ctx, bud)
+			bud.Settle(w.ctx, &pa, spent, &policy.Outcome{}) // not sent: given back
 		}
 		return nil
 	}
 	w.hedged.add(h.ob.Index)
-	hreq := hedgeRequest(h, req, caller)
-	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
+	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
 		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
@@ -296,41 +301,32 @@ func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
 
 // hedgeTarget returns the first target after the walk's position in its
 // tier (in this call's order) that may take a hedge of an attempt sending
-// req now, at position pos: one not yet tried as a hedge, able to carry
-// the request, before the deadline, its gate open; and, when take is true,
-// its breaker admitting it (the ticket is returned) and its throttle with
-// a slot now for the request the hedge would send it (taken). Nothing is
-// recorded of those that may not: the walk records them if it comes to
-// them.
-func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, ticket breaker.Ticket) {
-	if w.ctx.Err() != nil {
-		return 0, nil, ticket
-	}
+// req now, at position pos: one not yet tried as a hedge whose policies
+// admit a hedge (policy.Attempt.Hedge: a slot now or none) of the request
+// the hedge would send it, hreq; holds is what they hold for it. When take
+// is false, the policies are only asked whether they would (Peek), and
+// hold nothing. Nothing is recorded of those that may not: the walk
+// records them if it comes to them.
+func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds policy.Holds) {
 	for pos = w.pos + 1; pos < hi; pos++ {
 		t := w.ahead(from, pos)
-		if w.triedAsHedge(t) || !w.fits(t) {
-			continue
-		}
-		if _, err := t.gate.Refusal(); err != nil {
+		if w.triedAsHedge(t) {
 			continue
 		}
 		if !take {
-			return pos, t, ticket
-		}
-		tk, err := t.breaker.Allow()
-		if err != nil {
+			if w.consult(t, policy.Peek, 1, nil, nil).Err == nil {
+				return pos, t, hreq, holds
+			}
 			continue
 		}
-		if t.throttle != nil {
-			tokens := throttle.EstimateTokens(hedgeRequest(t, req, caller))
-			if _, _, ok := t.throttle.Reserve(time.Now(), tokens, 0); !ok { // a limit of 0: a slot now or none
-				tk.Report(retry.Excluded)
-				continue
-			}
+		hreq = hedgeRequest(t, req, caller)
+		pa := w.policyAttempt(t, policy.Send, 1)
+		pa.Hedge, pa.Last, pa.Request = true, false, &hreq
+		if t.policies.Admit(w.ctx, pa, &holds).Err == nil {
+			return pos, t, hreq, holds
 		}
-		return pos, t, tk
 	}
-	return 0, nil, ticket
+	return 0, nil, hreq, holds
 }
 
 // settleRace waits for the race of attempt a (racers[0]) and its hedge
@@ -398,14 +394,16 @@ func (w *walk) take(r *racer, s *sent) {
 
 // lose ends racer r, canceled because another answered: its stream
 // closed, its breaker told of nothing (the race, not the target, ended
-// it), its observers told it lost, with the request-id it had.
+// it) unless it outlived its patience (a failure of its target's), its
+// observers told it lost, with the request-id it had.
 func (w *walk) lose(r *racer) {
 	a, t := &r.a, r.a.t
 	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: r.requestID()}
+	verdict := retry.Excluded // the race, not the target, ended it
 	if r.overdue > 0 {
-		reportOverdue(r)
+		verdict = retry.Failure // it did not answer within its patience
 	}
-	r.release(a.start + r.s.elapsed)
+	r.release(a.start+r.s.elapsed, verdict)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
 		Duration: r.s.elapsed, Lost: true})
 }

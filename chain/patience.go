@@ -30,9 +30,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/policy"
 )
 
 // The default time limits (see Target's Timeout, IdleTimeout and
@@ -162,15 +161,12 @@ func (w *walk) ahead(t *target, pos int) *target {
 }
 
 // onward reports whether a target after the walk's position can take the
-// call now: it carries the request, has not been sent it as a racer, and
-// its gate and breaker are open.
+// call now: it has not been sent it as a racer, and its policies would
+// admit it (it carries the request, its gate and breaker are open).
 func (w *walk) onward(t *target) bool {
 	for pos := w.pos + 1; pos < len(w.c.targets); pos++ {
 		u := w.ahead(t, pos)
-		if w.triedAsHedge(u) || !w.fits(u) {
-			continue
-		}
-		if _, err := u.gate.Refusal(); err != nil || u.breaker.Refusal() != nil {
+		if w.triedAsHedge(u) || w.consult(u, policy.Peek, 1, nil, nil).Err != nil {
 			continue
 		}
 		return true
@@ -267,13 +263,6 @@ func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
 // patience race.
 func overdueReason(r, winner *racer) string {
 	return "no answer within its patience of " + r.overdue.String() + "; " + winner.a.t.Name + " answered first"
-}
-
-// reportOverdue tells r's breaker that r, which lost its patience race,
-// failed: it did not answer within its patience.
-func reportOverdue(r *racer) {
-	r.a.ticket.Report(retry.Failure)
-	r.a.ticket = breaker.Ticket{}
 }
 
 // bounds reports whether attempt limit must bound an attempt of t under

@@ -35,8 +35,8 @@ const probeRetry = time.Second
 // never be collected and would probe for ever.
 type prober struct {
 	t      *target
-	shared *shared     // the chain's, to tell the other replicas; nil unless Builder.Shared
-	req    llm.Request // the probe, prepared for t
+	shared *breaker.Shared // the chain's, to tell the other replicas; nil unless Builder.Shared
+	req    llm.Request     // the probe, prepared for t
 
 	mu     sync.Mutex
 	timer  *time.Timer
@@ -104,7 +104,10 @@ func (p *prober) fire() {
 	if err != nil {
 		verdict = t.table.Rule(llm.KindOf(err)).Breaker
 	}
-	report(context.Background(), p.shared, t, ticket, verdict, time.Now())
+	ticket.ReportAt(verdict, time.Now())
+	if p.shared != nil {
+		_ = p.shared.Publish(context.Background(), t.breaker)
+	}
 	if verdict == retry.Excluded {
 		p.schedule(probeRetry) // the slot is free again: not the target's verdict
 	}
@@ -164,7 +167,7 @@ func (c *Chain) watchProbes() {
 // its probes stop then (at the latest when the next one is due).
 func (c *Chain) Close() {
 	if c.shared != nil {
-		c.shared.close()
+		c.shared.Close()
 	}
 	for _, t := range c.targets {
 		if t.prober != nil {

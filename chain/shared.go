@@ -1,20 +1,16 @@
 package chain
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
-	"github.com/backstop-llm/backstop/retry"
 )
 
 // DefaultSharedPrefix begins every key of a shared chain when
@@ -53,7 +49,7 @@ type SharedConfig struct {
 	// 100ms). A call whose mirror is older than 2 x Refresh + Timeout
 	// (Redis did not answer) decides on local state, and says so (the
 	// observe.Call SharedLocal event, the backstop.shared.local span
-	// event). 0 means DefaultSharedRefresh (100ms): in a load test of 2
+	// event). 0 means breaker.DefaultRefresh (100ms): in a load test of 2
 	// replicas, 50 concurrent callers and 2,000 calls on a loopback
 	// redis-server, a read on every call made 1.07 Redis commands a call
 	// and, in 4 of 14 runs, one timed-out read left 1,930-2,000 calls on
@@ -149,157 +145,6 @@ type sharedSetup struct {
 	opts  SharedConfig
 }
 
-// DefaultSharedRefresh is how often a shared chain's poller reads the
-// other replicas' breakers and gates, and so how stale what a call decides
-// on may be, when SharedConfig.Refresh is 0.
-const DefaultSharedRefresh = 100 * time.Millisecond
-
-// shared is the chain's side of Builder.Shared: the mirror of the other
-// replicas' breakers and gates (this replica's own breakers and gates,
-// which breaker.Shared keeps in step with Redis), and the one goroutine
-// that keeps it fresh, a poller that reads Redis every refresh while calls
-// come, writes what the calls kept for it (PublishLater, PublishGateLater)
-// as soon as they wake it, and exits once no call came for two refreshes.
-type shared struct {
-	state   *breaker.Shared
-	refresh time.Duration
-	timeout time.Duration // bounds each round trip; a call waits for the first read at most this long
-	base    time.Time     // origin of the times below
-
-	// read is when the running poller's last read that Redis answered
-	// began, since base, +1; 0: none. A poller that stops resets it under
-	// mu: nothing keeps the mirror in step until the next one runs, so
-	// what its reads found counts for no call after it (the call that
-	// starts the next waits for that one's first read).
-	read atomic.Int64
-	used atomic.Int64 // when a call last used the mirror, since base
-	// waiting counts the calls waiting for a breaker's probe (another
-	// replica's, perhaps): the poller keeps reading while there are any.
-	waiting atomic.Int32
-
-	kick chan struct{} // wakes the poller: something to write (buffered, 1)
-
-	mu      sync.Mutex
-	running bool
-	polled  chan struct{} // closed when the poller's next read ends
-	stop    chan struct{} // closed by close; nil while no poller runs
-	done    sync.WaitGroup
-}
-
-// staleAfter is how old the mirror's last read may be before a call
-// decides on local state: two refreshes (one read that failed, the next
-// that answered) and a round trip.
-func (s *shared) staleAfter() time.Duration { return 2*s.refresh + s.timeout }
-
-func (s *shared) now() int64 { return int64(time.Since(s.base)) }
-
-// fresh reports whether a read of the running poller that Redis answered
-// began within staleAfter.
-func (s *shared) fresh(now int64) bool {
-	r := s.read.Load()
-	return r != 0 && now-(r-1) <= int64(s.staleAfter())
-}
-
-// ensure starts the poller unless it runs, and returns the channel closed
-// when its next read ends, and whether it was just started.
-func (s *shared) ensure() (polled chan struct{}, started bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.running {
-		s.running, started = true, true
-		s.polled = make(chan struct{})
-		s.stop = make(chan struct{})
-		s.done.Add(1)
-		go s.poll(s.stop)
-	}
-	return s.polled, started
-}
-
-// wake has the poller write what a call kept for it, at once.
-func (s *shared) wake() {
-	s.used.Store(s.now())
-	s.ensure()
-	select {
-	case s.kick <- struct{}{}:
-	default: // woken already
-	}
-}
-
-// poll is the poller: a read (after the writes kept for it) every refresh
-// or when woken, until no call used the mirror for two refreshes or close
-// stops it.
-func (s *shared) poll(stop chan struct{}) {
-	defer s.done.Done()
-	tick := time.NewTicker(s.refresh)
-	defer tick.Stop()
-	for {
-		began := s.now()
-		err := s.state.Poll(context.Background())
-		s.mu.Lock()
-		if stop != s.stop || !s.running {
-			s.mu.Unlock()
-			return // closed meanwhile: close closed polled and reset read
-		}
-		if err == nil {
-			s.read.Store(began + 1)
-		}
-		close(s.polled)
-		s.polled = make(chan struct{})
-		s.mu.Unlock()
-		select {
-		case <-stop:
-			return
-		case <-s.kick:
-			continue
-		case <-tick.C:
-		}
-		s.mu.Lock()
-		if stop != s.stop || !s.running {
-			s.mu.Unlock()
-			return // closed (and maybe restarted) while the tick fired
-		}
-		if s.now()-s.used.Load() > int64(2*s.refresh) && len(s.kick) == 0 && s.waiting.Load() == 0 {
-			s.running = false // idle: the next call starts another
-			s.read.Store(0)   // and waits for its first read
-			close(s.polled)   // nobody waits for a read that will not come
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-	}
-}
-
-// settle waits, at most until ctx ends, for the poller's read in flight
-// and the next, if it runs, so that what calls kept for it is written.
-func (s *shared) settle(ctx context.Context) {
-	for range 2 { // the read in flight may have begun before the writes were kept
-		s.mu.Lock()
-		running, polled := s.running, s.polled
-		s.mu.Unlock()
-		if !running {
-			return
-		}
-		select {
-		case <-polled:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// close stops the poller, if one runs, and waits for it.
-func (s *shared) close() {
-	s.mu.Lock()
-	if s.running {
-		close(s.stop)
-		close(s.polled)
-		s.running = false
-		s.read.Store(0)
-	}
-	s.mu.Unlock()
-	s.done.Wait()
-}
-
 // buildShared checks the configuration and makes the chain's shared state
 // and the shared budgets of the targets without one. problem reports a
 // problem of the whole chain (target "") or of one target.
@@ -331,6 +176,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 	state, err := breaker.NewShared(breakers, breaker.SharedConfig{
 		Timeout:    o.Timeout,
 		ProbeEvery: o.ProbeEvery,
+		Refresh:    o.Refresh,
 		Logger:     o.Logger,
 		OnError: func(err error) {
 			if err != nil {
@@ -342,8 +188,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 		problem("", "Shared is invalid", err)
 		return
 	}
-	c.shared = &shared{state: state, refresh: cmp.Or(o.Refresh, DefaultSharedRefresh),
-		timeout: cmp.Or(o.Timeout, breaker.DefaultSharedTimeout), base: time.Now(), kick: make(chan struct{}, 1)}
+	c.shared = state
 	for _, t := range targets {
 		state.Track(t.Name, t.breaker, &t.gate, t.maxGate)
 	}
@@ -404,79 +249,11 @@ var keyEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
 func keyPart(name string) string { return keyEscaper.Replace(name) }
 
 // sync makes sure the call decides on a fresh mirror of what the other
-// replicas published about the chain's targets: one the poller read
-// within staleAfter. It costs no round trip while the poller runs; a call
-// whose mirror is stale (the first after a pause, which starts the poller,
-// and those that come during its first read) waits for the poller's read
-// in flight (bounded by the Timeout, twice when it writes first), unless
-// Redis is known to be down and the poller was running already.
-// A call whose mirror is stale nonetheless decides on this replica's own
-// state, and says so (obs.sharedLocal).
+// replicas published about the chain's targets (breaker.Shared.Fresh),
+// and says so when it decides on this replica's own state instead.
 func (c *Chain) sync(ctx context.Context, obs *callObs) {
-	s := c.shared
-	now := s.now()
-	s.used.Store(now)
-	polled, started := s.ensure()
-	if s.fresh(now) {
-		return
-	}
-	if started || s.state.Available() {
-		// The poller's read is bounded by the Timeout, and records a
-		// failure before it ends; this bound is for its writes first.
-		t := time.NewTimer(2*s.timeout + time.Millisecond)
-		select {
-		case <-polled:
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		if s.fresh(s.now()) {
-			return
-		}
-	}
-	if ctx.Err() == nil {
+	if !c.shared.Fresh(ctx) {
 		obs.sharedLocal()
-	}
-}
-
-// settle reports the end of attempt a, at the time at, to its target's
-// breaker (verdict v, under the attempt's ticket) and budget (success or
-// not), and publishes a breaker change it caused to the other replicas.
-func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success bool, at time.Time) {
-	a.t.budget.Record(ctx, budget.Outcome{Retry: a.n > 1, Success: success, At: at})
-	a.ticket.ReportAt(v, at) // as report does, one call fewer on every attempt's path
-	if c.shared != nil {
-		c.publish(ctx, a.t)
-	}
-}
-
-// report tells t's breaker verdict v on the request sent under ticket,
-// which ended at at, and the other replicas (through sh, the chain's
-// shared state; nil when not shared) of a change it caused.
-func report(ctx context.Context, sh *shared, t *target, ticket breaker.Ticket, v retry.Verdict, at time.Time) {
-	ticket.ReportAt(v, at)
-	if sh != nil {
-		_ = sh.state.Publish(ctx, t.breaker)
-	}
-}
-
-// publish tells the other replicas of a change of t's breaker: opened
-// (skip t for twice its current open interval: that interval, then the
-// time this replica's probe takes) or closed (stop skipping it). A half-open breaker publishes
-// nothing: the others keep skipping t while this replica probes it. A
-// change Redis did not take is told again by the next call whose read
-// Redis answers, or by Flush (see breaker.Shared.Publish).
-func (c *Chain) publish(ctx context.Context, t *target) {
-	if c.shared.state.PublishLater(t.breaker) {
-		c.shared.wake()
-	}
-}
-
-// publishGate tells the other replicas that t's gate closed for d, through
-// the poller.
-func (c *Chain) publishGate(t *target, d time.Duration) {
-	if c.shared.state.PublishGateLater(t.Name, d) {
-		c.shared.wake()
 	}
 }
 
@@ -493,8 +270,8 @@ func (c *Chain) publishGate(t *target, d time.Duration) {
 func (c *Chain) Flush(ctx context.Context) error {
 	var errs []error
 	if c.shared != nil {
-		c.shared.settle(ctx)
-		if err := c.shared.state.Flush(ctx); err != nil {
+		c.shared.Settle(ctx)
+		if err := c.shared.Flush(ctx); err != nil {
 			for _, e := range unjoin(err) {
 				errs = append(errs, fmt.Errorf("chain %q: %w", c.name, e))
 			}

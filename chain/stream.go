@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -504,9 +505,6 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 		w.sample(a, elapsed, err)
 	}
 	resp := st.stream.Response()
-	if t.throttle != nil {
-		t.throttle.Observe(now, rateLimitOf(resp, err), llm.KindOf(err) == llm.KindRateLimited)
-	}
 	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
 	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: elapsed}
 	verdict, success := retry.NotFailure, true
@@ -523,7 +521,8 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
 		}
 	}
-	c.settle(w.ctx, a, verdict, success, now)
+	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: rec.Kind, Err: rec.Err,
+		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed})
 	w.obs.endAttempt(a.obs, &t.ob, end)
 	w.record(rec)
 }

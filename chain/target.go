@@ -7,6 +7,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/throttle"
 )
@@ -109,6 +110,12 @@ type Target struct {
 	// degradation) a refused call with time left waits for the probe
 	// (breaker.Breaker.Wait); Disabled switches it off.
 	Breaker breaker.Config
+	// Policies are this target's own policies (package policy): a money
+	// budget, a per-tenant limit. The walk asks them before each attempt,
+	// after the built-in ones (capability, deadline, Retry-After gate,
+	// breaker, self-throttling, retry budget), and tells them how each
+	// attempt they were asked about ended. nil adds none.
+	Policies []policy.Policy
 	// NativeSchema asks this target's provider for native structured
 	// output: the target's Schema (or the chain's) goes out as
 	// Request.ResponseSchema, and the adapter asks for schema-constrained

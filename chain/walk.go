@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/spread"
 )
 
@@ -54,26 +54,24 @@ type walk struct {
 	spare  *spread.Choice
 	hedged targetSet
 
-	// now is when admit let the target at pos in, on the chain's clock;
-	// nowOK is true until anything waited since: the first attempt then
-	// starts at now, and the clock is read once per call on the healthy
-	// path, not once per policy.
+	// now is when the policies were asked about the first attempt on the
+	// target at pos, on the chain's clock; nowOK is true until anything
+	// waited since: the attempt then starts at now, and the clock is read
+	// once per call on the healthy path, not once per policy.
 	now   time.Duration
 	nowOK bool
-	// probeWait is how long admit or readmit waited for the breaker's
-	// probe (Breaker.Wait) before the attempt they let in: the attempt's
-	// record counts it in its Wait.
-	probeWait time.Duration
 
-	// waited is set once the walk has waited for a breaker's probe
-	// (mayWait): a call waits at most once. owed is a retry the budget
-	// refused on the last target, held until the backoff has passed: if
-	// the breaker opened meanwhile, the call waits for its probe instead
-	// (readmit). unpaid is set while the retry in hand was not withdrawn
-	// from the budget (it goes after a probe), so that nothing is refunded.
+	// waited is set once a policy made the call wait instead of refusing
+	// (mayWait, policy.Admission.Awaited): a call waits so at most once.
 	waited bool
-	unpaid bool
-	owed   error
+
+	// pa and po are what the policies are asked about and told of: on
+	// the walk, which lives on the heap already, so that passing them to
+	// the policies (an interface's methods) moves nothing more there.
+	pa policy.Attempt
+	po policy.Outcome
+	// req is the request try sends to the target at pos, prepared for it.
+	req llm.Request
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
@@ -94,22 +92,22 @@ type sender struct{ stream *Stream }
 // its target's load (the walk ends the count when it ends the attempt). A
 // stream opens into st, or into the Stream's own state when st is nil (a
 // hedged race gives each attempt its own). A provider that panics first
-// gives back what a holds (abandon); a ticket that holds nothing and no
+// gives back what a holds (abandon); policies that hold nothing and no
 // count need no guard, and the healthy path pays for no defer.
 func (s sender) send(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
-	if s.stream == nil && a.t.load == nil && !a.ticket.Held() {
+	if s.stream == nil && a.t.load == nil && !a.holds.Holding() {
 		return a.t.Provider.Complete(ctx, *req) // nothing to stream, count or give back
 	}
 	return s.watched(ctx, a, req, st)
 }
 
-// watched is send for an attempt that streams, is counted or holds a
-// ticket.
+// watched is send for an attempt that streams, is counted or holds
+// something of its policies'.
 func (s sender) watched(ctx context.Context, a *attempt, req *llm.Request, st *streamState) (*llm.Response, error) {
 	if a.t.load != nil {
 		a.t.load.Start()
 	}
-	if a.ticket.Held() || a.t.load != nil {
+	if a.holds.Holding() || a.t.load != nil {
 		return s.guarded(ctx, a, req, st)
 	}
 	return s.open(ctx, a, req, st)
@@ -222,17 +220,13 @@ func (w *walk) run(req *llm.Request) (served, error) {
 		if w.triedAsHedge(t) {
 			continue // its attempt, a hedge, is recorded
 		}
-		ticket, ok, err := w.admit(t, pos)
-		if err != nil {
-			return served{}, err // the caller canceled
-		}
-		if !ok {
+		out := w.try(t, req)
+		if out.skipped {
 			if w.ctx.Err() != nil {
 				break // the deadline passed: on to the degradations
 			}
 			continue
 		}
-		out := w.try(t, ticket, req)
 		if out.by != nil {
 			t = out.by // a hedge answered
 		}
@@ -262,126 +256,88 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	return served{}, &ExhaustedError{Chain: c.name, Causes: w.causes}
 }
 
-// admit decides whether t, at position pos of the walk, gets a first
-// attempt: its context window, the deadline, its Retry-After gate and its
-// breaker. It records a target passed over. ok is false for one; err is
-// the caller's cancellation. The checks that pass on the healthy path are
-// made here; what follows a refusal is out of line, so that the path
-// every call takes stays short.
-func (w *walk) admit(t *target, pos int) (ticket breaker.Ticket, ok bool, err error) {
-	if !w.fits(t) || w.ctx.Err() != nil {
-		return ticket, false, w.unfit(t, pos)
+// policyAttempt is what t's policies are asked about attempt n on t in
+// phase ph, and told of: the walk as it stands, in w.pa. A first
+// attempt's Send reads the clock once, for every policy and the attempt's
+// start.
+func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt {
+	pa := &w.pa
+	*pa = policy.Attempt{Phase: ph, Target: t.Name, N: n, Needs: w.needs, Media: w.media, MinWindow: w.minWindow}
+	if ph != policy.Peek {
+		pa.Last = w.mayWait(t)
 	}
-	if until, err := t.gate.Refusal(); err != nil {
-		w.refused(t, observe.SkipGate, err, until)
-		return ticket, false, nil
-	}
-	w.now, w.nowOK = w.c.clock(), true // read once, for the breaker, the throttle and the attempt's start
-	if ticket, err = t.breaker.AllowAt(w.c.epoch.Add(w.now)); err != nil {
-		if w.mayWait(t) {
-			w.waited, w.nowOK = true, false
-			ticket, err = w.waitBreaker(t)
-			w.probeWait = w.c.clock() - w.now
-		}
-		if err != nil {
-			w.refused(t, observe.SkipBreaker, err, time.Time{})
-			return ticket, false, nil
+	if ph == policy.Send {
+		if n == 1 {
+			w.now, w.nowOK = w.c.clock(), true
+			pa.At = w.c.epoch.Add(w.now)
+		} else {
+			pa.At = time.Now()
 		}
 	}
-	return ticket, true, nil
-}
-
-// waitBreaker is t.breaker.Wait for the walk. On a shared chain it keeps
-// the poller reading while the call waits: the wait for another replica's
-// probe ends when a read finds its publication withdrawn.
-func (w *walk) waitBreaker(t *target) (breaker.Ticket, error) {
-	s := w.c.shared
-	if s == nil {
-		return t.breaker.Wait(w.ctx)
+	if dl, ok := w.ctx.Deadline(); ok {
+		pa.Deadline = dl
 	}
-	s.waiting.Add(1)
-	s.ensure()
-	defer func() {
-		s.used.Store(s.now())
-		s.waiting.Add(-1)
-	}()
-	return t.breaker.Wait(w.ctx)
+	return pa
 }
 
-// mayWait reports whether a call whose attempt on t its breaker refused
-// waits for the breaker's probe (breaker.Breaker.Wait) instead of passing
-// t over: when t is the walk's last target and the chain has no
-// degradation (nothing else could answer), t does not hedge, and the call
-// has not waited yet. With a fallback, a degradation included, the call
-// moves on to it, without waiting.
+// consult asks t's policies about attempt n on t, which sends req (nil in
+// Plan and Peek), in phase ph; what they hold goes to holds (nil in Peek).
+func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *policy.Holds) policy.Admission {
+	pa := w.policyAttempt(t, ph, n)
+	pa.Request = req
+	return t.policies.Admit(w.ctx, pa, holds)
+}
+
+// passedOver passes over t, whose policies refused its first attempt
+// (adm), and records why. A deadline that passed passes over every target
+// from the walk's position on; a caller that canceled stops the call.
+func (w *walk) passedOver(t *target, adm policy.Admission) tried {
+	c := w.c
+	if cerr := canceled(w.caller); cerr != nil {
+		return tried{err: cerr, kind: llm.KindCanceled}
+	}
+	if errors.Is(adm.Err, ErrDeadline) {
+		for p := w.pos; p < len(c.targets); p++ {
+			w.pos = p
+			w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed", 0)
+		}
+		w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
+		return tried{skipped: true}
+	}
+	w.passOver(t, adm.Cause, adm.Err, adm.Reason, adm.Waited)
+	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: adm.Err})
+	return tried{skipped: true}
+}
+
+// notSent ends the walk on t when its policies refused retry n (adm),
+// after wait: recorded with why, and the target's last failure (s) with
+// the refusal is the target's cause.
+func (w *walk) notSent(t *target, n int, wait time.Duration, s *sent, adm policy.Admission) tried {
+	if cerr := canceled(w.caller); cerr != nil {
+		rec := skipped(t, n, wait, cerr, "the caller canceled during the wait")
+		rec.Decision = DecisionStop
+		w.record(rec)
+		return tried{err: cerr, kind: llm.KindCanceled}
+	}
+	w.record(skipped(t, n, wait, adm.Err, adm.Reason))
+	w.obs.skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)
+	return tried{err: &refusedError{s.err, adm.Err}, kind: s.kind}
+}
+
+// mayWait reports whether a call whose attempt on t a policy refuses may
+// be made to wait instead (policy.Attempt.Last: a breaker's probe): when t
+// is the walk's last target and the chain has no degradation (nothing
+// else could answer), t does not hedge, and the call has not waited yet.
+// With a fallback, a degradation included, the call moves on to it,
+// without waiting.
 func (w *walk) mayWait(t *target) bool {
 	return !w.waited && w.pos == len(w.c.targets)-1 && len(w.c.degrades) == 0 && t.hedge == nil
 }
 
-// fits reports whether t can take the request as the walk knows it now:
-// it carries everything the request needs, takes its media types, and its
-// context window is larger than one that overflowed.
-func (w *walk) fits(t *target) bool {
-	return w.needs&^t.caps == 0 && (w.media == nil || t.media.Refused(w.media) == nil) &&
-		(w.minWindow < 0 || t.ContextWindow > w.minWindow)
-}
-
-// unfit passes over t, at position pos, which cannot carry the request,
-// has too small a context window, or comes after the deadline (every
-// target from pos on is passed over then); it returns the caller's
-// cancellation, if that is what ended the deadline.
-func (w *walk) unfit(t *target, pos int) error {
-	c := w.c
-	if miss := w.needs &^ t.caps; miss != 0 {
-		w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+miss.String())
-		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, miss)})
-		return nil
-	}
-	if w.media != nil {
-		if md := t.media.Refused(w.media); md != nil {
-			what := describeMedia(md)
-			w.passOver(t, observe.SkipCapability, ErrCapability, "cannot carry "+what)
-			w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrCapability, what)})
-			return nil
-		}
-	}
-	if w.minWindow >= 0 && t.ContextWindow <= w.minWindow {
-		reason := fmt.Sprintf("context window %d not larger than %d", t.ContextWindow, w.minWindow)
-		if t.ContextWindow == 0 {
-			reason = fmt.Sprintf("context window unknown: the catalogue does not know model %q; set the target's ContextWindow, or add the model with Builder.Catalog", servedModel(&t.Target))
-		}
-		w.passOver(t, observe.SkipContextWindow, ErrContextWindow, reason)
-		w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: fmt.Errorf("%w: %s", ErrContextWindow, reason)})
-		return nil
-	}
-	if err := canceled(w.caller); err != nil {
-		return c.stopped(err)
-	}
-	for p := pos; p < len(c.targets); p++ {
-		w.pos = p
-		w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed")
-	}
-	w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
-	return nil
-}
-
-// refused passes over t, whose gate (closed until until) or breaker
-// refused it with err.
-func (w *walk) refused(t *target, cause observe.SkipCause, err error, until time.Time) {
-	var reason string
-	if cause == observe.SkipGate {
-		reason = gateReason(until, err)
-	} else {
-		reason = breakerReason(t, err)
-	}
-	w.passOver(t, cause, err, reason)
-	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: err})
-}
-
 // passOver records t, at the walk's position, passed over without a
-// request, for cause.
-func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string) {
-	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.choice(w.pos)})
+// request (after waiting wait), for cause.
+func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string, wait time.Duration) {
+	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Wait: wait, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.choice(w.pos)})
 	if cause != observe.SkipDeadline {
 		w.obs.skip(&t.ob, 0, cause, reason, err)
 	}
