@@ -501,7 +501,7 @@ const (
 // STORM_MD names (a relative path is taken from this package's directory)
 // with tb as markdown, to refresh the docs:
 //
-//	STORM_MD=../../docs/performance.md go test -run StormDefaults ./examples/storm
+//	STORM_MD=../../docs/performance.md go -C examples/storm test -run StormDefaults .
 func writeFaultMarkdown(t *testing.T, tb *table) {
 	path := os.Getenv("STORM_MD")
 	if path == "" {

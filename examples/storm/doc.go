@@ -4,7 +4,12 @@
 // testing/synctest bubbles, so that minutes of retry storms run in seconds.
 // It prints one table per scenario and asserts each scenario's headline:
 //
-//	go test -v -run Storm ./examples/storm
+//	go -C examples/storm test -v -run Storm .
+//
+// The lab is a module of its own (its go.mod replaces the library with the
+// working tree two directories up, as bench/ does), so that the library's
+// go test ./... does not run it; .ci/run runs all of it, with and without
+// the race detector.
 //
 // The scenarios, one file each:
 //
@@ -61,14 +66,14 @@
 // package's directory, where go test runs the tests). The plot module beside
 // this package turns that file into docs/herd.svg:
 //
-//	STORM_CSV=herd.csv go test -run StormHerd ./examples/storm
+//	STORM_CSV=herd.csv go -C examples/storm test -run StormHerd .
 //	go -C examples/storm/plot run . -in ../herd.csv -out ../../../docs/herd.svg
 //
 // Setting STORM_MD=path rewrites the defaults-under-fault section of the
 // markdown file at path (between its <!-- storm: defaults under fault -->
 // markers) with the table, to refresh docs/performance.md:
 //
-//	STORM_MD=../../docs/performance.md go test -run StormDefaults ./examples/storm
+//	STORM_MD=../../docs/performance.md go -C examples/storm test -run StormDefaults .
 //
 // The whole lab takes about 30 seconds of real time on two cores (the
 // spread, whose rows that do not throttle send some 75,000 requests to be

@@ -3,7 +3,7 @@
 // It reads the CSV that the lab writes when STORM_CSV is set and writes an
 // SVG:
 //
-//	STORM_CSV=herd.csv go test -run StormHerd ./examples/storm
+//	STORM_CSV=herd.csv go -C examples/storm test -run StormHerd .
 //	go -C examples/storm/plot run . -in ../herd.csv -out ../../../docs/herd.svg
 //
 // It is a module of its own so that gonum never enters the library's
