@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/catalog"
+	"github.com/backstop-llm/backstop/internal/modelid"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -134,9 +135,9 @@ func (b *Builder) Observe(obs ...observe.Observer) *Builder {
 // judged by where it routes, whatever Region says: an "eu." Model is
 // allowed only by "eu" (likewise "us.", "apac."), a "global." Model only by
 // a list naming every geography. Build fails naming every model target
-// outside regions, including targets whose region is unknown.
-// Degradations are exempt: they run in your process. Calling it again adds
-// regions.
+// outside regions, including targets whose region is unknown, with what
+// to change (residency.Check says it). Degradations are exempt: they run
+// in your process. Calling it again adds regions.
 func (b *Builder) AllowRegions(regions ...string) *Builder {
 	b.regions = append(b.regions, regions...)
 	return b
@@ -422,7 +423,7 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
 	}
 	p.wrap(label, "Retry is invalid", t.Retry.Validate())
-	p.checkDeployment(label, t) // Serves, and AllowRegions (deployment.go)
+	p.checkDeployment(label, t) // Serves, Model, and AllowRegions (deployment.go)
 }
 
 // compileTarget makes what a call needs of target t: its breaker
@@ -557,21 +558,21 @@ func capabilityWarnings(targets []*target) []string {
 }
 
 // checkTier reports a target that contradicts its tier's name. Models are
-// compared as sameModel does (deployment.go), each target's Serves
-// standing for its Model when set: one model in any platform's id form is
-// one model, and an alias is any snapshot of it.
+// compared by modelid.Same, each target's Serves standing for its Model
+// when set: one model in any platform's id form is one model, and an alias
+// is any snapshot of it.
 func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) {
 	same := t.Provider.Name() == primary.Provider.Name()
 	switch tier {
 	case TierDeployment:
-		if !sameModel(servedModel(&t), servedModel(primary)) {
+		if !modelid.Same(servedModel(&t), servedModel(primary)) {
 			fail("OrDeployment serves model %s but the primary serves %s; another deployment serves the same model (use OrSibling or OrProvider for another model)", describeModel(&t), describeModel(primary))
 		}
 	case TierSibling:
 		if !same {
 			fail("OrSibling is on provider %q but the primary is on %q; a sibling is another model of the same provider (use OrProvider)", t.Provider.Name(), primary.Provider.Name())
 		}
-		if sameModel(servedModel(&t), servedModel(primary)) {
+		if modelid.Same(servedModel(&t), servedModel(primary)) {
 			fail("OrSibling serves the primary's model %s (the primary: %s); a sibling is another model (use OrDeployment for the same model elsewhere)", describeModel(&t), describeModel(primary))
 		}
 	case TierProvider:

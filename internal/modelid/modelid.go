@@ -1,12 +1,15 @@
 // Package modelid holds backstop's model identity rule: which model ids
 // name one model across platforms (the Anthropic API, Bedrock, Vertex,
 // OpenAI, Azure, Gemini), and what a Bedrock inference profile or a
-// resource path wraps. chain uses it to check tiers and regions, catalog
-// to find a model's entry; both must agree, so it lives here once.
+// resource path wraps, and when a target's Serves contradicts its Model.
+// chain uses it to check tiers, residency to find a Bedrock profile's
+// geography, catalog to find a model's entry; all must agree, so it lives
+// here once.
 package modelid
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -180,3 +183,44 @@ func knownFamily(s string) bool {
 	}
 	return false
 }
+
+// Contradicts reports whether serves, the model a target says it serves,
+// contradicts its model: model is itself a recognisable model id
+// (Canonical), of another model than serves, and not a deployment name
+// made from serves' id (NamedAfter). A model that is no model id (an
+// Azure deployment name, "prod") contradicts nothing: serves is taken on
+// trust.
+func Contradicts(model, serves string) bool {
+	if _, _, known := Canonical(model); !known {
+		return false
+	}
+	return !Same(model, serves) && !NamedAfter(model, serves)
+}
+
+// NamedAfter reports whether the deployment name model is the id serves
+// with a suffix of its own ("gpt-4o-prod" serving gpt-4o): a name, not a
+// contradiction. A suffix that names a model is no name of one's own: a
+// part of it that starts with a digit (a version, a date, a context size:
+// claude-sonnet-4-5 is not claude-sonnet-4 named "5") or that is a word
+// the vendors tell their models apart by (gpt-4o-mini is not gpt-4o
+// named "mini").
+func NamedAfter(model, serves string) bool {
+	m, s := strings.ToLower(strings.TrimSpace(model)), strings.ToLower(strings.TrimSpace(serves))
+	suffix, ok := strings.CutPrefix(m, s+"-")
+	if !ok {
+		return false
+	}
+	for part := range strings.SplitSeq(suffix, "-") {
+		if part != "" && part[0] >= '0' && part[0] <= '9' || slices.Contains(modelWords, part) {
+			return false
+		}
+	}
+	return true
+}
+
+// modelWords are the words OpenAI and Google put after a model's name to
+// name another model (gpt-4o-mini, o3-pro, gemini-2.5-flash-lite,
+// gpt-4o-realtime-preview): a deployment name ending in one names that
+// model, not its own.
+var modelWords = []string{"mini", "nano", "turbo", "pro", "max", "ultra", "lite", "flash", "audio", "realtime",
+	"search", "transcribe", "tts", "codex", "chat", "instruct", "vision", "image", "preview", "exp", "latest", "thinking"}
