@@ -92,8 +92,8 @@ func (w *walk) try(t *target, ticket breaker.Ticket, caller *llm.Request) tried 
 	req := *caller
 	t.prepare(&req)
 	var wait, prev time.Duration
-	var s sent                // this attempt's outcome
-	choice := w.choice(w.pos) // the same for every attempt on t in this call
+	var s sent                     // this attempt's outcome
+	choice := w.rank.Choice(w.pos) // the same for every attempt on t in this call
 	for n := 1; ; n++ {
 		if n > 1 {
 			var why error

@@ -255,7 +255,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 			if pos, h, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
 				reason := "hedge not sent: the hedge budget is exhausted"
 				rec := skipped(h, 1, 0, err, reason)
-				rec.Choice = w.choice(pos)
+				rec.Choice = w.rank.Choice(pos)
 				w.record(rec)
 				w.obs.skip(&h.ob, 1, observe.SkipBudget, reason, err)
 			}
@@ -271,7 +271,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 	}
 	w.hedged.add(h.ob.Index)
 	hreq := hedgeRequest(h, req, caller)
-	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.choice(pos), hedge: true}
+	b := attempt{t: h, n: 1, ticket: ticket, tools: a.tools, choice: w.rank.Choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
 		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,
