@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -34,6 +35,9 @@ type Chain struct {
 	epoch           time.Time          // origin of clock
 	tools           toolSchemas        // the tools' InputSchemas, compiled
 	warnings        []string           // see Warnings
+
+	// layout is the groups as the walk ranks them; nil unless spreads.
+	layout *spread.Layout
 }
 
 // Warnings lists what Build found legal but likely unintended: today, a

@@ -260,7 +260,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		if adm.Err != nil {
 			if pos, h, _, _ := w.hedgeTarget(a.t, hi, req, caller, false); h != nil {
 				rec := skipped(h, 1, 0, adm.Err, adm.Reason)
-				rec.Choice = w.choice(pos)
+				rec.Choice = w.rank.Choice(pos)
 				w.record(rec)
 				w.obs.skip(&h.ob, 1, adm.Cause, adm.Reason, adm.Err)
 			}
@@ -276,7 +276,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		return nil
 	}
 	w.hedged.add(h.ob.Index)
-	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.choice(pos), hedge: true}
+	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.rank.Choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
 		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,

@@ -154,7 +154,7 @@ func (w *walk) ahead(t *target, pos int) *target {
 		return w.target(pos)
 	}
 	u := w.c.targets[pos]
-	if w.ranked&(1<<u.group.index) != 0 {
+	if w.rank.Ranked(u.group.index) {
 		return w.target(pos)
 	}
 	return u

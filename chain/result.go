@@ -199,3 +199,11 @@ func (r *Result) serve(t *target, resp *llm.Response) {
 	s := &r.Served
 	s.Target, s.Tier, s.Provider, s.Model, s.RequestID = t.Name, t.tier, t.ob.Provider, resp.Model, resp.RequestID
 }
+
+// spreadResult is a Result with room for the first Choice its call
+// records: a chain that spreads allocates it instead of a bare Result, so
+// that a healthy call allocates once.
+type spreadResult struct {
+	Result
+	choice spread.Choice
+}

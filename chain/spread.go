@@ -98,14 +98,13 @@ func groupsOf(tiers []Tier) []int {
 }
 
 // group is one tier's targets as the walk sees them: c.targets[lo:hi],
-// their strategy, and their hedging's shared parts.
+// their strategy (c.layout's tier index), and their hedging's shared
+// parts.
 type group struct {
-	name       string // "deployment", "sibling" or "provider", for records
-	index      int    // its place among the chain's groups
-	lo, hi     int
-	strategy   spread.Strategy
-	weightFigs []float64 // its targets' weights, as spread.Weighted's figures
-	weights    float64   // their total
+	name     string // "deployment", "sibling" or "provider", for records
+	index    int    // its place among the chain's groups, and c.layout's tiers
+	lo, hi   int
+	strategy spread.Strategy
 	// window holds the tier's recent answer times (a stream's: its first
 	// chunk), for adaptive hedge delays; nil when no target of the tier
 	// hedges.
@@ -134,9 +133,10 @@ func (p *build) checkGroups() {
 // compileGroups makes the groups of c's targets (in tier order, so each
 // group is a run of them) and gives each target its group, its load
 // figures when the group's strategy or hedging reads them, and its
-// hedging.
+// hedging; then the layout the walk ranks them by.
 func (p *build) compileGroups() {
 	c := p.c
+	var tiers []spread.Tier
 	for lo := 0; lo < len(c.targets); {
 		gi := groupOf(c.targets[lo].tier)
 		hi := lo
@@ -145,11 +145,6 @@ func (p *build) compileGroups() {
 		}
 		setup := p.b.groups[gi]
 		g := &group{name: [...]string{"deployment", "sibling", "provider"}[gi], index: len(c.groups), lo: lo, hi: hi, strategy: setup.strategy}
-		for _, t := range c.targets[lo:hi] {
-			f := spread.Weighted.Figure(&spread.Candidate{Weight: t.Weight}, 0)
-			g.weightFigs = append(g.weightFigs, f)
-			g.weights += f
-		}
 		var tierBudget budget.Budget // the tier's hedge budget, made once
 		for _, t := range c.targets[lo:hi] {
 			t.group = g
@@ -184,8 +179,29 @@ func (p *build) compileGroups() {
 		}
 		c.groups = append(c.groups, g)
 		c.spreads = c.spreads || g.spreads()
+		tiers = append(tiers, spread.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
 		lo = hi
 	}
+	if c.spreads {
+		var err error
+		c.layout, err = spread.NewLayout(c.epoch, tiers...)
+		p.wrap("", "Spread is invalid", err)
+	}
+}
+
+// members returns ts as their tier's ranking reads them.
+func members(ts []*target) []spread.Member {
+	ms := make([]spread.Member, len(ts))
+	for i, t := range ts {
+		ms[i] = spread.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
+		if lim := t.throttle; lim != nil && t.group.strategy == spread.Headroom {
+			ms[i].Room = func(now time.Time) (float64, time.Duration) {
+				h := lim.Headroom(now) // before the first headers: the provisional pace
+				return h.Available, h.Wait
+			}
+		}
+	}
+	return ms
 }
 
 // hedgeBudget returns a hedge budget of hedge.DefaultRatio, for target
@@ -196,193 +212,8 @@ func (p *build) hedgeBudget(target string) budget.Budget {
 	return b
 }
 
-// target returns the target at position pos of this call's walk.
-func (w *walk) target(pos int) *target {
-	if w.ranked != 0 {
-		return w.c.targets[w.orderAt(pos)]
-	}
-	return w.c.targets[pos]
-}
-
-// The ranking of a call's tiers is kept in the walk's own arrays for a
-// chain of up to inlineRank targets (arrays indexed, never sliced: a slice
-// of the walk would move it to the heap), and in big for a longer one.
-const inlineRank = 8
-
-// rival is what a tier's first was preferred to: the target (its index
-// in the chain) and its figure; a weighted draw has none.
-type rival struct {
-	idx int16
-	fig float32
-}
-
-// bigRanking is the ranking of a chain of more than inlineRank targets.
-type bigRanking struct {
-	order []int16
-	figs  []float32
-}
-
-// orderAt is the index of the target at position pos, once ranked.
-func (w *walk) orderAt(pos int) int {
-	if w.big != nil {
-		return int(w.big.order[pos])
-	}
-	return int(w.order[pos])
-}
-
-// figAt is the figure position pos was ranked by.
-func (w *walk) figAt(pos int) float64 {
-	if w.big != nil {
-		return float64(w.big.figs[pos])
-	}
-	return float64(w.figs[pos])
-}
-
-// setRank puts target i at position pos, ranked by fig.
-func (w *walk) setRank(pos, i int, fig float64) {
-	if w.big != nil {
-		w.big.order[pos], w.big.figs[pos] = int16(i), float32(fig)
-		return
-	}
-	w.order[pos], w.figs[pos] = int8(i), float32(fig)
-}
-
-// enter ranks the targets of the group that starts at position pos for
-// this call, if the group spreads and is not ranked yet (a restarted
-// stream keeps its ranking).
-func (w *walk) enter(pos int) {
-	c := w.c
-	g := c.targets[pos].group
-	if pos != g.lo || !g.spreads() || w.ranked&(1<<g.index) != 0 {
-		return
-	}
-	if w.ranked == 0 {
-		if n := len(c.targets); n > inlineRank {
-			w.big = &bigRanking{order: make([]int16, n), figs: make([]float32, n)}
-		}
-		for i := range c.targets {
-			w.setRank(i, i, 0)
-		}
-	}
-	w.ranked |= 1 << g.index
-	n := g.hi - g.lo
-	var ob [inlineRank]int
-	var fb [inlineRank]float64
-	order, figs := ob[:], fb[:]
-	if n > inlineRank {
-		order, figs = make([]int, n), make([]float64, n)
-	}
-	order, figs = order[:n], figs[:n]
-	switch g.strategy {
-	case spread.Weighted:
-		g.strategy.RankFigures(g.weightFigs, order, nil) // read, never written
-		figs = g.weightFigs
-	case spread.LeastLoaded:
-		for k, t := range c.targets[g.lo:g.hi] {
-			figs[k] = float64(t.load.InFlight())
-		}
-		g.strategy.RankFigures(figs, order, nil)
-	default: // Latency and Headroom compare more than one figure each
-		w.rankCandidates(g, order, figs)
-	}
-	for k, i := range order {
-		w.setRank(g.lo+k, g.lo+i, figs[i])
-	}
-	if g.strategy != spread.Weighted {
-		// A tier that spreads has two targets or more: every strategy but
-		// a weighted draw compared the first with the second.
-		w.vs[g.index] = rival{int16(g.lo + order[1]), float32(figs[order[1]])}
-	}
-}
-
-// rankCandidates ranks g's targets by strategies that read more than a
-// figure of each (Latency, Headroom), into order and figs.
-func (w *walk) rankCandidates(g *group, order []int, figs []float64) {
-	c := w.c
-	n := g.hi - g.lo
-	var buf [inlineRank]spread.Candidate
-	cands := buf[:0]
-	if n > len(buf) {
-		cands = make([]spread.Candidate, 0, n)
-	}
-	now := c.clock()
-	for _, t := range c.targets[g.lo:g.hi] {
-		cands = append(cands, spread.Candidate{})
-		w.candidate(&cands[len(cands)-1], t, now)
-	}
-	g.strategy.Rank(cands, order, figs, nil)
-}
-
-// candidate fills cand (zero) with what the group's strategy compares of
-// t, at now on the chain's clock.
-func (w *walk) candidate(cand *spread.Candidate, t *target, now time.Duration) {
-	cand.Name = t.Name
-	if t.load != nil {
-		cand.InFlight = t.load.InFlight()
-		if t.group.strategy == spread.Latency {
-			cand.Latency = t.load.Latency(now)
-		}
-	}
-	if t.group.strategy == spread.Headroom && t.throttle != nil {
-		room := t.throttle.Headroom(w.c.epoch.Add(now))
-		cand.Room, cand.Wait, cand.RoomKnown = room.Available, room.Wait, true // before the first headers: the provisional pace
-	}
-}
-
-// choice returns the Choice that sent the walk to position pos, made for
-// the record that keeps it (in the result's allocation the first time);
-// nil in an ordered tier.
-func (w *walk) choice(pos int) *spread.Choice {
-	if w.ranked == 0 {
-		return nil // the walk follows the chain's order: no call pays for more
-	}
-	return w.rankedChoice(pos)
-}
-
-// rankedChoice is choice in a walk that ranked some tier.
-func (w *walk) rankedChoice(pos int) *spread.Choice {
-	g := w.c.targets[pos].group // positions keep to their tier's range
-	if w.ranked&(1<<g.index) == 0 {
-		return nil
-	}
-	ch := w.spare
-	if ch != nil {
-		w.spare = nil
-	} else {
-		ch = new(spread.Choice)
-	}
-	*ch = spread.Choice{Strategy: g.strategy, Rank: pos - g.lo + 1, Of: g.hi - g.lo, Figure: w.figAt(pos)}
-	switch v := w.vs[g.index]; {
-	case ch.Rank != 1:
-	case g.strategy == spread.Weighted:
-		ch.AgainstFigure = g.weights // a draw compares with the total
-	default: // enter noted the rival of every other strategy's first
-		ch.Against, ch.AgainstFigure = w.c.targets[v.idx].Name, float64(v.fig)
-	}
-	return ch
-}
-
-// later reports whether a target of t's tier after the walk's position
-// is still to be tried in this call (not yet sent a hedge).
-func (w *walk) later(t *target) bool {
-	for pos := w.pos + 1; pos < t.group.hi; pos++ {
-		if !w.triedAsHedge(w.target(pos)) {
-			return true
-		}
-	}
-	return false
-}
-
 // headroomThrottle is the throttle a Headroom tier gives a target whose
 // Throttle is the zero Config: Learn, whose provisional pace (one request
 // a second until the first headers) gives the ranking a room to read
 // before the provider announces any; the defaults otherwise.
 var headroomThrottle = throttle.Config{Learn: true}
-
-// spreadResult is a Result with room for the first Choice its call
-// records: a chain that spreads allocates it instead of a bare Result, so
-// that a healthy call allocates once.
-type spreadResult struct {
-	Result
-	choice spread.Choice
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/spread"
+	"github.com/backstop-llm/backstop/throttle"
 )
 
 // deployments builds a chain over one model on the providers given, in
@@ -220,5 +221,81 @@ func TestSpreadAProviderPanicEndsItsCountInFlight(t *testing.T) {
 	}
 	if got := a.count() - before; got < 5 {
 		t.Fatalf("eu-1 got %d of 40 calls after its panic; want about half", got)
+	}
+}
+
+// TestSpreadHealthyCallAllocations guards a spreading chain's healthy
+// path: ranking a tier of up to eight targets (in the walk's own arrays)
+// allocates nothing beyond what a chain of two tiers' call takes (its
+// result, which holds the first Choice, and the patience race, as
+// TestHealthyCallAllocations counts them); a longer chain's ranking takes
+// three more (its slots, and the tier's order and figures), the strategies
+// that compare candidates one more for them.
+func TestSpreadHealthyCallAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what allocates; run without -race")
+	}
+	p := &healthyProvider{resp: llm.Response{Text: "ok", Model: "sonnet-5"}}
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		s        spread.Strategy
+		few, ten float64 // at most, over 3 targets and over 10
+	}{
+		{spread.Weighted, 6, 9},
+		{spread.LeastLoaded, 6, 9},
+		{spread.Latency, 6, 10},  // its candidates, past eight
+		{spread.Headroom, 7, 12}, // the throttle's slot; its candidates, past eight
+	} {
+		for _, n := range []int{3, 10} {
+			ps := make([]llm.Provider, n)
+			for i := range ps {
+				ps[i] = p
+			}
+			k := 0
+			c := deployments(t, spreading(tc.s), func(tg *chain.Target) {
+				k++
+				tg.Name = fmt.Sprintf("eu-%d", k)
+				if tc.s == spread.Headroom {
+					tg.Throttle = throttle.Config{RequestsPerMinute: 1e9} // room for every call
+				}
+			}, ps...)
+			allocs := testing.AllocsPerRun(200, func() {
+				if res, err := c.Call(dctx, question); err != nil || res.Text != "ok" || res.Attempts[0].Choice == nil {
+					t.Fatalf("%v", err)
+				}
+			})
+			t.Logf("%s over %d targets: %.1f allocations", tc.s, n, allocs)
+			if max := map[bool]float64{true: tc.few, false: tc.ten}[n <= 8]; allocs > max {
+				t.Errorf("a healthy call spread by %s over %d targets allocates %.0f times; at most %.0f", tc.s, n, allocs, max)
+			}
+		}
+	}
+}
+
+// TestSpreadChoiceNamesTheRunnerUp: the first target's Choice names the
+// target it was preferred to with that target's figure, which is the
+// target the call goes to next, ranked 2 by that figure.
+func TestSpreadChoiceNamesTheRunnerUp(t *testing.T) {
+	for _, s := range []spread.Strategy{spread.LeastLoaded, spread.Latency, spread.Headroom} {
+		t.Run(s.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ps := make([]llm.Provider, 3)
+				for i := range ps {
+					ps[i] = &stub{name: fmt.Sprintf("eu-%d", i+1), fn: fail(llm.KindOverloaded, 529)}
+				}
+				c := deployments(t, spreading(s), nil, ps...)
+				for range 20 {
+					res, _ := c.Call(t.Context(), question)
+					first, second := res.Attempts[0], res.Attempts[1]
+					if first.Choice == nil || second.Choice == nil || first.Choice.Rank != 1 || second.Choice.Rank != 2 {
+						t.Fatalf("%s", lines(res))
+					}
+					if first.Choice.Against != second.Target || first.Choice.AgainstFigure != second.Choice.Figure || first.Target == second.Target {
+						t.Fatalf("first %+v, second %s %+v", first.Choice, second.Target, second.Choice)
+					}
+				}
+			})
+		})
 	}
 }

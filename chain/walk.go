@@ -38,20 +38,11 @@ type walk struct {
 	media     *llm.Request       // the request, when it carries media and a target takes only some media types; else nil
 	cancel    context.CancelFunc // the deadline's
 
-	// ranked marks the groups (by index) that spread and were ranked for
-	// this call; 0 while the walk follows the chain's order. order (big,
-	// in a chain of more than inlineRank targets) is then the index of the
-	// target at each position, figs the figure it was ranked by, vs what
-	// each group's first was preferred to; spare is room for the first
-	// Choice, in the result's allocation. hedged marks the targets (by
-	// index) already tried in this call as racers: the walk passes them
-	// over.
-	ranked uint8
-	order  [inlineRank]int8
-	figs   [inlineRank]float32
-	vs     [groups]rival
-	big    *bigRanking
-	spare  *spread.Choice
+	// rank is this call's order of the targets, over c.layout: each
+	// group that spreads is ranked when the walk enters it. hedged marks
+	// the targets (by index) already tried in this call as racers: the
+	// walk passes them over.
+	rank   spread.Ranking
 	hedged targetSet
 
 	// now is when the policies were asked about the first attempt on the
@@ -75,6 +66,20 @@ type walk struct {
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
+}
+
+// target returns the target at position pos of this call's walk.
+func (w *walk) target(pos int) *target { return w.c.targets[w.rank.At(pos)] }
+
+// later reports whether a target of t's tier after the walk's position
+// is still to be tried in this call (not yet sent a hedge).
+func (w *walk) later(t *target) bool {
+	for pos := w.pos + 1; pos < t.group.hi; pos++ {
+		if !w.triedAsHedge(w.target(pos)) {
+			return true
+		}
+	}
+	return false
 }
 
 // walks are Call's walks: a patience race's timer holds the walk, which
@@ -154,7 +159,8 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	var res *Result
 	if c.spreads {
 		sr := &spreadResult{} // the result and its first Choice, at once
-		res, w.spare = &sr.Result, &sr.choice
+		res = &sr.Result
+		w.rank.Start(c.layout, &sr.choice)
 	} else {
 		res = &Result{}
 	}
@@ -213,7 +219,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	}
 	for pos := w.from; pos < len(c.targets); pos++ {
 		if c.spreads {
-			w.enter(pos)
+			w.rank.Enter(pos)
 		}
 		w.pos = pos
 		t := w.target(pos)
@@ -337,7 +343,7 @@ func (w *walk) mayWait(t *target) bool {
 // passOver records t, at the walk's position, passed over without a
 // request (after waiting wait), for cause.
 func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string, wait time.Duration) {
-	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Wait: wait, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.choice(w.pos)})
+	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Wait: wait, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.rank.Choice(w.pos)})
 	if cause != observe.SkipDeadline {
 		w.obs.skip(&t.ob, 0, cause, reason, err)
 	}

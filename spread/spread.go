@@ -2,8 +2,9 @@
 // chain (the deployments of the primary's model, the siblings, the other
 // providers): the strategies that order them for each call, the load
 // figures the strategies compare (requests in flight, peak-EWMA latency,
-// rate-limit headroom), and the Choice that explains each order in an
-// attempt's record and span.
+// rate-limit headroom), the Ranking that orders a call's tiers as it walks
+// them (over a chain's Layout, made once at Build), and the Choice that
+// explains each order in an attempt's record and span.
 //
 // A chain walks its tiers in order. Within a tier whose strategy is not
 // Ordered, each call ranks the tier's targets afresh: the first gets the
