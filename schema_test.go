@@ -4,6 +4,7 @@ package backstop_test
 // answers, on the fake provider in virtual time.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/validate"
@@ -42,14 +44,14 @@ const (
 )
 
 // schemaChain is a primary and a provider fallback on two fake servers,
-// with the answer schema and a LastGood degradation over store.
-func schemaChain(t *testing.T, store cache.Store, opts ...chain.LastGoodOption) (*fake.Server, *fake.Server, *chain.Chain) {
+// with the answer schema and a LastGood degradation configured by lastGood.
+func schemaChain(t *testing.T, lastGood degrade.LastGoodConfig) (*fake.Server, *fake.Server, *chain.Chain) {
 	t.Helper()
 	a, o := fake.New(), fake.New()
 	c, err := chain.New("support").Schema(answerSchema).
 		Primary(chain.Target{Name: "sonnet", Provider: claude(t, a), Model: sonnet}).
 		OrProvider(chain.Target{Name: "gpt", Provider: openAI(t, o), Model: gpt}).
-		OrDegrade(chain.LastGood(store, opts...)).
+		OrDegrade(degrade.LastGood(lastGood)).
 		Build()
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func memory(t *testing.T) *cache.Memory {
 
 func TestInvalidAnswerIsReaskedOnceThenPassedOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, o, c := schemaChain(t, memory(t))
+		a, o, c := schemaChain(t, degrade.LastGoodConfig{Store: memory(t)})
 		a.Script(sonnet, fake.Answer(bad), fake.Answer(refusal))
 		o.Script(gpt, fake.Answer(fenced))
 		res, err := c.Call(t.Context(), ask)
@@ -112,7 +114,7 @@ func TestInvalidAnswerIsReaskedOnceThenPassedOn(t *testing.T) {
 func TestLastGoodServesARememberedAnswerWhenEverythingIsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory(t)
-		a, o, c := schemaChain(t, store, chain.WithMaxAge(time.Hour))
+		a, o, c := schemaChain(t, degrade.LastGoodConfig{Store: store, MaxAge: time.Hour})
 		a.Script(sonnet, fake.Answer(good).RequestID("req_then"))
 		if _, err := c.Call(t.Context(), ask); err != nil {
 			t.Fatal(err)
@@ -137,13 +139,13 @@ func TestLastGoodServesARememberedAnswerWhenEverythingIsDown(t *testing.T) {
 		// A question never answered gets no invented answer.
 		other := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Can I pay by card?"}}}
 		res, err = c.Call(t.Context(), other)
-		if !errors.Is(err, chain.ErrExhausted) || !errors.Is(err, chain.ErrNoLastGood) || res.Text != "" {
+		if !errors.Is(err, chain.ErrExhausted) || !errors.Is(err, degrade.ErrNoLastGood) || res.Text != "" {
 			t.Fatalf("never answered: err %v, text %q", err, res.Text)
 		}
 
 		// An answer older than MaxAge is not served.
 		time.Sleep(41 * time.Minute)
-		if _, err := c.Call(t.Context(), ask); !errors.Is(err, chain.ErrLastGoodTooOld) {
+		if _, err := c.Call(t.Context(), ask); !errors.Is(err, degrade.ErrLastGoodTooOld) {
 			t.Fatalf("61 minutes old: %v", err)
 		}
 	})
@@ -152,7 +154,7 @@ func TestLastGoodServesARememberedAnswerWhenEverythingIsDown(t *testing.T) {
 func TestLastGoodRevalidatesWhatItServes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory(t)
-		a, _, c := schemaChain(t, store)
+		a, _, c := schemaChain(t, degrade.LastGoodConfig{Store: store})
 		a.Script(sonnet, fake.Answer(good))
 		if _, err := c.Call(t.Context(), ask); err != nil {
 			t.Fatal(err)
@@ -163,7 +165,7 @@ func TestLastGoodRevalidatesWhatItServes(t *testing.T) {
 		f.Script(sonnet, fake.Overloaded())
 		c2, err := chain.New("support").Schema(stricter).
 			Primary(chain.Target{Name: "sonnet", Provider: claude(t, f), Model: sonnet}).
-			OrDegrade(chain.LastGood(store)).Build()
+			OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).Build()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +178,7 @@ func TestLastGoodRevalidatesWhatItServes(t *testing.T) {
 
 func TestDecodeReturnsTheTypedAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, o, c := schemaChain(t, memory(t))
+		a, o, c := schemaChain(t, degrade.LastGoodConfig{Store: memory(t)})
 		a.Script(sonnet, fake.Answer(fenced))
 		ans, res, err := chain.Decode[answer](t.Context(), c, ask)
 		if err != nil || ans != (answer{"It ships today.", 0.9}) || res.Served.Target != "sonnet" {
@@ -193,7 +195,7 @@ func TestDecodeReturnsTheTypedAnswer(t *testing.T) {
 
 func TestDecodeReportsAGoTypeThatDisagreesWithTheSchema(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, _, c := schemaChain(t, memory(t))
+		a, _, c := schemaChain(t, degrade.LastGoodConfig{Store: memory(t)})
 		a.Script(sonnet, fake.Answer(good))
 		_, _, err := chain.Decode[struct{ Confidence string }](t.Context(), c, ask)
 		if !errors.Is(err, validate.ErrTypeMismatch) || errors.Is(err, validate.ErrInvalid) {
@@ -206,7 +208,7 @@ func TestStaticAnswerMustPassTheSchemaAtBuild(t *testing.T) {
 	p := claude(t, fake.New())
 	_, err := chain.New("support").Schema(answerSchema).
 		Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
-		OrDegrade(chain.Static(llm.Response{Text: "We are busy."})).Build()
+		OrDegrade(degrade.Static(llm.Response{Text: "We are busy."})).Build()
 	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, validate.ErrInvalid) ||
 		!strings.Contains(err.Error(), `target "static": the Static answer does not pass the chain's Schema`) {
 		t.Fatalf("got %v", err)
@@ -218,7 +220,7 @@ func TestStaticAnswerMustPassTheSchemaAtBuild(t *testing.T) {
 	}
 	if _, err := chain.New("support").Schema(answerSchema).
 		Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
-		OrDegrade(chain.Static(llm.Response{Text: `{"answer": "We are busy; try again soon.", "confidence": 0}`})).Build(); err != nil {
+		OrDegrade(degrade.Static(llm.Response{Text: `{"answer": "We are busy; try again soon.", "confidence": 0}`})).Build(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -244,10 +246,10 @@ func TestLastGoodKeyFuncReplacesTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Key on the question's text, case-folded: "Where is my order?" and
 		// "WHERE IS MY ORDER?" share one remembered answer.
-		byText := chain.WithKey(func(name string, req llm.Request) string {
+		byText := degrade.LastGoodConfig{Store: memory(t), Key: func(_ context.Context, name string, req llm.Request) string {
 			return name + "/" + strings.ToLower(req.Messages[len(req.Messages)-1].Content)
-		})
-		a, o, c := schemaChain(t, memory(t), byText)
+		}}
+		a, o, c := schemaChain(t, byText)
 		a.Script(sonnet, fake.Answer(good))
 		if _, err := c.Call(t.Context(), ask); err != nil {
 			t.Fatal(err)

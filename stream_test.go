@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
@@ -149,7 +150,7 @@ func TestStreamIsValidatedAndRememberedAndTraced(t *testing.T) {
 		p := claude(t, f)
 		c, err := chain.New("support").Schema(answerSchema).TracerProvider(tel.TracerProvider).
 			Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
-			OrDegrade(chain.LastGood(store)).Build()
+			OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).Build()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
@@ -224,7 +225,7 @@ func TestTelemetryHoldsNoSecretsOrContent(t *testing.T) {
 				Schema(answerSchema).
 				Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet, System: "Secret system prompt"}).
 				OrSibling(chain.Target{Name: "haiku", Provider: p, Model: haiku}).
-				OrDegrade(chain.Static(llm.Response{Text: `{"answer": "busy", "confidence": 0}`})).Build()
+				OrDegrade(degrade.Static(llm.Response{Text: `{"answer": "busy", "confidence": 0}`})).Build()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
@@ -39,7 +40,7 @@ var (
 func backstopChain(tb testing.TB) *chain.Chain {
 	c, err := chain.New("bench").
 		Primary(chain.Target{Name: "sonnet", Provider: provider, Model: "claude-sonnet-5-5"}).
-		OrDegrade(chain.Static(static)).
+		OrDegrade(degrade.Static(static)).
 		Build()
 	if err != nil {
 		tb.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/spread"
@@ -24,7 +25,7 @@ func tier(tb testing.TB, setup func(*chain.Builder)) *chain.Chain {
 	c, err := b.Primary(chain.Target{Name: "eu-1", Provider: provider, Model: "claude-sonnet-5-5", Weight: 3}).
 		OrDeployment(chain.Target{Name: "eu-2", Provider: provider, Model: "claude-sonnet-5-5", Weight: 2}).
 		OrDeployment(chain.Target{Name: "eu-3", Provider: provider, Model: "claude-sonnet-5-5", Weight: 1}).
-		OrDegrade(chain.Static(static)).
+		OrDegrade(degrade.Static(static)).
 		Build()
 	if err != nil {
 		tb.Fatal(err)

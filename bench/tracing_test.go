@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -34,7 +35,7 @@ func sdkProvider() *sdktrace.TracerProvider {
 func tracedChain(tb testing.TB, tp trace.TracerProvider) *chain.Chain {
 	b := chain.New("bench").
 		Primary(chain.Target{Name: "sonnet", Provider: provider, Model: "claude-sonnet-5-5"}).
-		OrDegrade(chain.Static(static))
+		OrDegrade(degrade.Static(static))
 	if tp != nil {
 		b.TracerProvider(tp)
 	}

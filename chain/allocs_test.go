@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -33,7 +34,7 @@ func TestHealthyCallAllocations(t *testing.T) {
 	p := &healthyProvider{resp: llm.Response{Text: "ok", Model: "claude-sonnet-5", RequestID: "req_1"}}
 	c, err := chain.New("allocs").
 		Primary(chain.Target{Name: "sonnet", Provider: p, Model: "claude-sonnet-5"}).
-		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
+		OrDegrade(degrade.Static(llm.Response{Text: "busy"})).
 		Build()
 	if err != nil {
 		t.Fatal(err)

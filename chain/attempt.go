@@ -99,9 +99,9 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 	req := &w.req
 	t.prepare(req)
 	var wait, prev time.Duration
-	var s sent                // this attempt's outcome
-	var holds policy.Holds    // what t's policies hold for the next attempt
-	var owed policy.Admission // a soft refusal of the next retry, held until its backoff has passed
+	var s sent                     // this attempt's outcome
+	var holds policy.Holds         // what t's policies hold for the next attempt
+	var owed policy.Admission      // a soft refusal of the next retry, held until its backoff has passed
 	choice := w.rank.Choice(w.pos) // the same for every attempt on t in this call
 	for n := 1; ; n++ {
 		if owed.Err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/catalog"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/modelid"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -50,7 +51,7 @@ type Builder struct {
 type entry struct {
 	tier   Tier
 	target Target
-	degr   Degradation
+	degr   degrade.Degradation
 }
 
 // New starts a chain named name. The name is recorded in errors and
@@ -73,8 +74,8 @@ func (b *Builder) ContentFallback(allow bool) *Builder { b.contentFallback = all
 // Schema sets the JSON Schema (drafts 2020-12 or 7) every answer must pass
 // before the caller sees it, whatever served it: a model target (which is
 // re-asked once with the problems when its answer fails, then passed over),
-// or a degradation. The validated JSON is in Result.JSON. A Static answer
-// that fails it is a Build error. A target's own Schema replaces it for that
+// or a degradation. The validated JSON is in Result.JSON. A degrade.Static
+// answer that fails it is a Build error. A target's own Schema replaces it for that
 // target's answers.
 func (b *Builder) Schema(schema []byte) *Builder { b.schema = schema; return b }
 
@@ -166,8 +167,10 @@ func (b *Builder) OrSibling(t Target) *Builder { return b.add(TierSibling, t) }
 func (b *Builder) OrProvider(t Target) *Builder { return b.add(TierProvider, t) }
 
 // OrDegrade adds a degradation, tried in order once every model target has
-// failed: Static, Func, or your own Degradation.
-func (b *Builder) OrDegrade(d Degradation) *Builder {
+// failed: degrade.Static, degrade.Func, degrade.LastGood, or your own
+// degrade.Degradation. Build binds each that is a degrade.Binder to the
+// chain (a LastGood's configuration problems fail Build).
+func (b *Builder) OrDegrade(d degrade.Degradation) *Builder {
 	b.entries = append(b.entries, entry{tier: TierDegrade, degr: d})
 	return b
 }
@@ -297,8 +300,8 @@ func (p *build) entries() {
 			continue
 		}
 		if e.tier == TierDegrade {
-			p.c.degrades = append(p.c.degrades, p.c.bindDegradation(e.degr, func(problem string, err error) {
-				p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Problem: problem, Err: err})
+			p.c.degrades = append(p.c.degrades, p.c.bindDegradation(e.degr, func(err error) {
+				p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Err: err})
 			}))
 			continue
 		}
@@ -354,7 +357,7 @@ func (p *build) checkEntry(i int, e entry, names map[string]bool, last *Tier) (l
 	case name == "":
 		p.fail(label, "%s target has no Name; give every target a unique name", e.tier.method())
 	case names[name] && e.tier == TierDegrade:
-		p.fail(label, "the name is used twice; wrap one degradation in chain.Named to tell them apart")
+		p.fail(label, "the name is used twice; wrap one degradation in degrade.Named to tell them apart")
 	case names[name]:
 		p.fail(label, "the name is used twice; target names must be unique in a chain")
 	}
@@ -582,30 +585,23 @@ func checkTier(tier Tier, t Target, primary *Target, fail func(string, ...any)) 
 	}
 }
 
-// bindDegradation compiles d for c: a LastGood is copied and bound to c's
-// name (one LastGood may serve several chains) and registered to remember
-// c's answers; a Static answer is checked against c's Schema.
-func (c *Chain) bindDegradation(d Degradation, fail func(problem string, err error)) degrader {
+// bindDegradation compiles d for c: a degrade.Binder is bound to c's name
+// and Schema (one LastGood may serve several chains; a Static answer is
+// checked against the Schema), and a degrade.Rememberer is registered to
+// be told of c's answers.
+func (c *Chain) bindDegradation(d degrade.Degradation, fail func(err error)) degrader {
 	g := degrader{name: d.Name(), d: d, ob: observe.Target{Name: d.Name(), Tier: TierDegrade.String()}}
-	inner := d
-	if n, ok := d.(namedDegradation); ok {
-		inner = n.Degradation
+	if b, ok := d.(degrade.Binder); ok {
+		bound, err := b.Bind(c.name, c.schema)
+		if err != nil {
+			fail(err)
+			return g
+		}
+		g.d = bound
 	}
-	switch x := inner.(type) {
-	case *lastGood:
-		if isNil(x.store) {
-			fail("LastGood was given a nil cache.Store; pass one such as cache.NewMemory's", nil)
-			break
-		}
-		g.lastGood = x.bind(c.name)
-		g.d = g.lastGood
-		c.lastGoods = append(c.lastGoods, g.lastGood)
-	case staticDegradation:
-		if c.schema != nil {
-			if _, err := c.schema.Validate(x.resp.Text); err != nil {
-				fail("the Static answer does not pass the chain's Schema; fix the answer or the schema", err)
-			}
-		}
+	if m, ok := g.d.(degrade.Rememberer); ok {
+		g.mem = m
+		c.memories = append(c.memories, m)
 	}
 	return g
 }

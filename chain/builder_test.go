@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/retry"
@@ -45,8 +46,8 @@ func TestBuildReportsEveryProblemNamingTheTarget(t *testing.T) {
 		OrProvider(chain.Target{Name: "bad-durations", Provider: o, Model: "gpt", Timeout: -1, Retry: retry.Policy{MaxAttempts: -2}}).
 		OrProvider(chain.Target{Provider: o, Model: "gpt"}).
 		OrSibling(chain.Target{Name: "late-sibling", Provider: a, Model: "haiku-4"}).
-		OrDegrade(chain.Static(llm.Response{Text: "sorry"})).
-		OrDegrade(chain.Static(llm.Response{Text: "sorry again"})).
+		OrDegrade(degrade.Static(llm.Response{Text: "sorry"})).
+		OrDegrade(degrade.Static(llm.Response{Text: "sorry again"})).
 		OrDegrade(nil).
 		Build()
 	if !errors.Is(err, chain.ErrInvalidConfig) {
@@ -65,7 +66,7 @@ func TestBuildReportsEveryProblemNamingTheTarget(t *testing.T) {
 		`target "bad-durations": Retry is invalid: retry: invalid policy: MaxAttempts is -2`,
 		`target "#9": OrProvider target has no Name`,
 		`target "late-sibling": OrSibling comes after OrProvider`,
-		`target "static": the name is used twice; wrap one degradation in chain.Named`,
+		`target "static": the name is used twice; wrap one degradation in degrade.Named`,
 		`OrDegrade #13 was given a nil Degradation`,
 	} {
 		if !strings.Contains(msg, want) {
@@ -88,9 +89,9 @@ func TestBuildRejectsEmptyAndMisorderedChains(t *testing.T) {
 		"no name":       {chain.New("").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}), "the chain has no name"},
 		"starts late":   {chain.New("x").OrSibling(chain.Target{Name: "s", Provider: a, Model: "m"}), "starts with OrSibling; start it with Primary"},
 		"two primaries": {chain.New("x").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}).Primary(chain.Target{Name: "q", Provider: a, Model: "m"}), "Primary must be the first target and come once"},
-		"degrade first": {chain.New("x").OrDegrade(chain.Static(llm.Response{})), "starts with OrDegrade"},
+		"degrade first": {chain.New("x").OrDegrade(degrade.Static(llm.Response{})), "starts with OrDegrade"},
 		"target after degrade": {chain.New("x").Primary(chain.Target{Name: "p", Provider: a, Model: "m"}).
-			OrDegrade(chain.Static(llm.Response{})).OrDeployment(chain.Target{Name: "d", Provider: a, Model: "m"}), "OrDeployment comes after OrDegrade"},
+			OrDegrade(degrade.Static(llm.Response{})).OrDeployment(chain.Target{Name: "d", Provider: a, Model: "m"}), "OrDeployment comes after OrDegrade"},
 	}
 	for name, tc := range cases {
 		_, err := tc.b.Build()
@@ -108,8 +109,8 @@ func TestBuildAcceptsAFullChain(t *testing.T) {
 		OrDeployment(chain.Target{Name: "sonnet-eu-2", Provider: a2, Model: "sonnet"}).
 		OrSibling(chain.Target{Name: "haiku-eu", Provider: a1, Model: "haiku"}).
 		OrProvider(chain.Target{Name: "gpt-eu", Provider: o, Model: "gpt"}).
-		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
-		OrDegrade(chain.Named("apology", chain.Static(llm.Response{Text: "sorry"}))).
+		OrDegrade(degrade.Static(llm.Response{Text: "busy"})).
+		OrDegrade(degrade.Named("apology", degrade.Static(llm.Response{Text: "sorry"}))).
 		Build()
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestAllowRegionsNamesEveryTargetOutside(t *testing.T) {
 		Primary(chain.Target{Name: "sonnet-eu", Provider: a, Model: "sonnet", Region: "eu"}).
 		OrDeployment(chain.Target{Name: "sonnet-us", Provider: a, Model: "sonnet", Region: "us"}).
 		OrProvider(chain.Target{Name: "gpt-nowhere", Provider: o, Model: "gpt"}).
-		OrDegrade(chain.Static(llm.Response{Text: "busy"})).
+		OrDegrade(degrade.Static(llm.Response{Text: "busy"})).
 		Build()
 	if !errors.Is(err, chain.ErrInvalidConfig) {
 		t.Fatalf("want ErrInvalidConfig, got %v", err)
@@ -191,7 +192,7 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 			OrProvider(chain.Target{Name: "panics", Provider: panicky{}, Model: "m"}).
 			OrProvider(chain.Target{Name: "nil-budget", Provider: &stub{name: "z"}, Model: "m", Budget: nilBudget}).
 			OrProvider(chain.Target{Name: "buckets", Provider: &stub{name: "w"}, Model: "m", Breaker: breaker.Config{BucketPeriod: time.Nanosecond}}).
-			OrDegrade(chain.LastGood(nilStore)).
+			OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: nilStore})).
 			Build()
 	}()
 	if !errors.Is(err, chain.ErrInvalidConfig) {
@@ -207,7 +208,7 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 		`target "panics": Provider.Name panicked (no client)`,
 		`target "nil-budget": Budget is a nil *budget.Ratio`,
 		`target "buckets": Breaker is invalid`,
-		`LastGood was given a nil cache.Store`,
+		`target "last-good": degrade: invalid configuration: last-good: Store is nil`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -27,7 +28,7 @@ type Chain struct {
 	lacks           bool     // a model target cannot carry everything a request may hold
 	picky           bool     // a model target takes only some media types
 	degrades        []degrader
-	lastGoods       []*lastGood // remember every validated model answer
+	memories        []degrade.Rememberer // told of every validated model answer
 	schema          *validate.Schema
 	observers       []observe.Observer // the tracing observer first, then Builder.Observe's
 	state           stateObservers     // those of them that observe state changes
@@ -46,12 +47,12 @@ type Chain struct {
 // when the chain is built; nil when there is nothing to say.
 func (c *Chain) Warnings() []string { return c.warnings }
 
-// degrader is a Degradation as Build compiled it.
+// degrader is a degradation as Build bound it to the chain.
 type degrader struct {
-	name     string
-	d        Degradation
-	lastGood *lastGood // d itself, unwrapped, when d is a LastGood
-	ob       observe.Target
+	name string
+	d    degrade.Degradation
+	mem  degrade.Rememberer // d itself when it remembers answers (LastGood)
+	ob   observe.Target
 }
 
 // clock reads the monotonic clock alone, which costs half of time.Now.

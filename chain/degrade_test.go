@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 )
 
 // hang is a degradation that answers only when its context ends.
-func hang(name string) chain.Degradation {
-	return chain.Named(name, chain.Func(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+func hang(name string) degrade.Degradation {
+	return degrade.Named(name, degrade.Func(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}))
@@ -34,7 +35,7 @@ func TestDegradationsOutliveTheDeadlineByOneDegradeTimeoutInAll(t *testing.T) {
 				Primary(chain.Target{Name: "p", Provider: failing, Model: "m"}).
 				OrDegrade(hang("first")).
 				OrDegrade(hang("second")).
-				OrDegrade(chain.Static(llm.Response{Text: "sorry"}))
+				OrDegrade(degrade.Static(llm.Response{Text: "sorry"}))
 			ctx := t.Context()
 			if how == "chain's Deadline" {
 				b.Deadline(time.Second)
@@ -105,10 +106,10 @@ func TestDegradationsBeforeTheDeadlineKeepTheirOwnTimeout(t *testing.T) {
 func TestDegradationsRunInOrderAfterEveryModelFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &stub{name: "x", fn: fail(llm.KindAuth, 401)}
-		broken := chain.Func(func(context.Context, llm.Request) (*llm.Response, error) { return nil, errors.New("cache miss") })
+		broken := degrade.Func(func(context.Context, llm.Request) (*llm.Response, error) { return nil, errors.New("cache miss") })
 		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).
 			OrDegrade(broken).
-			OrDegrade(chain.Static(llm.Response{Text: "we are busy"})).Build()
+			OrDegrade(degrade.Static(llm.Response{Text: "we are busy"})).Build()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestDegradationRunsAfterTheDeadlineWithItsOwnTimeout(t *testing.T) {
 			return nil, &llm.Error{Provider: "x", Kind: llm.KindOf(ctx.Err()), Err: ctx.Err()}
 		}}
 		var degradeDeadline time.Duration
-		slowCache := chain.Func(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+		slowCache := degrade.Func(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
 			dl, _ := ctx.Deadline()
 			degradeDeadline = time.Until(dl)
 			return &llm.Response{Text: "cached"}, nil
@@ -158,6 +159,28 @@ func TestDegradationRunsAfterTheDeadlineWithItsOwnTimeout(t *testing.T) {
 		}
 		if a := res.Attempts[1]; a.Target != "s" || a.Decision != chain.DecisionSkip || !errors.Is(a.Err, chain.ErrDeadline) {
 			t.Fatalf("sibling should be skipped for the deadline: %+v", a)
+		}
+	})
+}
+
+// A degradation that returns neither an answer nor an error passes the
+// call on, and its record says so.
+func TestDegradationWithoutAnAnswerPassesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &stub{name: "x", fn: fail(llm.KindAuth, 401)}
+		empty := degrade.Func(func(context.Context, llm.Request) (*llm.Response, error) { return nil, nil })
+		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).
+			OrDegrade(empty).
+			OrDegrade(degrade.Static(llm.Response{Text: "we are busy"})).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Call(t.Context(), question)
+		if err != nil || res.Text != "we are busy" {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		if a := res.Attempts[1]; a.Target != "func" || a.Decision != chain.DecisionNext || a.Reason != "it returned neither an answer nor an error" {
+			t.Fatalf("the empty degradation's record: %+v", a)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -259,7 +260,7 @@ func TestResidency(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.target.Name = "t"
 			wantBuildErr(t, chain.New("c").AllowRegions(tc.allowed...).Primary(tc.target).
-				OrDegrade(chain.Static(llm.Response{Text: "busy"})), tc.want)
+				OrDegrade(degrade.Static(llm.Response{Text: "busy"})), tc.want)
 		})
 	}
 }

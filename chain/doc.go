@@ -12,7 +12,7 @@
 //		OrDeployment(chain.Target{Name: "sonnet-eu-2", Provider: eu2, Model: "claude-sonnet-5-5"}).
 //		OrSibling(chain.Target{Name: "haiku-eu", Provider: eu1, Model: "claude-haiku-5"}).
 //		OrProvider(chain.Target{Name: "gpt-eu", Provider: oai, Model: "gpt-6.1"}).
-//		OrDegrade(chain.Static(llm.Response{Text: "We are busy; try again shortly."})).
+//		OrDegrade(degrade.Static(llm.Response{Text: "We are busy; try again shortly."})).
 //		Build()
 //	res, err := c.Call(ctx, llm.Request{Messages: msgs})
 //

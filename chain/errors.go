@@ -120,7 +120,8 @@ type ConfigError struct {
 	Chain string
 	// Target names the target at fault; empty for the chain as a whole.
 	Target string
-	// Problem says what is wrong and what to change.
+	// Problem says what is wrong and what to change; empty when Err says
+	// it all (a degradation's Bind error).
 	Problem string
 	// Err is an underlying cause, such as a retry.Policy error.
 	Err error
@@ -133,7 +134,10 @@ func (e *ConfigError) Error() string {
 	}
 	s += e.Problem
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		if e.Problem != "" {
+			s += ": "
+		}
+		s += e.Err.Error()
 	}
 	return s
 }

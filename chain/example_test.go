@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
@@ -32,7 +33,7 @@ func Example() {
 		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5",
 			Retry: retry.Policy{MaxAttempts: 2, Base: time.Millisecond}}).
 		OrProvider(chain.Target{Name: "gpt", Provider: gpt, Model: "gpt-6.1"}).
-		OrDegrade(chain.Static(llm.Response{Text: "We are busy; try again shortly."})).
+		OrDegrade(degrade.Static(llm.Response{Text: "We are busy; try again shortly."})).
 		Build()
 	if err != nil {
 		panic(err)
@@ -81,7 +82,7 @@ func ExampleDecode() {
 	c, err := chain.New("order-status").
 		Schema([]byte(`{"type": "object", "required": ["status"], "properties": {"status": {"enum": ["shipped", "pending"]}}}`)).
 		Primary(chain.Target{Name: "sonnet", Provider: claude, Model: "claude-sonnet-5-5", Retry: retry.Policy{MaxAttempts: 1}}).
-		OrDegrade(chain.LastGood(store)).
+		OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 		Build()
 	if err != nil {
 		panic(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -85,7 +86,7 @@ func TestMediaTypeNoTargetTakesIsABadRequest(t *testing.T) {
 	c, err := chain.New("files").
 		Primary(chain.Target{Name: "claude", Provider: first, Model: "m"}).
 		OrProvider(chain.Target{Name: "gpt", Provider: second, Model: "g"}).
-		OrDegrade(chain.Static(llm.Response{Text: "cached"})).
+		OrDegrade(degrade.Static(llm.Response{Text: "cached"})).
 		Build()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -29,7 +30,7 @@ func TestRetryRefusedByTheBreakerKeepsEachDecisionOnItsRecord(t *testing.T) {
 		p := &stub{name: "p", fn: fail(llm.KindOverloaded, 529)}
 		res := served(t, chain.New("c").
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m", Breaker: breaker.Config{ConsecutiveFailures: 2}}).
-			OrDegrade(chain.Static(llm.Response{Text: "sorry"})))
+			OrDegrade(degrade.Static(llm.Response{Text: "sorry"})))
 		if len(res.Attempts) != 4 {
 			t.Fatalf("attempts:\n%s", lines(res))
 		}
@@ -93,7 +94,7 @@ func TestDegradationWithNothingToServeSaysWhy(t *testing.T) {
 	}
 	c, err := chain.New("c").
 		Primary(chain.Target{Name: "p", Provider: &stub{name: "p", fn: fail(llm.KindAuth, 401)}, Model: "m"}).
-		OrDegrade(chain.LastGood(store)).
+		OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 		Build()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestDegradationWithNothingToServeSaysWhy(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	last := res.Attempts[len(res.Attempts)-1]
-	if last.Target != "last-good" || last.Reason != "nothing remembered for this question" || !errors.Is(last.Err, chain.ErrNoLastGood) {
+	if last.Target != "last-good" || last.Reason != "nothing remembered for this question" || !errors.Is(last.Err, degrade.ErrNoLastGood) {
 		t.Errorf("last-good: %+v (%s)", last, last)
 	}
 }

@@ -126,7 +126,7 @@ type SharedStore interface {
 // backstop.shared.unavailable say so, and sharing resumes when Redis
 // answers again. No call fails because of Redis.
 //
-// To share last-known-good answers too, give chain.LastGood a
+// To share last-known-good answers too, give degrade.LastGood a
 // redisstore.NewCache store on the same client.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
@@ -292,8 +292,8 @@ func (c *Chain) Flush(ctx context.Context) error {
 			flush(t.hedge.budget)
 		}
 	}
-	for _, l := range c.lastGoods {
-		if err := l.flush(ctx); err != nil {
+	for _, m := range c.memories {
+		if err := m.Flush(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("chain %q: %w", c.name, err))
 		}
 	}

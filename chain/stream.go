@@ -432,8 +432,8 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	}
 	s.finish(err, d, reason, false)
 	if err == nil {
-		for _, l := range s.c.lastGoods {
-			_ = l.remember(s.w.ctx, s.req, t.Name, &r)
+		for _, m := range s.c.memories {
+			_ = m.Remember(s.w.ctx, s.req, t.Name, &r)
 		}
 	}
 	return err, d, false

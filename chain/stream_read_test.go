@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -86,7 +87,7 @@ func TestStreamedAnswerFailingItsSchemaRestartsToLastGood(t *testing.T) {
 	p := &streamer{stub: stub{name: "p"}, chunks: []string{`{"answer":`, `"yes"}`}}
 	c, err := chain.New("c").Schema(objectSchema).RestartStreams(true).
 		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).
-		OrDegrade(chain.LastGood(store)).
+		OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 		Build()
 	if err != nil {
 		t.Fatal(err)

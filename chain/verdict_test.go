@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
@@ -19,7 +20,7 @@ func TestKindOfAnExhaustedCallIsWhereItEnded(t *testing.T) {
 		c, err := chain.New("c").
 			Primary(chain.Target{Name: "a", Provider: &stub{name: "a", fn: fail(llm.KindServer, 500)}, Model: "m"}).
 			OrProvider(chain.Target{Name: "b", Provider: &stub{name: "b", fn: fail(llm.KindQuota, 429)}, Model: "m"}).
-			OrDegrade(chain.Func(func(context.Context, llm.Request) (*llm.Response, error) {
+			OrDegrade(degrade.Func(func(context.Context, llm.Request) (*llm.Response, error) {
 				return nil, &llm.Error{Provider: "backstop", Kind: llm.KindInvalidOutput}
 			})).
 			Build()

@@ -376,10 +376,10 @@ func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage, req *llm
 	if js != nil {
 		w.res.JSON = js
 	}
-	for _, l := range w.c.lastGoods {
+	for _, m := range w.c.memories {
 		// A store that fails costs this call nothing: the answer is
 		// served anyway, only not remembered.
-		_ = l.remember(w.ctx, *req, t.Name, resp)
+		_ = m.Remember(w.ctx, *req, t.Name, resp)
 	}
 }
 

@@ -67,7 +67,7 @@ type CacheConfig struct {
 // Cache is a cache.Store in Redis (or any server speaking its protocol,
 // such as Valkey), through a github.com/redis/go-redis/v9 client, so that
 // the replicas of a service share their last-known-good answers: give it to
-// chain.LastGood. It is safe for concurrent use. Build one with NewCache;
+// degrade.LastGood. It is safe for concurrent use. Build one with NewCache;
 // the zero value is not usable. (It was cache.Redis, built by
 // cache.NewRedis, before the go-redis code moved here.)
 //

@@ -14,7 +14,7 @@
 //     failed Redis alone, local fallbacks, batching, capping what is read
 //     by each replica's own limits) is breaker.Shared's and budget.Shared's.
 //   - Cache (NewCache) is a cache.Store of last-known-good answers in
-//     Redis, shared between replicas: give it to chain.LastGood.
+//     Redis, shared between replicas: give it to degrade.LastGood.
 //
 // Every client must bound its commands by their context, so that the
 // Timeouts hold: in go-redis that is Options.ContextTimeoutEnabled (and the
@@ -34,7 +34,7 @@
 //	c, err := chain.New("support-answer").
 //		Shared(shared, chain.SharedConfig{}).
 //		Primary(...).
-//		OrDegrade(chain.LastGood(lastGood)).
+//		OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: lastGood})).
 //		Build()
 //
 // go-redis logs what it does not return (a failed dial, a connection

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
@@ -107,7 +108,7 @@ func build(eu1, eu2, oai llm.Provider) (*chain.Chain, error) {
 	default:
 		b.Primary(chain.Target{Name: "gpt", Provider: oai, Model: gpt, Retry: fast, Params: llm.Params{MaxTokens: 300}})
 	}
-	return b.OrDegrade(chain.Static(llm.Response{Text: "We're busy right now; a person will answer you shortly."})).Build()
+	return b.OrDegrade(degrade.Static(llm.Response{Text: "We're busy right now; a person will answer you shortly."})).Build()
 }
 
 // real runs the chain against the real APIs with whichever keys are set.

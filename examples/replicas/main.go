@@ -70,6 +70,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
@@ -326,7 +327,7 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 						}
 					}}}).
 			OrProvider(chain.Target{Name: fallback, Provider: oai, Model: gpt, Retry: fast, Params: llm.Params{MaxTokens: 300}}).
-			OrDegrade(chain.Static(llm.Response{Text: "We're busy right now; a person will answer you shortly."})).
+			OrDegrade(degrade.Static(llm.Response{Text: "We're busy right now; a person will answer you shortly."})).
 			Build()
 		if err != nil {
 			return nil, err

@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -583,7 +584,7 @@ func TestSecretsNeverLeakThroughAChain(t *testing.T) {
 			c, err := chain.New("hostile").TracerProvider(tel.TracerProvider).MeterProvider(tel.MeterProvider).
 				Observe(observe.Log(logger)).
 				Primary(chain.Target{Name: "primary", Provider: p, Model: pl.model, Retry: retry.Policy{MaxAttempts: 1}}).
-				OrDegrade(chain.LastGood(store)).
+				OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 				Build()
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -51,7 +52,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 			c, err := chain.New("secrets").TracerProvider(tel.TracerProvider).Observe(observe.Log(logger)).
 				Primary(chain.Target{Name: "pro", Provider: p, Model: "gemini-2.5-pro", Retry: retry.Policy{MaxAttempts: 1}}).
 				OrSibling(chain.Target{Name: "flash", Provider: p, Model: "gemini-2.5-flash"}).
-				OrDegrade(chain.LastGood(store)).
+				OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 				Build()
 			if err != nil {
 				t.Fatal(err)

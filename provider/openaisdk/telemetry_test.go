@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/oteltest"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/redisstore"
@@ -62,7 +63,7 @@ func TestEchoedCredentialsStayOutOfTelemetry(t *testing.T) {
 					Retry: retry.Policy{MaxAttempts: 1}}).
 				OrDeployment(chain.Target{Name: "backup", Provider: pl.new(t, answering.URL, api, 0, nil), Model: "gpt-4o",
 					Retry: retry.Policy{MaxAttempts: 1}}).
-				OrDegrade(chain.LastGood(store)).
+				OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: store})).
 				Build()
 			if err != nil {
 				t.Fatal(err)
