@@ -265,9 +265,20 @@ func (t *Observer) prepare(o observe.Target) *target {
 	return tg
 }
 
-// BreakerChanged implements observe.StateObserver: it counts a state
-// change of a target's breaker.
-func (t *Observer) BreakerChanged(e observe.BreakerChange) {
+// Event implements observe.StateObserver: it counts a state change of a
+// target's breaker and a shared store that stopped answering; it ignores
+// the events it does not know.
+func (t *Observer) Event(e observe.Event) {
+	switch e := e.(type) {
+	case observe.BreakerChange:
+		t.breakerChanged(e)
+	case observe.SharedUnavailable:
+		t.sharedUnavailable(e)
+	}
+}
+
+// breakerChanged counts a state change of a target's breaker.
+func (t *Observer) breakerChanged(e observe.BreakerChange) {
 	in := t.active()
 	if in == nil || in.m == nil {
 		return
@@ -275,9 +286,8 @@ func (t *Observer) BreakerChanged(e observe.BreakerChange) {
 	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(e.Target.Name), KeyBreakerState.String(e.To)))
 }
 
-// SharedUnavailable implements observe.StateObserver: it counts a shared
-// store that stopped answering.
-func (t *Observer) SharedUnavailable(e observe.SharedUnavailable) {
+// sharedUnavailable counts a shared store that stopped answering.
+func (t *Observer) sharedUnavailable(e observe.SharedUnavailable) {
 	in := t.active()
 	if in == nil || in.m == nil {
 		return
@@ -379,8 +389,27 @@ func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (contex
 	return ctx, a
 }
 
-// Fallback records a move to the next target.
-func (c *call) Fallback(e observe.Fallback) {
+// Event records one decision of the call; it ignores the events it does
+// not know.
+func (c *call) Event(e observe.Event) {
+	switch e := e.(type) {
+	case observe.Retry:
+		c.retry(e)
+	case observe.Skip:
+		c.skip(e)
+	case observe.Fallback:
+		c.fallbackTo(e)
+	case observe.GateClosed:
+		c.gateClosed(e)
+	case observe.ValidationFailed:
+		c.validationFailed(e)
+	case observe.SharedLocal:
+		c.sharedLocal()
+	}
+}
+
+// fallbackTo records a move to the next target.
+func (c *call) fallbackTo(e observe.Fallback) {
 	c.fallback++
 	if c.span != nil {
 		c.span.AddEvent(EventFallback, trace.WithAttributes(KeyFrom.String(e.From.Name), KeyTo.String(e.To.Name), KeyReason.String(e.Reason)))
@@ -453,16 +482,17 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	}
 }
 
-// FirstChunk records on the attempt how long its first chunk took
-// (gen_ai.response.time_to_first_chunk, seconds).
-func (a *attempt) FirstChunk(e observe.FirstChunk) {
-	if a.span != nil {
+// Event records on the attempt how long its first chunk took
+// (gen_ai.response.time_to_first_chunk, seconds); it ignores the events it
+// does not know.
+func (a *attempt) Event(e observe.Event) {
+	if e, ok := e.(observe.FirstChunk); ok && a.span != nil {
 		a.span.SetAttributes(GenAITimeToFirstChunk.Float64(e.After.Seconds()))
 	}
 }
 
-// Retry records that the chain waits before retrying a target.
-func (c *call) Retry(e observe.Retry) {
+// retry records that the chain waits before retrying a target.
+func (c *call) retry(e observe.Retry) {
 	tg := c.t.of(e.Target)
 	if c.span != nil {
 		attrs := []attribute.KeyValue{KeyTarget.String(tg.name), KeyWait.Float64(e.Wait.Seconds()), KeyReason.String(e.Kind.String())}
@@ -479,9 +509,9 @@ func (c *call) Retry(e observe.Retry) {
 	}
 }
 
-// Skip records a target, or a retry of it, passed over without a request:
+// skip records a target, or a retry of it, passed over without a request:
 // an event for a breaker, a budget or a gate, and the budget's metric.
-func (c *call) Skip(e observe.Skip) {
+func (c *call) skip(e observe.Skip) {
 	if e.Cause == observe.SkipBudget && c.in.m != nil {
 		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(c.t.of(e.Target).set))
 	}
@@ -502,17 +532,17 @@ func (c *call) Skip(e observe.Skip) {
 	c.span.AddEvent(name, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyReason.String(e.Reason)))
 }
 
-// GateClosed records that a target's gate was closed.
-func (c *call) GateClosed(e observe.GateClosed) {
+// gateClosed records that a target's gate was closed.
+func (c *call) gateClosed(e observe.GateClosed) {
 	if c.span == nil {
 		return
 	}
 	c.span.AddEvent(EventGateClosed, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyGateUntil.String(e.Until.UTC().Format(time.RFC3339Nano))))
 }
 
-// ValidationFailed records where an answer broke its schema. No answer
+// validationFailed records where an answer broke its schema. No answer
 // text is recorded.
-func (c *call) ValidationFailed(e observe.ValidationFailed) {
+func (c *call) validationFailed(e observe.ValidationFailed) {
 	if c.span == nil {
 		return
 	}
@@ -520,9 +550,9 @@ func (c *call) ValidationFailed(e observe.ValidationFailed) {
 		KeyValidationPath.StringSlice(e.Paths), KeyValidationKey.StringSlice(e.Keywords)))
 }
 
-// SharedLocal records on the call span that the call decided with local
+// sharedLocal records on the call span that the call decided with local
 // state because the shared state did not answer.
-func (c *call) SharedLocal() {
+func (c *call) sharedLocal() {
 	if c.span == nil {
 		return
 	}
