@@ -442,7 +442,7 @@ func (c *Chain) sync(ctx context.Context, obs *callObs) {
 // settle reports the end of attempt a, at the time at, to its target's
 // breaker (verdict v, under the attempt's ticket) and budget (success or
 // not), and publishes a breaker change it caused to the other replicas.
-func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success bool, at time.Time) {
+func (c *Chain) settle(ctx context.Context, a *attempt, v retry.BreakerVerdict, success bool, at time.Time) {
 	a.t.budget.Record(ctx, budget.Outcome{Retry: a.n > 1, Success: success, At: at})
 	a.ticket.ReportAt(v, at) // as report does, one call fewer on every attempt's path
 	if c.shared != nil {
@@ -453,7 +453,7 @@ func (c *Chain) settle(ctx context.Context, a *attempt, v retry.Verdict, success
 // report tells t's breaker verdict v on the request sent under ticket,
 // which ended at at, and the other replicas (through sh, the chain's
 // shared state; nil when not shared) of a change it caused.
-func report(ctx context.Context, sh *shared, t *target, ticket breaker.Ticket, v retry.Verdict, at time.Time) {
+func report(ctx context.Context, sh *shared, t *target, ticket breaker.Ticket, v retry.BreakerVerdict, at time.Time) {
 	ticket.ReportAt(v, at)
 	if sh != nil {
 		_ = sh.state.Publish(ctx, t.breaker)

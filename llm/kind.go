@@ -18,10 +18,10 @@ type Kind uint8
 
 // The kinds of failure, as DESIGN.md's decision table names them. Each
 // is numbered explicitly, and NumKinds is one more than the largest: a new
-// kind takes the next number, raises NumKinds and gets a name, a row of
-// the decision table (retry.DefaultTable) and a verdict (chain.VerdictOf);
-// the tests of llm, retry and chain fail until it has all four, so that
-// it cannot fall through to KindUnknown's.
+// kind takes the next number, raises NumKinds and gets a name and a row
+// of the decision table (retry.DefaultTable) with its verdict (the column
+// chain.VerdictOf reads); the tests of llm, retry and chain fail until it
+// has all of them, so that it cannot fall through to KindUnknown's.
 const (
 	// KindUnknown is a failure nothing else describes: not retried on the
 	// same target, counted by the breaker, passed to the next target.

@@ -118,6 +118,9 @@ func (p Policy) Validate() error {
 			bad("Rules[%v].Breaker is %v; use NotFailure, Failure, Trip or Excluded", k, r.Breaker)
 		case r.Fallback > IfAllowed:
 			bad("Rules[%v].Fallback is %v; use Next, Stop, LargerContext or IfAllowed", k, r.Fallback)
+		case r.Verdict != VerdictOK && r.Verdict != DefaultTable()[k].Verdict:
+			bad("Rules[%v].Verdict is %v; a failed call's verdict is DefaultTable's (%v) whichever target failed: leave it 0",
+				k, r.Verdict, DefaultTable()[k].Verdict)
 		}
 	}
 	return found.Err()

@@ -115,7 +115,7 @@ func TestDefaultTable(t *testing.T) {
 	cases := []struct {
 		k        llm.Kind
 		attempts int
-		breaker  Verdict
+		breaker  BreakerVerdict
 		fallback Fallback
 	}{
 		{llm.KindRateLimited, 3, NotFailure, Next},
@@ -216,5 +216,51 @@ func TestDefaultTableHasARowForEveryKind(t *testing.T) {
 		if table[k] == (Rule{}) {
 			t.Errorf("kind %v has no row in DefaultTable", llm.Kind(k))
 		}
+	}
+}
+
+// TestDefaultTableHasAVerdictForEveryKind: every kind's row says what a
+// service answers its caller when a call ends on it; VerdictOK, the zero
+// value, is what a row that forgot its Verdict would have, and a new kind
+// would fall through to it unseen.
+func TestDefaultTableHasAVerdictForEveryKind(t *testing.T) {
+	tab := DefaultTable()
+	for k := range llm.NumKinds {
+		if v := tab[k].Verdict; v == VerdictOK || v > VerdictCanceled {
+			t.Errorf("DefaultTable's row for %v has no verdict (%v)", llm.Kind(k), v)
+		}
+	}
+	want := map[llm.Kind]Verdict{
+		llm.KindRateLimited: VerdictRetryLater, llm.KindQuota: VerdictUnavailable, llm.KindAuth: VerdictUnavailable,
+		llm.KindContextLength: VerdictBadRequest, llm.KindBadRequest: VerdictBadRequest, llm.KindCanceled: VerdictCanceled,
+		llm.KindUnknown: VerdictRetryLater, llm.KindInvalidOutput: VerdictRetryLater,
+	}
+	for k, v := range want {
+		if got := tab.Rule(k).Verdict; got != v {
+			t.Errorf("%v: verdict %v; want %v", k, got, v)
+		}
+	}
+	for v, status := range map[Verdict]int{VerdictOK: 200, VerdictRetryLater: 503, VerdictBadRequest: 400,
+		VerdictUnavailable: 502, VerdictCanceled: 499, VerdictCanceled + 1: 500} {
+		if got := v.HTTPStatus(); got != status {
+			t.Errorf("%v.HTTPStatus() = %d; want %d", v, got, status)
+		}
+	}
+}
+
+// TestRulesKeepTheVerdict: a row of Policy.Rules without a Verdict keeps
+// the default row's; one that sets another fails Validate, since a call's
+// error is mapped with DefaultTable whichever target failed.
+func TestRulesKeepTheVerdict(t *testing.T) {
+	p := Policy{Rules: map[llm.Kind]Rule{llm.KindQuota: {Retry: true, Breaker: Failure}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Table().Rule(llm.KindQuota).Verdict; v != VerdictUnavailable {
+		t.Errorf("a Rules row without a Verdict: %v; want the default row's, unavailable", v)
+	}
+	p.Rules[llm.KindQuota] = Rule{Verdict: VerdictRetryLater}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Rules[quota].Verdict") {
+		t.Errorf("a Rules row with another Verdict: %v; want an error naming Rules[quota].Verdict", err)
 	}
 }
