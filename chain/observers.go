@@ -8,6 +8,20 @@ import (
 	"github.com/backstop-llm/backstop/observe"
 )
 
+// The outcomes of a call and of a stream, in observe.CallEnd's Outcome
+// and Stream.
+const (
+	outcomeServed   = "served"
+	outcomeDegraded = "degraded"
+	outcomeFailed   = "failed"
+	outcomeCanceled = "canceled"
+
+	streamComplete   = "complete"
+	streamIncomplete = "incomplete"
+	streamRestarted  = "restarted"
+	streamAbandoned  = "abandoned"
+)
+
 // callObs delivers one call's events to the observers that observe it. A
 // nil *callObs (nobody does) takes every method as a no-op before building
 // any event, so that an unobserved call costs a nil check per decision.

@@ -59,7 +59,7 @@ func TestObserversIgnoreAnEventAddedLater(t *testing.T) {
 		call.Event(Retry{Target: a, N: 1})
 		call.Event(budgetRefused{Target: a})
 		call.Event(Fallback{From: a, To: b, Reason: "skipped"})
-		call.End(CallEnd{Outcome: OutcomeServed})
+		call.End(CallEnd{Outcome: "served"})
 		if so, ok := o.(StateObserver); ok {
 			so.Event(budgetRefused{Target: a})
 		}

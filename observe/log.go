@@ -138,7 +138,7 @@ func (c *logCall) retry(e Retry) {
 
 func (c *logCall) End(e CallEnd) {
 	level := slog.LevelInfo
-	if e.Outcome != OutcomeServed {
+	if e.Outcome != "served" {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("outcome", e.Outcome), slog.Int("attempts", e.Attempts)}

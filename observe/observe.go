@@ -294,22 +294,6 @@ type FirstChunk struct {
 	After  time.Duration
 }
 
-// Outcomes of a call, in CallEnd.Outcome.
-const (
-	OutcomeServed   = "served"
-	OutcomeDegraded = "degraded"
-	OutcomeFailed   = "failed"
-	OutcomeCanceled = "canceled"
-)
-
-// Outcomes of a stream, in CallEnd.Stream.
-const (
-	StreamComplete   = "complete"
-	StreamIncomplete = "incomplete"
-	StreamRestarted  = "restarted"
-	StreamAbandoned  = "abandoned"
-)
-
 // CallEnd ends a call.
 type CallEnd struct {
 	// Served is what answered; nil when nothing did.
@@ -320,7 +304,9 @@ type CallEnd struct {
 	// answer's age.
 	Degraded bool
 	Age      time.Duration
-	// Outcome is one of the Outcome constants.
+	// Outcome is "served" (a model target answered), "degraded" (a
+	// degradation did), "failed" or "canceled" (the caller gave up). It is
+	// the backstop.outcome of the calls metric.
 	Outcome string
 	// ErrorType is, on failure, "exhausted", "canceled", "incomplete" or
 	// the kind that stopped the call; "" on success (a stream the caller
@@ -328,8 +314,11 @@ type CallEnd struct {
 	ErrorType string
 	// Err is the call's error; nil on success.
 	Err error
-	// Stream is, for a streamed call, one of the Stream constants; "" for
-	// Call.
+	// Stream is, for a streamed call, "complete", "restarted" (complete
+	// after RestartStreams restarted it on another target), "incomplete"
+	// (cut short after its first chunk) or "abandoned" (the caller stopped
+	// reading); "" for Call and for a stream that failed before its first
+	// chunk.
 	Stream string
 	// Attempts is how many requests were sent (degradations included).
 	Attempts int
