@@ -90,9 +90,9 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// KindFromStatus classifies an HTTP status code on its own, for responses
+// kindFromStatus classifies an HTTP status code on its own, for responses
 // whose body says nothing more specific.
-func KindFromStatus(status int) Kind {
+func kindFromStatus(status int) Kind {
 	switch {
 	case status == 408:
 		return KindTimeout
@@ -130,7 +130,7 @@ func KindOf(err error) Kind {
 		if e.Kind != KindUnknown {
 			return e.Kind
 		}
-		if k := KindFromStatus(e.Status); k != KindUnknown {
+		if k := kindFromStatus(e.Status); k != KindUnknown {
 			return k
 		}
 		if e.Err != nil {

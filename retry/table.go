@@ -136,9 +136,9 @@ func (t Table) Rule(k llm.Kind) Rule {
 	return t[k]
 }
 
-// With returns a copy of t with the given rows replaced. A row whose
+// with returns a copy of t with the given rows replaced. A row whose
 // Verdict is 0 keeps the Verdict of the row it replaces.
-func (t Table) With(rows map[llm.Kind]Rule) Table {
+func (t Table) with(rows map[llm.Kind]Rule) Table {
 	for k, r := range rows {
 		if int(k) < llm.NumKinds {
 			if r.Verdict == VerdictOK {
