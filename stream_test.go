@@ -18,7 +18,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/tracing"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/goleak"
 )
 
@@ -165,7 +165,7 @@ func TestStreamIsValidatedAndRememberedAndTraced(t *testing.T) {
 		}
 		spans := tel.Spans.GetSpans()
 		attempt, call := attrs(spans[0].Attributes), attrs(spans[1].Attributes)
-		if attempt[tracing.GenAITimeToFirstChunk].AsFloat64() != 2 || call[tracing.KeyStreamOutcome].AsString() != "complete" {
+		if attempt[attribute.Key("gen_ai.response.time_to_first_chunk")].AsFloat64() != 2 || call[attribute.Key("backstop.stream.outcome")].AsString() != "complete" {
 			t.Fatalf("attempt %v call %v", attempt, call)
 		}
 		// Remembered: with the model down, LastGood answers the same question.

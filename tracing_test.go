@@ -18,7 +18,6 @@ import (
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/spread"
-	"github.com/backstop-llm/backstop/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -94,9 +93,9 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 		}
 		ca := attrs(call.Attributes)
 		for k, want := range map[attribute.Key]any{
-			tracing.KeyChain: "support", tracing.KeyServedTarget: "haiku", tracing.KeyServedTier: "sibling",
-			tracing.GenAIResponseModel: haiku + "-20261101", tracing.KeyServedRequestID: "req_served",
-			tracing.KeyAttempts: int64(4), tracing.KeyFallbacks: int64(1), tracing.KeyDegraded: false,
+			attribute.Key("backstop.chain"): "support", attribute.Key("backstop.served.target"): "haiku", attribute.Key("backstop.served.tier"): "sibling",
+			attribute.Key("gen_ai.response.model"): haiku + "-20261101", attribute.Key("backstop.served.request_id"): "req_served",
+			attribute.Key("backstop.attempts"): int64(4), attribute.Key("backstop.fallbacks"): int64(1), attribute.Key("backstop.degraded"): false,
 		} {
 			if got := ca[k].AsInterface(); got != want {
 				t.Errorf("call span %s = %v, want %v", k, got, want)
@@ -107,26 +106,26 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 			if s.Parent.SpanID() != call.SpanContext.SpanID() || s.SpanKind != trace.SpanKindClient {
 				t.Errorf("attempt %d: parent %v kind %v", i, s.Parent.SpanID(), s.SpanKind)
 			}
-			if a[tracing.GenAIOperationName].AsString() != "chat" || a[tracing.GenAIProviderName].AsString() != "anthropic" ||
-				a[tracing.KeyRequestID].AsString() == "" {
+			if a[attribute.Key("gen_ai.operation.name")].AsString() != "chat" || a[attribute.Key("gen_ai.provider.name")].AsString() != "anthropic" ||
+				a[attribute.Key("backstop.request_id")].AsString() == "" {
 				t.Errorf("attempt %d attributes %v", i, a)
 			}
 			if i < 3 {
-				if s.Name != "chat "+sonnet || a[tracing.KeyAttempt].AsInt64() != int64(i+1) || a[tracing.HTTPResponseStatusCode].AsInt64() != 529 ||
-					a[tracing.ErrorType].AsString() != "529" || a[tracing.KeyErrorKind].AsString() != "overloaded" ||
-					a[tracing.GenAIRequestMaxTokens].AsInt64() != 300 || s.Status.Code.String() != "Error" {
+				if s.Name != "chat "+sonnet || a[attribute.Key("backstop.attempt")].AsInt64() != int64(i+1) || a[attribute.Key("http.response.status_code")].AsInt64() != 529 ||
+					a[attribute.Key("error.type")].AsString() != "529" || a[attribute.Key("backstop.error.kind")].AsString() != "overloaded" ||
+					a[attribute.Key("gen_ai.request.max_tokens")].AsInt64() != 300 || s.Status.Code.String() != "Error" {
 					t.Errorf("primary attempt %d: %s %v status %v", i, s.Name, a, s.Status)
 				}
-				if rc, ok := a[tracing.HTTPRequestResendCount]; (i == 0) == ok || ok && rc.AsInt64() != int64(i) {
+				if rc, ok := a[attribute.Key("http.request.resend_count")]; (i == 0) == ok || ok && rc.AsInt64() != int64(i) {
 					t.Errorf("attempt %d resend count %v (present %v)", i, rc.AsInt64(), ok)
 				}
 			}
 		}
 		served := attrs(spans[3].Attributes)
-		if spans[3].Name != "chat "+haiku || served[tracing.GenAIResponseModel].AsString() != haiku+"-20261101" ||
-			served[tracing.KeyRequestID].AsString() != "req_served" || served[tracing.GenAIUsageInputTokens].AsInt64() != 12 ||
-			served[tracing.GenAIUsageOutputTokens].AsInt64() != 3 || served[tracing.KeyTier].AsString() != "sibling" ||
-			fmt.Sprint(served[tracing.GenAIResponseFinishReasons].AsStringSlice()) != "[end_turn]" {
+		if spans[3].Name != "chat "+haiku || served[attribute.Key("gen_ai.response.model")].AsString() != haiku+"-20261101" ||
+			served[attribute.Key("backstop.request_id")].AsString() != "req_served" || served[attribute.Key("gen_ai.usage.input_tokens")].AsInt64() != 12 ||
+			served[attribute.Key("gen_ai.usage.output_tokens")].AsInt64() != 3 || served[attribute.Key("backstop.tier")].AsString() != "sibling" ||
+			fmt.Sprint(served[attribute.Key("gen_ai.response.finish_reasons")].AsStringSlice()) != "[end_turn]" {
 			t.Errorf("served attempt %v", served)
 		}
 
@@ -134,17 +133,17 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 		for _, e := range call.Events {
 			a := attrs(e.Attributes)
 			switch e.Name {
-			case tracing.EventRetry:
+			case "backstop.retry":
 				retries++
-				if a[tracing.KeyTarget].AsString() != "sonnet" || a[tracing.KeyReason].AsString() != "overloaded" {
+				if a[attribute.Key("backstop.target")].AsString() != "sonnet" || a[attribute.Key("backstop.reason")].AsString() != "overloaded" {
 					t.Errorf("retry event %v", a)
 				}
-				if w := a[tracing.KeyWait].AsFloat64(); w != res.Attempts[retries].Wait.Seconds() {
+				if w := a[attribute.Key("backstop.wait")].AsFloat64(); w != res.Attempts[retries].Wait.Seconds() {
 					t.Errorf("retry %d waited %v, the result says %v", retries, w, res.Attempts[retries].Wait)
 				}
-			case tracing.EventFallback:
+			case "backstop.fallback":
 				fallbacks++
-				if a[tracing.KeyFrom].AsString() != "sonnet" || a[tracing.KeyTo].AsString() != "haiku" || a[tracing.KeyReason].AsString() != "overloaded" {
+				if a[attribute.Key("backstop.from")].AsString() != "sonnet" || a[attribute.Key("backstop.to")].AsString() != "haiku" || a[attribute.Key("backstop.reason")].AsString() != "overloaded" {
 					t.Errorf("fallback event %v", a)
 				}
 			}
@@ -154,25 +153,25 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 		}
 
 		m := tel.Metrics(t)
-		if n := sumOf(t, m[tracing.MetricCalls], tracing.KeyOutcome.String("served"), tracing.KeyServedTier.String("sibling")); n != 1 {
+		if n := sumOf(t, m["backstop.calls"], attribute.Key("backstop.outcome").String("served"), attribute.Key("backstop.served.tier").String("sibling")); n != 1 {
 			t.Errorf("calls served by the sibling: %d", n)
 		}
-		if n := sumOf(t, m[tracing.MetricAttempts], tracing.KeyTarget.String("sonnet"), tracing.KeyOutcome.String("overloaded")); n != 3 {
+		if n := sumOf(t, m["backstop.attempts"], attribute.Key("backstop.target").String("sonnet"), attribute.Key("backstop.outcome").String("overloaded")); n != 3 {
 			t.Errorf("overloaded attempts on sonnet: %d", n)
 		}
-		if n := sumOf(t, m[tracing.MetricRetries], tracing.KeyTarget.String("sonnet")); n != 2 {
+		if n := sumOf(t, m["backstop.retries"], attribute.Key("backstop.target").String("sonnet")); n != 2 {
 			t.Errorf("retries: %d", n)
 		}
-		if n := sumOf(t, m[tracing.MetricFallbacks], tracing.KeyFrom.String("sonnet")); n != 1 {
+		if n := sumOf(t, m["backstop.fallbacks"], attribute.Key("backstop.from").String("sonnet")); n != 1 {
 			t.Errorf("fallbacks: %d", n)
 		}
-		if h := m[tracing.MetricOperationSeconds].(metricdata.Histogram[float64]); len(h.DataPoints) != 2 {
+		if h := m["gen_ai.client.operation.duration"].(metricdata.Histogram[float64]); len(h.DataPoints) != 2 {
 			t.Errorf("operation duration points: %d (one per model and outcome)", len(h.DataPoints))
 		}
-		tokens := m[tracing.MetricTokenUsage].(metricdata.Histogram[int64])
+		tokens := m["gen_ai.client.token.usage"].(metricdata.Histogram[int64])
 		var in, out int64
 		for _, p := range tokens.DataPoints {
-			if v, _ := p.Attributes.Value(tracing.GenAITokenType); v.AsString() == "input" {
+			if v, _ := p.Attributes.Value(attribute.Key("gen_ai.token.type")); v.AsString() == "input" {
 				in += p.Sum
 			} else {
 				out += p.Sum
@@ -181,7 +180,7 @@ func TestTraceOfARetriedFallbackServedBySibling(t *testing.T) {
 		if in != 12 || out != 3 {
 			t.Errorf("token usage in %d out %d", in, out)
 		}
-		rpc := m[tracing.MetricRetriesPerCall].(metricdata.Histogram[int64])
+		rpc := m["backstop.call.retries"].(metricdata.Histogram[int64])
 		if len(rpc.DataPoints) != 1 || rpc.DataPoints[0].Count != 1 || rpc.DataPoints[0].Sum != 3 {
 			t.Errorf("retries per successful call: %+v", rpc.DataPoints)
 		}
@@ -198,10 +197,10 @@ func TestBreakerChangesAndSkipsAreRecorded(t *testing.T) {
 		tel.Spans.Reset()
 		mustCall(t, c)
 		call := tel.Spans.GetSpans()[1]
-		if len(call.Events) == 0 || call.Events[0].Name != tracing.EventBreakerRejected {
+		if len(call.Events) == 0 || call.Events[0].Name != "backstop.breaker.rejected" {
 			t.Fatalf("events %v", call.Events)
 		}
-		if n := sumOf(t, tel.Metrics(t)[tracing.MetricBreakerChanges], tracing.KeyTarget.String("sonnet"), tracing.KeyBreakerState.String("open")); n != 1 {
+		if n := sumOf(t, tel.Metrics(t)["backstop.breaker.changes"], attribute.Key("backstop.target").String("sonnet"), attribute.Key("backstop.breaker.state").String("open")); n != 1 {
 			t.Fatalf("breaker changes to open: %d", n)
 		}
 	})
@@ -302,29 +301,29 @@ func TestTraceOfAHedgedRace(t *testing.T) {
 		byTarget := map[string]tracetest.SpanStub{}
 		var call tracetest.SpanStub
 		for _, s := range spans {
-			if strings.HasPrefix(s.Name, tracing.CallSpanPrefix) {
+			if strings.HasPrefix(s.Name, "backstop.call ") {
 				call = s
 				continue
 			}
-			byTarget[attrs(s.Attributes)[tracing.KeyTarget].AsString()] = s
+			byTarget[attrs(s.Attributes)[attribute.Key("backstop.target")].AsString()] = s
 		}
 		lost, won := byTarget["eu-1"], byTarget["eu-2"]
 		la, wa := attrs(lost.Attributes), attrs(won.Attributes)
-		if la[tracing.KeySpreadStrategy].AsString() != "weighted" || la[tracing.KeySpreadChoice].AsString() != "weighted 1/2: weight 1000000000 of 1000000001" {
-			t.Errorf("the first attempt's choice: %v %v", la[tracing.KeySpreadStrategy], la[tracing.KeySpreadChoice])
+		if la[attribute.Key("backstop.spread.strategy")].AsString() != "weighted" || la[attribute.Key("backstop.spread.choice")].AsString() != "weighted 1/2: weight 1000000000 of 1000000001" {
+			t.Errorf("the first attempt's choice: %v %v", la[attribute.Key("backstop.spread.strategy")], la[attribute.Key("backstop.spread.choice")])
 		}
-		if !la[tracing.KeyHedgeLost].AsBool() || lost.Status.Code == codes.Error {
-			t.Errorf("the loser: lost %v, status %v; want lost and no error", la[tracing.KeyHedgeLost], lost.Status)
+		if !la[attribute.Key("backstop.hedge.lost")].AsBool() || lost.Status.Code == codes.Error {
+			t.Errorf("the loser: lost %v, status %v; want lost and no error", la[attribute.Key("backstop.hedge.lost")], lost.Status)
 		}
-		if !wa[tracing.KeyHedge].AsBool() || wa[tracing.KeyHedgeOf].AsString() != "eu-1" || wa[tracing.KeyHedgeDelay].AsFloat64() != 1 ||
-			wa[tracing.KeyRequestID].AsString() != "req_fast" || wa[tracing.KeySpreadChoice].AsString() != "weighted 2/2: weight 1" {
+		if !wa[attribute.Key("backstop.hedge")].AsBool() || wa[attribute.Key("backstop.hedge.of")].AsString() != "eu-1" || wa[attribute.Key("backstop.hedge.delay")].AsFloat64() != 1 ||
+			wa[attribute.Key("backstop.request_id")].AsString() != "req_fast" || wa[attribute.Key("backstop.spread.choice")].AsString() != "weighted 2/2: weight 1" {
 			t.Errorf("the hedge's span: %v", wa)
 		}
 		var hedges int
 		for _, e := range call.Events {
-			if e.Name == tracing.EventHedge {
+			if e.Name == "backstop.hedge" {
 				hedges++
-				if ea := attrs(e.Attributes); ea[tracing.KeyFrom].AsString() != "eu-1" || ea[tracing.KeyTo].AsString() != "eu-2" {
+				if ea := attrs(e.Attributes); ea[attribute.Key("backstop.from")].AsString() != "eu-1" || ea[attribute.Key("backstop.to")].AsString() != "eu-2" {
 					t.Errorf("hedge event %v", ea)
 				}
 			}
@@ -333,10 +332,10 @@ func TestTraceOfAHedgedRace(t *testing.T) {
 			t.Errorf("%d hedge events on the call span; want 1", hedges)
 		}
 		m := tel.Metrics(t)
-		if n := sumOf(t, m[tracing.MetricHedges], tracing.KeyTarget.String("eu-2")); n != 1 {
+		if n := sumOf(t, m["backstop.hedges"], attribute.Key("backstop.target").String("eu-2")); n != 1 {
 			t.Errorf("backstop.hedges = %d; want 1", n)
 		}
-		if n := sumOf(t, m[tracing.MetricAttempts], tracing.KeyOutcome.String("lost")); n != 1 {
+		if n := sumOf(t, m["backstop.attempts"], attribute.Key("backstop.outcome").String("lost")); n != 1 {
 			t.Errorf("attempts lost = %d; want 1", n)
 		}
 	})

@@ -828,7 +828,7 @@ func (t Ticket) Held() bool { return t.done != nil }
 // Report records the attempt's outcome: retry.NotFailure for a success or
 // a failure that is not the target's fault, retry.Failure, retry.Trip to
 // open the breaker at once, retry.Excluded to count nothing.
-func (t Ticket) Report(v retry.Verdict) {
+func (t Ticket) Report(v retry.BreakerVerdict) {
 	if t.b != nil {
 		t.ReportAt(v, time.Now())
 	}
@@ -837,7 +837,7 @@ func (t Ticket) Report(v retry.Verdict) {
 // ReportAt is Report for callers that have already read the clock: now is
 // when the attempt ended, from time.Now or derived from it with Add (it
 // must carry a monotonic reading).
-func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
+func (t Ticket) ReportAt(v retry.BreakerVerdict, now time.Time) {
 	if v == retry.NotFailure && t.done == nil {
 		return // the healthy path: counted when it started, nothing to tell gobreaker
 	}
@@ -845,7 +845,7 @@ func (t Ticket) ReportAt(v retry.Verdict, now time.Time) {
 }
 
 // reportWatched is ReportAt off the healthy path.
-func (t Ticket) reportWatched(v retry.Verdict, now time.Time) {
+func (t Ticket) reportWatched(v retry.BreakerVerdict, now time.Time) {
 	b := t.b
 	if b == nil {
 		return

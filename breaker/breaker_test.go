@@ -22,7 +22,7 @@ func mustNew(t testing.TB, s breaker.Config) *breaker.Breaker {
 	return b
 }
 
-func report(t *testing.T, b *breaker.Breaker, v retry.Verdict) {
+func report(t *testing.T, b *breaker.Breaker, v retry.BreakerVerdict) {
 	t.Helper()
 	tk, err := b.Allow()
 	if err != nil {
@@ -32,7 +32,7 @@ func report(t *testing.T, b *breaker.Breaker, v retry.Verdict) {
 }
 
 // reportN reports v on b n times.
-func reportN(t *testing.T, b *breaker.Breaker, v retry.Verdict, n int) {
+func reportN(t *testing.T, b *breaker.Breaker, v retry.BreakerVerdict, n int) {
 	t.Helper()
 	for range n {
 		report(t, b, v)
@@ -90,7 +90,7 @@ func TestOpensOnFailureRatioInTheWindow(t *testing.T) {
 		b := mustNew(t, breaker.Config{})
 		// 20 calls alternating success and failure: never 5 in a row, 50%.
 		for i := range 19 {
-			report(t, b, retry.Verdict(i%2)) // NotFailure, Failure, ...
+			report(t, b, retry.BreakerVerdict(i%2)) // NotFailure, Failure, ...
 		}
 		wantState(t, b, breaker.Closed, "opened before MinRequests")
 		report(t, b, retry.Failure)

@@ -6,7 +6,7 @@
 // 429.
 //
 // Which failures count against a target comes from the chain's decision
-// table (retry.Verdict): overloads, server errors, timeouts, connection
+// table (retry.BreakerVerdict): overloads, server errors, timeouts, connection
 // errors, auth and not-found count; rate limits, conflicts and bad requests
 // do not (the target answered as it should); a spend cap trips the breaker at
 // once; a caller's cancellation is not counted at all.

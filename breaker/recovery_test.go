@@ -22,7 +22,7 @@ import (
 // time from the opening to the probe. With an interval that is a multiple
 // of step, the result is the interval itself: Allow refuses at the
 // interval and lets the probe through right after it.
-func openInterval(t *testing.T, b *breaker.Breaker, step time.Duration, fail retry.Verdict) time.Duration {
+func openInterval(t *testing.T, b *breaker.Breaker, step time.Duration, fail retry.BreakerVerdict) time.Duration {
 	t.Helper()
 	start := time.Now()
 	time.Sleep(time.Nanosecond)
@@ -376,7 +376,7 @@ func TestProbeNothingToProbe(t *testing.T) {
 // the breaker stays open until the doubled interval has passed, and
 // OnStateChange hears of each change once, in order.
 func TestStaleProbeDoesNotShortenTheInterval(t *testing.T) {
-	for _, v := range []retry.Verdict{retry.NotFailure, retry.Failure, retry.Excluded, retry.Trip} {
+	for _, v := range []retry.BreakerVerdict{retry.NotFailure, retry.Failure, retry.Excluded, retry.Trip} {
 		t.Run(v.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var tr transitions

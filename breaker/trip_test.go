@@ -70,7 +70,7 @@ func TestTripOpensWhateverTheCallbackOrder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				report := func(v retry.Verdict) {
+				report := func(v retry.BreakerVerdict) {
 					t.Helper()
 					tk, err := b.Allow()
 					if err != nil {

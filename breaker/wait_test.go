@@ -233,7 +233,7 @@ func TestWaitProbeFailsRefusesTheWaitersAtOnce(t *testing.T) {
 func TestWaitActiveProbe(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		verdict retry.Verdict
+		verdict retry.BreakerVerdict
 	}{{"succeeds", retry.NotFailure}, {"fails", retry.Failure}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -689,18 +689,18 @@ type stateObservers struct {
 
 // breakerChanged tells the state observers that t's breaker changed.
 func (s stateObservers) breakerChanged(t observe.Target, from, to breaker.State) {
-	e := observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()}
+	var e observe.Event = observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()}
 	for _, o := range s.obs {
-		o.BreakerChanged(e)
+		o.Event(e)
 	}
 }
 
 // sharedUnavailable tells the state observers that a shared store
 // stopped answering.
 func (s stateObservers) sharedUnavailable(store, target string) {
-	e := observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target}
+	var e observe.Event = observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target}
 	for _, o := range s.obs {
-		o.SharedUnavailable(e)
+		o.Event(e)
 	}
 }
 

@@ -188,7 +188,7 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 // told of neither a failure nor a success, unless it outlived its
 // patience) and its count in flight. A racer whose send panicked gave
 // back the last two already (abandon).
-func (r *racer) release(end time.Duration, v retry.Verdict) {
+func (r *racer) release(end time.Duration, v retry.BreakerVerdict) {
 	r.st.release() // the stream it committed, if it did
 	if r.a.cancel != nil {
 		r.a.cancel()

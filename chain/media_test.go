@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
 )
 
 // typed is a recorder that declares the media types it takes.
@@ -92,7 +93,7 @@ func TestMediaTypeNoTargetTakesIsABadRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := c.Call(context.Background(), carrying(llm.DocumentPart("application/zip", []byte("PK\x03\x04"))))
-	if llm.KindOf(err) != llm.KindBadRequest || errors.Is(err, chain.ErrExhausted) || chain.VerdictOf(err) != chain.VerdictBadRequest {
+	if llm.KindOf(err) != llm.KindBadRequest || errors.Is(err, chain.ErrExhausted) || chain.VerdictOf(err) != retry.VerdictBadRequest {
 		t.Fatalf("got %v (kind %v); want a bad request, not ErrExhausted", err, llm.KindOf(err))
 	}
 	want := `message 0 (user), part 0: no target takes document media type "application/zip" (they take application/pdf, text/*, application/vnd.ms-excel)`

@@ -8,6 +8,20 @@ import (
 	"github.com/backstop-llm/backstop/observe"
 )
 
+// The outcomes of a call and of a stream, in observe.CallEnd's Outcome
+// and Stream.
+const (
+	outcomeServed   = "served"
+	outcomeDegraded = "degraded"
+	outcomeFailed   = "failed"
+	outcomeCanceled = "canceled"
+
+	streamComplete   = "complete"
+	streamIncomplete = "incomplete"
+	streamRestarted  = "restarted"
+	streamAbandoned  = "abandoned"
+)
+
 // callObs delivers one call's events to the observers that observe it. A
 // nil *callObs (nobody does) takes every method as a no-op before building
 // any event, so that an unobserved call costs a nil check per decision.
@@ -39,10 +53,12 @@ func (c *Chain) startCall(ctx context.Context, stream bool) (context.Context, *c
 	return ctx, o
 }
 
-func (o *callObs) each(f func(observe.Call)) {
-	f(o.one)
+// event delivers e to every observer of the call: e is boxed once, and
+// only when somebody observes the call (o is not nil).
+func (o *callObs) event(e observe.Event) {
+	o.one.Event(e)
 	for _, c := range o.more {
-		f(c)
+		c.Event(e)
 	}
 }
 
@@ -60,7 +76,7 @@ func (o *callObs) enter(t *observe.Target) {
 	}
 	e := observe.Fallback{From: *o.last, To: *t, Reason: o.reason}
 	o.last = nil
-	o.each(func(c observe.Call) { c.Fallback(e) })
+	o.event(e)
 }
 
 // startAttempt reports the attempt e on t and returns the context to send
@@ -109,12 +125,12 @@ func (o *callObs) firstChunk(a attemptObs, t *observe.Target, n int, after time.
 	if o == nil {
 		return
 	}
-	e := observe.FirstChunk{Target: *t, N: n, After: after}
+	var e observe.Event = observe.FirstChunk{Target: *t, N: n, After: after}
 	if a.one != nil {
-		a.one.FirstChunk(e)
+		a.one.Event(e)
 	}
 	for _, x := range a.more {
-		x.FirstChunk(e)
+		x.Event(e)
 	}
 }
 
@@ -125,7 +141,7 @@ func (o *callObs) retry(t *observe.Target, n int, kind llm.Kind, wait, retryAfte
 	}
 	o.last = nil // a retry is not a fallback
 	e := observe.Retry{Target: *t, N: n, Kind: kind, Wait: wait, RetryAfter: retryAfter, Reason: reason}
-	o.each(func(c observe.Call) { c.Retry(e) })
+	o.event(e)
 }
 
 // skip reports that t, or its attempt n, was passed over.
@@ -136,7 +152,7 @@ func (o *callObs) skip(t *observe.Target, n int, cause observe.SkipCause, reason
 	o.enter(t)
 	o.last, o.reason = t, "skipped"
 	e := observe.Skip{Target: *t, N: n, Cause: cause, Reason: reason, Err: err}
-	o.each(func(c observe.Call) { c.Skip(e) })
+	o.event(e)
 }
 
 // gateClosed reports that a Retry-After closed t until until.
@@ -145,7 +161,7 @@ func (o *callObs) gateClosed(t *observe.Target, until time.Time) {
 		return
 	}
 	e := observe.GateClosed{Target: *t, Until: until}
-	o.each(func(c observe.Call) { c.GateClosed(e) })
+	o.event(e)
 }
 
 // validationFailed reports that t's answer broke its schema with err.
@@ -155,7 +171,7 @@ func (o *callObs) validationFailed(t *observe.Target, err error) {
 	}
 	paths, keywords := violations(err)
 	e := observe.ValidationFailed{Target: *t, Paths: paths, Keywords: keywords}
-	o.each(func(c observe.Call) { c.ValidationFailed(e) })
+	o.event(e)
 }
 
 // sharedLocal reports that the call decides with local state.
@@ -163,7 +179,7 @@ func (o *callObs) sharedLocal() {
 	if o == nil {
 		return
 	}
-	o.each(func(c observe.Call) { c.SharedLocal() })
+	o.event(observe.SharedLocal{})
 }
 
 // end reports the end of the call.
@@ -171,5 +187,8 @@ func (o *callObs) end(e observe.CallEnd) {
 	if o == nil {
 		return
 	}
-	o.each(func(c observe.Call) { c.End(e) })
+	o.one.End(e)
+	for _, c := range o.more {
+		c.End(e)
+	}
 }

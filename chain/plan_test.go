@@ -127,7 +127,7 @@ func TestPlanElsewhere(t *testing.T) {
 			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
 		{"rate limited with a retry-after calls will wait", retry.DefaultTable(), 5 * time.Second,
 			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
-		{"a rule that retries and never falls back", retry.DefaultTable().With(map[llm.Kind]retry.Rule{llm.KindServer: {Retry: true, Fallback: retry.Stop}}), 0,
+		{"a rule that retries and never falls back", retry.Policy{Rules: map[llm.Kind]retry.Rule{llm.KindServer: {Retry: true, Fallback: retry.Stop}}}.Table(), 0,
 			step{decision: DecisionRetry, wait: time.Second}},
 	} {
 		kind := llm.KindServer

@@ -281,13 +281,13 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 func (s *Stream) outcome(err error) string {
 	switch {
 	case s.abandoned:
-		return observe.StreamAbandoned
+		return streamAbandoned
 	case errors.Is(err, ErrIncomplete):
-		return observe.StreamIncomplete
+		return streamIncomplete
 	case err == nil && s.restarts > 0:
-		return observe.StreamRestarted
+		return streamRestarted
 	case err == nil:
-		return observe.StreamComplete
+		return streamComplete
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/retry"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -204,7 +205,7 @@ func TestConversationNoProviderTakesIsSentNowhere(t *testing.T) {
 	if len(p.reqs) != 0 || len(res.Attempts) != 0 {
 		t.Fatalf("%d requests, attempts %v", len(p.reqs), res.Attempts)
 	}
-	if v := chain.VerdictOf(err); v != chain.VerdictBadRequest {
+	if v := chain.VerdictOf(err); v != retry.VerdictBadRequest {
 		t.Fatalf("verdict %v", v)
 	}
 }

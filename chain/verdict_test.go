@@ -36,7 +36,7 @@ func TestKindOfAnExhaustedCallIsWhereItEnded(t *testing.T) {
 			t.Errorf("ExhaustedError.Kind: %v", err)
 		}
 		// Transient earlier: the call may succeed later.
-		if v := chain.VerdictOf(err); v != chain.VerdictRetryLater || v.HTTPStatus() != 503 {
+		if v := chain.VerdictOf(err); v != retry.VerdictRetryLater || v.HTTPStatus() != 503 {
 			t.Errorf("VerdictOf = %v", v)
 		}
 	})
@@ -65,17 +65,17 @@ func TestVerdictOf(t *testing.T) {
 		_, nerr := c.Call(t.Context(), llm.Request{})
 		for name, tc := range map[string]struct {
 			err  error
-			want chain.Verdict
+			want retry.Verdict
 		}{
-			"bad request":         {one(llm.KindBadRequest, 400), chain.VerdictBadRequest},
-			"context too long":    {one(llm.KindContextLength, 400), chain.VerdictBadRequest},
-			"overloaded":          {one(llm.KindOverloaded, 529), chain.VerdictRetryLater},
-			"rate limited":        {one(llm.KindRateLimited, 429), chain.VerdictRetryLater},
-			"spend cap":           {one(llm.KindQuota, 429), chain.VerdictUnavailable},
-			"auth then not found": {one(llm.KindAuth, 401, chain.Target{Name: "b", Provider: &stub{name: "b", fn: fail(llm.KindNotFound, 404)}, Model: "m"}), chain.VerdictUnavailable},
-			"canceled":            {cerr, chain.VerdictCanceled},
-			"no messages":         {nerr, chain.VerdictBadRequest},
-			"ok":                  {nil, chain.VerdictOK},
+			"bad request":         {one(llm.KindBadRequest, 400), retry.VerdictBadRequest},
+			"context too long":    {one(llm.KindContextLength, 400), retry.VerdictBadRequest},
+			"overloaded":          {one(llm.KindOverloaded, 529), retry.VerdictRetryLater},
+			"rate limited":        {one(llm.KindRateLimited, 429), retry.VerdictRetryLater},
+			"spend cap":           {one(llm.KindQuota, 429), retry.VerdictUnavailable},
+			"auth then not found": {one(llm.KindAuth, 401, chain.Target{Name: "b", Provider: &stub{name: "b", fn: fail(llm.KindNotFound, 404)}, Model: "m"}), retry.VerdictUnavailable},
+			"canceled":            {cerr, retry.VerdictCanceled},
+			"no messages":         {nerr, retry.VerdictBadRequest},
+			"ok":                  {nil, retry.VerdictOK},
 		} {
 			if got := chain.VerdictOf(tc.err); got != tc.want {
 				t.Errorf("%s: VerdictOf(%v) = %v; want %v", name, tc.err, got, tc.want)
@@ -91,7 +91,7 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 func TestEveryKindHasAVerdict(t *testing.T) {
 	for k := range llm.NumKinds {
 		err := &llm.Error{Provider: "p", Kind: llm.Kind(k)}
-		if v := chain.VerdictOf(err); v == chain.VerdictOK {
+		if v := chain.VerdictOf(err); v == retry.VerdictOK {
 			t.Errorf("kind %v has no verdict", llm.Kind(k))
 		}
 	}

@@ -388,17 +388,17 @@ func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage, req *llm
 func outcome(res *Result, err error) (string, string) {
 	switch {
 	case err == nil && res.Degraded:
-		return observe.OutcomeDegraded, ""
+		return outcomeDegraded, ""
 	case err == nil:
-		return observe.OutcomeServed, ""
+		return outcomeServed, ""
 	case errors.Is(err, context.Canceled):
-		return observe.OutcomeCanceled, "canceled"
+		return outcomeCanceled, "canceled"
 	case errors.Is(err, ErrIncomplete):
-		return observe.OutcomeFailed, "incomplete"
+		return outcomeFailed, "incomplete"
 	case errors.Is(err, ErrExhausted):
-		return observe.OutcomeFailed, "exhausted"
+		return outcomeFailed, "exhausted"
 	}
-	return observe.OutcomeFailed, llm.KindOf(err).String()
+	return outcomeFailed, llm.KindOf(err).String()
 }
 
 // end reports the end of the call to its observers.

@@ -87,8 +87,10 @@ func Classify(provider string, v Vendor, r Reply) *Error {
 }
 
 // Kind classifies a failure by v's table: the error type and code first,
-// then the status (KindFromStatus; a 2xx is KindServer, an answer that was
-// not one). body, when given, is searched for spend caps.
+// then the status alone (429 rate limited, 529 and 503 overloaded, other
+// 5xx server, ...; a 2xx is KindServer, an answer that was not one).
+// VendorOther has no table: the status decides. body, when given, is
+// searched for spend caps.
 func (v Vendor) Kind(status int, typ, code, message string, body []byte) Kind {
 	var k Kind
 	var ok bool
@@ -108,7 +110,7 @@ func (v Vendor) Kind(status int, typ, code, message string, body []byte) Kind {
 	if status >= 200 && status <= 299 {
 		return KindServer
 	}
-	return KindFromStatus(status)
+	return kindFromStatus(status)
 }
 
 // RequestID returns the request id the vendor sends in h.
@@ -194,7 +196,7 @@ func resetDuration(v string, received time.Time) (time.Time, bool) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		var ok bool
-		if d, ok = ParseRetryAfter(v, received); !ok {
+		if d, ok = parseRetryAfter(v, received); !ok {
 			return time.Time{}, false
 		}
 	}
@@ -240,7 +242,7 @@ func googleRetryDelay(body []byte) (time.Duration, bool) {
 			continue
 		}
 		if w, err := time.ParseDuration(d.RetryDelay); err == nil && w >= 0 {
-			return min(w, MaxRetryAfter), true
+			return min(w, maxRetryAfter), true
 		}
 	}
 	return 0, false

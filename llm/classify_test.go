@@ -104,7 +104,7 @@ func TestVendorRateLimit(t *testing.T) {
 	if o.Tokens != (Allowance{Limit: 30000, Reset: now.Add(6 * time.Minute)}) || o.Requests.Reset != now.Add(2*time.Second) {
 		t.Fatalf("openai %+v", o)
 	}
-	if g := VendorGoogle.RateLimit(http.Header{"X-Ratelimit-Limit-Tokens": {"1"}}, now); !g.Empty() {
+	if g := VendorGoogle.RateLimit(http.Header{"X-Ratelimit-Limit-Tokens": {"1"}}, now); g != (RateLimit{}) {
 		t.Fatalf("google %+v", g)
 	}
 }

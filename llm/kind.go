@@ -18,10 +18,10 @@ type Kind uint8
 
 // The kinds of failure, as DESIGN.md's decision table names them. Each
 // is numbered explicitly, and NumKinds is one more than the largest: a new
-// kind takes the next number, raises NumKinds and gets a name, a row of
-// the decision table (retry.DefaultTable) and a verdict (chain.VerdictOf);
-// the tests of llm, retry and chain fail until it has all four, so that
-// it cannot fall through to KindUnknown's.
+// kind takes the next number, raises NumKinds and gets a name and a row
+// of the decision table (retry.DefaultTable) with its verdict (the column
+// chain.VerdictOf reads); the tests of llm, retry and chain fail until it
+// has all of them, so that it cannot fall through to KindUnknown's.
 const (
 	// KindUnknown is a failure nothing else describes: not retried on the
 	// same target, counted by the breaker, passed to the next target.
@@ -90,9 +90,9 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// KindFromStatus classifies an HTTP status code on its own, for responses
+// kindFromStatus classifies an HTTP status code on its own, for responses
 // whose body says nothing more specific.
-func KindFromStatus(status int) Kind {
+func kindFromStatus(status int) Kind {
 	switch {
 	case status == 408:
 		return KindTimeout
@@ -130,7 +130,7 @@ func KindOf(err error) Kind {
 		if e.Kind != KindUnknown {
 			return e.Kind
 		}
-		if k := KindFromStatus(e.Status); k != KindUnknown {
+		if k := kindFromStatus(e.Status); k != KindUnknown {
 			return k
 		}
 		if e.Err != nil {

@@ -58,17 +58,19 @@ func TestKindOf(t *testing.T) {
 	}
 }
 
-func TestKindFromStatus(t *testing.T) {
+// TestKindOfAStatus: a failure whose body says nothing more is classified
+// by its status alone; a 2xx is KindServer (an answer that was not one).
+func TestKindOfAStatus(t *testing.T) {
 	want := map[int]llm.Kind{
-		200: llm.KindUnknown, 302: llm.KindUnknown,
+		200: llm.KindServer, 302: llm.KindUnknown,
 		400: llm.KindBadRequest, 401: llm.KindAuth, 402: llm.KindQuota, 403: llm.KindAuth, 404: llm.KindNotFound,
 		408: llm.KindTimeout, 409: llm.KindConflict, 413: llm.KindBadRequest, 422: llm.KindBadRequest,
 		429: llm.KindRateLimited, 500: llm.KindServer, 502: llm.KindServer, 503: llm.KindOverloaded,
 		504: llm.KindServer, 529: llm.KindOverloaded, 599: llm.KindServer,
 	}
 	for status, k := range want {
-		if got := llm.KindFromStatus(status); got != k {
-			t.Errorf("KindFromStatus(%d) = %v, want %v", status, got, k)
+		if got := llm.VendorOther.Kind(status, "", "", "", nil); got != k {
+			t.Errorf("VendorOther.Kind(%d) = %v, want %v", status, got, k)
 		}
 	}
 }

@@ -125,9 +125,3 @@ type Allowance struct {
 func (a Allowance) Reported() bool {
 	return a.Limit != 0 || a.Remaining != 0 || !a.Reset.IsZero()
 }
-
-// Empty reports whether the provider announced no allowance at all.
-func (r RateLimit) Empty() bool {
-	return !r.Requests.Reported() && !r.Tokens.Reported() &&
-		!r.InputTokens.Reported() && !r.OutputTokens.Reported()
-}

@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// MaxRetryAfter is the longest wait RetryAfter and ParseRetryAfter report. Larger values (a year, an overflow,
+// maxRetryAfter is the longest wait RetryAfter and parseRetryAfter report. Larger values (a year, an overflow,
 // a clock far off) are clamped to it: long enough to mean "not soon", short
 // enough that a garbage header cannot close a target for good.
-const MaxRetryAfter = 24 * time.Hour
+const maxRetryAfter = 24 * time.Hour
 
 // RetryAfter reads the wait h asks for: retry-after-ms first (as the official
 // SDKs do), then retry-after. It reports false when neither header holds a
@@ -24,21 +24,21 @@ const MaxRetryAfter = 24 * time.Hour
 // no wait (0, true).
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if d, ok := ParseRetryAfterMillis(v); ok {
+		if d, ok := parseRetryAfterMillis(v); ok {
 			return d, true
 		}
 	}
 	if v := h.Get("Retry-After"); v != "" {
-		return ParseRetryAfter(v, now)
+		return parseRetryAfter(v, now)
 	}
 	return 0, false
 }
 
-// ParseRetryAfter reads one Retry-After value: delay-seconds (a decimal fraction is
+// parseRetryAfter reads one Retry-After value: delay-seconds (a decimal fraction is
 // accepted, as some gateways send one) or an HTTP-date in IMF-fixdate,
 // RFC 850 or asctime form. Negative numbers, garbage and dates that are not
 // GMT report false.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
@@ -54,12 +54,12 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if d < 0 {
 		return 0, true
 	}
-	return min(d, MaxRetryAfter), true
+	return min(d, maxRetryAfter), true
 }
 
-// ParseRetryAfterMillis reads a retry-after-ms value: a non-negative number of
+// parseRetryAfterMillis reads a retry-after-ms value: a non-negative number of
 // milliseconds, possibly fractional.
-func ParseRetryAfterMillis(v string) (time.Duration, bool) {
+func parseRetryAfterMillis(v string) (time.Duration, bool) {
 	return seconds(strings.TrimSpace(v), float64(time.Millisecond))
 }
 
@@ -79,8 +79,8 @@ func seconds(v string, unit float64) (time.Duration, bool) {
 		}
 	}
 	d := f * unit
-	if d >= float64(MaxRetryAfter) {
-		return MaxRetryAfter, true
+	if d >= float64(maxRetryAfter) {
+		return maxRetryAfter, true
 	}
 	return time.Duration(d), true
 }

@@ -22,8 +22,8 @@ func TestParse(t *testing.T) {
 		{"Sunday, 06-Nov-94 08:49:37 GMT", 7 * time.Second, true}, // RFC 850
 		{"Sun Nov  6 08:49:37 1994", 7 * time.Second, true},       // asctime
 		{"Sun, 06 Nov 1994 08:49:00 GMT", 0, true},                // past: no wait
-		{"Sun, 06 Nov 2094 08:49:37 GMT", MaxRetryAfter, true},    // absurd: clamped
-		{"99999999999999999999999", MaxRetryAfter, true},
+		{"Sun, 06 Nov 2094 08:49:37 GMT", maxRetryAfter, true},    // absurd: clamped
+		{"99999999999999999999999", maxRetryAfter, true},
 		{"1e3", 0, false},
 		{"0x10", 0, false},
 		{"Inf", 0, false},
@@ -36,9 +36,9 @@ func TestParse(t *testing.T) {
 		{"Sun, 06 Nov 1994 08:49:37 PST", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseRetryAfter(tt.in, now)
+		got, ok := parseRetryAfter(tt.in, now)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -68,16 +68,49 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := ParseRetryAfter(s, now)
-		if d < 0 || d > MaxRetryAfter {
-			t.Fatalf("ParseRetryAfter(%q) = %v out of [0, %v]", s, d, MaxRetryAfter)
+		d, ok := parseRetryAfter(s, now)
+		if d < 0 || d > maxRetryAfter {
+			t.Fatalf("parseRetryAfter(%q) = %v out of [0, %v]", s, d, maxRetryAfter)
 		}
 		if !ok && d != 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v but not ok", s, d)
+			t.Fatalf("parseRetryAfter(%q) = %v but not ok", s, d)
 		}
-		m, ok := ParseRetryAfterMillis(s)
-		if m < 0 || m > MaxRetryAfter || !ok && m != 0 {
-			t.Fatalf("ParseRetryAfterMillis(%q) = %v, %v", s, m, ok)
+		m, ok := parseRetryAfterMillis(s)
+		if m < 0 || m > maxRetryAfter || !ok && m != 0 {
+			t.Fatalf("parseRetryAfterMillis(%q) = %v, %v", s, m, ok)
+		}
+	})
+}
+
+// TestRetryAfterForms and FuzzRetryAfter came from package retry, whose
+// ParseRetryAfter was another name for RetryAfter.
+func TestRetryAfterForms(t *testing.T) {
+	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
+	for _, v := range []string{"4", "Sun, 06 Nov 1994 08:49:37 GMT",
+		"Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"} {
+		h := http.Header{"Retry-After": {v}}
+		if d, ok := RetryAfter(h, now); !ok || d != 4*time.Second {
+			t.Errorf("%q: %v %v, want 4s", v, d, ok)
+		}
+	}
+	h := http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}
+	if d, ok := RetryAfter(h, now); !ok || d != 250*time.Millisecond {
+		t.Errorf("retry-after-ms first: %v %v", d, ok)
+	}
+}
+
+func FuzzRetryAfter(f *testing.F) {
+	f.Add("4", "")
+	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "1500")
+	f.Add("garbage", "-3")
+	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, ra, ms string) {
+		h := http.Header{}
+		h.Set("Retry-After", ra)
+		h.Set("Retry-After-Ms", ms)
+		d, ok := RetryAfter(h, now)
+		if d < 0 || d > maxRetryAfter || (!ok && d != 0) {
+			t.Fatalf("(%q, %q) = %v, %v", ra, ms, d, ok)
 		}
 	})
 }

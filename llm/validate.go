@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// MaxToolName is the longest tool name every provider accepts.
-const MaxToolName = 64
+// maxToolName is the longest tool name every provider accepts.
+const maxToolName = 64
 
 // Validate checks that req is a conversation every provider could take,
 // before anything is sent: each message has content; each part has exactly
@@ -143,8 +143,8 @@ func (r *Request) checkTools() error {
 
 // checkToolName says what is wrong with a tool name; "" when nothing is.
 func checkToolName(name string) string {
-	if name == "" || len(name) > MaxToolName {
-		return fmt.Sprintf("a tool name has 1 to %d bytes", MaxToolName)
+	if name == "" || len(name) > maxToolName {
+		return fmt.Sprintf("a tool name has 1 to %d bytes", maxToolName)
 	}
 	for i := 0; i < len(name); i++ {
 		if !nameByte[name[i]] {

@@ -46,11 +46,16 @@ func (f *Funcs) StartCall(ctx context.Context, e CallStart) (context.Context, Ca
 	return ctx, funcsCall{f}
 }
 
-// BreakerChanged implements StateObserver.
-func (f *Funcs) BreakerChanged(e BreakerChange) { tell(f.OnBreakerChange, e) }
-
-// SharedUnavailable implements StateObserver.
-func (f *Funcs) SharedUnavailable(e SharedUnavailable) { tell(f.OnSharedUnavailable, e) }
+// Event implements StateObserver: it calls OnBreakerChange or
+// OnSharedUnavailable.
+func (f *Funcs) Event(e Event) {
+	switch e := e.(type) {
+	case BreakerChange:
+		tell(f.OnBreakerChange, e)
+	case SharedUnavailable:
+		tell(f.OnSharedUnavailable, e)
+	}
+}
 
 // funcsCall is a Funcs observing one call; it holds nothing of its own.
 type funcsCall struct{ f *Funcs }
@@ -60,19 +65,22 @@ func (c funcsCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Co
 	return ctx, funcsAttempt(c)
 }
 
-func (c funcsCall) Retry(e Retry) { tell(c.f.OnRetry, e) }
-
-func (c funcsCall) Skip(e Skip) { tell(c.f.OnSkip, e) }
-
-func (c funcsCall) Fallback(e Fallback) { tell(c.f.OnFallback, e) }
-
-func (c funcsCall) GateClosed(e GateClosed) { tell(c.f.OnGateClosed, e) }
-
-func (c funcsCall) ValidationFailed(e ValidationFailed) { tell(c.f.OnValidationFailed, e) }
-
-func (c funcsCall) SharedLocal() {
-	if c.f.OnSharedLocal != nil {
-		c.f.OnSharedLocal()
+func (c funcsCall) Event(e Event) {
+	switch e := e.(type) {
+	case Retry:
+		tell(c.f.OnRetry, e)
+	case Skip:
+		tell(c.f.OnSkip, e)
+	case Fallback:
+		tell(c.f.OnFallback, e)
+	case GateClosed:
+		tell(c.f.OnGateClosed, e)
+	case ValidationFailed:
+		tell(c.f.OnValidationFailed, e)
+	case SharedLocal:
+		if c.f.OnSharedLocal != nil {
+			c.f.OnSharedLocal()
+		}
 	}
 }
 
@@ -81,7 +89,11 @@ func (c funcsCall) End(e CallEnd) { tell(c.f.OnCallEnd, e) }
 // funcsAttempt is a Funcs observing one attempt.
 type funcsAttempt struct{ f *Funcs }
 
-func (a funcsAttempt) FirstChunk(e FirstChunk) { tell(a.f.OnFirstChunk, e) }
+func (a funcsAttempt) Event(e Event) {
+	if e, ok := e.(FirstChunk); ok {
+		tell(a.f.OnFirstChunk, e)
+	}
+}
 
 func (a funcsAttempt) End(e AttemptEnd) { tell(a.f.OnAttemptEnd, e) }
 

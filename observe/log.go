@@ -55,7 +55,16 @@ func (o *logObserver) StartCall(ctx context.Context, e CallStart) (context.Conte
 	return ctx, &logCall{ctx: ctx, l: l, chain: slog.String("chain", e.Chain)}
 }
 
-func (o *logObserver) BreakerChanged(e BreakerChange) {
+func (o *logObserver) Event(e Event) {
+	switch e := e.(type) {
+	case BreakerChange:
+		o.breakerChanged(e)
+	case SharedUnavailable:
+		o.sharedUnavailable(e)
+	}
+}
+
+func (o *logObserver) breakerChanged(e BreakerChange) {
 	level := slog.LevelInfo
 	if e.To == "open" {
 		level = slog.LevelWarn
@@ -64,7 +73,7 @@ func (o *logObserver) BreakerChanged(e BreakerChange) {
 		slog.String("target", e.Target.Name), slog.String("from", e.From), slog.String("to", e.To))
 }
 
-func (o *logObserver) SharedUnavailable(e SharedUnavailable) {
+func (o *logObserver) sharedUnavailable(e SharedUnavailable) {
 	attrs := []slog.Attr{slog.String("chain", e.Chain), slog.String("store", e.Store)}
 	if e.Target != "" {
 		attrs = append(attrs, slog.String("target", e.Target))
@@ -94,7 +103,28 @@ func (c *logCall) StartAttempt(ctx context.Context, e AttemptStart) (context.Con
 	return ctx, &logAttempt{c: c, target: e.Target, n: e.N, choice: e.Choice, hedge: e.Hedge}
 }
 
-func (c *logCall) Retry(e Retry) {
+func (c *logCall) Event(e Event) {
+	switch e := e.(type) {
+	case Retry:
+		c.retry(e)
+	case Skip:
+		c.emit(slog.LevelInfo, "backstop: skip", slog.String("target", e.Target.Name), slog.Int("n", e.N),
+			slog.String("cause", e.Cause.String()), slog.String("reason", e.Reason))
+	case Fallback:
+		c.emit(slog.LevelWarn, "backstop: fallback", slog.String("from", e.From.Name), slog.String("to", e.To.Name),
+			slog.String("reason", e.Reason))
+	case GateClosed:
+		c.emit(slog.LevelWarn, "backstop: gate closed", slog.String("target", e.Target.Name),
+			slog.Time("until", e.Until.UTC().Round(time.Millisecond)))
+	case ValidationFailed:
+		c.emit(slog.LevelWarn, "backstop: answer failed its schema", slog.String("target", e.Target.Name),
+			slog.Any("paths", e.Paths), slog.Any("keywords", e.Keywords))
+	case SharedLocal:
+		c.emit(slog.LevelDebug, "backstop: shared state unavailable, deciding locally")
+	}
+}
+
+func (c *logCall) retry(e Retry) {
 	attrs := []slog.Attr{slog.String("target", e.Target.Name), slog.Int("n", e.N), slog.String("kind", e.Kind.String()),
 		slog.Duration("wait", e.Wait.Round(time.Millisecond))}
 	if e.RetryAfter > 0 {
@@ -106,33 +136,9 @@ func (c *logCall) Retry(e Retry) {
 	c.emit(slog.LevelInfo, "backstop: retry", attrs...)
 }
 
-func (c *logCall) Skip(e Skip) {
-	c.emit(slog.LevelInfo, "backstop: skip", slog.String("target", e.Target.Name), slog.Int("n", e.N),
-		slog.String("cause", e.Cause.String()), slog.String("reason", e.Reason))
-}
-
-func (c *logCall) Fallback(e Fallback) {
-	c.emit(slog.LevelWarn, "backstop: fallback", slog.String("from", e.From.Name), slog.String("to", e.To.Name),
-		slog.String("reason", e.Reason))
-}
-
-func (c *logCall) GateClosed(e GateClosed) {
-	c.emit(slog.LevelWarn, "backstop: gate closed", slog.String("target", e.Target.Name),
-		slog.Time("until", e.Until.UTC().Round(time.Millisecond)))
-}
-
-func (c *logCall) ValidationFailed(e ValidationFailed) {
-	c.emit(slog.LevelWarn, "backstop: answer failed its schema", slog.String("target", e.Target.Name),
-		slog.Any("paths", e.Paths), slog.Any("keywords", e.Keywords))
-}
-
-func (c *logCall) SharedLocal() {
-	c.emit(slog.LevelDebug, "backstop: shared state unavailable, deciding locally")
-}
-
 func (c *logCall) End(e CallEnd) {
 	level := slog.LevelInfo
-	if e.Outcome != OutcomeServed {
+	if e.Outcome != "served" {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("outcome", e.Outcome), slog.Int("attempts", e.Attempts)}
@@ -163,7 +169,7 @@ type logAttempt struct {
 	hedge  bool
 }
 
-func (a *logAttempt) FirstChunk(FirstChunk) {}
+func (a *logAttempt) Event(Event) {}
 
 func (a *logAttempt) End(e AttemptEnd) {
 	level := slog.LevelDebug

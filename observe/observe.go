@@ -42,35 +42,49 @@ type Observer interface {
 type Call interface {
 	// StartAttempt is called before a request is sent to a target (or a
 	// degradation is asked). It returns the context to send it under, and
-	// the Attempt that receives the attempt's end; nil for none.
+	// the Attempt that receives the attempt's events and end; nil for
+	// none.
 	StartAttempt(ctx context.Context, e AttemptStart) (context.Context, Attempt)
-	// Retry: the chain will send the same target another request after
-	// Wait.
-	Retry(e Retry)
-	// Skip: a target, or a retry of it, was passed over without a request.
-	Skip(e Skip)
-	// Fallback: the chain moves on from a target that failed (or was
-	// skipped) to the next one.
-	Fallback(e Fallback)
-	// GateClosed: a Retry-After the call does not wait out closed a
-	// target for other calls.
-	GateClosed(e GateClosed)
-	// ValidationFailed: an answer did not pass its schema.
-	ValidationFailed(e ValidationFailed)
-	// SharedLocal: the shared state (Redis) did not answer; the call
-	// decides with this replica's own.
-	SharedLocal()
+	// Event receives every decision of the call between its start and
+	// its end: a Retry, a Skip, a Fallback, a GateClosed, a
+	// ValidationFailed, a SharedLocal. Switch on its type and ignore the
+	// types you do not know: a later version may add events, and an
+	// observer that ignores them keeps working.
+	Event(e Event)
 	// End: the call ended. No event follows.
 	End(e CallEnd)
 }
 
-// Attempt receives the end of one attempt.
+// Attempt receives the events and the end of one attempt.
 type Attempt interface {
-	// FirstChunk: a streamed attempt sent its first chunk.
-	FirstChunk(e FirstChunk)
+	// Event receives the attempt's events before its end: a FirstChunk
+	// (a streamed attempt sent its first chunk). Ignore the types you do
+	// not know, as for Call.Event.
+	Event(e Event)
 	// End: the attempt ended (for a stream, when the stream did).
 	End(e AttemptEnd)
 }
+
+// Event is one event of a call, of an attempt, or of a chain's state. It
+// is one of this package's event types (Retry, Skip, Fallback,
+// GateClosed, ValidationFailed, SharedLocal, FirstChunk, BreakerChange,
+// SharedUnavailable); the set is closed to other packages so that it can
+// grow: an observer switches on the type and ignores the ones it does not
+// know, and a new event compiles and runs with every observer written
+// before it.
+type Event interface {
+	event()
+}
+
+func (Retry) event()             {}
+func (Skip) event()              {}
+func (Fallback) event()          {}
+func (GateClosed) event()        {}
+func (ValidationFailed) event()  {}
+func (SharedLocal) event()       {}
+func (FirstChunk) event()        {}
+func (BreakerChange) event()     {}
+func (SharedUnavailable) event() {}
 
 // Binder is implemented by an observer that prepares for a chain once, at
 // Build: it is given the chain's name and every target and degradation,
@@ -81,12 +95,12 @@ type Binder interface {
 }
 
 // StateObserver is implemented by an observer that also wants the changes
-// of state that belong to no call: a breaker changing state (reported
-// from inside the breaker, keep it quick), a shared store (Redis)
-// becoming unavailable.
+// of state that belong to no call. Event receives them: a BreakerChange
+// (reported from inside the breaker, keep it quick), a SharedUnavailable
+// (a shared store, Redis, stopped answering). Ignore the types you do not
+// know, as for Call.Event.
 type StateObserver interface {
-	BreakerChanged(e BreakerChange)
-	SharedUnavailable(e SharedUnavailable)
+	Event(e Event)
 }
 
 // Target identifies a model target or a degradation of a chain.
@@ -269,28 +283,16 @@ type ValidationFailed struct {
 	Paths, Keywords []string
 }
 
+// SharedLocal says the shared state (Redis) did not answer; the call
+// decides with this replica's own.
+type SharedLocal struct{}
+
 // FirstChunk says a streamed attempt sent its first chunk After this long.
 type FirstChunk struct {
 	Target Target
 	N      int
 	After  time.Duration
 }
-
-// Outcomes of a call, in CallEnd.Outcome.
-const (
-	OutcomeServed   = "served"
-	OutcomeDegraded = "degraded"
-	OutcomeFailed   = "failed"
-	OutcomeCanceled = "canceled"
-)
-
-// Outcomes of a stream, in CallEnd.Stream.
-const (
-	StreamComplete   = "complete"
-	StreamIncomplete = "incomplete"
-	StreamRestarted  = "restarted"
-	StreamAbandoned  = "abandoned"
-)
 
 // CallEnd ends a call.
 type CallEnd struct {
@@ -302,7 +304,9 @@ type CallEnd struct {
 	// answer's age.
 	Degraded bool
 	Age      time.Duration
-	// Outcome is one of the Outcome constants.
+	// Outcome is "served" (a model target answered), "degraded" (a
+	// degradation did), "failed" or "canceled" (the caller gave up). It is
+	// the backstop.outcome of the calls metric.
 	Outcome string
 	// ErrorType is, on failure, "exhausted", "canceled", "incomplete" or
 	// the kind that stopped the call; "" on success (a stream the caller
@@ -310,8 +314,11 @@ type CallEnd struct {
 	ErrorType string
 	// Err is the call's error; nil on success.
 	Err error
-	// Stream is, for a streamed call, one of the Stream constants; "" for
-	// Call.
+	// Stream is, for a streamed call, "complete", "restarted" (complete
+	// after RestartStreams restarted it on another target), "incomplete"
+	// (cut short after its first chunk) or "abandoned" (the caller stopped
+	// reading); "" for Call and for a stream that failed before its first
+	// chunk.
 	Stream string
 	// Attempts is how many requests were sent (degradations included).
 	Attempts int

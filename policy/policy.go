@@ -159,7 +159,7 @@ type Outcome struct {
 	// decision table's breaker column for the attempt's kind, or
 	// retry.NotFailure for a success, retry.Excluded for an attempt cut
 	// short before it had a fair chance.
-	Verdict retry.Verdict
+	Verdict retry.BreakerVerdict
 	// Success reports an answer that was served or could have been.
 	Success bool
 	// Kind is the failure's kind (llm.KindUnknown on success), Err the

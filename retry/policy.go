@@ -10,13 +10,14 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 )
 
-// Defaults of a zero Policy, as DESIGN.md sets them.
+// Defaults of a zero Policy, as DESIGN.md sets them (WithDefaults
+// returns a Policy with them filled in).
 const (
-	DefaultMaxAttempts   = 3
-	DefaultBase          = 500 * time.Millisecond
-	DefaultCap           = 20 * time.Second
-	DefaultPad           = time.Second
-	DefaultMaxRetryAfter = 30 * time.Second
+	defaultMaxAttempts   = 3
+	defaultBase          = 500 * time.Millisecond
+	defaultCap           = 20 * time.Second
+	defaultPad           = time.Second
+	defaultMaxRetryAfter = 30 * time.Second
 )
 
 // Jitter chooses how a backoff is randomised, as in the AWS architecture
@@ -44,19 +45,19 @@ func (j Jitter) String() string { return name(j, "Jitter", jitterNames[:]) }
 // defaults field by field, so Policy{MaxAttempts: 2} changes only that.
 type Policy struct {
 	// MaxAttempts is the number of attempts on the target, the first one
-	// included. 0 means DefaultMaxAttempts (3); 1 means no retries.
+	// included. 0 means 3; 1 means no retries.
 	MaxAttempts int
-	// Base is the first backoff's scale. 0 means DefaultBase (500ms).
+	// Base is the first backoff's scale. 0 means 500ms.
 	Base time.Duration
-	// Cap bounds any backoff. 0 means DefaultCap (20s).
+	// Cap bounds any backoff. 0 means 20s.
 	Cap time.Duration
 	// Pad is the most that is added, at random, to a Retry-After, so that
 	// clients told the same time do not return together. 0 means
-	// DefaultPad (1s); use a negative value for no pad.
+	// 1s; use a negative value for no pad.
 	Pad time.Duration
 	// MaxRetryAfter is the longest Retry-After the chain waits out on this
 	// target. A longer one moves to the next target at once. 0 means
-	// DefaultMaxRetryAfter (30s).
+	// 30s.
 	MaxRetryAfter time.Duration
 	// Jitter randomises backoffs. The zero value is FullJitter.
 	Jitter Jitter
@@ -69,7 +70,7 @@ type Policy struct {
 }
 
 // Table returns the decision table of p: DefaultTable with p.Rules applied.
-func (p Policy) Table() Table { return DefaultTable().With(p.Rules) }
+func (p Policy) Table() Table { return DefaultTable().with(p.Rules) }
 
 // ErrInvalidPolicy is matched by every error Validate returns. It is the
 // same value as chain.ErrInvalidConfig and every other package's
@@ -83,11 +84,11 @@ var errHead = problems.Head("retry: invalid policy")
 // WithDefaults returns p with every zero field set to its default. It is
 // idempotent: a negative Pad (no pad) stays negative.
 func (p Policy) WithDefaults() Policy {
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
-	p.Base = cmp.Or(p.Base, DefaultBase)
-	p.Cap = cmp.Or(p.Cap, DefaultCap)
-	p.Pad = cmp.Or(p.Pad, DefaultPad) // a negative Pad stays: it means none
-	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, defaultMaxAttempts)
+	p.Base = cmp.Or(p.Base, defaultBase)
+	p.Cap = cmp.Or(p.Cap, defaultCap)
+	p.Pad = cmp.Or(p.Pad, defaultPad) // a negative Pad stays: it means none
+	p.MaxRetryAfter = cmp.Or(p.MaxRetryAfter, defaultMaxRetryAfter)
 	return p
 }
 
@@ -97,11 +98,11 @@ func (p Policy) Validate() error {
 	found := problems.New(errHead)
 	bad := found.Addf
 	if p.MaxAttempts < 0 {
-		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, DefaultMaxAttempts)
+		bad("MaxAttempts is %d; use 0 for the default (%d) or 1 for no retries", p.MaxAttempts, defaultMaxAttempts)
 	}
-	problems.NotNegative(found, "Base", p.Base, DefaultBase)
-	problems.NotNegative(found, "Cap", p.Cap, DefaultCap)
-	problems.NotNegative(found, "MaxRetryAfter", p.MaxRetryAfter, DefaultMaxRetryAfter)
+	problems.NotNegative(found, "Base", p.Base, defaultBase)
+	problems.NotNegative(found, "Cap", p.Cap, defaultCap)
+	problems.NotNegative(found, "MaxRetryAfter", p.MaxRetryAfter, defaultMaxRetryAfter)
 	if d := p.WithDefaults(); p.Base >= 0 && p.Cap >= 0 && d.Cap < d.Base {
 		bad("Cap (%v) is below Base (%v); raise Cap or lower Base", d.Cap, d.Base)
 	}
@@ -118,15 +119,18 @@ func (p Policy) Validate() error {
 			bad("Rules[%v].Breaker is %v; use NotFailure, Failure, Trip or Excluded", k, r.Breaker)
 		case r.Fallback > IfAllowed:
 			bad("Rules[%v].Fallback is %v; use Next, Stop, LargerContext or IfAllowed", k, r.Fallback)
+		case r.Verdict != VerdictOK && r.Verdict != DefaultTable()[k].Verdict:
+			bad("Rules[%v].Verdict is %v; a failed call's verdict is DefaultTable's (%v) whichever target failed: leave it 0",
+				k, r.Verdict, DefaultTable()[k].Verdict)
 		}
 	}
 	return found.Err()
 }
 
-// Backoff returns the wait before retry n (n = 0 before the first retry),
+// backoff returns the wait before retry n (n = 0 before the first retry),
 // given the previous wait (used only by DecorrelatedJitter; pass 0 before the
 // first retry). Zero fields of p take their defaults.
-func (p Policy) Backoff(n int, prev time.Duration) time.Duration {
+func (p Policy) backoff(n int, prev time.Duration) time.Duration {
 	p = p.WithDefaults()
 	exp := p.Cap
 	if n < 62 {
@@ -153,13 +157,15 @@ func (p Policy) Backoff(n int, prev time.Duration) time.Duration {
 	}
 }
 
-// Wait returns the wait before retry n after a failure that asked for
-// retryAfter (0 when it asked for none): retryAfter plus up to Pad at
-// random, never less than retryAfter; or Backoff(n, prev) when no wait was
-// asked for.
+// Wait returns the wait before retry n (n = 0 before the first retry)
+// after a failure that asked for retryAfter (0 when it asked for none):
+// retryAfter plus up to Pad at random, never less than retryAfter; or,
+// when no wait was asked for, a backoff by p's Jitter, prev being the
+// previous wait (used only by DecorrelatedJitter; 0 before the first
+// retry). Zero fields of p take their defaults.
 func (p Policy) Wait(n int, prev, retryAfter time.Duration) time.Duration {
 	if retryAfter <= 0 {
-		return p.Backoff(n, prev)
+		return p.backoff(n, prev)
 	}
 	p = p.WithDefaults()
 	return retryAfter + uniform(p.Pad)

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -55,20 +54,20 @@ func TestBackoffBounds(t *testing.T) {
 			exp = base << n
 		}
 		for range 200 {
-			if d := (Policy{Jitter: NoJitter}).Backoff(n, 0); d != exp {
+			if d := (Policy{Jitter: NoJitter}).backoff(n, 0); d != exp {
 				t.Fatalf("no jitter n=%d: %v want %v", n, d, exp)
 			}
-			if d := (Policy{}).Backoff(n, 0); d < 0 || d > exp {
+			if d := (Policy{}).backoff(n, 0); d < 0 || d > exp {
 				t.Fatalf("full jitter n=%d: %v outside [0, %v]", n, d, exp)
 			}
-			if d := (Policy{Jitter: EqualJitter}).Backoff(n, 0); d < exp/2 || d > exp {
+			if d := (Policy{Jitter: EqualJitter}).backoff(n, 0); d < exp/2 || d > exp {
 				t.Fatalf("equal jitter n=%d: %v outside [%v, %v]", n, d, exp/2, exp)
 			}
 		}
 	}
 	prev := time.Duration(0)
 	for n := range 50 {
-		d := (Policy{Jitter: DecorrelatedJitter}).Backoff(n, prev)
+		d := (Policy{Jitter: DecorrelatedJitter}).backoff(n, prev)
 		lo, hi := base, min(capd, 3*max(prev, base))
 		if d < lo || d > hi {
 			t.Fatalf("decorrelated n=%d prev=%v: %v outside [%v, %v]", n, prev, d, lo, hi)
@@ -82,7 +81,7 @@ func TestFullJitterSpreads(t *testing.T) {
 	// some of them (the chance that one is empty is ~1000 * 0.9^1000).
 	var buckets [10]int
 	for range 1000 {
-		d := (Policy{Base: time.Second}).Backoff(0, 0)
+		d := (Policy{Base: time.Second}).backoff(0, 0)
 		buckets[min(9, int(d/(100*time.Millisecond)))]++
 	}
 	for i, c := range buckets {
@@ -115,7 +114,7 @@ func TestDefaultTable(t *testing.T) {
 	cases := []struct {
 		k        llm.Kind
 		attempts int
-		breaker  Verdict
+		breaker  BreakerVerdict
 		fallback Fallback
 	}{
 		{llm.KindRateLimited, 3, NotFailure, Next},
@@ -153,7 +152,7 @@ func TestDefaultTable(t *testing.T) {
 	if got := tab.Attempts(llm.KindServer, Policy{MaxAttempts: 1}, nil); got != 1 {
 		t.Errorf("MaxAttempts 1: %d", got)
 	}
-	over := tab.With(map[llm.Kind]Rule{llm.KindTimeout: {Retry: true, Attempts: 5}})
+	over := tab.with(map[llm.Kind]Rule{llm.KindTimeout: {Retry: true, Attempts: 5}})
 	if got := over.Attempts(llm.KindTimeout, Policy{MaxAttempts: 4}, nil); got != 4 {
 		t.Errorf("row Attempts is bounded by MaxAttempts: got %d", got)
 	}
@@ -167,42 +166,11 @@ func TestDefaultTable(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfterForms(t *testing.T) {
-	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
-	for _, v := range []string{"4", "Sun, 06 Nov 1994 08:49:37 GMT",
-		"Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"} {
-		h := http.Header{"Retry-After": {v}}
-		if d, ok := ParseRetryAfter(h, now); !ok || d != 4*time.Second {
-			t.Errorf("%q: %v %v, want 4s", v, d, ok)
-		}
-	}
-	h := http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}
-	if d, ok := ParseRetryAfter(h, now); !ok || d != 250*time.Millisecond {
-		t.Errorf("retry-after-ms first: %v %v", d, ok)
-	}
-}
-
-func FuzzParseRetryAfter(f *testing.F) {
-	f.Add("4", "")
-	f.Add("Sun, 06 Nov 1994 08:49:37 GMT", "1500")
-	f.Add("garbage", "-3")
-	now := time.Date(1994, 11, 6, 8, 49, 33, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, ra, ms string) {
-		h := http.Header{}
-		h.Set("Retry-After", ra)
-		h.Set("Retry-After-Ms", ms)
-		d, ok := ParseRetryAfter(h, now)
-		if d < 0 || d > MaxRetryAfter || (!ok && d != 0) {
-			t.Fatalf("(%q, %q) = %v, %v", ra, ms, d, ok)
-		}
-	})
-}
-
 func BenchmarkBackoff(b *testing.B) {
 	b.ReportAllocs()
 	p := Policy{}
 	for b.Loop() {
-		_ = p.Backoff(3, 0)
+		_ = p.backoff(3, 0)
 	}
 }
 
@@ -216,5 +184,51 @@ func TestDefaultTableHasARowForEveryKind(t *testing.T) {
 		if table[k] == (Rule{}) {
 			t.Errorf("kind %v has no row in DefaultTable", llm.Kind(k))
 		}
+	}
+}
+
+// TestDefaultTableHasAVerdictForEveryKind: every kind's row says what a
+// service answers its caller when a call ends on it; VerdictOK, the zero
+// value, is what a row that forgot its Verdict would have, and a new kind
+// would fall through to it unseen.
+func TestDefaultTableHasAVerdictForEveryKind(t *testing.T) {
+	tab := DefaultTable()
+	for k := range llm.NumKinds {
+		if v := tab[k].Verdict; v == VerdictOK || v > VerdictCanceled {
+			t.Errorf("DefaultTable's row for %v has no verdict (%v)", llm.Kind(k), v)
+		}
+	}
+	want := map[llm.Kind]Verdict{
+		llm.KindRateLimited: VerdictRetryLater, llm.KindQuota: VerdictUnavailable, llm.KindAuth: VerdictUnavailable,
+		llm.KindContextLength: VerdictBadRequest, llm.KindBadRequest: VerdictBadRequest, llm.KindCanceled: VerdictCanceled,
+		llm.KindUnknown: VerdictRetryLater, llm.KindInvalidOutput: VerdictRetryLater,
+	}
+	for k, v := range want {
+		if got := tab.Rule(k).Verdict; got != v {
+			t.Errorf("%v: verdict %v; want %v", k, got, v)
+		}
+	}
+	for v, status := range map[Verdict]int{VerdictOK: 200, VerdictRetryLater: 503, VerdictBadRequest: 400,
+		VerdictUnavailable: 502, VerdictCanceled: 499, VerdictCanceled + 1: 500} {
+		if got := v.HTTPStatus(); got != status {
+			t.Errorf("%v.HTTPStatus() = %d; want %d", v, got, status)
+		}
+	}
+}
+
+// TestRulesKeepTheVerdict: a row of Policy.Rules without a Verdict keeps
+// the default row's; one that sets another fails Validate, since a call's
+// error is mapped with DefaultTable whichever target failed.
+func TestRulesKeepTheVerdict(t *testing.T) {
+	p := Policy{Rules: map[llm.Kind]Rule{llm.KindQuota: {Retry: true, Breaker: Failure}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Table().Rule(llm.KindQuota).Verdict; v != VerdictUnavailable {
+		t.Errorf("a Rules row without a Verdict: %v; want the default row's, unavailable", v)
+	}
+	p.Rules[llm.KindQuota] = Rule{Verdict: VerdictRetryLater}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "Rules[quota].Verdict") {
+		t.Errorf("a Rules row with another Verdict: %v; want an error naming Rules[quota].Verdict", err)
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 )
 
-// Verdict is how a failure of some kind counts for the target's circuit
-// breaker.
-type Verdict uint8
+// BreakerVerdict is how a failure of some kind counts for the target's
+// circuit breaker: the table's Breaker column.
+type BreakerVerdict uint8
 
 const (
 	// NotFailure: the target answered as it should (a 429, a 400); the
 	// breaker counts the call but not as a failure.
-	NotFailure Verdict = iota
+	NotFailure BreakerVerdict = iota
 	// Failure counts against the target.
 	Failure
 	// Trip opens the breaker at once (a spend cap will not lift in 30s).
@@ -23,10 +23,10 @@ const (
 	Excluded
 )
 
-var verdictNames = [...]string{NotFailure: "not_failure", Failure: "failure", Trip: "trip", Excluded: "excluded"}
+var breakerVerdictNames = [...]string{NotFailure: "not_failure", Failure: "failure", Trip: "trip", Excluded: "excluded"}
 
 // String returns the verdict's name.
-func (v Verdict) String() string { return name(v, "Verdict", verdictNames[:]) }
+func (v BreakerVerdict) String() string { return name(v, "BreakerVerdict", breakerVerdictNames[:]) }
 
 // Fallback is whether the chain moves on to the next target after a target
 // failed with some kind.
@@ -75,9 +75,15 @@ type Rule struct {
 	// MaxAttempts; the Policy's MaxAttempts bounds it in any case.
 	Attempts int
 	// Breaker is how the failure counts for the target's circuit breaker.
-	Breaker Verdict
+	Breaker BreakerVerdict
 	// Fallback is whether the chain moves on to the next target.
 	Fallback Fallback
+	// Verdict is what a service that called the chain answers its own
+	// client when the call ended on this kind (chain.VerdictOf reads it).
+	// Every row of DefaultTable has one; a call's error is mapped with
+	// DefaultTable's, whichever target failed, so a Policy's Rules leave
+	// it 0 (With keeps the replaced row's).
+	Verdict Verdict
 }
 
 // Table is the decision table: one Rule per llm.Kind, indexed by Kind.
@@ -85,40 +91,40 @@ type Table [llm.NumKinds]Rule
 
 // DefaultTable returns DESIGN.md's decision table:
 //
-//	Kind            retry        breaker      next target
-//	RateLimited     yes          not failure  yes
-//	Quota           never        trips        yes
-//	Overloaded      yes          failure      yes
-//	Server          yes          failure      yes
-//	Timeout         only when no failure      yes, first
+//	Kind            retry        breaker      next target                     verdict
+//	RateLimited     yes          not failure  yes                             retry later
+//	Quota           never        trips        yes                             unavailable
+//	Overloaded      yes          failure      yes                             retry later
+//	Server          yes          failure      yes                             retry later
+//	Timeout         only when no failure      yes, first                      retry later
 //	                other target
 //	                can take it
-//	Connection      yes          failure      yes
-//	Conflict        yes          not failure  yes
-//	ContextLength   never        not failure  only to a larger ContextWindow
-//	ContentFilter   never        not failure  only if the chain allows it
-//	Auth, NotFound  never        failure      yes
-//	BadRequest      never        not failure  no: fail fast
-//	InvalidOutput   once         not failure  yes
-//	Canceled        never        excluded     no: stop at once
-//	Unknown         never        failure      yes
+//	Connection      yes          failure      yes                             retry later
+//	Conflict        yes          not failure  yes                             retry later
+//	ContextLength   never        not failure  only to a larger ContextWindow  bad request
+//	ContentFilter   never        not failure  only if the chain allows it     bad request
+//	Auth, NotFound  never        failure      yes                             unavailable
+//	BadRequest      never        not failure  no: fail fast                   bad request
+//	InvalidOutput   once         not failure  yes                             retry later
+//	Canceled        never        excluded     no: stop at once                canceled
+//	Unknown         never        failure      yes                             retry later
 func DefaultTable() Table {
 	var t Table
-	t[llm.KindUnknown] = Rule{Breaker: Failure}
-	t[llm.KindRateLimited] = Rule{Retry: true}
-	t[llm.KindQuota] = Rule{Breaker: Trip}
-	t[llm.KindOverloaded] = Rule{Retry: true, Breaker: Failure}
-	t[llm.KindServer] = Rule{Retry: true, Breaker: Failure}
-	t[llm.KindTimeout] = Rule{Retry: true, ElsewhereFirst: true, Breaker: Failure}
-	t[llm.KindConnection] = Rule{Retry: true, Breaker: Failure}
-	t[llm.KindConflict] = Rule{Retry: true}
-	t[llm.KindContextLength] = Rule{Fallback: LargerContext}
-	t[llm.KindContentFilter] = Rule{Fallback: IfAllowed}
-	t[llm.KindAuth] = Rule{Breaker: Failure}
-	t[llm.KindNotFound] = Rule{Breaker: Failure}
-	t[llm.KindBadRequest] = Rule{Fallback: Stop}
-	t[llm.KindInvalidOutput] = Rule{Retry: true, Attempts: 2}
-	t[llm.KindCanceled] = Rule{Breaker: Excluded, Fallback: Stop}
+	t[llm.KindUnknown] = Rule{Breaker: Failure, Verdict: VerdictRetryLater}
+	t[llm.KindRateLimited] = Rule{Retry: true, Verdict: VerdictRetryLater}
+	t[llm.KindQuota] = Rule{Breaker: Trip, Verdict: VerdictUnavailable}
+	t[llm.KindOverloaded] = Rule{Retry: true, Breaker: Failure, Verdict: VerdictRetryLater}
+	t[llm.KindServer] = Rule{Retry: true, Breaker: Failure, Verdict: VerdictRetryLater}
+	t[llm.KindTimeout] = Rule{Retry: true, ElsewhereFirst: true, Breaker: Failure, Verdict: VerdictRetryLater}
+	t[llm.KindConnection] = Rule{Retry: true, Breaker: Failure, Verdict: VerdictRetryLater}
+	t[llm.KindConflict] = Rule{Retry: true, Verdict: VerdictRetryLater}
+	t[llm.KindContextLength] = Rule{Fallback: LargerContext, Verdict: VerdictBadRequest}
+	t[llm.KindContentFilter] = Rule{Fallback: IfAllowed, Verdict: VerdictBadRequest}
+	t[llm.KindAuth] = Rule{Breaker: Failure, Verdict: VerdictUnavailable}
+	t[llm.KindNotFound] = Rule{Breaker: Failure, Verdict: VerdictUnavailable}
+	t[llm.KindBadRequest] = Rule{Fallback: Stop, Verdict: VerdictBadRequest}
+	t[llm.KindInvalidOutput] = Rule{Retry: true, Attempts: 2, Verdict: VerdictRetryLater}
+	t[llm.KindCanceled] = Rule{Breaker: Excluded, Fallback: Stop, Verdict: VerdictCanceled}
 	return t
 }
 
@@ -130,10 +136,14 @@ func (t Table) Rule(k llm.Kind) Rule {
 	return t[k]
 }
 
-// With returns a copy of t with the given rows replaced.
-func (t Table) With(rows map[llm.Kind]Rule) Table {
+// with returns a copy of t with the given rows replaced. A row whose
+// Verdict is 0 keeps the Verdict of the row it replaces.
+func (t Table) with(rows map[llm.Kind]Rule) Table {
 	for k, r := range rows {
 		if int(k) < llm.NumKinds {
+			if r.Verdict == VerdictOK {
+				r.Verdict = t[k].Verdict
+			}
 			t[k] = r
 		}
 	}

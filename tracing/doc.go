@@ -4,7 +4,10 @@
 // walk's events (package observe): every chain has one, made with New from
 // the Builder's TracerProvider, MeterProvider and CaptureContent, before
 // the observers given to Builder.Observe. Its exported surface is what a
-// user configures (Config), the Observer itself, and the names.
+// user configures (Config) and the Observer itself; the span, attribute,
+// event and metric names are unexported here and listed, as strings, in
+// docs/operations.md (the instrumentation scope is
+// "github.com/backstop-llm/backstop").
 //
 // A call is one span, "backstop.call {chain}" (INTERNAL), with one child per
 // attempt, "chat {model}" (CLIENT), following the GenAI semantic

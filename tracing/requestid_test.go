@@ -54,7 +54,7 @@ func TestAttemptSpanCarriesTheRequestID(t *testing.T) {
 			}
 			got := ""
 			for _, kv := range spans[0].Attributes() {
-				if kv.Key == KeyRequestID {
+				if kv.Key == keyRequestID {
 					got = kv.Value.AsString()
 				}
 			}

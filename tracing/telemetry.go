@@ -106,10 +106,10 @@ func New(opts Config) (*Observer, error) {
 func build(tp trace.TracerProvider, mp metric.MeterProvider) (*instruments, error) {
 	in := &instruments{tp: tp, mp: mp}
 	if enabledTracer(tp) {
-		in.tracer = tp.Tracer(ScopeName)
+		in.tracer = tp.Tracer(scopeName)
 	}
 	if enabledMeter(mp) {
-		m, err := newMeters(mp.Meter(ScopeName))
+		m, err := newMeters(mp.Meter(scopeName))
 		if err != nil {
 			return nil, err
 		}
@@ -145,28 +145,28 @@ func newMeters(m metric.Meter) (*meters, error) {
 		c, err = m.Int64Counter(name, metric.WithDescription(desc))
 		return c
 	}
-	ms.calls = counter(MetricCalls, "Calls, by outcome (served, degraded, failed, canceled) and the tier that served.")
-	ms.attempts = counter(MetricAttempts, "Attempts sent to targets, by target and outcome.")
-	ms.retries = counter(MetricRetries, "Retries sent, by target and the failure that caused them.")
-	ms.fallbacks = counter(MetricFallbacks, "Moves to the next target, by the target left and the reason.")
-	ms.budget = counter(MetricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
-	ms.breaker = counter(MetricBreakerChanges, "Circuit breaker state changes, by target and new state.")
-	ms.shared = counter(MetricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
-	ms.hedges = counter(MetricHedges, "Hedges sent: attempts racing a slower attempt of the same tier, by the hedge's target.")
+	ms.calls = counter(metricCalls, "Calls, by outcome (served, degraded, failed, canceled) and the tier that served.")
+	ms.attempts = counter(metricAttempts, "Attempts sent to targets, by target and outcome.")
+	ms.retries = counter(metricRetries, "Retries sent, by target and the failure that caused them.")
+	ms.fallbacks = counter(metricFallbacks, "Moves to the next target, by the target left and the reason.")
+	ms.budget = counter(metricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
+	ms.breaker = counter(metricBreakerChanges, "Circuit breaker state changes, by target and new state.")
+	ms.shared = counter(metricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
+	ms.hedges = counter(metricHedges, "Hedges sent: attempts racing a slower attempt of the same tier, by the hedge's target.")
 	if err != nil {
 		return nil, err
 	}
-	if ms.retriesPerCall, err = m.Int64Histogram(MetricRetriesPerCall,
+	if ms.retriesPerCall, err = m.Int64Histogram(metricRetriesPerCall,
 		metric.WithDescription("Attempts beyond the first that a successful call took: flat near zero when targets are healthy."),
 		metric.WithExplicitBucketBoundaries(0, 1, 2, 3, 5, 8, 13)); err != nil {
 		return nil, err
 	}
-	if ms.duration, err = m.Float64Histogram(MetricOperationSeconds, metric.WithUnit("s"),
+	if ms.duration, err = m.Float64Histogram(metricOperationSeconds, metric.WithUnit("s"),
 		metric.WithDescription("GenAI operation duration."),
 		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)); err != nil {
 		return nil, err
 	}
-	if ms.tokens, err = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
+	if ms.tokens, err = m.Int64Histogram(metricTokenUsage, metric.WithUnit("{token}"),
 		metric.WithDescription("Number of input and output tokens used."),
 		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
 		return nil, err
@@ -249,42 +249,52 @@ func (t *Observer) of(o observe.Target) *target {
 func (t *Observer) prepare(o observe.Target) *target {
 	tg := &target{name: o.Name, tier: o.Tier, provider: o.Provider, model: o.Model}
 	if o.Provider != "" {
-		tg.spanName = AttemptSpanPrefix + o.Model
+		tg.spanName = attemptSpanPrefix + o.Model
 		tg.spanAttrs = []attribute.KeyValue{
-			GenAIOperationName.String("chat"),
-			GenAIProviderName.String(o.Provider),
-			GenAIRequestModel.String(o.Model),
-			KeyTarget.String(o.Name),
-			KeyTier.String(o.Tier),
+			genAIOperationName.String("chat"),
+			genAIProviderName.String(o.Provider),
+			genAIRequestModel.String(o.Model),
+			keyTarget.String(o.Name),
+			keyTier.String(o.Tier),
 		}
 	} else {
-		tg.spanName = DegradeSpanPrefix + o.Name
-		tg.spanAttrs = []attribute.KeyValue{KeyTarget.String(o.Name), KeyTier.String(o.Tier)}
+		tg.spanName = degradeSpanPrefix + o.Name
+		tg.spanAttrs = []attribute.KeyValue{keyTarget.String(o.Name), keyTier.String(o.Tier)}
 	}
-	tg.set = attribute.NewSet(KeyChain.String(t.chain), KeyTarget.String(o.Name), KeyTier.String(o.Tier))
+	tg.set = attribute.NewSet(keyChain.String(t.chain), keyTarget.String(o.Name), keyTier.String(o.Tier))
 	return tg
 }
 
-// BreakerChanged implements observe.StateObserver: it counts a state
-// change of a target's breaker.
-func (t *Observer) BreakerChanged(e observe.BreakerChange) {
-	in := t.active()
-	if in == nil || in.m == nil {
-		return
+// Event implements observe.StateObserver: it counts a state change of a
+// target's breaker and a shared store that stopped answering; it ignores
+// the events it does not know.
+func (t *Observer) Event(e observe.Event) {
+	switch e := e.(type) {
+	case observe.BreakerChange:
+		t.breakerChanged(e)
+	case observe.SharedUnavailable:
+		t.sharedUnavailable(e)
 	}
-	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(t.chain), KeyTarget.String(e.Target.Name), KeyBreakerState.String(e.To)))
 }
 
-// SharedUnavailable implements observe.StateObserver: it counts a shared
-// store that stopped answering.
-func (t *Observer) SharedUnavailable(e observe.SharedUnavailable) {
+// breakerChanged counts a state change of a target's breaker.
+func (t *Observer) breakerChanged(e observe.BreakerChange) {
 	in := t.active()
 	if in == nil || in.m == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{KeyChain.String(t.chain), KeySharedStore.String(e.Store)}
+	in.m.breaker.Add(context.Background(), 1, metric.WithAttributes(keyChain.String(t.chain), keyTarget.String(e.Target.Name), keyBreakerState.String(e.To)))
+}
+
+// sharedUnavailable counts a shared store that stopped answering.
+func (t *Observer) sharedUnavailable(e observe.SharedUnavailable) {
+	in := t.active()
+	if in == nil || in.m == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{keyChain.String(t.chain), keySharedStore.String(e.Store)}
 	if e.Target != "" {
-		attrs = append(attrs, KeyTarget.String(e.Target))
+		attrs = append(attrs, keyTarget.String(e.Target))
 	}
 	in.m.shared.Add(context.Background(), 1, metric.WithAttributes(attrs...))
 }
@@ -307,8 +317,8 @@ func (t *Observer) StartCall(ctx context.Context, _ observe.CallStart) (context.
 	}
 	c := &call{t: t, in: in}
 	if in.tracer != nil {
-		ctx, c.span = in.tracer.Start(ctx, CallSpanPrefix+t.chain, trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(KeyChain.String(t.chain)))
+		ctx, c.span = in.tracer.Start(ctx, callSpanPrefix+t.chain, trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(keyChain.String(t.chain)))
 	}
 	return ctx, c
 }
@@ -351,21 +361,21 @@ func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (contex
 	}
 	attrs := make([]attribute.KeyValue, 0, n2)
 	attrs = append(attrs, tg.spanAttrs...)
-	attrs = append(attrs, KeyAttempt.Int(n))
+	attrs = append(attrs, keyAttempt.Int(n))
 	if n > 1 {
-		attrs = append(attrs, HTTPRequestResendCount.Int(n-1))
+		attrs = append(attrs, httpRequestResendCount.Int(n-1))
 	}
 	if tg.provider == "" {
 		p = &llm.Params{} // a degradation sends no parameters
 	}
 	if p.MaxTokens > 0 {
-		attrs = append(attrs, GenAIRequestMaxTokens.Int(p.MaxTokens))
+		attrs = append(attrs, genAIRequestMaxTokens.Int(p.MaxTokens))
 	}
 	if p.Temperature != nil {
-		attrs = append(attrs, GenAIRequestTemperature.Float64(*p.Temperature))
+		attrs = append(attrs, genAIRequestTemperature.Float64(*p.Temperature))
 	}
 	if p.TopP != nil {
-		attrs = append(attrs, GenAIRequestTopP.Float64(*p.TopP))
+		attrs = append(attrs, genAIRequestTopP.Float64(*p.TopP))
 	}
 	if c.t.content {
 		attrs = append(attrs, contentAttrs(e.Request)...)
@@ -379,14 +389,33 @@ func (c *call) StartAttempt(ctx context.Context, e observe.AttemptStart) (contex
 	return ctx, a
 }
 
-// Fallback records a move to the next target.
-func (c *call) Fallback(e observe.Fallback) {
+// Event records one decision of the call; it ignores the events it does
+// not know.
+func (c *call) Event(e observe.Event) {
+	switch e := e.(type) {
+	case observe.Retry:
+		c.retry(e)
+	case observe.Skip:
+		c.skip(e)
+	case observe.Fallback:
+		c.fallbackTo(e)
+	case observe.GateClosed:
+		c.gateClosed(e)
+	case observe.ValidationFailed:
+		c.validationFailed(e)
+	case observe.SharedLocal:
+		c.sharedLocal()
+	}
+}
+
+// fallbackTo records a move to the next target.
+func (c *call) fallbackTo(e observe.Fallback) {
 	c.fallback++
 	if c.span != nil {
-		c.span.AddEvent(EventFallback, trace.WithAttributes(KeyFrom.String(e.From.Name), KeyTo.String(e.To.Name), KeyReason.String(e.Reason)))
+		c.span.AddEvent(eventFallback, trace.WithAttributes(keyFrom.String(e.From.Name), keyTo.String(e.To.Name), keyReason.String(e.Reason)))
 	}
 	if c.in.m != nil {
-		c.in.m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyFrom.String(e.From.Name), KeyReason.String(e.Reason)))
+		c.in.m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(keyChain.String(c.t.chain), keyFrom.String(e.From.Name), keyReason.String(e.Reason)))
 	}
 }
 
@@ -405,28 +434,28 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	if a.span != nil {
 		attrs := make([]attribute.KeyValue, 0, 10)
 		if status != 0 {
-			attrs = append(attrs, HTTPResponseStatusCode.Int(status))
+			attrs = append(attrs, httpResponseStatusCode.Int(status))
 		}
-		attrs = appendNonEmpty(attrs, KeyRequestID, e.ProviderRequestID())
+		attrs = appendNonEmpty(attrs, keyRequestID, e.ProviderRequestID())
 		if resp != nil {
-			attrs = appendNonEmpty(attrs, GenAIResponseModel, resp.Model)
-			attrs = appendNonEmpty(attrs, GenAIResponseID, resp.ID)
+			attrs = appendNonEmpty(attrs, genAIResponseModel, resp.Model)
+			attrs = appendNonEmpty(attrs, genAIResponseID, resp.ID)
 			if tg.provider != "" {
-				attrs = append(attrs, GenAIUsageInputTokens.Int(resp.Usage.InputTokens),
-					GenAIUsageOutputTokens.Int(resp.Usage.OutputTokens))
+				attrs = append(attrs, genAIUsageInputTokens.Int(resp.Usage.InputTokens),
+					genAIUsageOutputTokens.Int(resp.Usage.OutputTokens))
 			}
 			if resp.FinishReason != "" {
-				attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{resp.FinishReason}))
+				attrs = append(attrs, genAIResponseFinishReasons.StringSlice([]string{resp.FinishReason}))
 			}
 			if c.t.content && err == nil {
-				attrs = append(attrs, GenAIOutputMessages.String(outputJSON(resp.Text, resp.FinishReason)))
+				attrs = append(attrs, genAIOutputMessages.String(outputJSON(resp.Text, resp.FinishReason)))
 			}
 		}
 		switch {
 		case e.Lost: // the race's, not the target's: no error
-			attrs = append(attrs, KeyHedgeLost.Bool(true))
+			attrs = append(attrs, keyHedgeLost.Bool(true))
 		case err != nil:
-			attrs = append(attrs, KeyErrorKind.String(outcome), ErrorType.String(errorType(status, kind)))
+			attrs = append(attrs, keyErrorKind.String(outcome), keyErrorType.String(errorType(status, kind)))
 			a.span.SetStatus(codes.Error, describe(err, kind, c.t.content))
 		}
 		a.span.SetAttributes(attrs...)
@@ -434,54 +463,55 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	}
 	if m := c.in.m; m != nil {
 		ctx := context.Background()
-		m.attempts.Add(ctx, 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyOutcome.String(outcome)))
+		m.attempts.Add(ctx, 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(keyOutcome.String(outcome)))
 		if tg.provider != "" && !e.Lost { // a canceled loser's time says nothing of the operation
-			op := []attribute.KeyValue{GenAIOperationName.String("chat"), GenAIProviderName.String(tg.provider), GenAIRequestModel.String(tg.model)}
+			op := []attribute.KeyValue{genAIOperationName.String("chat"), genAIProviderName.String(tg.provider), genAIRequestModel.String(tg.model)}
 			if resp != nil && resp.Model != "" {
-				op = append(op, GenAIResponseModel.String(resp.Model))
+				op = append(op, genAIResponseModel.String(resp.Model))
 			}
 			if err != nil {
-				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(append(op, ErrorType.String(errorType(status, kind)))...))
+				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(append(op, keyErrorType.String(errorType(status, kind)))...))
 			} else {
 				m.duration.Record(ctx, d.Seconds(), metric.WithAttributes(op...))
 			}
 			if resp != nil { // an answer that failed the schema was billed too
-				m.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributes(append(op, GenAITokenType.String("input"))...))
-				m.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributes(append(op, GenAITokenType.String("output"))...))
+				m.tokens.Record(ctx, int64(resp.Usage.InputTokens), metric.WithAttributes(append(op, genAITokenType.String("input"))...))
+				m.tokens.Record(ctx, int64(resp.Usage.OutputTokens), metric.WithAttributes(append(op, genAITokenType.String("output"))...))
 			}
 		}
 	}
 }
 
-// FirstChunk records on the attempt how long its first chunk took
-// (gen_ai.response.time_to_first_chunk, seconds).
-func (a *attempt) FirstChunk(e observe.FirstChunk) {
-	if a.span != nil {
-		a.span.SetAttributes(GenAITimeToFirstChunk.Float64(e.After.Seconds()))
+// Event records on the attempt how long its first chunk took
+// (gen_ai.response.time_to_first_chunk, seconds); it ignores the events it
+// does not know.
+func (a *attempt) Event(e observe.Event) {
+	if e, ok := e.(observe.FirstChunk); ok && a.span != nil {
+		a.span.SetAttributes(genAITimeToFirstChunk.Float64(e.After.Seconds()))
 	}
 }
 
-// Retry records that the chain waits before retrying a target.
-func (c *call) Retry(e observe.Retry) {
+// retry records that the chain waits before retrying a target.
+func (c *call) retry(e observe.Retry) {
 	tg := c.t.of(e.Target)
 	if c.span != nil {
-		attrs := []attribute.KeyValue{KeyTarget.String(tg.name), KeyWait.Float64(e.Wait.Seconds()), KeyReason.String(e.Kind.String())}
+		attrs := []attribute.KeyValue{keyTarget.String(tg.name), keyWait.Float64(e.Wait.Seconds()), keyReason.String(e.Kind.String())}
 		if e.RetryAfter > 0 {
-			attrs = append(attrs, KeyRetryAfter.Float64(e.RetryAfter.Seconds()))
+			attrs = append(attrs, keyRetryAfter.Float64(e.RetryAfter.Seconds()))
 		}
 		if e.Reason != "" {
-			attrs = append(attrs, KeyDecision.String(e.Reason))
+			attrs = append(attrs, keyDecision.String(e.Reason))
 		}
-		c.span.AddEvent(EventRetry, trace.WithAttributes(attrs...))
+		c.span.AddEvent(eventRetry, trace.WithAttributes(attrs...))
 	}
 	if c.in.m != nil {
-		c.in.m.retries.Add(context.Background(), 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(KeyReason.String(e.Kind.String())))
+		c.in.m.retries.Add(context.Background(), 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(keyReason.String(e.Kind.String())))
 	}
 }
 
-// Skip records a target, or a retry of it, passed over without a request:
+// skip records a target, or a retry of it, passed over without a request:
 // an event for a breaker, a budget or a gate, and the budget's metric.
-func (c *call) Skip(e observe.Skip) {
+func (c *call) skip(e observe.Skip) {
 	if e.Cause == observe.SkipBudget && c.in.m != nil {
 		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(c.t.of(e.Target).set))
 	}
@@ -491,42 +521,42 @@ func (c *call) Skip(e observe.Skip) {
 	name := ""
 	switch e.Cause {
 	case observe.SkipBreaker:
-		name = EventBreakerRejected
+		name = eventBreakerRejected
 	case observe.SkipBudget:
-		name = EventBudgetExhausted
+		name = eventBudgetExhausted
 	case observe.SkipGate:
-		name = EventGateClosed
+		name = eventGateClosed
 	default:
 		return
 	}
-	c.span.AddEvent(name, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyReason.String(e.Reason)))
+	c.span.AddEvent(name, trace.WithAttributes(keyTarget.String(e.Target.Name), keyReason.String(e.Reason)))
 }
 
-// GateClosed records that a target's gate was closed.
-func (c *call) GateClosed(e observe.GateClosed) {
+// gateClosed records that a target's gate was closed.
+func (c *call) gateClosed(e observe.GateClosed) {
 	if c.span == nil {
 		return
 	}
-	c.span.AddEvent(EventGateClosed, trace.WithAttributes(KeyTarget.String(e.Target.Name), KeyGateUntil.String(e.Until.UTC().Format(time.RFC3339Nano))))
+	c.span.AddEvent(eventGateClosed, trace.WithAttributes(keyTarget.String(e.Target.Name), keyGateUntil.String(e.Until.UTC().Format(time.RFC3339Nano))))
 }
 
-// ValidationFailed records where an answer broke its schema. No answer
+// validationFailed records where an answer broke its schema. No answer
 // text is recorded.
-func (c *call) ValidationFailed(e observe.ValidationFailed) {
+func (c *call) validationFailed(e observe.ValidationFailed) {
 	if c.span == nil {
 		return
 	}
-	c.span.AddEvent(EventValidationFailed, trace.WithAttributes(KeyTarget.String(e.Target.Name),
-		KeyValidationPath.StringSlice(e.Paths), KeyValidationKey.StringSlice(e.Keywords)))
+	c.span.AddEvent(eventValidationFailed, trace.WithAttributes(keyTarget.String(e.Target.Name),
+		keyValidationPath.StringSlice(e.Paths), keyValidationKey.StringSlice(e.Keywords)))
 }
 
-// SharedLocal records on the call span that the call decided with local
+// sharedLocal records on the call span that the call decided with local
 // state because the shared state did not answer.
-func (c *call) SharedLocal() {
+func (c *call) sharedLocal() {
 	if c.span == nil {
 		return
 	}
-	c.span.AddEvent(EventSharedLocal, trace.WithAttributes(ErrorType.String("shared_unavailable")))
+	c.span.AddEvent(eventSharedLocal, trace.WithAttributes(keyErrorType.String("shared_unavailable")))
 }
 
 // End ends the call span and counts the call.
@@ -537,24 +567,24 @@ func (c *call) End(e observe.CallEnd) {
 	}
 	if c.span != nil {
 		attrs := make([]attribute.KeyValue, 0, 12)
-		attrs = append(attrs, KeyAttempts.Int(c.sent), KeyFallbacks.Int(c.fallback), KeyDegraded.Bool(e.Degraded))
+		attrs = append(attrs, keyAttempts.Int(c.sent), keyFallbacks.Int(c.fallback), keyDegraded.Bool(e.Degraded))
 		if e.Stream != "" {
-			attrs = append(attrs, KeyStreamOutcome.String(e.Stream))
+			attrs = append(attrs, keyStreamOutcome.String(e.Stream))
 		}
 		if served != nil {
-			attrs = append(attrs, KeyServedTarget.String(served.name), KeyServedTier.String(served.tier))
+			attrs = append(attrs, keyServedTarget.String(served.name), keyServedTier.String(served.tier))
 			if e.Model != "" {
-				attrs = append(attrs, GenAIResponseModel.String(e.Model))
+				attrs = append(attrs, genAIResponseModel.String(e.Model))
 			}
 			if e.RequestID != "" {
-				attrs = append(attrs, KeyServedRequestID.String(e.RequestID), KeyRequestID.String(e.RequestID))
+				attrs = append(attrs, keyServedRequestID.String(e.RequestID), keyRequestID.String(e.RequestID))
 			}
 			if e.Degraded && e.Age > 0 {
-				attrs = append(attrs, KeyAge.Float64(e.Age.Seconds()))
+				attrs = append(attrs, keyAge.Float64(e.Age.Seconds()))
 			}
 		}
 		if e.ErrorType != "" {
-			attrs = append(attrs, ErrorType.String(e.ErrorType))
+			attrs = append(attrs, keyErrorType.String(e.ErrorType))
 			c.span.SetStatus(codes.Error, e.Outcome+": "+e.ErrorType)
 		}
 		c.span.SetAttributes(attrs...)
@@ -566,9 +596,9 @@ func (c *call) End(e observe.CallEnd) {
 		if served != nil {
 			tier = served.tier
 		}
-		m.calls.Add(ctx, 1, metric.WithAttributes(KeyChain.String(c.t.chain), KeyOutcome.String(e.Outcome), KeyServedTier.String(tier)))
+		m.calls.Add(ctx, 1, metric.WithAttributes(keyChain.String(c.t.chain), keyOutcome.String(e.Outcome), keyServedTier.String(tier)))
 		if e.ErrorType == "" {
-			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(KeyChain.String(c.t.chain)))
+			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(keyChain.String(c.t.chain)))
 		}
 	}
 }
@@ -638,10 +668,10 @@ func contentAttrs(req llm.Request) []attribute.KeyValue {
 		msgs = append(msgs, msg{Role: string(m.Role), Parts: []part{{Type: "text", Content: m.Content}}})
 	}
 	in, _ := json.Marshal(msgs)
-	attrs := []attribute.KeyValue{GenAIInputMessages.String(string(in))}
+	attrs := []attribute.KeyValue{genAIInputMessages.String(string(in))}
 	if req.System != "" {
 		sys, _ := json.Marshal([]part{{Type: "text", Content: req.System}})
-		attrs = append(attrs, GenAISystemInstructions.String(string(sys)))
+		attrs = append(attrs, genAISystemInstructions.String(string(sys)))
 	}
 	return attrs
 }
@@ -671,12 +701,12 @@ func decisionAttrs(call trace.Span, tg *target, e observe.AttemptStart) []attrib
 	}
 	var attrs []attribute.KeyValue
 	if e.Choice != nil {
-		attrs = append(attrs, KeySpreadStrategy.String(e.Choice.Strategy.String()), KeySpreadChoice.String(e.Choice.String()))
+		attrs = append(attrs, keySpreadStrategy.String(e.Choice.Strategy.String()), keySpreadChoice.String(e.Choice.String()))
 	}
 	if e.Hedge {
-		attrs = append(attrs, KeyHedge.Bool(true), KeyHedgeOf.String(e.HedgeOf), KeyHedgeDelay.Float64(e.HedgeDelay.Seconds()))
-		call.AddEvent(EventHedge, trace.WithAttributes(KeyFrom.String(e.HedgeOf), KeyTo.String(tg.name),
-			KeyHedgeDelay.Float64(e.HedgeDelay.Seconds())))
+		attrs = append(attrs, keyHedge.Bool(true), keyHedgeOf.String(e.HedgeOf), keyHedgeDelay.Float64(e.HedgeDelay.Seconds()))
+		call.AddEvent(eventHedge, trace.WithAttributes(keyFrom.String(e.HedgeOf), keyTo.String(tg.name),
+			keyHedgeDelay.Float64(e.HedgeDelay.Seconds())))
 	}
 	return attrs
 }

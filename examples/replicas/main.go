@@ -225,7 +225,7 @@ var phases = [...]string{
 	1: "healthy: " + primary + " serves every call",
 	2: "outage: " + primary + " answers 529 overloaded to every request",
 	3: fallback + ", now carrying all the traffic, answers 429 with Retry-After: " + retryAfter +
-		" (its policy waits " + retry.DefaultMaxRetryAfter.String() + " at most)",
+		" (its policy waits " + retry.Policy{}.WithDefaults().MaxRetryAfter.String() + " at most)",
 	4: "recovery: " + primary + " is healthy again; replica 1 probes it after OpenFor",
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/backstop-llm/backstop/provider/anthropic"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/provider/openai"
+	"github.com/backstop-llm/backstop/retry"
 )
 
 // Defaults under fault: the library's defaults, a chain of an
@@ -451,7 +452,7 @@ func faultErrorGoal(w faultWant, c faultCall) string {
 		}
 		return ""
 	case wantContentFilter:
-		if llm.KindOf(c.err) != llm.KindContentFilter || chain.VerdictOf(c.err) != chain.VerdictBadRequest {
+		if llm.KindOf(c.err) != llm.KindContentFilter || chain.VerdictOf(c.err) != retry.VerdictBadRequest {
 			return "failed with " + faultErrorWords(c.err) + ", want the content filter's refusal (bad_request)"
 		}
 		return ""

@@ -92,7 +92,7 @@ func TestSuccessEmptyContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Text != "" || res.FinishReason != "max_tokens" || res.Usage.InputTokens != 1 || !res.RateLimit.Empty() {
+	if res.Text != "" || res.FinishReason != "max_tokens" || res.Usage.InputTokens != 1 || res.RateLimit != (llm.RateLimit{}) {
 		t.Errorf("response %+v", res)
 	}
 }

@@ -134,7 +134,7 @@ func TestSuccessNullContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Text != "" || res.FinishReason != "tool_calls" || res.Usage != (llm.Usage{}) || !res.RateLimit.Empty() {
+	if res.Text != "" || res.FinishReason != "tool_calls" || res.Usage != (llm.Usage{}) || res.RateLimit != (llm.RateLimit{}) {
 		t.Errorf("response %+v", res)
 	}
 }

@@ -19,13 +19,10 @@ const redactedMark = "[redacted]"
 
 // StatusKind classifies a status whose body says nothing more specific: a
 // 2xx that could not be used is KindServer (the provider answered with
-// something that is not an answer); any other status is as
-// llm.KindFromStatus says.
+// something that is not an answer); any other status is classified by the
+// status alone, as llm.Classify does when no vendor table knows the error.
 func StatusKind(status int) llm.Kind {
-	if status >= 200 && status <= 299 {
-		return llm.KindServer
-	}
-	return llm.KindFromStatus(status)
+	return llm.VendorOther.Kind(status, "", "", "", nil)
 }
 
 // Failure starts the error for reply r: Provider, Status, the request id,
