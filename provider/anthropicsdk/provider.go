@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -53,11 +54,12 @@ type Config struct {
 	// region (Bedrock's SigV4 credential scope or bedrock-runtime host,
 	// Vertex's location) is refused before it leaves, and a Bedrock model
 	// ARN of another region fails a chain's Build (ModelDeployment). Empty
-	// for the Anthropic API.
+	// for the Anthropic API. Leading or trailing spaces are an error.
 	Region string
 	// Name overrides the provider's Name, which is otherwise the
 	// OpenTelemetry gen_ai.provider.name of the platform: "anthropic",
-	// "aws.bedrock", "gcp.vertex_ai".
+	// "aws.bedrock", "gcp.vertex_ai". Leading or trailing spaces are an
+	// error.
 	Name string
 	// APIKey, when set, is redacted from every error and answer's metadata,
 	// as the native adapter redacts its key. Optional: the provider also
@@ -66,7 +68,9 @@ type Config struct {
 	// X-Amz-Security-Token, and the OAuth token Vertex's transport adds),
 	// which it reads from each request on its way out. A key of 16 bytes
 	// or more is redacted wherever it appears, a shorter one where it
-	// stands as a whole token.
+	// stands as a whole token. A key with a control character (a file's
+	// trailing newline) or leading or trailing spaces is an error: it
+	// would be redacted as written, not as the key the client sends.
 	APIKey string
 	// MaxResponseBytes caps every body (success or error, compressed or
 	// not: the cap is on what it inflates to), every event of a stream
@@ -139,6 +143,19 @@ func (c Config) Validate() error {
 		}
 	default:
 		found.Addf("Config.Platform is %q; use %q (or empty), %q or %q", c.Platform, PlatformAnthropic, PlatformBedrock, PlatformVertex)
+	}
+	if strings.TrimSpace(c.Region) != c.Region {
+		// Every request would be refused: what it shows is compared with
+		// Region as written.
+		found.Addf("Config.Region %q has leading or trailing spaces; trim them", c.Region)
+	}
+	if strings.TrimSpace(c.Name) != c.Name {
+		found.Addf("Config.Name %q has leading or trailing spaces; trim them", c.Name)
+	}
+	if c.APIKey != "" {
+		if err := wire.Key(c.APIKey); err != nil {
+			found.Addf("%v", err)
+		}
 	}
 	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
 		found.Addf("%v", err)

@@ -35,13 +35,15 @@ type Config struct {
 	// contradiction is an error from New naming both). On the Gemini API,
 	// which does not say where it processes requests, and on Vertex AI
 	// behind a BaseURL without a project and location (a proxy), Region is
-	// your word, unchecked; empty means unknown.
+	// your word, unchecked; empty means unknown. Leading or trailing spaces
+	// are an error.
 	Region string
 	// APIKey is a secret to redact from every error and answer, beside the
 	// client's own ClientConfig().APIKey, which is always redacted: set it
 	// when the key travels some other way (an HTTPClient whose transport
-	// adds it). Every credential a request carries as it leaves is learned
-	// and redacted as well.
+	// adds it); a key with a control character (a file's trailing newline)
+	// or leading or trailing spaces is an error. Every credential a request
+	// carries as it leaves is learned and redacted as well.
 	APIKey string
 	// MaxResponseBytes caps every response body (after decompression),
 	// every streamed event and a stream's assembled answer (text and tool
@@ -88,6 +90,14 @@ func (c Config) Validate() error {
 	found := problems.New(errHead)
 	if strings.TrimSpace(c.Name) != c.Name {
 		found.Addf("Config.Name %q has leading or trailing spaces; trim them", c.Name)
+	}
+	if strings.TrimSpace(c.Region) != c.Region {
+		found.Addf("Config.Region %q has leading or trailing spaces; trim them", c.Region)
+	}
+	if c.APIKey != "" {
+		if err := wire.Key(c.APIKey); err != nil {
+			found.Addf("%v", err)
+		}
 	}
 	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
 		found.Addf("%v", err)

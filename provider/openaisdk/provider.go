@@ -44,7 +44,8 @@ type Config struct {
 	// Platform is where the client points: "openai" (the default when
 	// empty), "azure", or a compatible server's name ("vllm", "ollama",
 	// "groq", …). It names the provider (see Name) and is Deployment's
-	// Platform.
+	// Platform. "Azure" or "OpenAI" (a known platform in other case) is an
+	// error, so that a typo does not name a compatible server.
 	Platform string
 	// Region is the cloud region requests go to (an Azure resource's
 	// region, "westeurope"), for Deployment; empty when the platform does
@@ -59,7 +60,8 @@ type Config struct {
 	// learned from it and redacted whether or not APIKey is set; setting
 	// it to the key the client was built with also covers what fails
 	// before a request leaves. A key shorter than 16 bytes is redacted
-	// only where it stands as a whole token.
+	// only where it stands as a whole token. A key with a control
+	// character (a file's trailing newline) is an error.
 	APIKey string
 	// MaxResponseBytes caps the body of every response, success or error,
 	// compressed or not (the cap is on what it inflates to), each event of
@@ -104,6 +106,11 @@ func (c Config) Validate() error {
 	case "", APIChat, APIResponses:
 	default:
 		found.Addf("Config.API is %q; use %q (or empty) or %q", c.API, APIChat, APIResponses)
+	}
+	for _, known := range []string{PlatformOpenAI, PlatformAzure} {
+		if c.Platform != known && strings.EqualFold(c.Platform, known) {
+			found.Addf("Config.Platform is %q; write %q: a platform Name knows is written in lower case, and any other value names a compatible server", c.Platform, known)
+		}
 	}
 	if strings.TrimSpace(c.Platform) != c.Platform || strings.TrimSpace(c.Name) != c.Name ||
 		strings.TrimSpace(c.Region) != c.Region {
