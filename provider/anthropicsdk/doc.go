@@ -47,6 +47,11 @@
 // Give an HTTP client of your own (a proxy, TLS settings, instrumentation)
 // in Config.HTTPClient, not with option.WithHTTPClient: see Redirects.
 //
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// and names the field to change.
+//
 // Name returns the OpenTelemetry gen_ai.provider.name of the platform
 // ("anthropic", "aws.bedrock", "gcp.vertex_ai") unless Config.Name
 // overrides it, and Deployment the platform and region, so that a chain

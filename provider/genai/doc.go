@@ -22,7 +22,7 @@
 //		Backend: gg.BackendGeminiAPI,
 //		APIKey:  os.Getenv("GEMINI_API_KEY"),
 //	})
-//	p, err := genai.New(c, genai.Options{}) // Name "gcp.gemini", Platform "gemini"
+//	p, err := genai.New(c, genai.Config{}) // Name "gcp.gemini", Platform "gemini"
 //
 // Vertex AI, with Application Default Credentials (or Credentials, or an
 // HTTPClient that authenticates, such as an oauth2 client):
@@ -32,11 +32,16 @@
 //		Project:  "my-project",
 //		Location: "europe-west4",
 //	})
-//	p, err := genai.New(c, genai.Options{}) // Name "gcp.vertex_ai", Region "europe-west4"
+//	p, err := genai.New(c, genai.Config{}) // Name "gcp.vertex_ai", Region "europe-west4"
 //
 // Vertex AI in express mode is Backend gg.BackendVertexAI with an APIKey
 // and no project. HTTPOptions.BaseURL points the client elsewhere (a
 // proxy, a test server); HTTPOptions.APIVersion picks v1 or v1beta(1).
+//
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and Config.Region against the client, and every error
+// it returns matches the module's invalid-configuration sentinel
+// (errors.Is(err, chain.ErrInvalidConfig)) and names what to change.
 //
 // New does not send through the client it is given: it builds a client of
 // its own from the client's configuration (ClientConfig, which NewClient

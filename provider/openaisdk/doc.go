@@ -183,6 +183,11 @@
 // The SDK decodes a success body only when its Content-Type is JSON; a
 // compatible server sending another type fails with KindServer.
 //
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// and names the field to change.
+//
 // # Retries are off, per request
 //
 // The SDK retries by default (2 retries; connection errors, 408, 409, 429
