@@ -136,25 +136,25 @@ func providers(url string) (platforms, error) {
 	var p platforms
 	var err error
 	// The Anthropic API.
-	if p.api, err = anthropicsdk.New(anthropic.NewClient(aoption.WithAPIKey("fake-key"), aoption.WithBaseURL(url)), anthropicsdk.Options{}); err != nil {
+	if p.api, err = anthropicsdk.New(anthropic.NewClient(aoption.WithAPIKey("fake-key"), aoption.WithBaseURL(url)), anthropicsdk.Config{}); err != nil {
 		return p, err
 	}
 	// Bedrock: static credentials; a real program uses its AWS config.
 	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", "")}
 	if p.bedrock, err = anthropicsdk.New(anthropic.NewClient(bedrock.WithConfig(cfg), aoption.WithBaseURL(url)),
-		anthropicsdk.Options{Platform: anthropicsdk.PlatformBedrock, Region: "eu-west-1"}); err != nil {
+		anthropicsdk.Config{Platform: anthropicsdk.PlatformBedrock, Region: "eu-west-1"}); err != nil {
 		return p, err
 	}
 	// Vertex: a static token; a real program uses Application Default Credentials.
 	creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "fake-token", TokenType: "Bearer"})}
 	if p.vertex, err = anthropicsdk.New(anthropic.NewClient(vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds), aoption.WithBaseURL(url)),
-		anthropicsdk.Options{Platform: anthropicsdk.PlatformVertex, Region: "europe-west4"}); err != nil {
+		anthropicsdk.Config{Platform: anthropicsdk.PlatformVertex, Region: "europe-west4"}); err != nil {
 		return p, err
 	}
 	// Azure OpenAI: the resource's endpoint and a key.
 	if p.azure, err = openaisdk.New(openai.NewClient(azure.WithEndpoint(url, "2024-10-21"), azure.WithAPIKey("fake-azure-key"),
 		azure.WithUnsafeAllowHTTP()), // the fake is on loopback; a real resource is https
-		openaisdk.Options{Platform: openaisdk.PlatformAzure, Region: "westeurope"}); err != nil {
+		openaisdk.Config{Platform: openaisdk.PlatformAzure, Region: "westeurope"}); err != nil {
 		return p, err
 	}
 	// Gemini on Vertex AI.
@@ -163,7 +163,7 @@ func providers(url string) (platforms, error) {
 	if err != nil {
 		return p, err
 	}
-	p.gemini, err = genai.New(gc, genai.Options{})
+	p.gemini, err = genai.New(gc, genai.Config{})
 	return p, err
 }
 

@@ -27,7 +27,7 @@ func benchClient(extra ...option.RequestOption) anthropic.Client {
 // BenchmarkComplete is one Complete through the adapter: the request
 // translated, the SDK call, the answer translated.
 func BenchmarkComplete(b *testing.B) {
-	p, err := New(benchClient(), Options{HTTPClient: benchHTTP()})
+	p, err := New(benchClient(), Config{HTTPClient: benchHTTP()})
 	if err != nil {
 		b.Fatal(err)
 	}

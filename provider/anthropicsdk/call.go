@@ -47,13 +47,13 @@ func (c *call) received() time.Time { return c.x.Received() }
 // observe is the innermost middleware of every request the provider sends
 // (it runs after the client's own, Bedrock's signing and Vertex's rewriting
 // included, right before the HTTP client). It refuses a request that shows
-// another region than Options.Region, then passes the request through the
+// another region than Config.Region, then passes the request through the
 // call's Exchange; a 2xx JSON body not declared JSON is declared so, for
 // the SDK to decode it as the native adapter would.
 func (c *call) observe(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	if sent := c.p.sentRegion(r); sent != "" && !strings.EqualFold(sent, c.p.region) {
 		c.x.Fail(&llm.Error{Provider: c.p.ep.Provider, Kind: llm.KindNotFound, Code: "region",
-			Message: fmt.Sprintf("the client sends to region %q, but Options.Region is %q; the request was not sent: build the client for the region Options.Region names, or correct Options.Region", sent, c.p.region)})
+			Message: fmt.Sprintf("the client sends to region %q, but Config.Region is %q; the request was not sent: build the client for the region Config.Region names, or correct Config.Region", sent, c.p.region)})
 		return nil, wire.ErrRefused
 	}
 	res, err := c.x.Middleware(r, next)

@@ -22,7 +22,7 @@ func TestChain(t *testing.T) {
 	api.Script("claude-primary", fake.Overloaded())
 	api.Script("claude-fallback", fake.Answer("Served by the fallback.").RequestID("req_42"))
 	client := anthropic.NewClient(option.WithAPIKey(testKey), option.WithBaseURL(api.URL()), option.WithMaxRetries(5))
-	p, err := New(client, Options{HTTPClient: api.Client()})
+	p, err := New(client, Config{HTTPClient: api.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}

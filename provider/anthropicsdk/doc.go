@@ -30,25 +30,30 @@
 // The Anthropic API:
 //
 //	client := anthropic.NewClient(option.WithAPIKey(key))
-//	p, err := anthropicsdk.New(client, anthropicsdk.Options{APIKey: key})
+//	p, err := anthropicsdk.New(client, anthropicsdk.Config{APIKey: key})
 //
 // Amazon Bedrock (the region is given twice: the SDK does not expose the
 // one in its configuration):
 //
 //	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("eu-west-1"))
 //	client := anthropic.NewClient(bedrock.WithConfig(cfg))
-//	p, err := anthropicsdk.New(client, anthropicsdk.Options{Platform: "bedrock", Region: "eu-west-1"})
+//	p, err := anthropicsdk.New(client, anthropicsdk.Config{Platform: "bedrock", Region: "eu-west-1"})
 //
 // Google Vertex AI:
 //
 //	client := anthropic.NewClient(vertex.WithGoogleAuth(ctx, "europe-west4", "my-project"))
-//	p, err := anthropicsdk.New(client, anthropicsdk.Options{Platform: "vertex", Region: "europe-west4"})
+//	p, err := anthropicsdk.New(client, anthropicsdk.Config{Platform: "vertex", Region: "europe-west4"})
 //
 // Give an HTTP client of your own (a proxy, TLS settings, instrumentation)
-// in Options.HTTPClient, not with option.WithHTTPClient: see Redirects.
+// in Config.HTTPClient, not with option.WithHTTPClient: see Redirects.
+//
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// and names the field to change.
 //
 // Name returns the OpenTelemetry gen_ai.provider.name of the platform
-// ("anthropic", "aws.bedrock", "gcp.vertex_ai") unless Options.Name
+// ("anthropic", "aws.bedrock", "gcp.vertex_ai") unless Config.Name
 // overrides it, and Deployment the platform and region, so that a chain
 // can tell the same model on two platforms apart. Model ids are the
 // platform's own ("claude-…" on the API, "eu.anthropic.claude-…-v1:0" on
@@ -74,7 +79,7 @@
 //
 // # Caps
 //
-// Options.MaxResponseBytes (8 MiB by default) bounds what an attempt
+// Config.MaxResponseBytes (8 MiB by default) bounds what an attempt
 // reads, as the native adapter bounds it: every body, success or error,
 // read whole under the cap before the SDK sees it (a gzip body is capped on
 // what it inflates to), every event of a stream (each line and each event
@@ -87,7 +92,7 @@
 // # Redirects
 //
 // One attempt is one request to the client's origin. New puts a copy of
-// Options.HTTPClient (or of a client like the SDK's default) under the SDK
+// Config.HTTPClient (or of a client like the SDK's default) under the SDK
 // that refuses every redirect: a 3xx fails the attempt with KindNotFound,
 // Code "redirect", naming where it pointed, and nothing reaches the other
 // host, on every platform (Vertex's OAuth transport is added over that
@@ -116,8 +121,8 @@
 // body that is not the expected JSON and an SDK error's text are in
 // Detail, cut to 512 bytes, and an SDK error travels as Err only wrapped
 // (wire.Opaque) so that its text, which may quote the response, stays out
-// of Error(). Every credential the request carried (see Options.APIKey),
-// and Options.APIKey, is redacted from every field of every error and from
+// of Error(). Every credential the request carried (see Config.APIKey),
+// and Config.APIKey, is redacted from every field of every error and from
 // an answer's ID, Model, RequestID and FinishReason, a streamed answer's
 // Response() included. The SDK's own OpenTelemetry spans, which it records
 // through the registered tracer provider unless told otherwise
@@ -127,13 +132,13 @@
 // # Regions: what is checked, what remains your word
 //
 // The SDK does not say which region a Bedrock or Vertex client sends to,
-// so Options.Region is the caller's word for it, and Deployment reports
+// so Config.Region is the caller's word for it, and Deployment reports
 // it. What the provider can check, it checks. A request whose SigV4
 // credential scope or bedrock-runtime host (Bedrock), or whose location
 // in the path (Vertex), names another region is refused before it leaves
 // (KindNotFound, Code "region"). ModelDeployment (which a chain asks at
 // Build, llm.ModelDeployedProvider) fails for a Bedrock model or
-// inference-profile ARN of another region than Options.Region, and for a
+// inference-profile ARN of another region than Config.Region, and for a
 // cross-region inference profile id ("us.", "eu.", "apac.", …) whose
 // geography does not hold it; a chain judges AllowRegions by the ARN's
 // region. What remains your word: a Bedrock client signing with a bearer

@@ -225,7 +225,7 @@ func TestCanceled(t *testing.T) {
 
 func TestTooLarge(t *testing.T) {
 	s := suite.NewServer(t, suite.Respond(200, okBody, "Content-Type", "application/json"))
-	p, err := New(newClient(t, s.URL), Options{MaxResponseBytes: 64, HTTPClient: httpClient(t)})
+	p, err := New(newClient(t, s.URL), Config{MaxResponseBytes: 64, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

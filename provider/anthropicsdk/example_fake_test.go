@@ -42,7 +42,7 @@ func Example_fake() {
 		option.WithAPIKey("sk-ant-fake"), // the fake wants a key, any key
 		option.WithBaseURL(s.URL()),
 		option.WithHTTPClient(&http.Client{Transport: tr}))
-	p, err := anthropicsdk.New(client, anthropicsdk.Options{})
+	p, err := anthropicsdk.New(client, anthropicsdk.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func Example_fakePlatforms() {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
-	newProvider := func(client anthropic.Client, opts anthropicsdk.Options) *anthropicsdk.Provider {
+	newProvider := func(client anthropic.Client, opts anthropicsdk.Config) *anthropicsdk.Provider {
 		p, err := anthropicsdk.New(client, opts)
 		if err != nil {
 			log.Fatal(err)
@@ -109,15 +109,15 @@ func Example_fakePlatforms() {
 	// The HTTP client goes before the platform's option, which wraps it;
 	// the base URL after, which replaces the platform's endpoint.
 	api := newProvider(anthropic.NewClient(option.WithAPIKey("sk-ant-fake"), option.WithHTTPClient(hc),
-		option.WithBaseURL(s.URL())), anthropicsdk.Options{})
+		option.WithBaseURL(s.URL())), anthropicsdk.Config{})
 	awsCfg := aws.Config{Region: "eu-west-1",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret-key", "")}
 	onBedrock := newProvider(anthropic.NewClient(option.WithHTTPClient(hc), bedrock.WithConfig(awsCfg),
-		option.WithBaseURL(s.URL())), anthropicsdk.Options{Platform: anthropicsdk.PlatformBedrock, Region: "eu-west-1"})
+		option.WithBaseURL(s.URL())), anthropicsdk.Config{Platform: anthropicsdk.PlatformBedrock, Region: "eu-west-1"})
 	token := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.fake", TokenType: "Bearer"})}
 	onVertex := newProvider(anthropic.NewClient(option.WithHTTPClient(hc),
 		vertex.WithCredentials(context.Background(), "europe-west4", "my-project", token),
-		option.WithBaseURL(s.URL())), anthropicsdk.Options{Platform: anthropicsdk.PlatformVertex, Region: "europe-west4"})
+		option.WithBaseURL(s.URL())), anthropicsdk.Config{Platform: anthropicsdk.PlatformVertex, Region: "europe-west4"})
 
 	one := retry.Policy{MaxAttempts: 1}
 	c, err := chain.New("fake-platforms").

@@ -35,7 +35,7 @@ func Example() {
 	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL))
 	// Give the provider your HTTP client, not the SDK: it puts a copy that
 	// refuses redirects under the SDK.
-	p, err := anthropicsdk.New(client, anthropicsdk.Options{HTTPClient: &http.Client{Transport: tr}})
+	p, err := anthropicsdk.New(client, anthropicsdk.Config{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func ExampleProvider_Complete_overloaded() {
 	defer tr.CloseIdleConnections()
 
 	client := anthropic.NewClient(option.WithAPIKey("sk-ant-example"), option.WithBaseURL(srv.URL), option.WithMaxRetries(5))
-	p, err := anthropicsdk.New(client, anthropicsdk.Options{HTTPClient: &http.Client{Transport: tr}})
+	p, err := anthropicsdk.New(client, anthropicsdk.Config{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func FuzzStream(f *testing.F) {
 		Seeds: seeds, Request: userReq,
 		Open: func(rt http.RoundTripper) (llm.StreamProvider, error) {
 			client := newClient(f, "http://127.0.0.1")
-			return New(client, Options{APIKey: testKey, MaxResponseBytes: 256, HTTPClient: clientOf(rt)})
+			return New(client, Config{APIKey: testKey, MaxResponseBytes: 256, HTTPClient: clientOf(rt)})
 		}})
 }
 
@@ -47,7 +47,7 @@ func FuzzComplete(f *testing.F) {
 	// Every request is answered with the input's status and body and a
 	// request id.
 	tr := &suite.Canned{Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_1"}}}
-	p, err := New(newClient(f, "http://127.0.0.1"), Options{MaxResponseBytes: 4096, HTTPClient: clientOf(tr)})
+	p, err := New(newClient(f, "http://127.0.0.1"), Config{MaxResponseBytes: 4096, HTTPClient: clientOf(tr)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestGuardAfterTheCallBoundary(t *testing.T) {
 	if out, ok := guard(opts, hc); ok || len(out) != 2 {
 		t.Errorf("without a boundary: ok %v, %d options", ok, len(out))
 	}
-	p, err := New(anthropic.Client{Options: opts}, Options{})
+	p, err := New(anthropic.Client{Options: opts}, Config{})
 	if err != nil || p.guarded {
 		t.Errorf("without a boundary: %v, guarded %v", err, p.guarded)
 	}

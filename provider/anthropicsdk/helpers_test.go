@@ -43,7 +43,7 @@ func httpClient(t testing.TB) *http.Client {
 
 // newClient returns an SDK client of the Anthropic API at url that would
 // retry five times, were the provider not to switch its retries off. Its
-// HTTP client is the provider's (Options.HTTPClient).
+// HTTP client is the provider's (Config.HTTPClient).
 func newClient(t testing.TB, url string, extra ...option.RequestOption) anthropic.Client {
 	t.Helper()
 	opts := []option.RequestOption{option.WithAPIKey(testKey), option.WithBaseURL(url), option.WithMaxRetries(5)}
@@ -52,7 +52,7 @@ func newClient(t testing.TB, url string, extra ...option.RequestOption) anthropi
 
 func newProvider(t testing.TB, url string, extra ...option.RequestOption) *Provider {
 	t.Helper()
-	p, err := New(newClient(t, url, extra...), Options{HTTPClient: httpClient(t)})
+	p, err := New(newClient(t, url, extra...), Config{HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,8 +60,8 @@ const (
 type platform struct {
 	name  string
 	model string
-	// options are the provider's Options for the platform.
-	options Options
+	// options are the provider's Config for the platform.
+	options Config
 	// client returns the SDK client sending to url, opts given before the
 	// platform's own option (as a caller passes option.WithHTTPClient).
 	client func(t *testing.T, url string, opts ...option.RequestOption) anthropic.Client
@@ -73,13 +73,13 @@ func platforms() []platform {
 			client: func(t *testing.T, url string, opts ...option.RequestOption) anthropic.Client {
 				return anthropic.NewClient(append([]option.RequestOption{option.WithAPIKey(testKey), option.WithBaseURL(url)}, opts...)...)
 			}},
-		{name: PlatformBedrock, model: "eu.anthropic.claude-hostile-v1:0", options: Options{Platform: PlatformBedrock, Region: "eu-west-1"},
+		{name: PlatformBedrock, model: "eu.anthropic.claude-hostile-v1:0", options: Config{Platform: PlatformBedrock, Region: "eu-west-1"},
 			client: func(t *testing.T, url string, opts ...option.RequestOption) anthropic.Client {
 				t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
 				cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider(hostileAKID, hostileSecret, hostileSession)}
 				return anthropic.NewClient(append(opts, bedrock.WithConfig(cfg), option.WithBaseURL(url))...)
 			}},
-		{name: PlatformVertex, model: "claude-hostile@20260101", options: Options{Platform: PlatformVertex, Region: "europe-west4"},
+		{name: PlatformVertex, model: "claude-hostile@20260101", options: Config{Platform: PlatformVertex, Region: "europe-west4"},
 			client: func(t *testing.T, url string, opts ...option.RequestOption) anthropic.Client {
 				creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: hostileToken, TokenType: "Bearer"})}
 				return anthropic.NewClient(append(opts, vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds), option.WithBaseURL(url))...)
@@ -88,9 +88,9 @@ func platforms() []platform {
 }
 
 // provider returns the platform's provider at url. hc, when not nil, is
-// the HTTP client the caller gives the adapter (Options.HTTPClient); opts
+// the HTTP client the caller gives the adapter (Config.HTTPClient); opts
 // are the caller's own options for the SDK client.
-func (pl platform) provider(t *testing.T, url string, o Options, hc *http.Client, opts ...option.RequestOption) *Provider {
+func (pl platform) provider(t *testing.T, url string, o Config, hc *http.Client, opts ...option.RequestOption) *Provider {
 	t.Helper()
 	o.Platform, o.Region = pl.options.Platform, pl.options.Region
 	o.HTTPClient = hc
@@ -274,7 +274,7 @@ func TestMemoryCapped(t *testing.T) {
 				}
 				s := httptest.NewServer(tc.h)
 				defer s.Close()
-				p := pl.provider(t, s.URL, Options{MaxResponseBytes: max}, httpClient(t))
+				p := pl.provider(t, s.URL, Config{MaxResponseBytes: max}, httpClient(t))
 				req := pl.request()
 				runtime.GC()
 				var before, after runtime.MemStats
@@ -387,14 +387,14 @@ func responseTexts(res *llm.Response) []string {
 // its request ids, its error messages and the answer's id, model and stop
 // reason gets none of the credentials the request carried into an error
 // or an answer's metadata, on any platform, whole or streamed, though the
-// provider was told of none of them (Options.APIKey is empty).
+// provider was told of none of them (Config.APIKey is empty).
 func TestSecretsNeverLeak(t *testing.T) {
 	for _, pl := range platforms() {
 		t.Run(pl.name, func(t *testing.T) {
 			up := &echo{t: t, pl: pl, creds: map[string]bool{}}
 			s := httptest.NewServer(up)
 			defer s.Close()
-			p := pl.provider(t, s.URL, Options{}, httpClient(t))
+			p := pl.provider(t, s.URL, Config{}, httpClient(t))
 			req := pl.request()
 			check := func(what string, texts ...string) {
 				t.Helper()
@@ -468,7 +468,7 @@ func following(t *testing.T) *http.Client {
 // gets exactly one request per attempt, the attempt fails with
 // KindNotFound, Code "redirect", the 3xx status, and the other host gets
 // nothing: with the SDK's default client, and with a client of the
-// caller's own that follows every redirect, given in Options.HTTPClient.
+// caller's own that follows every redirect, given in Config.HTTPClient.
 // On every platform, for 301, 302, 303, 307 and 308, whole and streamed.
 func TestRedirectRefused(t *testing.T) {
 	var elsewhere atomic.Int64
@@ -487,7 +487,7 @@ func TestRedirectRefused(t *testing.T) {
 				name string
 				hc   *http.Client
 			}{{"the SDK's client", nil}, {"a following client", following(t)}} {
-				p := pl.provider(t, from.URL, Options{}, c.hc)
+				p := pl.provider(t, from.URL, Config{}, c.hc)
 				for _, stream := range []bool{false, true} {
 					name := fmt.Sprintf("%s/%d/%s/stream=%v", pl.name, status, c.name, stream)
 					before, beforeOther := n.Load(), elsewhere.Load()
@@ -534,7 +534,7 @@ func TestRedirectCallerClient(t *testing.T) {
 			from := suite.ServeOn(t, "127.0.0.1:0", &n, func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, other.URL+r.URL.Path, status)
 			})
-			p := pl.provider(t, from.URL, Options{}, nil, option.WithHTTPClient(following(t)))
+			p := pl.provider(t, from.URL, Config{}, nil, option.WithHTTPClient(following(t)))
 			for _, stream := range []bool{false, true} {
 				name := fmt.Sprintf("%s/%d/stream=%v", pl.name, status, stream)
 				beforeOther := elsewhere.Load()
@@ -569,7 +569,7 @@ func TestSecretsNeverLeakThroughAChain(t *testing.T) {
 			up := &echo{t: t, pl: pl, creds: map[string]bool{}}
 			s := httptest.NewServer(up)
 			defer s.Close()
-			p := pl.provider(t, s.URL, Options{}, httpClient(t))
+			p := pl.provider(t, s.URL, Config{}, httpClient(t))
 
 			m := miniredis.RunT(t)
 			rc := redis.NewClient(&redis.Options{Addr: m.Addr(), ContextTimeoutEnabled: true})
@@ -690,7 +690,7 @@ func TestStreamPanicClosesTheConnection(t *testing.T) {
 					}
 					return res, err
 				}
-				p := pl.provider(t, s.URL, Options{}, httpClient(t), option.WithMiddleware(mid))
+				p := pl.provider(t, s.URL, Config{}, httpClient(t), option.WithMiddleware(mid))
 				st, err := p.Stream(context.Background(), pl.request())
 				if where == "Next" {
 					if err != nil {

@@ -10,7 +10,7 @@ import (
 // declares are those its translation takes, and the image types are the
 // four the Messages API takes.
 func TestMediaTypesMatchTheTranslation(t *testing.T) {
-	p, err := New(newClient(t, "http://127.0.0.1:1"), Options{})
+	p, err := New(newClient(t, "http://127.0.0.1:1"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"reflect"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
@@ -34,7 +36,7 @@ func bedrockProvider(t *testing.T, url string) *Provider {
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
 	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret-access-key-0123456789", "session-token-0123456789abcdef")}
 	client := anthropic.NewClient(bedrock.WithConfig(cfg), option.WithBaseURL(url), option.WithMaxRetries(5))
-	p, err := New(client, Options{Platform: PlatformBedrock, Region: "eu-west-1", HTTPClient: httpClient(t)})
+	p, err := New(client, Config{Platform: PlatformBedrock, Region: "eu-west-1", HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func vertexProvider(t *testing.T, url string) *Provider {
 	creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.vertex-token-0123456789", TokenType: "Bearer"})}
 	client := anthropic.NewClient(vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds),
 		option.WithBaseURL(url), option.WithMaxRetries(5))
-	p, err := New(client, Options{Platform: PlatformVertex, Region: "europe-west4", HTTPClient: httpClient(t)})
+	p, err := New(client, Config{Platform: PlatformVertex, Region: "europe-west4", HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +264,8 @@ func TestPanicRecovered(t *testing.T) {
 		panic("boom " + r.Header.Get("Authorization"))
 	})
 	// The client's middleware panics before the request reaches the
-	// provider's, which learns the key from it: Options.APIKey names it.
-	p, err := New(newClient(t, s.URL, boom), Options{APIKey: testKey, HTTPClient: httpClient(t)})
+	// provider's, which learns the key from it: Config.APIKey names it.
+	p, err := New(newClient(t, s.URL, boom), Config{APIKey: testKey, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,27 +301,30 @@ func TestNew(t *testing.T) {
 	c := newClient(t, "http://127.0.0.1:1")
 	for _, tc := range []struct {
 		client anthropic.Client
-		opts   Options
+		opts   Config
 		ok     bool
 		name   string
 	}{
-		{c, Options{}, true, "anthropic"},
-		{c, Options{Name: "claude-eu"}, true, "claude-eu"},
-		{c, Options{Platform: "bedrock"}, false, ""},
-		{c, Options{Platform: "vertex", Region: "global"}, true, "gcp.vertex_ai"},
-		{c, Options{Platform: "azure"}, false, ""},
-		{c, Options{MaxResponseBytes: -1}, false, ""},
-		{anthropic.Client{}, Options{}, false, ""},
+		{c, Config{}, true, "anthropic"},
+		{c, Config{Name: "claude-eu"}, true, "claude-eu"},
+		{c, Config{Platform: "bedrock"}, false, ""},
+		{c, Config{Platform: "vertex", Region: "global"}, true, "gcp.vertex_ai"},
+		{c, Config{Platform: "azure"}, false, ""},
+		{c, Config{MaxResponseBytes: -1}, false, ""},
+		{anthropic.Client{}, Config{}, false, ""},
 	} {
 		p, err := New(tc.client, tc.opts)
 		if (err == nil) != tc.ok || err == nil && p.Name() != tc.name {
 			t.Errorf("%+v: %v", tc.opts, err)
 		}
-		if err != nil && !strings.HasPrefix(err.Error(), "anthropicsdk: ") {
-			t.Errorf("error %q", err)
+		if err != nil && (!strings.HasPrefix(err.Error(), "anthropicsdk: invalid configuration: ") || !errors.Is(err, chain.ErrInvalidConfig)) {
+			t.Errorf("error %q does not match chain.ErrInvalidConfig under the package's head", err)
+		}
+		if verr := tc.opts.Validate(); tc.client.Options != nil && (verr == nil) != tc.ok {
+			t.Errorf("%+v: Validate says %v, New %v", tc.opts, verr, err)
 		}
 	}
-	p, _ := New(c, Options{})
+	p, _ := New(c, Config{})
 	if p.Capabilities() != llm.CapAll || p.CheckResponseSchema([]byte(`{"type":"object","minimum":1}`)) == nil || p.CheckResponseSchema([]byte(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`)) != nil || p.Deployment() != (llm.Deployment{Platform: "anthropic"}) {
 		t.Error("capabilities, schema or deployment")
 	}

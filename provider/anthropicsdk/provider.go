@@ -2,21 +2,22 @@ package anthropicsdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
 
-// The platforms a client can reach, for Options.Platform and
+// The platforms a client can reach, for Config.Platform and
 // llm.Deployment.Platform.
 const (
 	PlatformAnthropic = "anthropic"
@@ -33,9 +34,11 @@ const longTokens = 8192
 // as the native adapter sends it: the Messages API requires a value.
 const DefaultMaxTokens = 1024
 
-// Options says where the client sends its requests and how the provider
-// names itself. The zero value suits a client of the Anthropic API.
-type Options struct {
+// Config says where the client sends its requests and how the provider
+// names itself. Every field's zero value is its documented default, so the
+// zero Config suits a client of the Anthropic API; Bedrock and Vertex need
+// Platform and Region. New checks it with Validate.
+type Config struct {
 	// Platform is the service the client was built for: "anthropic" (the
 	// default: anthropic.NewClient with an API key), "bedrock" (a client
 	// built with bedrock.WithConfig or bedrock.WithLoadDefaultConfig) or
@@ -51,11 +54,12 @@ type Options struct {
 	// region (Bedrock's SigV4 credential scope or bedrock-runtime host,
 	// Vertex's location) is refused before it leaves, and a Bedrock model
 	// ARN of another region fails a chain's Build (ModelDeployment). Empty
-	// for the Anthropic API.
+	// for the Anthropic API. Leading or trailing spaces are an error.
 	Region string
 	// Name overrides the provider's Name, which is otherwise the
 	// OpenTelemetry gen_ai.provider.name of the platform: "anthropic",
-	// "aws.bedrock", "gcp.vertex_ai".
+	// "aws.bedrock", "gcp.vertex_ai". Leading or trailing spaces are an
+	// error.
 	Name string
 	// APIKey, when set, is redacted from every error and answer's metadata,
 	// as the native adapter redacts its key. Optional: the provider also
@@ -64,7 +68,9 @@ type Options struct {
 	// X-Amz-Security-Token, and the OAuth token Vertex's transport adds),
 	// which it reads from each request on its way out. A key of 16 bytes
 	// or more is redacted wherever it appears, a shorter one where it
-	// stands as a whole token.
+	// stands as a whole token. A key with a control character (a file's
+	// trailing newline) or leading or trailing spaces is an error: it
+	// would be redacted as written, not as the key the client sends.
 	APIKey string
 	// MaxResponseBytes caps every body (success or error, compressed or
 	// not: the cap is on what it inflates to), every event of a stream
@@ -105,7 +111,7 @@ type Provider struct {
 	platform string
 	region   string
 	// ep is the redaction and error plumbing the native adapters share:
-	// Provider, the Options.APIKey as Secret, the request-id header and
+	// Provider, the Config.APIKey as Secret, the request-id header and
 	// the rate-limit reader of the Anthropic API, the cap.
 	ep wire.Endpoint
 }
@@ -119,57 +125,91 @@ var (
 	_ llm.ModelDeployedProvider = (*Provider)(nil)
 )
 
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+var errHead = problems.Head("anthropicsdk: invalid configuration")
+
+// Validate reports every problem of c at once, each naming the field and
+// what to change; nil when New would take c. Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// New calls it; call it yourself to check a configuration read from a
+// file before building a client.
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	switch c.Platform {
+	case "", PlatformAnthropic, PlatformBedrock, PlatformVertex:
+		if c.Region == "" && c.Platform != "" && c.Platform != PlatformAnthropic {
+			found.Addf("Config.Region is empty; set it to the region the %s client was built with (the SDK does not expose it)", c.Platform)
+		}
+	default:
+		found.Addf("Config.Platform is %q; use %q (or empty), %q or %q", c.Platform, PlatformAnthropic, PlatformBedrock, PlatformVertex)
+	}
+	if strings.TrimSpace(c.Region) != c.Region {
+		// Every request would be refused: what it shows is compared with
+		// Region as written.
+		found.Addf("Config.Region %q has leading or trailing spaces; trim them", c.Region)
+	}
+	if strings.TrimSpace(c.Name) != c.Name {
+		found.Addf("Config.Name %q has leading or trailing spaces; trim them", c.Name)
+	}
+	if c.APIKey != "" {
+		if err := wire.Key(c.APIKey); err != nil {
+			found.Addf("%v", err)
+		}
+	}
+	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+		found.Addf("%v", err)
+	}
+	return found.Err()
+}
+
 // New returns a Provider sending through client, which the caller built
-// with anthropic.NewClient for the platform opts.Platform names. The
+// with anthropic.NewClient for the platform cfg.Platform names. The
 // client's own options (base URL, credentials, middleware, headers,
 // timeouts) all apply, except its retries: every call made through the
 // Provider passes option.WithMaxRetries(0), so that one Complete or Stream
 // is exactly one HTTP request and the chain alone decides what to retry.
-// The HTTP client is opts.HTTPClient, guarded (see Options.HTTPClient),
-// unless the client was given one with option.WithHTTPClient. An error
-// says which option to change.
-func New(client anthropic.Client, opts Options) (*Provider, error) {
+// The HTTP client is cfg.HTTPClient, guarded (see Config.HTTPClient),
+// unless the client was given one with option.WithHTTPClient. New checks
+// cfg with Validate; an error matches chain.ErrInvalidConfig and says
+// which field to change.
+func New(client anthropic.Client, cfg Config) (*Provider, error) {
 	if len(client.Options) == 0 {
-		return nil, errors.New("anthropicsdk: the client has no options; build it with anthropic.NewClient")
+		return nil, fmt.Errorf("%w: the client has no options; build it with anthropic.NewClient", errHead)
 	}
-	platform := opts.Platform
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	platform := cfg.Platform
 	if platform == "" {
 		platform = PlatformAnthropic
 	}
-	var name string
-	switch platform {
-	case PlatformAnthropic:
-		name = "anthropic"
-	case PlatformBedrock:
-		name = "aws.bedrock"
-	case PlatformVertex:
-		name = "gcp.vertex_ai"
-	default:
-		return nil, fmt.Errorf("anthropicsdk: Options.Platform is %q; use %q, %q or %q", opts.Platform, PlatformAnthropic, PlatformBedrock, PlatformVertex)
+	name := cfg.Name
+	if name == "" {
+		name = platformNames[platform]
 	}
-	if opts.Region == "" && platform != PlatformAnthropic {
-		return nil, fmt.Errorf("anthropicsdk: Options.Region is empty; set it to the region the %s client was built with (the SDK does not expose it)", platform)
-	}
-	if opts.Name != "" {
-		name = opts.Name
-	}
-	maxBytes, err := wire.MaxBytes(opts.MaxResponseBytes)
-	if err != nil {
-		return nil, fmt.Errorf("anthropicsdk: %w", errors.New(replaceConfig(err.Error())))
-	}
-	base := opts.HTTPClient
+	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
+	base := cfg.HTTPClient
 	if base == nil {
 		base = defaultHTTPClient()
 	}
 	options, guarded := guard(client.Options, wire.GuardedClient(base))
 	return &Provider{client: client, messages: anthropic.NewMessageService(options...), guarded: guarded,
-		platform: platform, region: opts.Region, ep: wire.Endpoint{
+		platform: platform, region: cfg.Region, ep: wire.Endpoint{
 			Provider:  name,
 			MaxBytes:  maxBytes,
-			Secret:    opts.APIKey,
+			Secret:    cfg.APIKey,
 			RequestID: "Request-Id",
 			RateLimit: llm.VendorAnthropic.RateLimit,
 		}}, nil
+}
+
+// platformNames are the OpenTelemetry gen_ai.provider.name of each
+// platform: Name when Config.Name is empty.
+var platformNames = map[string]string{
+	PlatformAnthropic: "anthropic",
+	PlatformBedrock:   "aws.bedrock",
+	PlatformVertex:    "gcp.vertex_ai",
 }
 
 // defaultHTTPClient returns a client like the one anthropic.NewClient
@@ -219,22 +259,12 @@ func guard(opts []option.RequestOption, hc *http.Client) (out []option.RequestOp
 	return append(append(out, option.WithHTTPClient(hc)), opts...), false
 }
 
-// replaceConfig names the Options field in a message of package wire,
-// which speaks of Config.
-func replaceConfig(msg string) string {
-	const from, to = "Config.", "Options."
-	if len(msg) >= len(from) && msg[:len(from)] == from {
-		return to + msg[len(from):]
-	}
-	return msg
-}
-
-// Name returns the provider's name: Options.Name, or the OpenTelemetry
+// Name returns the provider's name: Config.Name, or the OpenTelemetry
 // gen_ai.provider.name of the platform ("anthropic", "aws.bedrock",
 // "gcp.vertex_ai").
 func (p *Provider) Name() string { return p.ep.Provider }
 
-// Deployment returns the platform and the region (Options.Region) the
+// Deployment returns the platform and the region (Config.Region) the
 // client sends to.
 func (p *Provider) Deployment() llm.Deployment {
 	return llm.Deployment{Platform: p.platform, Region: p.region}

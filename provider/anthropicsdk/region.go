@@ -10,13 +10,13 @@ import (
 
 // ModelDeployment returns where a request for model is served, for a chain
 // to judge at Build (llm.ModelDeployedProvider): the platform and
-// Options.Region, but on Bedrock the region a model or inference-profile
+// Config.Region, but on Bedrock the region a model or inference-profile
 // ARN names ("arn:aws:bedrock:us-east-1:…:application-inference-profile/…"
-// is served in us-east-1). It fails when model contradicts Options.Region:
+// is served in us-east-1). It fails when model contradicts Config.Region:
 // an ARN of another region (Bedrock serves an ARN only from its own
 // region), or a cross-region inference profile id ("us.anthropic.…",
 // "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.") whose geography does not
-// hold Options.Region (Bedrock takes one only from a region of its
+// hold Config.Region (Bedrock takes one only from a region of its
 // geography; "global." from any). The error names both.
 func (p *Provider) ModelDeployment(model string) (llm.Deployment, error) {
 	d := p.Deployment()
@@ -28,13 +28,13 @@ func (p *Provider) ModelDeployment(model string) (llm.Deployment, error) {
 	case region != "":
 		if !strings.EqualFold(region, p.region) {
 			return llm.Deployment{Platform: p.platform, Region: region}, fmt.Errorf(
-				"%s: model %q is served in region %q, but Options.Region is %q: Bedrock serves an ARN only from its own region; build the client for %s and set Options.Region to it, or use a model of %s",
+				"%s: model %q is served in region %q, but Config.Region is %q: Bedrock serves an ARN only from its own region; build the client for %s and set Config.Region to it, or use a model of %s",
 				p.Name(), model, region, p.region, region, p.region)
 		}
 		d.Region = region
 	case prefix != "":
 		if !profileTakes(prefix, p.region) {
-			return d, fmt.Errorf("%s: model %q is a %s. cross-region inference profile, which Bedrock takes only from the regions of its geography, but Options.Region is %q: use a profile of that region's geography, or a client and Options.Region in the profile's",
+			return d, fmt.Errorf("%s: model %q is a %s. cross-region inference profile, which Bedrock takes only from the regions of its geography, but Config.Region is %q: use a profile of that region's geography, or a client and Config.Region in the profile's",
 				p.Name(), model, prefix, p.region)
 		}
 	}

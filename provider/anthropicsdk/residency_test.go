@@ -21,13 +21,13 @@ import (
 )
 
 // bedrockIn returns a provider over a Bedrock client built for region
-// clientRegion, told (Options.Region) that it is in region, sending to url.
+// clientRegion, told (Config.Region) that it is in region, sending to url.
 func bedrockIn(t *testing.T, url, clientRegion, region string) *Provider {
 	t.Helper()
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "")
 	cfg := aws.Config{Region: clientRegion, Credentials: credentials.NewStaticCredentialsProvider(hostileAKID, hostileSecret, hostileSession)}
 	client := anthropic.NewClient(bedrock.WithConfig(cfg), option.WithBaseURL(url))
-	p, err := New(client, Options{Platform: PlatformBedrock, Region: region, HTTPClient: httpClient(t)})
+	p, err := New(client, Config{Platform: PlatformBedrock, Region: region, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func bedrockIn(t *testing.T, url, clientRegion, region string) *Provider {
 
 // TestBedrockModelRegion: a Bedrock model that names where it is served (a
 // model or inference-profile ARN its region, a cross-region profile id its
-// geography) and contradicts Options.Region fails the chain's Build,
+// geography) and contradicts Config.Region fails the chain's Build,
 // naming both; one that agrees, or names nothing, builds.
 func TestBedrockModelRegion(t *testing.T) {
 	p := bedrockIn(t, "http://127.0.0.1:1", "eu-west-1", "eu-west-1")
@@ -82,7 +82,7 @@ func TestBedrockModelRegion(t *testing.T) {
 }
 
 // TestRegionOfTheRequest: a request that shows another region than
-// Options.Region (Bedrock's SigV4 credential scope, Vertex's location in
+// Config.Region (Bedrock's SigV4 credential scope, Vertex's location in
 // the path) is refused before it leaves, KindNotFound with Code "region"
 // naming both: the client was built for another region than the provider
 // reports to the chain.
@@ -90,7 +90,7 @@ func TestRegionOfTheRequest(t *testing.T) {
 	s := suite.NewServer(t, suite.Respond(200, okBody, "Content-Type", "application/json"))
 	creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: hostileToken, TokenType: "Bearer"})}
 	vc := anthropic.NewClient(vertex.WithCredentials(context.Background(), "europe-west4", "my-project", creds), option.WithBaseURL(s.URL))
-	vp, err := New(vc, Options{Platform: PlatformVertex, Region: "us-central1", HTTPClient: httpClient(t)})
+	vp, err := New(vc, Config{Platform: PlatformVertex, Region: "us-central1", HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ import (
 // classifies error bodies, with HTTP status 200), a refusal
 // (KindContentFilter, at message_stop), an event that is not JSON
 // (KindServer), a tool call whose arguments are not JSON
-// (KindInvalidOutput), an answer longer than Options.MaxResponseBytes
+// (KindInvalidOutput), an answer longer than Config.MaxResponseBytes
 // (KindServer), a stream that ends before the stop reason (KindConnection; a
 // clean end after message_delta's stop reason is whole without message_stop), a
 // canceled ctx (KindCanceled), Close (KindCanceled) or a panic
@@ -419,7 +419,7 @@ func (s *stream) finish(i int) error {
 }
 
 // grow counts n more bytes of the answer, failing once they exceed
-// Options.MaxResponseBytes.
+// Config.MaxResponseBytes.
 func (s *stream) grow(n int, what string) error {
 	s.bytes += int64(n)
 	if limit := s.c.p.ep.MaxBytes; s.bytes > limit {

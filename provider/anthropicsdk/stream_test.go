@@ -213,7 +213,7 @@ func TestStreamCanceled(t *testing.T) {
 func TestStreamTooLong(t *testing.T) {
 	piece := strings.Repeat("0123456789", 25)
 	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, piece), delta(1, piece), evStop}))
-	p, err := New(newClient(t, s.URL), Options{MaxResponseBytes: 400, HTTPClient: httpClient(t)})
+	p, err := New(newClient(t, s.URL), Config{MaxResponseBytes: 400, HTTPClient: httpClient(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

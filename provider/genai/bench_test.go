@@ -20,7 +20,7 @@ func benchClient(b *testing.B) *gg.Client {
 
 // benchAdapter is Complete through the adapter.
 func benchAdapter(b *testing.B) {
-	p := newProvider(b, benchClient(b), Options{})
+	p := newProvider(b, benchClient(b), Config{})
 	req := hello("gemini-2.5-flash")
 	req.System = "Be brief."
 	req.Params.MaxTokens = 64

@@ -22,7 +22,7 @@
 //		Backend: gg.BackendGeminiAPI,
 //		APIKey:  os.Getenv("GEMINI_API_KEY"),
 //	})
-//	p, err := genai.New(c, genai.Options{}) // Name "gcp.gemini", Platform "gemini"
+//	p, err := genai.New(c, genai.Config{}) // Name "gcp.gemini", Platform "gemini"
 //
 // Vertex AI, with Application Default Credentials (or Credentials, or an
 // HTTPClient that authenticates, such as an oauth2 client):
@@ -32,11 +32,16 @@
 //		Project:  "my-project",
 //		Location: "europe-west4",
 //	})
-//	p, err := genai.New(c, genai.Options{}) // Name "gcp.vertex_ai", Region "europe-west4"
+//	p, err := genai.New(c, genai.Config{}) // Name "gcp.vertex_ai", Region "europe-west4"
 //
 // Vertex AI in express mode is Backend gg.BackendVertexAI with an APIKey
 // and no project. HTTPOptions.BaseURL points the client elsewhere (a
 // proxy, a test server); HTTPOptions.APIVersion picks v1 or v1beta(1).
+//
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and Config.Region against the client, and every error
+// it returns matches the module's invalid-configuration sentinel
+// (errors.Is(err, chain.ErrInvalidConfig)) and names what to change.
 //
 // New does not send through the client it is given: it builds a client of
 // its own from the client's configuration (ClientConfig, which NewClient
@@ -65,7 +70,7 @@
 //
 // # Limits
 //
-// Options.MaxResponseBytes (8 MiB by default) caps every response body,
+// Config.MaxResponseBytes (8 MiB by default) caps every response body,
 // error or answer, decompressed when it arrives compressed, every line and
 // event of a stream, and a stream's assembled answer (its text and tool
 // calls together). Past it the attempt fails, having read at most the
@@ -94,19 +99,19 @@
 // Every credential a request carries as it leaves (x-goog-api-key, an
 // Authorization bearer, a key= parameter), every credential the transport
 // under the adapter's guard added (what the response's request shows: an
-// oauth2 token), the client's APIKey and Options.APIKey are redacted from
+// oauth2 token), the client's APIKey and Config.APIKey are redacted from
 // every error (Message, Detail, RequestID, Type, Code, Err's text) and
 // from every answer's ID, Model, RequestID and FinishReason, a streamed
 // answer's Response() and errors raised mid-stream included. A credential
 // added below the guard where no response comes back (a transport that
-// fails after adding it) cannot be learned: pass it as Options.APIKey.
+// fails after adding it) cannot be learned: pass it as Config.APIKey.
 //
 // # Regions
 //
 // Deployment().Region is where the client sends requests, when it says:
 // on Vertex AI, its Location (projects/P/locations/L in every request
 // path), or "global" in express mode on the default endpoint. An
-// Options.Region that contradicts it is an error from New naming both, so
+// Config.Region that contradicts it is an error from New naming both, so
 // that a chain's AllowRegions is never satisfied by a declaration the
 // requests do not follow. What remains the caller's word, unchecked: the
 // Gemini API's region (it does not say where it processes requests), a

@@ -40,7 +40,7 @@ func Example_fake() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := backstopgenai.New(client, backstopgenai.Options{})
+	p, err := backstopgenai.New(client, backstopgenai.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func Example_fakeVertex() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gemini, err := backstopgenai.New(onGemini, backstopgenai.Options{})
+	gemini, err := backstopgenai.New(onGemini, backstopgenai.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	vertex, err := backstopgenai.New(onVertex, backstopgenai.Options{})
+	vertex, err := backstopgenai.New(onVertex, backstopgenai.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestFake(t *testing.T) {
 	for _, pl := range platforms {
 		t.Run(pl.name, func(t *testing.T) {
 			s := suite.StartFake(t)
-			p := newProvider(t, pl.client(t, s.URL()), Options{})
+			p := newProvider(t, pl.client(t, s.URL()), Config{})
 			if p.Name() != pl.name {
 				t.Fatalf("Name %q", p.Name())
 			}
@@ -127,7 +127,7 @@ func TestFakeTools(t *testing.T) {
 			if vertex {
 				c = vertexClient(t, s.URL(), &http.Client{Transport: bearer{http.DefaultTransport}})
 			}
-			p := newProvider(t, c, Options{})
+			p := newProvider(t, c, Config{})
 			const model = "gemini-fake-tools"
 			s.Script(model,
 				fake.CallTools(fake.ToolCall{Name: "get_weather", Arguments: `{"city":"Paris"}`}),

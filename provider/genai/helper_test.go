@@ -130,7 +130,7 @@ func vertexClient(t testing.TB, url string, hc *http.Client) *gg.Client {
 	return c
 }
 
-func newProvider(t testing.TB, c *gg.Client, opts Options) *Provider {
+func newProvider(t testing.TB, c *gg.Client, opts Config) *Provider {
 	t.Helper()
 	p, err := New(c, opts)
 	if err != nil {

@@ -258,7 +258,7 @@ func TestMemoryCapped(t *testing.T) {
 		for _, c := range cases {
 			t.Run(pl.name+"/"+c.name, func(t *testing.T) {
 				srv := suite.ServeOn(t, "127.0.0.1:0", nil, c.handle)
-				p := newProvider(t, pl.client(t, srv.URL, false), Options{MaxResponseBytes: testCap})
+				p := newProvider(t, pl.client(t, srv.URL, false), Config{MaxResponseBytes: testCap})
 				var err error
 				grew := suite.HeapGrowth(func() { _, err = run(p, hello("gemini-2.5-flash"), c.stream) })
 				t.Logf("allocated %d KiB: %v", grew>>10, err)
@@ -283,10 +283,10 @@ func TestMemoryCapped(t *testing.T) {
 // TestMaxResponseBytesOption: zero is the default, negative is refused.
 func TestMaxResponseBytesOption(t *testing.T) {
 	c := geminiClient(t, "http://127.0.0.1:1", nil)
-	if _, err := New(c, Options{MaxResponseBytes: -1}); err == nil || !strings.Contains(err.Error(), "MaxResponseBytes") {
+	if _, err := New(c, Config{MaxResponseBytes: -1}); err == nil || !strings.Contains(err.Error(), "MaxResponseBytes") {
 		t.Errorf("a negative MaxResponseBytes: %v", err)
 	}
-	p := newProvider(t, c, Options{})
+	p := newProvider(t, c, Config{})
 	if p.ep.MaxBytes != 8<<20 {
 		t.Errorf("the default cap is %d", p.ep.MaxBytes)
 	}
@@ -393,7 +393,7 @@ func TestCredentialsNeverReturned(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					e := &echo{}
 					srv := suite.ServeOn(t, "127.0.0.1:0", nil, e.handler(func(*http.Request) string { return how }))
-					p := newProvider(t, pl.client(t, srv.URL, false), Options{})
+					p := newProvider(t, pl.client(t, srv.URL, false), Config{})
 					res, err := run(p, hello("gemini-2.5-flash"), stream)
 					creds := e.credentials()
 					if len(creds) == 0 {
@@ -477,7 +477,7 @@ func TestErrorTextQuotesNoPrompt(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					srv := suite.ServeOn(t, "127.0.0.1:0", nil, c.handle)
-					p := newProvider(t, pl.client(t, srv.URL, false), Options{})
+					p := newProvider(t, pl.client(t, srv.URL, false), Config{})
 					req := hello("gemini-2.5-flash")
 					req.Messages[0].Content = prompt
 					_, err := run(p, req, stream)
@@ -530,7 +530,7 @@ func TestRedirectRefused(t *testing.T) {
 				http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), status)
 			})
 			for _, follow := range []bool{false, true} {
-				p := newProvider(t, pl.client(t, from.URL, follow), Options{})
+				p := newProvider(t, pl.client(t, from.URL, follow), Config{})
 				for _, stream := range []bool{false, true} {
 					name := fmt.Sprintf("%s/%d/follow=%v/stream=%v", pl.name, status, follow, stream)
 					before := fromN.Load()
@@ -587,7 +587,7 @@ func TestRequestIDs(t *testing.T) {
 						writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}]}`, errBody)
 					}
 				})
-				p := newProvider(t, geminiClient(t, srv.URL, nil), Options{MaxResponseBytes: testCap})
+				p := newProvider(t, geminiClient(t, srv.URL, nil), Config{MaxResponseBytes: testCap})
 				res, err := run(p, hello("gemini-2.5-flash"), stream)
 				if how == "ok" {
 					if err != nil || res.RequestID != "greq-7" {

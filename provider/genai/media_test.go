@@ -9,7 +9,7 @@ import (
 // TestMediaTypes: no media type is ruled out on either platform: the
 // adapter sends each as it is and the API decides.
 func TestMediaTypes(t *testing.T) {
-	p := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Options{})
+	p := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Config{})
 	if _, ok := any(p).(llm.MediaProvider); !ok {
 		t.Fatal("the provider does not declare its media types")
 	}

@@ -2,12 +2,12 @@ package genai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	gg "google.golang.org/genai"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -21,9 +21,10 @@ const (
 	NameVertex = "gcp.vertex_ai"
 )
 
-// Options configures a Provider beyond what the client already says. The
-// zero value is a working default.
-type Options struct {
+// Config configures a Provider beyond what the client already says. Every
+// field's zero value is its documented default, and the zero Config is a
+// working one. New checks it with Validate.
+type Config struct {
 	// Name is what Name returns, labelling errors and telemetry. Empty
 	// means NameGemini or NameVertex, by the client's backend.
 	Name string
@@ -34,13 +35,15 @@ type Options struct {
 	// contradiction is an error from New naming both). On the Gemini API,
 	// which does not say where it processes requests, and on Vertex AI
 	// behind a BaseURL without a project and location (a proxy), Region is
-	// your word, unchecked; empty means unknown.
+	// your word, unchecked; empty means unknown. Leading or trailing spaces
+	// are an error.
 	Region string
 	// APIKey is a secret to redact from every error and answer, beside the
 	// client's own ClientConfig().APIKey, which is always redacted: set it
 	// when the key travels some other way (an HTTPClient whose transport
-	// adds it). Every credential a request carries as it leaves is learned
-	// and redacted as well.
+	// adds it); a key with a control character (a file's trailing newline)
+	// or leading or trailing spaces is an error. Every credential a request
+	// carries as it leaves is learned and redacted as well.
 	APIKey string
 	// MaxResponseBytes caps every response body (after decompression),
 	// every streamed event and a stream's assembled answer (text and tool
@@ -62,7 +65,7 @@ type Provider struct {
 	// ep is what each attempt's Exchange holds to: the cap, the client's
 	// API key, the request-id header.
 	ep wire.Endpoint
-	// extra are the secrets beside the client's API key (Options.APIKey).
+	// extra are the secrets beside the client's API key (Config.APIKey).
 	extra []string
 }
 
@@ -74,37 +77,63 @@ var (
 	_ llm.DeployedProvider = (*Provider)(nil)
 )
 
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+var errHead = problems.Head("genai: invalid configuration")
+
+// Validate reports every problem of c that shows without the client, all
+// at once, each naming the field and what to change; New also checks
+// Region against the client. Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// New calls it.
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	if strings.TrimSpace(c.Name) != c.Name {
+		found.Addf("Config.Name %q has leading or trailing spaces; trim them", c.Name)
+	}
+	if strings.TrimSpace(c.Region) != c.Region {
+		found.Addf("Config.Region %q has leading or trailing spaces; trim them", c.Region)
+	}
+	if c.APIKey != "" {
+		if err := wire.Key(c.APIKey); err != nil {
+			found.Addf("%v", err)
+		}
+	}
+	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+		found.Addf("%v", err)
+	}
+	return found.Err()
+}
+
 // New returns a Provider that sends every request through client: through
 // a client New builds from client's configuration (ClientConfig), the same
 // but for its HTTP client, a copy of the one client holds that refuses
 // redirects and puts the adapter's guard under the SDK (see the package
 // documentation). client and its HTTP client are not changed, and New
-// neither detects credentials nor touches the network. An error says what
-// to change.
-func New(client *gg.Client, opts Options) (*Provider, error) {
+// neither detects credentials nor touches the network. New checks cfg with
+// Validate, and Region against the client; an error matches
+// chain.ErrInvalidConfig and says what to change.
+func New(client *gg.Client, cfg Config) (*Provider, error) {
 	if client == nil || client.Models == nil {
-		return nil, errors.New("genai: the client is nil; create it with genai.NewClient")
+		return nil, fmt.Errorf("%w: the client is nil; create it with genai.NewClient", errHead)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cc := client.ClientConfig()
 	p := &Provider{vertex: cc.Backend == gg.BackendVertexAI || cc.Backend == gg.BackendEnterprise}
-	p.name = opts.Name
-	switch {
+	switch p.name = cfg.Name; {
 	case p.name == "" && p.vertex:
 		p.name = NameVertex
 	case p.name == "":
 		p.name = NameGemini
-	case strings.TrimSpace(p.name) != p.name:
-		return nil, fmt.Errorf("genai: Options.Name %q has leading or trailing spaces; trim them", opts.Name)
 	}
-	if opts.MaxResponseBytes < 0 {
-		return nil, fmt.Errorf("genai: Options.MaxResponseBytes is %d; use 0 for the default (8 MiB) or a positive cap", opts.MaxResponseBytes)
-	}
-	region, err := deployedRegion(cc, p.vertex, opts.Region)
+	region, err := deployedRegion(cc, p.vertex, cfg.Region)
 	if err != nil {
 		return nil, err
 	}
 	p.region = region
-	for _, s := range []string{cc.APIKey, opts.APIKey} {
+	for _, s := range []string{cc.APIKey, cfg.APIKey} {
 		if s != "" && (len(p.secrets) == 0 || p.secrets[0].Secret != s) {
 			p.secrets = append(p.secrets, wire.Endpoint{Provider: p.name, Secret: s})
 		}
@@ -112,27 +141,25 @@ func New(client *gg.Client, opts Options) (*Provider, error) {
 	if len(p.secrets) == 0 {
 		p.secrets = []wire.Endpoint{{Provider: p.name}}
 	}
-	if opts.APIKey != "" && opts.APIKey != cc.APIKey {
-		p.extra = []string{opts.APIKey}
+	if cfg.APIKey != "" && cfg.APIKey != cc.APIKey {
+		p.extra = []string{cfg.APIKey}
 	}
-	p.ep = wire.Endpoint{Provider: p.name, MaxBytes: opts.MaxResponseBytes, Secret: cc.APIKey, RequestID: "X-Goog-Request-Id"}
-	if p.ep.MaxBytes == 0 {
-		p.ep.MaxBytes = wire.DefaultMaxBytes
-	}
+	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
+	p.ep = wire.Endpoint{Provider: p.name, MaxBytes: maxBytes, Secret: cc.APIKey, RequestID: "X-Goog-Request-Id"}
 	if p.models, err = rebuild(cc, p.vertex); err != nil {
 		f := p.redact(&llm.Error{Provider: p.name, Message: err.Error()})
-		return nil, errors.New("genai: the client's configuration cannot be built again over the guarded HTTP client: " + f.Message)
+		return nil, fmt.Errorf("%w: the client's configuration cannot be built again over the guarded HTTP client: %s", errHead, f.Message)
 	}
 	return p, nil
 }
 
-// Name returns Options.Name: "gcp.gemini" for the Gemini API and
+// Name returns Config.Name: "gcp.gemini" for the Gemini API and
 // "gcp.vertex_ai" for Vertex AI by default.
 func (p *Provider) Name() string { return p.name }
 
 // Deployment returns the platform, "gemini" or "vertex", and the region:
 // on Vertex AI the client's Location ("global" in express mode on the
-// default endpoint), else Options.Region (see Options.Region).
+// default endpoint), else Config.Region (see Config.Region).
 func (p *Provider) Deployment() llm.Deployment {
 	if p.vertex {
 		return llm.Deployment{Platform: "vertex", Region: p.region}

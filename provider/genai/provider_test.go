@@ -10,39 +10,51 @@ import (
 
 	gg "google.golang.org/genai"
 
+	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
 
 func TestNewNamesAndDeployment(t *testing.T) {
-	g := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Options{})
+	g := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Config{})
 	if g.Name() != "gcp.gemini" || g.Deployment() != (llm.Deployment{Platform: "gemini"}) {
 		t.Errorf("Gemini API: %q %+v", g.Name(), g.Deployment())
 	}
 	if c := g.Capabilities(); c != llm.CapTools|llm.CapImages|llm.CapDocuments|llm.CapNativeSchema {
 		t.Errorf("Gemini API capabilities: %v", c)
 	}
-	v := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Options{})
+	v := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Config{})
 	if v.Name() != "gcp.vertex_ai" || v.Deployment() != (llm.Deployment{Platform: "vertex", Region: "europe-west4"}) {
 		t.Errorf("Vertex AI: %q %+v", v.Name(), v.Deployment())
 	}
 	if c := v.Capabilities(); c != llm.CapAll {
 		t.Errorf("Vertex AI capabilities: %v", c)
 	}
-	o := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Options{Name: "vertex-eu", Region: "europe-west4"})
+	o := newProvider(t, vertexClient(t, "http://127.0.0.1:1", nil), Config{Name: "vertex-eu", Region: "europe-west4"})
 	if o.Name() != "vertex-eu" || o.Deployment().Region != "europe-west4" {
 		t.Errorf("overrides: %q %+v", o.Name(), o.Deployment())
 	}
 	// The client's Location decides; a Region saying otherwise is refused
 	// (TestRegionAgainstLocation).
-	if _, err := New(vertexClient(t, "http://127.0.0.1:1", nil), Options{Region: "eu"}); err == nil {
-		t.Error("a Region other than the client's Location was accepted")
-	}
-	if _, err := New(nil, Options{}); err == nil {
-		t.Error("New(nil) succeeded")
-	}
-	if _, err := New(geminiClient(t, "http://127.0.0.1:1", nil), Options{Name: " x"}); err == nil {
-		t.Error("a name with spaces was accepted")
+	// Every configuration error matches chain.ErrInvalidConfig under the
+	// package's head; Validate finds what shows without the client.
+	for _, tc := range []struct {
+		client   *gg.Client
+		cfg      Config
+		validate bool // Validate alone refuses cfg
+	}{
+		{vertexClient(t, "http://127.0.0.1:1", nil), Config{Region: "eu"}, false},
+		{nil, Config{}, false},
+		{geminiClient(t, "http://127.0.0.1:1", nil), Config{Name: " x"}, true},
+		{geminiClient(t, "http://127.0.0.1:1", nil), Config{MaxResponseBytes: -1}, true},
+	} {
+		_, err := New(tc.client, tc.cfg)
+		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "genai: invalid configuration: ") {
+			t.Errorf("%+v: %v, want an error matching chain.ErrInvalidConfig", tc.cfg, err)
+		}
+		if verr := tc.cfg.Validate(); (verr != nil) != tc.validate {
+			t.Errorf("%+v: Validate says %v", tc.cfg, verr)
+		}
 	}
 	if err := g.CheckResponseSchema([]byte(`{"type":"object"}`)); err != nil {
 		t.Error(err)
@@ -57,7 +69,7 @@ func TestCompleteSuccess(t *testing.T) {
 		w.Header().Set("X-Goog-Request-Id", "greq-1")
 		writeJSON(w, 200, okBody)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	res, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +97,7 @@ func TestVertexPath(t *testing.T) {
 		}
 		writeJSON(w, 200, okBody)
 	})
-	p := newProvider(t, vertexClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, vertexClient(t, s.URL, s.Client()), Config{})
 	res, err := p.Complete(context.Background(), hello("gemini-2.5-pro"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,10 +168,10 @@ func TestErrorClassesOneRequest(t *testing.T) {
 						}
 						writeJSON(w, tc.status, tc.body)
 					})
-					c, opts := geminiClient(t, s.URL, s.Client()), Options{}
+					c, opts := geminiClient(t, s.URL, s.Client()), Config{}
 					if backend == "vertex" {
 						// The key travels in a transport the client does not see.
-						c, opts = vertexClient(t, s.URL, s.Client()), Options{APIKey: testKey}
+						c, opts = vertexClient(t, s.URL, s.Client()), Config{APIKey: testKey}
 					}
 					p := newProvider(t, c, opts)
 					var err error
@@ -201,7 +213,7 @@ func TestTransportErrorOneRequest(t *testing.T) {
 			conn.Close() // the connection drops with no response
 		}
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	_, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	if f := asError(t, err); f.Kind != llm.KindConnection || f.Status != 0 {
 		t.Errorf("kind %v status %d: %v", f.Kind, f.Status, f)
@@ -217,7 +229,7 @@ func TestCanceled(t *testing.T) {
 		suite.Hold(r, release)
 	})
 	defer close(release)
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -265,7 +277,7 @@ func TestContentFilter(t *testing.T) {
 				}
 				writeJSON(w, 200, tc.body)
 			})
-			p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+			p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 			res, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 			if f := asError(t, err); res != nil || f.Kind != llm.KindContentFilter || f.Type != tc.typ {
 				t.Errorf("Complete: %+v, kind %v type %q", res, f.Kind, f.Type)
@@ -290,7 +302,7 @@ func TestContentFilter(t *testing.T) {
 
 func TestNoCandidates(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { writeJSON(w, 200, `{"modelVersion":"x"}`) })
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	_, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	if f := asError(t, err); f.Kind != llm.KindServer {
 		t.Errorf("kind %v", f.Kind)
@@ -301,7 +313,7 @@ func TestMalformedBody(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
 		writeJSON(w, 200, `{"candidates": [{"content": "prompt text `+testKey+`"`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	_, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	f := asError(t, err)
 	if f.Kind != llm.KindServer || strings.Contains(f.Error(), "prompt text") || !strings.Contains(f.Detail, "prompt text") {
@@ -317,7 +329,7 @@ func (panicTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func TestPanicRecovered(t *testing.T) {
-	p := newProvider(t, geminiClient(t, "http://127.0.0.1:1", &http.Client{Transport: panicTransport{}}), Options{})
+	p := newProvider(t, geminiClient(t, "http://127.0.0.1:1", &http.Client{Transport: panicTransport{}}), Config{})
 	res, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	if f := asError(t, err); res != nil || f.Kind != llm.KindUnknown || !strings.Contains(f.Message, "panicked") ||
 		!strings.Contains(f.Detail, "transport exploded") {
@@ -334,7 +346,7 @@ func TestRedactsExtraSecret(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
 		writeJSON(w, 400, `{"error":{"code":400,"message":"bad key `+other+` and `+testKey+`","status":"INVALID_ARGUMENT"}}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{APIKey: other})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{APIKey: other})
 	_, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	f := asError(t, err)
 	if strings.Contains(f.Detail, other) || !strings.Contains(f.Detail, "[redacted]") {
@@ -349,7 +361,7 @@ func TestClientSettingsDoNotLeak(t *testing.T) {
 		writeJSON(w, 503, `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`)
 	})
 	c := geminiClient(t, s.URL, s.Client())
-	p := newProvider(t, c, Options{})
+	p := newProvider(t, c, Config{})
 	if _, err := p.Complete(context.Background(), hello("gemini-2.5-flash")); err == nil {
 		t.Fatal("no error")
 	}

@@ -42,8 +42,8 @@ func deployedRegion(cc gg.ClientConfig, vertex bool, declared string) (string, e
 		return declared, nil
 	}
 	if declared != "" && !strings.EqualFold(strings.TrimSpace(declared), where) {
-		return "", fmt.Errorf("genai: Options.Region %q contradicts the client, which sends requests to Vertex AI location %q (its ClientConfig.Location, or the global endpoint of express mode): the client decides where data goes; leave Region empty, or build the client for %q",
-			declared, where, declared)
+		return "", fmt.Errorf("%w: Config.Region %q contradicts the client, which sends requests to Vertex AI location %q (its ClientConfig.Location, or the global endpoint of express mode): the client decides where data goes; leave Region empty, or build the client for %q",
+			errHead, declared, where, declared)
 	}
 	return where, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestRegionAgainstLocation: on Vertex AI the client's Location says where
-// requests are processed; an Options.Region that contradicts it is an
+// requests are processed; an Config.Region that contradicts it is an
 // error naming both. Where the client does not say (the Gemini API, a
 // Vertex AI client behind a BaseURL without project and location), Region
 // is the caller's word.
@@ -23,12 +23,12 @@ func TestRegionAgainstLocation(t *testing.T) {
 		}
 		return c
 	}
-	if _, err := New(vertexAt("us-central1"), Options{Region: "europe-west4"}); err == nil ||
+	if _, err := New(vertexAt("us-central1"), Config{Region: "europe-west4"}); err == nil ||
 		!strings.Contains(err.Error(), "europe-west4") || !strings.Contains(err.Error(), "us-central1") {
 		t.Errorf("a Region contradicting the Location: %v; want an error naming both", err)
 	}
 	for _, region := range []string{"", "us-central1"} {
-		p, err := New(vertexAt("us-central1"), Options{Region: region})
+		p, err := New(vertexAt("us-central1"), Config{Region: region})
 		if err != nil || p.Deployment().Region != "us-central1" {
 			t.Errorf("Region %q: %v, %+v", region, err, p)
 		}
@@ -38,14 +38,14 @@ func TestRegionAgainstLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := newProvider(t, express, Options{}); p.Deployment().Region != "global" {
+	if p := newProvider(t, express, Config{}); p.Deployment().Region != "global" {
 		t.Errorf("express mode: region %q; want global", p.Deployment().Region)
 	}
-	if _, err := New(express, Options{Region: "europe-west4"}); err == nil || !strings.Contains(err.Error(), "global") {
+	if _, err := New(express, Config{Region: "europe-west4"}); err == nil || !strings.Contains(err.Error(), "global") {
 		t.Errorf("express mode with Region europe-west4: %v; want an error", err)
 	}
 	// Where the client does not say, Region is the caller's word.
-	g := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Options{Region: "europe-west4"})
+	g := newProvider(t, geminiClient(t, "http://127.0.0.1:1", nil), Config{Region: "europe-west4"})
 	if g.Deployment().Region != "europe-west4" {
 		t.Errorf("Gemini API: %+v", g.Deployment())
 	}
@@ -54,7 +54,7 @@ func TestRegionAgainstLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := newProvider(t, proxy, Options{Region: "eu"}); p.Deployment().Region != "eu" {
+	if p := newProvider(t, proxy, Config{Region: "eu"}); p.Deployment().Region != "eu" {
 		t.Errorf("Vertex AI behind a proxy: %+v", p.Deployment())
 	}
 }

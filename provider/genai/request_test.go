@@ -32,7 +32,7 @@ func eq(t *testing.T, what string, got any, want string) {
 
 func TestRequestShape(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { writeJSON(w, 200, okBody) })
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	png := []byte{0x89, 'P', 'N', 'G'}
 	pdf := []byte("%PDF-1.7")
 	req := llm.Request{
@@ -102,7 +102,7 @@ func TestRequestShape(t *testing.T) {
 
 func TestToolChoiceModes(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { writeJSON(w, 200, okBody) })
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	for i, tc := range []struct {
 		choice llm.ToolChoice
 		want   string
@@ -124,7 +124,7 @@ func TestToolChoiceModes(t *testing.T) {
 
 func TestMinimalRequest(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { writeJSON(w, 200, okBody) })
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	if _, err := p.Complete(context.Background(), hello("gemini-2.5-flash")); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestMinimalRequest(t *testing.T) {
 
 func TestRequestsNotSent(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) { writeJSON(w, 200, okBody) })
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	bad := map[string]llm.Request{
 		"no model":    {Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}},
 		"no messages": {Model: "m"},
@@ -177,7 +177,7 @@ func TestToolRoundTrip(t *testing.T) {
 		writeJSON(w, 200, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Sunny."},
 		  {"functionCall":{"id":"srv-7","name":"time"}}]},"finishReason":"STOP"}]}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	req := hello("gemini-3-pro")
 	req.Tools = []llm.Tool{{Name: "weather"}, {Name: "time"}}
 	res, err := p.Complete(context.Background(), req)

@@ -33,7 +33,7 @@ func drain(t *testing.T, st llm.Stream) ([]llm.Chunk, error) {
 // ends.
 func startStream(t *testing.T, ctx context.Context, s *server) llm.Stream {
 	t.Helper()
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	st, err := p.Stream(ctx, hello("gemini-2.5-flash"))
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestStreamErrorFirstEvent(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, _ seen) {
 		writeSSE(w, `{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	st, err := p.Stream(context.Background(), hello("gemini-2.5-flash"))
 	if f := asError(t, err); st != nil || f.Kind != llm.KindRateLimited || f.RetryAfter != 1500*time.Millisecond {
 		t.Errorf("kind %v retry %v", f.Kind, f.RetryAfter)
@@ -223,7 +223,7 @@ func TestNoAutomaticContinuation(t *testing.T) {
 		}
 		writeJSON(w, 200, `{"candidates":[{"content":{"role":"model","parts":[{"text":"part"}]},"finishReason":"CONTINUATION","continuationToken":"AQID"}]}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	res, err := p.Complete(context.Background(), hello("gemini-2.5-flash"))
 	if err != nil || res.Text != "part" || res.FinishReason != "CONTINUATION" {
 		t.Errorf("%+v %v", res, err)

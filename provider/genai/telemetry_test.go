@@ -37,7 +37,7 @@ func TestCredentialsNeverRecorded(t *testing.T) {
 				}
 				return "ok"
 			}))
-			p := newProvider(t, pl.client(t, srv.URL, false), Options{})
+			p := newProvider(t, pl.client(t, srv.URL, false), Config{})
 
 			tel := oteltest.New()
 			var logs lockedBuffer
@@ -142,7 +142,7 @@ func TestNewRebuildsOverAGuardedClient(t *testing.T) {
 			before := c.ClientConfig()
 			hc := before.HTTPClient
 			saved := *hc
-			p := newProvider(t, c, Options{})
+			p := newProvider(t, c, Config{})
 			if n := len(e.credentials()); n != 0 {
 				t.Fatalf("New sent %d requests", n)
 			}

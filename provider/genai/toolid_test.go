@@ -19,10 +19,10 @@ import (
 func TestToolIDs(t *testing.T) {
 	s := suite.StartFake(t)
 	t.Run(NameGemini, func(t *testing.T) {
-		suite.ToolIDs(t, suite.FakeTarget(s, "gemini-fake", newProvider(t, geminiClient(t, s.URL(), nil), Options{})))
+		suite.ToolIDs(t, suite.FakeTarget(s, "gemini-fake", newProvider(t, geminiClient(t, s.URL(), nil), Config{})))
 	})
 	t.Run(NameVertex, func(t *testing.T) {
-		p := newProvider(t, vertexClient(t, s.URL(), &http.Client{Transport: bearer{http.DefaultTransport}}), Options{})
+		p := newProvider(t, vertexClient(t, s.URL(), &http.Client{Transport: bearer{http.DefaultTransport}}), Config{})
 		suite.ToolIDs(t, suite.FakeTarget(s, "gemini-vertex-fake", p))
 	})
 }
@@ -43,7 +43,7 @@ func TestIDlessCallAfterCall1(t *testing.T) {
 		}
 		writeJSON(w, 200, `{"candidates":[{"content":{"role":"model","parts":[`+part+`]},"finishReason":"STOP"}]}`)
 	})
-	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Options{})
+	p := newProvider(t, geminiClient(t, s.URL, s.Client()), Config{})
 	for _, history := range []string{"call_1", "call_1~sig~AQID"} {
 		req := hello("gemini-2.5-flash")
 		req.Tools = []llm.Tool{{Name: "weather"}}

@@ -38,7 +38,7 @@ func directParams() openai.ChatCompletionNewParams {
 // adapter-ns/direct-ns as "ratio".
 func BenchmarkComplete(b *testing.B) {
 	ctx := context.Background()
-	p, err := New(benchClient(), Options{APIKey: testKey})
+	p, err := New(benchClient(), Config{APIKey: testKey})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 // # What it owns
 //
 // The translation between llm and the SDK's params and answers, for two
-// APIs (Options.API):
+// APIs (Config.API):
 //
 //   - "chat" (the default): Chat Completions, exactly as the native
 //     adapter sends and reads it: system prompt as a system message;
@@ -67,7 +67,7 @@
 // attempt to these rules:
 //
 //   - Memory: every body, success or error, compressed or not (the cap is
-//     on what it inflates to), is read whole under Options.MaxResponseBytes
+//     on what it inflates to), is read whole under Config.MaxResponseBytes
 //     (8 MiB by default) before the SDK sees it; each line and each event
 //     of a stream is read under the same cap, whatever the SDK's scanner
 //     would take; the text, the refusal and the tool calls a stream
@@ -79,7 +79,7 @@
 //     as it leaves (the OpenAI key's Authorization bearer, the Azure
 //     api-key) and every one the response's request shows a layer below
 //     added (the bearer token of azure.WithTokenCredential), whether or
-//     not Options.APIKey names it, and redacts them all from every error
+//     not Config.APIKey names it, and redacts them all from every error
 //     (Message, Detail, Type, Code, RequestID, the text of Err) and from
 //     the metadata of every answer (ID, Model, RequestID, FinishReason),
 //     a stream's Response() and the errors a stream raises included. So a
@@ -145,7 +145,7 @@
 // OpenAI:
 //
 //	client := openai.NewClient(option.WithAPIKey(key))
-//	p, err := openaisdk.New(client, openaisdk.Options{APIKey: key})
+//	p, err := openaisdk.New(client, openaisdk.Config{APIKey: key})
 //
 // Azure OpenAI (the model names the deployment; requests go to
 // /openai/deployments/{model}/chat/completions?api-version=…, the key in
@@ -155,16 +155,16 @@
 //		azure.WithEndpoint("https://RESOURCE.openai.azure.com", "2024-10-21"),
 //		azure.WithAPIKey(key), // or azure.WithTokenCredential(cred)
 //	)
-//	p, err := openaisdk.New(client, openaisdk.Options{Platform: "azure", Region: "westeurope", APIKey: key})
+//	p, err := openaisdk.New(client, openaisdk.Config{Platform: "azure", Region: "westeurope", APIKey: key})
 //
-// Options.Region is the caller's word, not something the adapter checks:
+// Config.Region is the caller's word, not something the adapter checks:
 // an Azure resource's endpoint (RESOURCE.openai.azure.com, a custom
 // subdomain, a private endpoint) does not say the region the resource was
 // created in, nor where a Global or Data Zone deployment processes the
 // request, and openai-go has no way to ask. Deployment reports Region as
 // given, and a chain's AllowRegions trusts it: set it to the region of the
 // resource and the deployment type the request may be processed in. The
-// same holds for Options.Platform, which names what the client points at
+// same holds for Config.Platform, which names what the client points at
 // without looking.
 //
 // Compatible servers take option.WithBaseURL and, usually, a key (any
@@ -178,10 +178,15 @@
 //	Together option.WithBaseURL("https://api.together.xyz/v1")
 //
 //	client := openai.NewClient(option.WithBaseURL("https://api.groq.com/openai/v1"), option.WithAPIKey(key))
-//	p, err := openaisdk.New(client, openaisdk.Options{Platform: "groq", APIKey: key})
+//	p, err := openaisdk.New(client, openaisdk.Config{Platform: "groq", APIKey: key})
 //
 // The SDK decodes a success body only when its Content-Type is JSON; a
 // compatible server sending another type fails with KindServer.
+//
+// Every field of Config defaults when zero; New checks it once with
+// Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// and names the field to change.
 //
 // # Retries are off, per request
 //

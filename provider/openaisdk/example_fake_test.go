@@ -38,7 +38,7 @@ func Example_fake() {
 		option.WithAPIKey("sk-fake"), // the fake wants a key, any key
 		option.WithBaseURL(s.URL()+"/v1"),
 		option.WithHTTPClient(&http.Client{Transport: tr}))
-	p, err := openaisdk.New(client, openaisdk.Options{})
+	p, err := openaisdk.New(client, openaisdk.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,13 +88,13 @@ func Example_fakeAzure() {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	onOpenAI, err := openaisdk.New(openai.NewClient(option.WithAPIKey("sk-fake"),
-		option.WithBaseURL(s.URL()+"/v1"), option.WithHTTPClient(hc)), openaisdk.Options{})
+		option.WithBaseURL(s.URL()+"/v1"), option.WithHTTPClient(hc)), openaisdk.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	onAzure, err := openaisdk.New(openai.NewClient(azure.WithEndpoint(s.URL(), "2024-10-21"),
 		azure.WithAPIKey("fake-azure-key"), azure.WithUnsafeAllowHTTP(), option.WithHTTPClient(hc)),
-		openaisdk.Options{Platform: openaisdk.PlatformAzure, Region: "westeurope"})
+		openaisdk.Config{Platform: openaisdk.PlatformAzure, Region: "westeurope"})
 	if err != nil {
 		log.Fatal(err)
 	}

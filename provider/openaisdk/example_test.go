@@ -17,7 +17,7 @@ import (
 // whatever the client's retry setting.
 func Example() {
 	key := os.Getenv("OPENAI_API_KEY")
-	openaiP, err := openaisdk.New(openai.NewClient(option.WithAPIKey(key)), openaisdk.Options{APIKey: key})
+	openaiP, err := openaisdk.New(openai.NewClient(option.WithAPIKey(key)), openaisdk.Config{APIKey: key})
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func Example() {
 	azureP, err := openaisdk.New(openai.NewClient(
 		azure.WithEndpoint("https://my-resource.openai.azure.com", "2024-10-21"),
 		azure.WithAPIKey(azureKey),
-	), openaisdk.Options{Platform: openaisdk.PlatformAzure, Region: "westeurope", APIKey: azureKey})
+	), openaisdk.Config{Platform: openaisdk.PlatformAzure, Region: "westeurope", APIKey: azureKey})
 	if err != nil {
 		panic(err)
 	}
@@ -34,13 +34,13 @@ func Example() {
 	groqKey := os.Getenv("GROQ_API_KEY")
 	groqP, err := openaisdk.New(openai.NewClient(
 		option.WithBaseURL("https://api.groq.com/openai/v1"), option.WithAPIKey(groqKey),
-	), openaisdk.Options{Platform: "groq", APIKey: groqKey})
+	), openaisdk.Config{Platform: "groq", APIKey: groqKey})
 	if err != nil {
 		panic(err)
 	}
 
 	// The Responses API instead of Chat Completions.
-	respP, err := openaisdk.New(openai.NewClient(option.WithAPIKey(key)), openaisdk.Options{API: openaisdk.APIResponses, APIKey: key})
+	respP, err := openaisdk.New(openai.NewClient(option.WithAPIKey(key)), openaisdk.Config{API: openaisdk.APIResponses, APIKey: key})
 	if err != nil {
 		panic(err)
 	}

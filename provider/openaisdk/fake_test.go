@@ -26,7 +26,7 @@ func TestFake(t *testing.T) {
 	const azureKey = "azure-key-0123456789abcdef"
 	az, err := New(openai.NewClient(azure.WithEndpoint(s.URL(), "2024-10-21"), azure.WithAPIKey(azureKey),
 		azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(5), option.WithMaxRetryDelay(time.Millisecond)),
-		Options{Platform: PlatformAzure, APIKey: azureKey})
+		Config{Platform: PlatformAzure, APIKey: azureKey})
 	if err != nil {
 		t.Fatal(err)
 	}

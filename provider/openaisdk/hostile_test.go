@@ -33,7 +33,7 @@ import (
 )
 
 // The credentials the hostile tests' clients carry. The Provider is never
-// told of them (Options.APIKey is empty): it must learn them from the
+// told of them (Config.APIKey is empty): it must learn them from the
 // requests.
 const (
 	openaiSecret = "sk-proj-hostile-0123456789abcdefghij"
@@ -53,26 +53,26 @@ type platform struct {
 	name string
 	// new returns a Provider calling the server at url with api, its
 	// MaxResponseBytes max, through client (the SDK's default when nil),
-	// over a client set to retry 5 times. Options.APIKey is empty.
+	// over a client set to retry 5 times. Config.APIKey is empty.
 	new func(t testing.TB, url, api string, max int64, client *http.Client) *Provider
 }
 
 var platforms = []platform{
 	{"openai", func(t testing.TB, url, api string, max int64, client *http.Client) *Provider {
-		return build(t, client, Options{API: api, MaxResponseBytes: max},
+		return build(t, client, Config{API: api, MaxResponseBytes: max},
 			option.WithAPIKey(openaiSecret), option.WithBaseURL(url+"/v1"))
 	}},
 	{"azure-key", func(t testing.TB, url, api string, max int64, client *http.Client) *Provider {
-		return build(t, client, Options{API: api, Platform: PlatformAzure, MaxResponseBytes: max},
+		return build(t, client, Config{API: api, Platform: PlatformAzure, MaxResponseBytes: max},
 			azure.WithEndpoint(url, "2024-10-21"), azure.WithAPIKey(azureSecret), azure.WithUnsafeAllowHTTP())
 	}},
 	{"azure-token", func(t testing.TB, url, api string, max int64, client *http.Client) *Provider {
-		return build(t, client, Options{API: api, Platform: PlatformAzure, MaxResponseBytes: max},
+		return build(t, client, Config{API: api, Platform: PlatformAzure, MaxResponseBytes: max},
 			azure.WithEndpoint(url, "2024-10-21"), azure.WithTokenCredential(tokenCredential{}), azure.WithUnsafeAllowHTTP())
 	}},
 }
 
-func build(t testing.TB, client *http.Client, o Options, opts ...option.RequestOption) *Provider {
+func build(t testing.TB, client *http.Client, o Config, opts ...option.RequestOption) *Provider {
 	t.Helper()
 	opts = append(opts, option.WithMaxRetries(5), option.WithMaxRetryDelay(time.Millisecond))
 	if client != nil {
@@ -262,8 +262,8 @@ func TestMemoryIsCapped(t *testing.T) {
 // TestMaxResponseBytes: the option is checked, and an answer within the
 // cap passes.
 func TestMaxResponseBytes(t *testing.T) {
-	if _, err := New(openai.NewClient(option.WithAPIKey("k")), Options{MaxResponseBytes: -1}); err == nil ||
-		!strings.Contains(err.Error(), "Options.MaxResponseBytes") {
+	if _, err := New(openai.NewClient(option.WithAPIKey("k")), Config{MaxResponseBytes: -1}); err == nil ||
+		!strings.Contains(err.Error(), "Config.MaxResponseBytes") {
 		t.Errorf("a negative MaxResponseBytes: %v", err)
 	}
 	for _, api := range apis {
@@ -628,7 +628,7 @@ func TestProviderTextOnlyInDetail(t *testing.T) {
 	}))
 	defer s.Close()
 	for _, api := range apis {
-		p := build(t, nil, Options{API: api, Platform: PlatformAzure},
+		p := build(t, nil, Config{API: api, Platform: PlatformAzure},
 			azure.WithEndpoint(s.URL, "2024-10-21"), azure.WithTokenCredential(failingCredential{}), azure.WithUnsafeAllowHTTP())
 		for _, stream := range []bool{false, true} {
 			_, err := try(p, stream)

@@ -3,13 +3,13 @@ package openaisdk
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -18,7 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
-// The APIs a Provider can call (Options.API).
+// The APIs a Provider can call (Config.API).
 const (
 	// APIChat is the Chat Completions API (POST chat/completions): the
 	// default, and the one compatible servers speak.
@@ -27,23 +27,25 @@ const (
 	APIResponses = "responses"
 )
 
-// The platforms Name knows (Options.Platform); any other value names a
+// The platforms Name knows (Config.Platform); any other value names a
 // compatible server.
 const (
 	PlatformOpenAI = "openai"
 	PlatformAzure  = "azure"
 )
 
-// Options configures a Provider. The zero value calls Chat Completions on
-// OpenAI.
-type Options struct {
+// Config configures a Provider. Every field's zero value is its
+// documented default: the zero Config calls Chat Completions on OpenAI.
+// New checks it with Validate.
+type Config struct {
 	// API is APIChat ("chat", the default when empty) or APIResponses
 	// ("responses").
 	API string
 	// Platform is where the client points: "openai" (the default when
 	// empty), "azure", or a compatible server's name ("vllm", "ollama",
 	// "groq", …). It names the provider (see Name) and is Deployment's
-	// Platform.
+	// Platform. "Azure" or "OpenAI" (a known platform in other case) is an
+	// error, so that a typo does not name a compatible server.
 	Platform string
 	// Region is the cloud region requests go to (an Azure resource's
 	// region, "westeurope"), for Deployment; empty when the platform does
@@ -58,7 +60,8 @@ type Options struct {
 	// learned from it and redacted whether or not APIKey is set; setting
 	// it to the key the client was built with also covers what fails
 	// before a request leaves. A key shorter than 16 bytes is redacted
-	// only where it stands as a whole token.
+	// only where it stands as a whole token. A key with a control
+	// character (a file's trailing newline) is an error.
 	APIKey string
 	// MaxResponseBytes caps the body of every response, success or error,
 	// compressed or not (the cap is on what it inflates to), each event of
@@ -89,34 +92,56 @@ var (
 	_ llm.DeployedProvider = (*Provider)(nil)
 )
 
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+var errHead = problems.Head("openaisdk: invalid configuration")
+
+// Validate reports every problem of c at once, each naming the field and
+// what to change; nil when New would take c. Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// New calls it.
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	switch c.API {
+	case "", APIChat, APIResponses:
+	default:
+		found.Addf("Config.API is %q; use %q (or empty) or %q", c.API, APIChat, APIResponses)
+	}
+	for _, known := range []string{PlatformOpenAI, PlatformAzure} {
+		if c.Platform != known && strings.EqualFold(c.Platform, known) {
+			found.Addf("Config.Platform is %q; write %q: a platform Name knows is written in lower case, and any other value names a compatible server", c.Platform, known)
+		}
+	}
+	if strings.TrimSpace(c.Platform) != c.Platform || strings.TrimSpace(c.Name) != c.Name ||
+		strings.TrimSpace(c.Region) != c.Region {
+		found.Addf("Config.Platform, Name or Region has leading or trailing spaces; trim them")
+	}
+	if c.APIKey != "" {
+		if err := wire.Key(c.APIKey); err != nil {
+			found.Addf("%v", err)
+		}
+	}
+	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+		found.Addf("%v", err)
+	}
+	return found.Err()
+}
+
 // New returns a Provider calling through client, which the caller built
 // with openai.NewClient (for OpenAI, Azure with the azure package's
 // options, or any compatible base URL). The client's own retry setting is
-// overridden on every call: see the package documentation. An error says
-// which option to change.
-func New(client openai.Client, opts Options) (*Provider, error) {
-	p := &Provider{client: client}
-	switch opts.API {
-	case "", APIChat:
-	case APIResponses:
-		p.responses = true
-	default:
-		return nil, fmt.Errorf("openaisdk: Options.API %q is neither %q nor %q", opts.API, APIChat, APIResponses)
+// overridden on every call: see the package documentation. New checks cfg
+// with Validate; an error matches chain.ErrInvalidConfig and says which
+// field to change.
+func New(client openai.Client, cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	platform := opts.Platform
+	platform := cfg.Platform
 	if platform == "" {
 		platform = PlatformOpenAI
 	}
-	if strings.TrimSpace(platform) != platform || strings.TrimSpace(opts.Name) != opts.Name ||
-		strings.TrimSpace(opts.Region) != opts.Region {
-		return nil, errors.New("openaisdk: Options.Platform, Name or Region has leading or trailing spaces; trim them")
-	}
-	if opts.APIKey != "" {
-		if err := wire.Key(opts.APIKey); err != nil {
-			return nil, fmt.Errorf("openaisdk: Options.APIKey: %w", err)
-		}
-	}
-	name := opts.Name
+	name := cfg.Name
 	if name == "" {
 		switch platform {
 		case PlatformOpenAI:
@@ -127,21 +152,19 @@ func New(client openai.Client, opts Options) (*Provider, error) {
 			name = platform
 		}
 	}
-	max, err := wire.MaxBytes(opts.MaxResponseBytes)
-	if err != nil {
-		return nil, errors.New("openaisdk: " + strings.Replace(err.Error(), "Config.", "Options.", 1))
-	}
-	p.dep = llm.Deployment{Platform: platform, Region: opts.Region}
-	p.ep = wire.Endpoint{Provider: name, Secret: opts.APIKey, MaxBytes: max, RequestID: "X-Request-Id", RateLimit: llm.VendorOpenAI.RateLimit}
-	return p, nil
+	max, _ := wire.MaxBytes(cfg.MaxResponseBytes)
+	return &Provider{client: client, responses: cfg.API == APIResponses,
+		dep: llm.Deployment{Platform: platform, Region: cfg.Region},
+		ep:  wire.Endpoint{Provider: name, Secret: cfg.APIKey, MaxBytes: max, RequestID: "X-Request-Id", RateLimit: llm.VendorOpenAI.RateLimit},
+	}, nil
 }
 
-// Name returns Options.Name, else "openai" on OpenAI, "azure.ai.openai" on
+// Name returns Config.Name, else "openai" on OpenAI, "azure.ai.openai" on
 // Azure, and the platform's name on a compatible server.
 func (p *Provider) Name() string { return p.ep.Provider }
 
-// Deployment returns Options.Platform ("openai" by default) and
-// Options.Region.
+// Deployment returns Config.Platform ("openai" by default) and
+// Config.Region.
 func (p *Provider) Deployment() llm.Deployment { return p.dep }
 
 // Capabilities returns what the API carries: tools, images inline and by
@@ -172,7 +195,7 @@ func (p *Provider) MediaTypes() llm.MediaTypes {
 }
 
 // Complete sends req as exactly one HTTP request, to Chat Completions or
-// to the Responses API (Options.API), and returns the answer. The request
+// to the Responses API (Config.API), and returns the answer. The request
 // and the answer are translated as the native adapter
 // (provider/openai) translates them; see the package documentation for
 // the Responses API's equivalents. Every failure is an *llm.Error.

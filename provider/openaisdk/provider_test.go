@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -34,7 +35,7 @@ func newProvider(t testing.TB, url, api string, extra ...option.RequestOption) *
 		// 5 retries with short waits: were the adapter not to switch them
 		// off, the counts would show it at once.
 		option.WithMaxRetries(5), option.WithMaxRetryDelay(time.Millisecond)}, extra...)
-	p, err := New(openai.NewClient(opts...), Options{API: api, APIKey: testKey})
+	p, err := New(openai.NewClient(opts...), Config{API: api, APIKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestAzure(t *testing.T) {
 	s, last := tlsServer(t, suite.Respond(200, chatOK, "Content-Type", "application/json", "Apim-Request-Id", "apim-1"))
 	client := openai.NewClient(azure.WithEndpoint(s.URL, "2024-10-21"), azure.WithAPIKey(azureKey),
 		option.WithHTTPClient(s.Client()), option.WithMaxRetries(5))
-	p, err := New(client, Options{Platform: PlatformAzure, Region: "westeurope", APIKey: azureKey})
+	p, err := New(client, Config{Platform: PlatformAzure, Region: "westeurope", APIKey: azureKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,32 +458,36 @@ func TestAzure(t *testing.T) {
 func TestNew(t *testing.T) {
 	c := openai.NewClient(option.WithAPIKey("k"))
 	for _, tc := range []struct {
-		opts Options
+		opts Config
 		name string
 	}{
-		{Options{}, "openai"},
-		{Options{Platform: "azure"}, "azure.ai.openai"},
-		{Options{Platform: "vllm"}, "vllm"},
-		{Options{Platform: "groq", Name: "groq-eu"}, "groq-eu"},
+		{Config{}, "openai"},
+		{Config{Platform: "azure"}, "azure.ai.openai"},
+		{Config{Platform: "vllm"}, "vllm"},
+		{Config{Platform: "groq", Name: "groq-eu"}, "groq-eu"},
 	} {
 		p, err := New(c, tc.opts)
 		if err != nil || p.Name() != tc.name {
 			t.Errorf("%+v: %v %v", tc.opts, p, err)
 		}
 	}
-	for _, o := range []Options{{API: "completions"}, {Platform: " openai"}, {APIKey: "key\n"}} {
-		if _, err := New(c, o); err == nil {
-			t.Errorf("%+v accepted", o)
+	for _, o := range []Config{{API: "completions"}, {Platform: " openai"}, {APIKey: "key\n"}, {MaxResponseBytes: -1}} {
+		_, err := New(c, o)
+		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "openaisdk: invalid configuration: Config.") {
+			t.Errorf("%+v: %v, want an error matching chain.ErrInvalidConfig naming the field", o, err)
+		}
+		if verr := o.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%+v: Validate says %v, New %v", o, verr, err)
 		}
 	}
-	p, _ := New(c, Options{})
+	p, _ := New(c, Config{})
 	if p.Capabilities() != llm.CapAll&^llm.CapDocumentURLs || p.Deployment().Platform != "openai" {
 		t.Errorf("caps %v deployment %+v", p.Capabilities(), p.Deployment())
 	}
 }
 
 func TestCheckResponseSchema(t *testing.T) {
-	p, _ := New(openai.NewClient(option.WithAPIKey("k")), Options{})
+	p, _ := New(openai.NewClient(option.WithAPIKey("k")), Config{})
 	ok := `{"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#/$defs/x"}},"b":{"anyOf":[{"type":"string"},{"type":"null"}]}},
 		"required":["a","b"],"additionalProperties":false,
 		"$defs":{"x":{"type":"object","properties":{"y":{"type":"integer"}},"required":["y"],"additionalProperties":false}}}`
@@ -550,7 +555,7 @@ func TestResponsesBody(t *testing.T) {
 // with an *llm.Error, not a panic; a 200 that is not JSON is KindServer.
 func TestOddClients(t *testing.T) {
 	for _, api := range apis {
-		p, err := New(openai.Client{}, Options{API: api})
+		p, err := New(openai.Client{}, Config{API: api})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ import (
 func (p *Provider) responsesParams(req llm.Request, ids *wire.ToolIDs) (responses.ResponseNewParams, error) {
 	params := responses.ResponseNewParams{Model: shared.ResponsesModel(req.Model)}
 	if len(req.Params.Stop) > 0 {
-		return params, p.badRequest("the Responses API takes no stop sequences (Params.Stop): use the Chat Completions API (Options.API \"chat\")", nil)
+		return params, p.badRequest("the Responses API takes no stop sequences (Params.Stop): use the Chat Completions API (Config.API \"chat\")", nil)
 	}
 	if req.System != "" {
 		params.Instructions = openai.String(req.System)
