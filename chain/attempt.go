@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -164,7 +165,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 		w.obs.retry(&t.ob, n, s.kind, st.Wait, s.retryAfter, st.Reason)
 		if s.invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
-			req.Messages = reask(req.Messages, req.Tools, s.invalid, s.err)
+			req.Messages = answer.Reask(req.Messages, req.Tools, s.invalid, s.err)
 		} else {
 			prev = st.Wait
 		}
