@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/answer"
+	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -148,7 +150,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 			return tried{err: s.err, kind: s.kind}
 		}
 		st := w.plan(a, &s, prev)
-		if st.decision != DecisionRetry {
+		if st.Decision != plan.Retry {
 			return w.leave(a, &s, st)
 		}
 		if owed = w.consult(t, policy.Plan, n+1, nil, &holds); owed.Err != nil && !owed.Soft {
@@ -159,57 +161,72 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 			w.record(a.record(&s, DecisionNext, owed.Reason))
 			return w.notSent(t, n+1, 0, &s, owed)
 		}
-		w.record(a.record(&s, DecisionRetry, st.reason))
-		w.obs.retry(&t.ob, n, s.kind, st.wait, s.retryAfter, st.reason)
+		w.record(a.record(&s, DecisionRetry, st.Reason))
+		w.obs.retry(&t.ob, n, s.kind, st.Wait, s.retryAfter, st.Reason)
 		if s.invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
-			req.Messages = reask(req.Messages, req.Tools, s.invalid, s.err)
+			req.Messages = answer.Reask(req.Messages, req.Tools, s.invalid, s.err)
 		} else {
-			prev = st.wait
+			prev = st.Wait
 		}
 		before := w.c.clock()
-		if err := sleep(w.ctx, st.wait); err != nil {
+		if err := sleep(w.ctx, st.Wait); err != nil {
 			t.policies.Release(w.ctx, w.policyAttempt(t, policy.Send, n+1), &holds) // a retry withdrawn is given back
 			return w.waitCut(a, &s, w.c.clock()-before)
 		}
-		wait = st.wait
+		wait = st.Wait
 	}
 }
 
-// plan asks plan what follows the failed attempt a, drawing the policy's
-// backoff (prev is the wait before a, for decorrelated jitter).
-func (w *walk) plan(a *attempt, s *sent, prev time.Duration) step {
+// plan asks the planner (internal/plan) what follows the failed attempt
+// a, drawing the policy's backoff (prev is the wait before a, for
+// decorrelated jitter).
+func (w *walk) plan(a *attempt, s *sent, prev time.Duration) plan.Step {
 	t := a.t
-	f := failure{kind: s.kind, n: a.n, retryAfter: s.retryAfter, shouldRetry: s.shouldRetry, invalid: s.invalid != nil}
-	l := limits{table: t.table, policy: t.policy, contentFallback: w.c.contentFallback}
+	f := plan.Failure{Kind: s.kind, N: a.n, RetryAfter: s.retryAfter, ShouldRetry: s.shouldRetry, Invalid: s.invalid != nil}
+	l := plan.Limits{Table: t.table, Policy: t.policy, ContentFallback: w.c.contentFallback}
 	if t.group.spreads() && w.later(t) {
-		l.elsewhere = t.group.name
+		l.Elsewhere = t.group.name
 	}
 	if t.table.Rule(s.kind).ElsewhereFirst {
-		l.onward = w.onward(t)
+		l.Onward = w.onward(t)
 	}
-	if !f.invalid && f.n < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
-		l.backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
+	if !f.Invalid && f.N < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
+		l.Backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
 	}
 	if dl, ok := w.ctx.Deadline(); ok {
-		l.left, l.hasDeadline = time.Until(dl), true
+		l.Left, l.HasDeadline = time.Until(dl), true
 	}
-	return plan(f, l)
+	return plan.Decide(f, l)
 }
 
-// leave leaves t after attempt a as step says: a Retry-After not waited
+// leave leaves t after attempt a as st says: a Retry-After not waited
 // out closes its gate, a context-length failure raises the window the
 // next targets need.
-func (w *walk) leave(a *attempt, s *sent, st step) tried {
+func (w *walk) leave(a *attempt, s *sent, st plan.Step) tried {
 	t := a.t
-	if st.closeGate {
+	if st.CloseGate {
 		w.c.closeGate(w.ctx, w.obs, t, s.retryAfter)
 	}
 	if t.table.Rule(s.kind).Fallback == retry.LargerContext {
 		w.minWindow = max(w.minWindow, t.ContextWindow)
 	}
-	w.record(a.record(s, st.decision, st.reason))
-	return tried{err: s.err, kind: s.kind, stop: st.decision == DecisionStop}
+	d := decisionOf(st.Decision)
+	w.record(a.record(s, d, st.Reason))
+	return tried{err: s.err, kind: s.kind, stop: d == DecisionStop}
+}
+
+// decisionOf is the Decision the chain records for the planner's d.
+func decisionOf(d plan.Decision) Decision {
+	switch d {
+	case plan.Retry:
+		return DecisionRetry
+	case plan.Next:
+		return DecisionNext
+	case plan.Stop:
+		return DecisionStop
+	}
+	return DecisionNone
 }
 
 // attempt makes attempt a, sending req (prepared for a's target from

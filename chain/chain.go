@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -34,7 +35,7 @@ type Chain struct {
 	state           stateObservers     // those of them that observe state changes
 	shared          *breaker.Shared    // nil unless Builder.Shared
 	epoch           time.Time          // origin of clock
-	tools           toolSchemas        // the tools' InputSchemas, compiled
+	answers         answer.Checker     // checks answers; keeps the tools' InputSchemas compiled
 	warnings        []string           // see Warnings
 
 	// layout is the groups as the walk ranks them; nil unless spreads.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 )
@@ -71,7 +72,7 @@ func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.R
 	var js json.RawMessage
 	if err == nil && c.schema != nil {
 		if js, err = c.schema.Validate(resp.Text); err != nil {
-			err = invalidOutput("backstop", 0, "", err)
+			err = answer.InvalidOutput("backstop", 0, "", err)
 		}
 	}
 	a := Attempt{Target: g.name, Tier: TierDegrade, N: 1, Duration: elapsed}

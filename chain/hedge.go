@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -373,7 +374,7 @@ func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *ra
 	default: // both failed: a's failure decides; the hedge leaves its target
 		*s = first.s
 		w.causes = append(w.causes, &TargetError{Target: h.a.t.Name, Tier: h.a.t.tier, Err: h.s.err})
-		w.leave(&h.a, &h.s, step{decision: DecisionNext, reason: "the hedge failed too", closeGate: h.s.retryAfter > h.a.t.policy.MaxRetryAfter})
+		w.leave(&h.a, &h.s, plan.Step{Decision: plan.Next, Reason: "the hedge failed too", CloseGate: h.s.retryAfter > h.a.t.policy.MaxRetryAfter})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 )
@@ -169,7 +170,7 @@ func (o *callObs) validationFailed(t *observe.Target, err error) {
 	if o == nil {
 		return
 	}
-	paths, keywords := violations(err)
+	paths, keywords := answer.Violations(err)
 	e := observe.ValidationFailed{Target: *t, Paths: paths, Keywords: keywords}
 	o.event(e)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -366,8 +367,8 @@ func (s *Stream) restartable(t *target, kind llm.Kind) bool {
 	if kind == llm.KindCanceled || !c.restart || s.w.from >= len(c.targets) && len(c.degrades) == 0 {
 		return false
 	}
-	st := leave(failure{kind: kind}, limits{table: t.table, contentFallback: c.contentFallback}, "")
-	if st.decision == DecisionStop {
+	st := plan.Leave(plan.Failure{Kind: kind}, plan.Limits{Table: t.table, ContentFallback: c.contentFallback}, "")
+	if st.Decision == plan.Stop {
 		return false
 	}
 	if t.table.Rule(kind).Fallback == retry.LargerContext {

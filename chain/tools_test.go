@@ -87,7 +87,7 @@ func TestInvalidToolCallIsReaskedOnceThenTheNextTarget(t *testing.T) {
 	}{
 		{"bad arguments", `missing property`, llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"town":"Paris"}`)}, validate.ErrInvalid},
 		{"not JSON", `arguments do not match`, llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":`)}, validate.ErrBadJSON},
-		{"unknown tool", `There is no tool named "get_time". The tools are: get_weather.`, llm.ToolCall{ID: "toolu_1", Name: "get_time", Arguments: json.RawMessage(`{}`)}, chain.ErrUnknownTool},
+		{"unknown tool", `There is no tool named "get_time". The tools are: get_weather.`, llm.ToolCall{ID: "toolu_1", Name: "get_time", Arguments: json.RawMessage(`{}`)}, validate.ErrUnknownTool},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			primary := &recorder{name: "anthropic", answers: []*llm.Response{calls(tc.bad)}}
@@ -142,7 +142,7 @@ func TestInvalidToolCallIsReaskedOnceThenTheNextTarget(t *testing.T) {
 				t.Fatalf("the next target got the re-ask: %+v", other.reqs[0].Messages)
 			}
 			first := res.Attempts[0]
-			var terr *chain.ToolCallError
+			var terr *validate.ToolCallError
 			if first.Kind != llm.KindInvalidOutput || !errors.As(first.Err, &terr) || !errors.Is(first.Err, tc.match) || terr.Call != 0 {
 				t.Fatalf("attempt 1: %v %v", first.Kind, first.Err)
 			}

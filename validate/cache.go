@@ -9,18 +9,18 @@ const MaxCached = 1024
 // anyObject checks the arguments of a tool without an input schema.
 var anyObject = MustCompile([]byte(`{"type":"object"}`))
 
-// SchemaCache compiles each distinct schema once and keeps it, by its
-// bytes: the tool-call argument checks of a chain, whose requests carry the
-// same tools call after call. The zero value is ready to use; it is safe
-// for concurrent use.
+// SchemaCache checks tool-call arguments (Arguments), compiling each
+// distinct schema once and keeping it, by its bytes: the tool-call argument
+// checks of a chain, whose requests carry the same tools call after call.
+// The zero value is ready to use; it is safe for concurrent use.
 type SchemaCache struct {
 	mu sync.RWMutex
 	m  map[string]*Schema
 }
 
-// Get returns schema compiled, from the cache when it was compiled
+// get returns schema compiled, from the cache when it was compiled
 // before. An empty schema means any JSON object.
-func (c *SchemaCache) Get(schema []byte) (*Schema, error) {
+func (c *SchemaCache) get(schema []byte) (*Schema, error) {
 	if len(schema) == 0 {
 		return anyObject, nil
 	}
@@ -49,7 +49,7 @@ func (c *SchemaCache) Get(schema []byte) (*Schema, error) {
 // compile, ErrBadJSON when the arguments are not JSON, and a
 // *ValidationError (ErrInvalid) when they fail the schema.
 func (c *SchemaCache) Arguments(schema, args []byte) error {
-	s, err := c.Get(schema)
+	s, err := c.get(schema)
 	if err != nil {
 		return err
 	}

@@ -9,15 +9,15 @@ import (
 func TestSchemaCacheCompilesOnce(t *testing.T) {
 	var c SchemaCache
 	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
-	a, err := c.Get(schema)
+	a, err := c.get(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Get(append([]byte(nil), schema...)) // equal bytes, another slice
+	b, err := c.get(append([]byte(nil), schema...)) // equal bytes, another slice
 	if err != nil || a != b {
 		t.Fatalf("compiled twice: %p %p %v", a, b, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = c.Get(schema) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = c.get(schema) }); n != 0 {
 		t.Fatalf("a cached Get allocates %v times", n)
 	}
 }
@@ -47,7 +47,7 @@ func TestSchemaCacheArguments(t *testing.T) {
 func TestSchemaCacheIsBounded(t *testing.T) {
 	var c SchemaCache
 	for i := range MaxCached + 10 {
-		if _, err := c.Get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
+		if _, err := c.get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}

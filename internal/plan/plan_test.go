@@ -1,4 +1,4 @@
-package chain
+package plan
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ var decisionTable = map[llm.Kind]struct {
 }
 
 // TestPlan covers every Kind x (attempts left, Retry-After, deadline,
-// x-should-retry, content fallback) against the decision table: whether
+// x-should-retry, content fallback) against the decision Table: whether
 // plan retries, how long it waits, whether it moves on or stops, and
 // whether a Retry-After not waited out closes the gate.
 func TestPlan(t *testing.T) {
@@ -54,15 +54,15 @@ func TestPlan(t *testing.T) {
 					for _, sr := range []*bool{nil, &yes, &no} {
 						for _, cf := range []bool{false, true} {
 							cases++
-							f := failure{kind: kind, n: n, retryAfter: ra, shouldRetry: sr, invalid: kind == llm.KindInvalidOutput}
-							l := limits{table: retry.DefaultTable(), policy: policy, backoff: max(backoff, ra), contentFallback: cf}
+							f := Failure{Kind: kind, N: n, RetryAfter: ra, ShouldRetry: sr, Invalid: kind == llm.KindInvalidOutput}
+							l := Limits{Table: retry.DefaultTable(), Policy: policy, Backoff: max(backoff, ra), ContentFallback: cf}
 							switch dl {
 							case "ample":
-								l.left, l.hasDeadline = time.Hour, true
+								l.Left, l.HasDeadline = time.Hour, true
 							case "short":
-								l.left, l.hasDeadline = 100*time.Millisecond, true
+								l.Left, l.HasDeadline = 100*time.Millisecond, true
 							}
-							got := plan(f, l)
+							got := Decide(f, l)
 							name := fmt.Sprintf("%v n=%d retry-after=%v deadline=%s should-retry=%v content-fallback=%v",
 								kind, n, ra, dl, boolOf(sr), cf)
 
@@ -76,29 +76,29 @@ func TestPlan(t *testing.T) {
 								allowed = 1
 							}
 							wait := max(backoff, ra)
-							if f.invalid {
+							if f.Invalid {
 								wait = 0
 							}
-							retries := n < allowed && ra <= policy.MaxRetryAfter && !(dl == "short" && wait > l.left)
+							retries := n < allowed && ra <= policy.MaxRetryAfter && !(dl == "short" && wait > l.Left)
 							if retries {
-								if got.decision != DecisionRetry || got.wait != wait || got.closeGate {
+								if got.Decision != Retry || got.Wait != wait || got.CloseGate {
 									t.Errorf("%s: got %+v; want a retry after %v", name, got, wait)
 								}
 								continue
 							}
-							want := DecisionNext
+							want := Next
 							switch {
 							case row.next == "stop", row.next == "if allowed" && !cf:
-								want = DecisionStop
+								want = Stop
 							}
 							// The gate closes only for a wait calls will not
 							// take: over MaxRetryAfter, or past the deadline.
-							closes := ra > policy.MaxRetryAfter || dl != "none" && ra > l.left
-							if got.decision != want || got.wait != 0 || got.closeGate != closes || got.reason == "" {
+							closes := ra > policy.MaxRetryAfter || dl != "none" && ra > l.Left
+							if got.Decision != want || got.Wait != 0 || got.CloseGate != closes || got.Reason == "" {
 								t.Errorf("%s: got %+v; want %v, closing the gate %v, with a reason", name, got, want, closes)
 							}
-							if want == DecisionNext && !strings.Contains(got.reason, reasonFor(n, allowed, ra, policy)) {
-								t.Errorf("%s: reason %q", name, got.reason)
+							if want == Next && !strings.Contains(got.Reason, reasonFor(n, allowed, ra, policy)) {
+								t.Errorf("%s: reason %q", name, got.Reason)
 							}
 						}
 					}
@@ -121,27 +121,27 @@ func TestPlanElsewhere(t *testing.T) {
 		name  string
 		table retry.Table
 		ra    time.Duration
-		want  step
+		want  Step
 	}{
 		{"server error", retry.DefaultTable(), 0,
-			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
+			Step{Decision: Next, Reason: "retried on another deployment target first"}},
 		{"rate limited with a retry-after calls will wait", retry.DefaultTable(), 5 * time.Second,
-			step{decision: DecisionNext, reason: "retried on another deployment target first"}},
+			Step{Decision: Next, Reason: "retried on another deployment target first"}},
 		{"a rule that retries and never falls back", retry.Policy{Rules: map[llm.Kind]retry.Rule{llm.KindServer: {Retry: true, Fallback: retry.Stop}}}.Table(), 0,
-			step{decision: DecisionRetry, wait: time.Second}},
+			Step{Decision: Retry, Wait: time.Second}},
 	} {
 		kind := llm.KindServer
 		if tc.ra > 0 {
 			kind = llm.KindRateLimited
 		}
-		f := failure{kind: kind, n: 1, retryAfter: tc.ra}
-		got := plan(f, limits{table: tc.table, policy: policy, backoff: time.Second, elsewhere: "deployment"})
+		f := Failure{Kind: kind, N: 1, RetryAfter: tc.ra}
+		got := Decide(f, Limits{Table: tc.table, Policy: policy, Backoff: time.Second, Elsewhere: "deployment"})
 		if got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 		// Out of attempts, the table decides as it would anywhere.
-		f.n = policy.MaxAttempts
-		if got, want := plan(f, limits{table: tc.table, policy: policy, elsewhere: "deployment"}), plan(f, limits{table: tc.table, policy: policy}); got != want {
+		f.N = policy.MaxAttempts
+		if got, want := Decide(f, Limits{Table: tc.table, Policy: policy, Elsewhere: "deployment"}), Decide(f, Limits{Table: tc.table, Policy: policy}); got != want {
 			t.Errorf("%s, out of attempts: got %+v, want %+v", tc.name, got, want)
 		}
 	}
