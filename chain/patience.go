@@ -27,9 +27,9 @@ package chain
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/policy"
 )
@@ -176,57 +176,40 @@ func (w *walk) onward(t *target) bool {
 
 // patient is the patience race of the walk's attempt in flight, armed:
 // copies of what its racer is sent (the attempt and its request stay on
-// try's stack), and, once its timer fired, the racer.
+// try's stack), the race, and, once its timer fired, the racer.
 type patient struct {
 	a      attempt
 	req    llm.Request
 	caller *llm.Request
 	delay  time.Duration
-	mu     sync.Mutex // held by fire while it runs
+	race   race.Race[*racer]
 	racer  *racer
-	done   chan *racer
 }
 
-// fire sends the racer of the slow attempt: the same request to the next
-// target that can take it now, which ends the slow attempt if it answers
-// first. It runs on the timer's goroutine while the walk's waits in the
-// slow attempt's send; the walk takes p.mu before it reads what fire
-// wrote, and touches nothing fire reads meanwhile.
-func (w *walk) fire() {
+// Fire sends the racer of the slow attempt (race.Firer): the same request
+// to the next target that can take it now, which ends the slow attempt if
+// it answers first. It runs on the timer's goroutine while the walk's
+// waits in the slow attempt's send, and touches nothing the walk's reads
+// meanwhile; the walk reads what it wrote once Disarm has waited for it.
+func (w *walk) Fire() {
 	p := &w.pat
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done = make(chan *racer, 2)
-	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, p.done, len(w.c.targets), nil, p.a.cancel)
+	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, &p.race, len(w.c.targets), nil, p.a.cancel)
 }
 
 // patiently makes attempt a, sending req under ctx, raced after delay by
 // the next target that can take it (see patient); s gets the outcome as
-// attempt's would.
+// attempt's would. A panic of the slow attempt's provider ends its racer
+// too (Abandon).
 func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
 	if a.cancel == nil { // the racer must be able to end it
 		ctx, a.cancel = context.WithCancel(ctx)
 	}
 	p := &w.pat
 	p.a, p.req, p.caller, p.delay, p.racer = *a, *req, caller, delay, nil
-	timer := time.AfterFunc(delay, w.fire)
-	returned := false
-	defer func() {
-		if !returned { // the slow attempt's provider panicked: end its racer too
-			timer.Stop()
-			p.mu.Lock()
-			racers := [2]*racer{nil, p.racer}
-			p.mu.Unlock()
-			abandonRace(&racers, p.done)
-		}
-	}()
+	p.race.Arm(delay, w)
+	defer p.race.Abandon(abandoned)
 	resp, err := w.send.send(ctx, a, req, nil)
-	returned = true
-	if !timer.Stop() {
-		p.mu.Lock() // fire has run, or is running: wait for it
-		p.mu.Unlock()
-	}
-	if p.racer == nil {
+	if !p.race.Disarm() {
 		w.unraced(a, resp, err, s)
 		return
 	}
@@ -237,12 +220,9 @@ func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Reque
 		first.st = w.send.stream.st // its stream, if it opened one, is the race's now
 		w.send.stream.st = streamState{}
 	}
-	racers := [2]*racer{first, p.racer}
-	done := p.done
-	p.racer, p.done = nil, nil
-	defer abandonRace(&racers, done)
-	done <- first
-	w.settleRace(a, s, racers, done)
+	p.race.Enter(first, a.cancel)
+	w.settleRace(a, s, &p.race, first, p.racer)
+	p.racer = nil
 }
 
 // unraced ends attempt a, which was not raced, as attempt does: a stream
