@@ -1,20 +1,11 @@
 package chain
 
-// Time limits and patience: how long an attempt may take before the walk
-// does something about it. Two kinds of limit act on an attempt:
-//
-//   - hard limits end it (KindTimeout): Timeout (DefaultTimeout when 0)
-//     on a whole answer or, for a stream, on the wait for its first chunk;
-//     FirstChunkTimeout; IdleTimeout (DefaultIdleTimeout when 0) between
-//     two chunks of a stream. A timed-out target is left for the next
-//     target that can take the call, and retried only when none can
-//     (retry.Rule.ElsewhereFirst).
-//   - patience races it: an attempt that has not answered (a stream: not
-//     sent its first chunk) within its target's patience is raced by the
-//     same request sent to the next target of the chain that can take it;
-//     the slow attempt goes on, and the first acceptable answer serves.
-//     A slow target is never cut for being slow: with nowhere else to go,
-//     it is waited for up to its hard limit and the call's deadline.
+// Patience: an attempt that has not answered (a stream: not sent its
+// first chunk) within its target's patience is raced by the same request
+// sent to the next target of the chain that can take it; the slow
+// attempt goes on, and the first acceptable answer serves. A slow target
+// is never cut for being slow: with nowhere else to go, it is waited for
+// up to its hard limit (limits.go) and the call's deadline.
 //
 // The patience race is the hedged race (hedge.go) with a wider field: its
 // racer may be any later target of the chain, it spends no hedge budget,
@@ -22,8 +13,9 @@ package chain
 // armed on every attempt that has a later target to race, so it must cost
 // little until it fires: the slow attempt runs on the walk's goroutine as
 // any attempt does, and a timer sends the racer from the timer's own
-// goroutine only if the attempt has not answered by then (patient). That
-// timer holds the walk, so Call's walk comes from a pool, not its stack.
+// goroutine only if the attempt has not answered by then (race.Race.Arm).
+// That timer holds the walk, so Call's walk comes from a pool, not its
+// stack.
 
 import (
 	"context"
@@ -34,22 +26,9 @@ import (
 	"github.com/backstop-llm/backstop/policy"
 )
 
-// The default time limits (see Target's Timeout, IdleTimeout and
-// Patience). docs/concepts.md gives each its reason and the figure that
-// chose it.
+// The default patience (see Target's Patience). docs/concepts.md gives
+// each its reason and the figure that chose it.
 const (
-	// DefaultTimeout bounds an attempt of a target whose Timeout is 0: a
-	// whole answer, or a stream until its first chunk (a stream that has
-	// begun is bounded by IdleTimeout between chunks instead, so that a
-	// long answer is never cut for being long). Ten minutes: longer than
-	// any single answer a chat service waits for, short enough that a
-	// request the provider lost does not hold a call for good.
-	DefaultTimeout = 10 * time.Minute
-	// DefaultIdleTimeout bounds the gap between two chunks of a stream
-	// when IdleTimeout is 0. A minute: models pause for seconds between
-	// chunks while they think or call tools, never for a minute on a
-	// healthy connection; a stream stalled 30 s still completes.
-	DefaultIdleTimeout = time.Minute
 	// DefaultPatience is the least patience of a target whose Patience is
 	// 0, for a whole answer: after it, a later target is raced. Thirty
 	// seconds: a silent primary with a healthy fallback is served within
@@ -66,42 +45,6 @@ const (
 	patienceFactor   = 2
 	patienceQuantile = 0.99
 )
-
-// hardLimit is how long an attempt of t may take before it is ended: a
-// whole answer's, or (stream) the time until its first chunk, which the
-// stream's own timer bounds (so 0 is returned for the attempt as a
-// whole, unless Timeout is set: it then bounds the whole stream, as it
-// always has).
-func (t *target) hardLimit(stream bool) time.Duration {
-	if t.Timeout > 0 {
-		return t.Timeout
-	}
-	if stream {
-		return 0
-	}
-	return DefaultTimeout
-}
-
-// firstChunkLimit is the hard limit on a stream's wait for its first
-// chunk: FirstChunkTimeout, or DefaultTimeout when neither it nor Timeout
-// is set.
-func (t *target) firstChunkLimit() time.Duration {
-	switch {
-	case t.FirstChunkTimeout > 0:
-		return t.FirstChunkTimeout
-	case t.Timeout > 0:
-		return 0 // Timeout bounds the whole stream
-	}
-	return DefaultTimeout
-}
-
-// idleLimit is the hard limit on the gap between two chunks.
-func (t *target) idleLimit() time.Duration {
-	if t.IdleTimeout > 0 {
-		return t.IdleTimeout
-	}
-	return DefaultIdleTimeout
-}
 
 // patienceFor returns t's patience for a whole answer, or (stream) a
 // first chunk: Patience when set; else the default floor, or twice the
@@ -243,16 +186,4 @@ func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
 // patience race.
 func overdueReason(r, winner *racer) string {
 	return "no answer within its patience of " + r.overdue.String() + "; " + winner.a.t.Name + " answered first"
-}
-
-// bounds reports whether attempt limit must bound an attempt of t under
-// ctx, starting at now on the chain's clock: a Timeout set always does; the default only when the call's
-// deadline (if any) is further away, sparing the healthy path a timer
-// that could never fire first.
-func (w *walk) bounds(ctx context.Context, t *target, limit, now time.Duration) bool {
-	if t.Timeout > 0 {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return !ok || dl.Sub(w.c.epoch.Add(now)) > limit
 }
