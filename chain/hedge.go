@@ -14,6 +14,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/plan"
+	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -53,82 +54,38 @@ func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 	return d, w.later(t)
 }
 
-// triedAsHedge reports whether t was sent a hedge in this call.
-func (w *walk) triedAsHedge(t *target) bool { return w.hedged.has(t.ob.Index) }
+// triedAsHedge reports whether t was sent a racer in this call.
+func (w *walk) triedAsHedge(t *target) bool { return w.hedged.Has(t.ob.Index) }
 
-// targetSet marks targets by index: the first 64 in a word that lives on
-// the walk's stack, any beyond in words only a chain that long allocates.
-type targetSet struct {
-	lo uint64
-	hi []uint64
-}
-
-// has reports whether target i is marked.
-func (s *targetSet) has(i int) bool {
-	if i < 64 {
-		return s.lo&(1<<i) != 0
-	}
-	j := i/64 - 1
-	return j < len(s.hi) && s.hi[j]&(1<<(i%64)) != 0
-}
-
-// add marks target i.
-func (s *targetSet) add(i int) {
-	if i < 64 {
-		s.lo |= 1 << i
-		return
-	}
-	j := i/64 - 1
-	for len(s.hi) <= j {
-		s.hi = append(s.hi, 0)
-	}
-	s.hi[j] |= 1 << (i % 64)
-}
-
-// racer is one attempt of a hedged race. Its send runs on a goroutine of
-// its own, with its own copies of the attempt and the request (the walk's
-// stay on the walk's stack); the rest happens on the walk's goroutine.
+// racer is one attempt of a race (package race runs it): its own copies
+// of the attempt and the request (the walk's stay on the walk's stack),
+// its own stream, and its outcome; everything but its send happens on
+// the walk's goroutine.
 type racer struct {
+	send   sender
 	a      attempt
 	req    llm.Request
 	st     streamState // a stream's, once it commits
 	cancel context.CancelFunc
 	resp   *llm.Response
 	err    error
-	panic  any
-	ended  bool
 	s      sent
 	// overdue is the patience the racer outlived, when it is the slow
 	// attempt of a patience race (patience.go): losing it is a failure
 	// of its target's, not nothing. 0 otherwise.
 	overdue time.Duration
-	// rival, set on a patience race's racer, ends the slow attempt it
-	// races once it answers: that attempt runs on the walk's goroutine,
-	// which only the end of its send frees.
-	rival context.CancelFunc
 }
 
-// run sends r with send, then hands r to done.
-func (r *racer) run(ctx context.Context, send sender, done chan<- *racer) {
-	answered, rival := false, r.rival
-	defer func() {
-		if p := recover(); p != nil {
-			r.panic = p
-		}
-		done <- r
-		if answered && rival != nil {
-			rival() // after done: the walk reads this answer first
-		}
-	}()
-	r.resp, r.err = send.send(ctx, &r.a, &r.req, &r.st)
-	answered = r.err == nil && r.resp != nil
+// Send makes r's attempt (race.Entrant).
+func (r *racer) Send(ctx context.Context) bool {
+	r.resp, r.err = r.send.send(ctx, &r.a, &r.req, &r.st)
+	return r.err == nil && r.resp != nil
 }
 
-// launch starts a racer for attempt a (copied) sending req (copied).
-func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done chan<- *racer, rival context.CancelFunc) *racer {
-	r := &racer{a: *a, req: *req, rival: rival}
-	ctx, r.cancel = context.WithCancel(ctx)
-	go r.run(ctx, w.send, done)
+// launch starts a racer for attempt a (copied) sending req (copied) in rc.
+func (w *walk) launch(rc *race.Race[*racer], ctx context.Context, a *attempt, req *llm.Request, rival context.CancelFunc) *racer {
+	r := &racer{send: w.send, a: *a, req: *req}
+	r.cancel = rc.Go(ctx, r, rival)
 	return r
 }
 
@@ -138,50 +95,26 @@ func (w *walk) launch(ctx context.Context, a *attempt, req *llm.Request, done ch
 // attempt's outcome (s.by naming the hedge when the hedge's). caller is
 // the caller's request, which the hedge's target prepares its own from.
 func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
-	done := make(chan *racer, 2)
-	var racers [2]*racer
-	defer abandonRace(&racers, done)
-	racers[0] = w.launch(ctx, a, req, done, nil)
-	timer := time.NewTimer(delay)
-	select {
-	case r := <-done:
-		timer.Stop()
+	rc := new(race.Race[*racer])
+	defer rc.Abandon(abandoned)
+	first := w.launch(rc, ctx, a, req, nil)
+	if r, ok := rc.Within(delay); ok {
 		w.alone(r, s)
 		return
-	case <-timer.C:
 	}
-	racers[1] = w.sendRacer(a, req, caller, delay, done, a.t.group.hi, a.t.hedge.admit, nil)
-	if racers[1] == nil {
-		w.alone(<-done, s)
+	h := w.sendRacer(a, req, caller, delay, rc, a.t.group.hi, a.t.hedge.admit, nil)
+	if h == nil {
+		w.alone(rc.Next(), s)
 		return
 	}
-	w.settleRace(a, s, racers, done)
+	w.settleRace(a, s, rc, first, h)
 }
 
-// abandonRace, deferred by race, ends the racers still running when race
-// returns: none, unless a panic ends the race (a racer's provider's, which
-// repanic goes on with, or one on the walk's own goroutine: an observer, a
-// validator). Each is canceled instead of being left to its provider,
-// waited for, and gives back its breaker ticket (a half-open probe slot
-// would otherwise be held for good), its count in flight and its stream,
-// as abandon does for an attempt that was not raced; a racer whose own
-// send panicked gave them back already. The panic goes on. No observer is
-// told of their end: the walk is unwinding, and the call's own end is not
-// reported either.
-func abandonRace(racers *[2]*racer, done <-chan *racer) {
-	pending := 0
-	for _, r := range racers {
-		if r != nil && !r.ended {
-			r.cancel()
-			pending++
-		}
-	}
-	for ; pending > 0; pending-- {
-		r := <-done
-		r.ended = true
-		r.release(r.a.start, retry.Excluded)
-	}
-}
+// abandoned releases racer r, still running when a panic ended its race
+// (race.Race.Abandon), as abandon does an attempt that was not raced. No
+// observer is told of its end: the walk is unwinding, and the call's own
+// end is not reported either.
+func abandoned(r *racer, panicked bool) { r.release(r.a.start, retry.Excluded, panicked) }
 
 // release gives back what racer r, ended by the race rather than by its
 // target (at end, on the chain's clock), holds: its stream, its Timeout,
@@ -189,12 +122,12 @@ func abandonRace(racers *[2]*racer, done <-chan *racer) {
 // told of neither a failure nor a success, unless it outlived its
 // patience) and its count in flight. A racer whose send panicked gave
 // back the last two already (abandon).
-func (r *racer) release(end time.Duration, v retry.BreakerVerdict) {
+func (r *racer) release(end time.Duration, v retry.BreakerVerdict, panicked bool) {
 	r.st.release() // the stream it committed, if it did
 	if r.a.cancel != nil {
 		r.a.cancel()
 	}
-	if r.panic != nil {
+	if panicked {
 		return
 	}
 	pa := policy.Attempt{Phase: policy.Send, Target: r.a.t.Name, N: r.a.n, Hedge: r.a.hedge}
@@ -207,12 +140,9 @@ func (r *racer) release(end time.Duration, v retry.BreakerVerdict) {
 // alone ends racer r, an attempt that was not raced after all, as an
 // unhedged attempt ends.
 func (w *walk) alone(r *racer, s *sent) {
-	r.ended = true
-	w.repanic(r)
-	if w.won(r, s) {
-		return
+	if !w.won(r, s) {
+		w.concludeRacer(r, s)
 	}
-	w.concludeRacer(r, s)
 }
 
 // won installs racer r's committed stream as the call's and reports true;
@@ -253,7 +183,7 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // budget refuses is recorded as the skip it is, not as a hedge:
 // Attempt.Hedge marks the racers sent, which is what a count of hedges
 // counts. rival, when set, is called once the racer answers.
-func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, done chan<- *racer, hi int, bud policy.Policy, rival context.CancelFunc) *racer {
+func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, rc *race.Race[*racer], hi int, bud policy.Policy, rival context.CancelFunc) *racer {
 	var spent policy.Hold
 	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: true, At: time.Now()}
 	if bud != nil {
@@ -276,7 +206,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		}
 		return nil
 	}
-	w.hedged.add(h.ob.Index)
+	w.hedged.Add(h.ob.Index)
 	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.rank.Choice(pos), hedge: true}
 	ctx := w.ctx
 	if w.obs != nil {
@@ -287,7 +217,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		ctx, b.cancel = context.WithTimeout(ctx, limit)
 	}
 	b.start = w.c.clock()
-	return w.launch(ctx, &b, &hreq, done, rival)
+	return w.launch(rc, ctx, &b, &hreq, rival)
 }
 
 // hedgeRequest is the request a hedge of an attempt sending req sends to
@@ -330,39 +260,19 @@ func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take 
 	return 0, nil, hreq, holds
 }
 
-// settleRace waits for the race of attempt a (racers[0]) and its hedge
-// (racers[1]): the first acceptable answer wins, the other is canceled and
-// waited for. Every attempt but a's own is recorded here; a's outcome goes
-// to s (s.by naming the hedge when the hedge answered), and a's record,
-// when it lost, here too.
-func (w *walk) settleRace(a *attempt, s *sent, racers [2]*racer, done <-chan *racer) {
-	var winner *racer
-	pending := 2
-	for pending > 0 && winner == nil {
-		r := <-done
-		pending--
-		r.ended = true
-		w.repanic(r)
+// settleRace waits for the race rc of attempt a (first) and its racer h:
+// the first acceptable answer wins, the other is canceled and waited for.
+// Every attempt but a's own is recorded here; a's outcome goes to s (s.by
+// naming h when h answered), and a's record, when it lost, here too.
+func (w *walk) settleRace(a *attempt, s *sent, rc *race.Race[*racer], first, h *racer) {
+	winner, _ := rc.Winner(func(r *racer) bool {
 		if w.committed(r) {
-			winner = r
-			break
+			return true
 		}
 		w.concludeRacer(r, &r.s)
-		if r.s.err == nil {
-			winner = r
-		}
-	}
-	for _, r := range racers {
-		if !r.ended {
-			r.cancel()
-		}
-	}
-	for ; pending > 0; pending-- {
-		r := <-done
-		r.ended = true
-		w.lose(r)
-	}
-	first, h := racers[0], racers[1]
+		return r.s.err == nil
+	})
+	rc.Stop(w.lose)
 	switch winner {
 	case first:
 		w.recordLoser(h, first)
@@ -397,14 +307,14 @@ func (w *walk) take(r *racer, s *sent) {
 // closed, its breaker told of nothing (the race, not the target, ended
 // it) unless it outlived its patience (a failure of its target's), its
 // observers told it lost, with the request-id it had.
-func (w *walk) lose(r *racer) {
+func (w *walk) lose(r *racer, panicked bool) {
 	a, t := &r.a, r.a.t
 	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: r.requestID()}
 	verdict := retry.Excluded // the race, not the target, ended it
 	if r.overdue > 0 {
 		verdict = retry.Failure // it did not answer within its patience
 	}
-	r.release(a.start+r.s.elapsed, verdict)
+	r.release(a.start+r.s.elapsed, verdict, panicked)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
 		Duration: r.s.elapsed, Lost: true})
 }
@@ -435,15 +345,6 @@ func (w *walk) recordLoser(r, winner *racer) {
 		reason = "failed; " + winner.a.t.Name + " answered"
 	}
 	w.record(r.a.record(&r.s, DecisionLost, reason))
-}
-
-// repanic goes on with racer r's panic, if it panicked, on the walk's
-// goroutine; race's abandonRace then ends the racers still running.
-func (w *walk) repanic(r *racer) {
-	if r.panic != nil {
-		r.cancel()
-		panic(r.panic)
-	}
 }
 
 // firstChunkAt notes that attempt a, a stream, sent its first chunk now:

@@ -1,20 +1,11 @@
 package chain
 
-// Time limits and patience: how long an attempt may take before the walk
-// does something about it. Two kinds of limit act on an attempt:
-//
-//   - hard limits end it (KindTimeout): Timeout (DefaultTimeout when 0)
-//     on a whole answer or, for a stream, on the wait for its first chunk;
-//     FirstChunkTimeout; IdleTimeout (DefaultIdleTimeout when 0) between
-//     two chunks of a stream. A timed-out target is left for the next
-//     target that can take the call, and retried only when none can
-//     (retry.Rule.ElsewhereFirst).
-//   - patience races it: an attempt that has not answered (a stream: not
-//     sent its first chunk) within its target's patience is raced by the
-//     same request sent to the next target of the chain that can take it;
-//     the slow attempt goes on, and the first acceptable answer serves.
-//     A slow target is never cut for being slow: with nowhere else to go,
-//     it is waited for up to its hard limit and the call's deadline.
+// Patience: an attempt that has not answered (a stream: not sent its
+// first chunk) within its target's patience is raced by the same request
+// sent to the next target of the chain that can take it; the slow
+// attempt goes on, and the first acceptable answer serves. A slow target
+// is never cut for being slow: with nowhere else to go, it is waited for
+// up to its hard limit (limits.go) and the call's deadline.
 //
 // The patience race is the hedged race (hedge.go) with a wider field: its
 // racer may be any later target of the chain, it spends no hedge budget,
@@ -22,34 +13,22 @@ package chain
 // armed on every attempt that has a later target to race, so it must cost
 // little until it fires: the slow attempt runs on the walk's goroutine as
 // any attempt does, and a timer sends the racer from the timer's own
-// goroutine only if the attempt has not answered by then (patient). That
-// timer holds the walk, so Call's walk comes from a pool, not its stack.
+// goroutine only if the attempt has not answered by then (race.Race.Arm).
+// That timer holds the walk, so Call's walk comes from a pool, not its
+// stack.
 
 import (
 	"context"
-	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/policy"
 )
 
-// The default time limits (see Target's Timeout, IdleTimeout and
-// Patience). docs/concepts.md gives each its reason and the figure that
-// chose it.
+// The default patience (see Target's Patience). docs/concepts.md gives
+// each its reason and the figure that chose it.
 const (
-	// DefaultTimeout bounds an attempt of a target whose Timeout is 0: a
-	// whole answer, or a stream until its first chunk (a stream that has
-	// begun is bounded by IdleTimeout between chunks instead, so that a
-	// long answer is never cut for being long). Ten minutes: longer than
-	// any single answer a chat service waits for, short enough that a
-	// request the provider lost does not hold a call for good.
-	DefaultTimeout = 10 * time.Minute
-	// DefaultIdleTimeout bounds the gap between two chunks of a stream
-	// when IdleTimeout is 0. A minute: models pause for seconds between
-	// chunks while they think or call tools, never for a minute on a
-	// healthy connection; a stream stalled 30 s still completes.
-	DefaultIdleTimeout = time.Minute
 	// DefaultPatience is the least patience of a target whose Patience is
 	// 0, for a whole answer: after it, a later target is raced. Thirty
 	// seconds: a silent primary with a healthy fallback is served within
@@ -66,42 +45,6 @@ const (
 	patienceFactor   = 2
 	patienceQuantile = 0.99
 )
-
-// hardLimit is how long an attempt of t may take before it is ended: a
-// whole answer's, or (stream) the time until its first chunk, which the
-// stream's own timer bounds (so 0 is returned for the attempt as a
-// whole, unless Timeout is set: it then bounds the whole stream, as it
-// always has).
-func (t *target) hardLimit(stream bool) time.Duration {
-	if t.Timeout > 0 {
-		return t.Timeout
-	}
-	if stream {
-		return 0
-	}
-	return DefaultTimeout
-}
-
-// firstChunkLimit is the hard limit on a stream's wait for its first
-// chunk: FirstChunkTimeout, or DefaultTimeout when neither it nor Timeout
-// is set.
-func (t *target) firstChunkLimit() time.Duration {
-	switch {
-	case t.FirstChunkTimeout > 0:
-		return t.FirstChunkTimeout
-	case t.Timeout > 0:
-		return 0 // Timeout bounds the whole stream
-	}
-	return DefaultTimeout
-}
-
-// idleLimit is the hard limit on the gap between two chunks.
-func (t *target) idleLimit() time.Duration {
-	if t.IdleTimeout > 0 {
-		return t.IdleTimeout
-	}
-	return DefaultIdleTimeout
-}
 
 // patienceFor returns t's patience for a whole answer, or (stream) a
 // first chunk: Patience when set; else the default floor, or twice the
@@ -176,57 +119,40 @@ func (w *walk) onward(t *target) bool {
 
 // patient is the patience race of the walk's attempt in flight, armed:
 // copies of what its racer is sent (the attempt and its request stay on
-// try's stack), and, once its timer fired, the racer.
+// try's stack), the race, and, once its timer fired, the racer.
 type patient struct {
 	a      attempt
 	req    llm.Request
 	caller *llm.Request
 	delay  time.Duration
-	mu     sync.Mutex // held by fire while it runs
+	race   race.Race[*racer]
 	racer  *racer
-	done   chan *racer
 }
 
-// fire sends the racer of the slow attempt: the same request to the next
-// target that can take it now, which ends the slow attempt if it answers
-// first. It runs on the timer's goroutine while the walk's waits in the
-// slow attempt's send; the walk takes p.mu before it reads what fire
-// wrote, and touches nothing fire reads meanwhile.
-func (w *walk) fire() {
+// Fire sends the racer of the slow attempt (race.Firer): the same request
+// to the next target that can take it now, which ends the slow attempt if
+// it answers first. It runs on the timer's goroutine while the walk's
+// waits in the slow attempt's send, and touches nothing the walk's reads
+// meanwhile; the walk reads what it wrote once Disarm has waited for it.
+func (w *walk) Fire() {
 	p := &w.pat
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done = make(chan *racer, 2)
-	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, p.done, len(w.c.targets), nil, p.a.cancel)
+	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, &p.race, len(w.c.targets), nil, p.a.cancel)
 }
 
 // patiently makes attempt a, sending req under ctx, raced after delay by
 // the next target that can take it (see patient); s gets the outcome as
-// attempt's would.
+// attempt's would. A panic of the slow attempt's provider ends its racer
+// too (Abandon).
 func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Request, s *sent, delay time.Duration) {
 	if a.cancel == nil { // the racer must be able to end it
 		ctx, a.cancel = context.WithCancel(ctx)
 	}
 	p := &w.pat
 	p.a, p.req, p.caller, p.delay, p.racer = *a, *req, caller, delay, nil
-	timer := time.AfterFunc(delay, w.fire)
-	returned := false
-	defer func() {
-		if !returned { // the slow attempt's provider panicked: end its racer too
-			timer.Stop()
-			p.mu.Lock()
-			racers := [2]*racer{nil, p.racer}
-			p.mu.Unlock()
-			abandonRace(&racers, p.done)
-		}
-	}()
+	p.race.Arm(delay, w)
+	defer p.race.Abandon(abandoned)
 	resp, err := w.send.send(ctx, a, req, nil)
-	returned = true
-	if !timer.Stop() {
-		p.mu.Lock() // fire has run, or is running: wait for it
-		p.mu.Unlock()
-	}
-	if p.racer == nil {
+	if !p.race.Disarm() {
 		w.unraced(a, resp, err, s)
 		return
 	}
@@ -237,12 +163,9 @@ func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Reque
 		first.st = w.send.stream.st // its stream, if it opened one, is the race's now
 		w.send.stream.st = streamState{}
 	}
-	racers := [2]*racer{first, p.racer}
-	done := p.done
-	p.racer, p.done = nil, nil
-	defer abandonRace(&racers, done)
-	done <- first
-	w.settleRace(a, s, racers, done)
+	p.race.Enter(first, a.cancel)
+	w.settleRace(a, s, &p.race, first, p.racer)
+	p.racer = nil
 }
 
 // unraced ends attempt a, which was not raced, as attempt does: a stream
@@ -263,16 +186,4 @@ func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
 // patience race.
 func overdueReason(r, winner *racer) string {
 	return "no answer within its patience of " + r.overdue.String() + "; " + winner.a.t.Name + " answered first"
-}
-
-// bounds reports whether attempt limit must bound an attempt of t under
-// ctx, starting at now on the chain's clock: a Timeout set always does; the default only when the call's
-// deadline (if any) is further away, sparing the healthy path a timer
-// that could never fire first.
-func (w *walk) bounds(ctx context.Context, t *target, limit, now time.Duration) bool {
-	if t.Timeout > 0 {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return !ok || dl.Sub(w.c.epoch.Add(now)) > limit
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -43,7 +44,7 @@ type walk struct {
 	// the targets (by index) already tried in this call as racers: the
 	// walk passes them over.
 	rank   spread.Ranking
-	hedged targetSet
+	hedged race.Set
 
 	// now is when the policies were asked about the first attempt on the
 	// target at pos, on the chain's clock; nowOK is true until anything

@@ -6,10 +6,11 @@
 // delay, fixed or read from the tier's recent answer times (Window), and
 // the hedge budget that keeps an outage from doubling the load.
 //
-// The race itself is the chain's (chain.Builder.Hedge, chain.Target.Hedge):
-// no hedge goes to a target whose breaker is open, whose Retry-After gate
-// is closed, or past the call's deadline; a hedge's loser is recorded as
-// lost, its breaker told neither of a failure nor of a success.
+// The chain runs the race (chain.Builder.Hedge, chain.Target.Hedge; its
+// bookkeeping is the module's internal/race): no hedge goes to a target
+// whose breaker is open, whose Retry-After gate is closed, or past the
+// call's deadline; a hedge's loser is recorded as lost, its breaker told
+// neither of a failure nor of a success.
 package hedge
 
 import (
