@@ -17,6 +17,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/fallback"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/failsafe-go/failsafe-go/timeout"
 )
 
 // healthy answers every request at once with the same answer, as a
@@ -69,6 +70,18 @@ func failsafeExecutor() failsafe.Executor[*llm.Response] {
 	cb := circuitbreaker.NewBuilder[*llm.Response]().WithFailureThreshold(5).
 		WithFailureRateThreshold(0.5, 20, 30*time.Second).WithDelay(30 * time.Second).Build()
 	return failsafe.With[*llm.Response](fb, rp, cb)
+}
+
+// failsafeBounded is failsafeExecutor with failsafe-go's Timeout policy
+// innermost, bounding each attempt as chain.DefaultTimeout does: the
+// like-for-like baseline for a chain called without a deadline.
+func failsafeBounded() failsafe.Executor[*llm.Response] {
+	fb := fallback.NewWithResult(&static)
+	rp := retrypolicy.NewBuilder[*llm.Response]().WithMaxAttempts(3).
+		WithBackoff(500*time.Millisecond, 20*time.Second).WithJitterFactor(1).Build()
+	cb := circuitbreaker.NewBuilder[*llm.Response]().WithFailureThreshold(5).
+		WithFailureRateThreshold(0.5, 20, 30*time.Second).WithDelay(30 * time.Second).Build()
+	return failsafe.With[*llm.Response](fb, rp, cb, timeout.New[*llm.Response](chain.DefaultTimeout))
 }
 
 func BenchmarkHealthyCall(b *testing.B) {
@@ -132,12 +145,15 @@ func BenchmarkHealthyCall(b *testing.B) {
 // deadline (a minute away), as a service's usually does: the chain's
 // default per-attempt bound (chain.DefaultTimeout, 10 minutes) then needs
 // no timer of its own, where a context without one pays for it.
+// "ratio-bounded" compares a call without a deadline like for like:
+// against failsafe-go with its Timeout policy (chain.DefaultTimeout) added
+// innermost, the timer backstop arms by default.
 func BenchmarkOverheadRatio(b *testing.B) {
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, ex := backstopChain(b), failsafeExecutor()
-	ways := [4]func() *llm.Response{
+	c, ex, bounded := backstopChain(b), failsafeExecutor(), failsafeBounded()
+	ways := [5]func() *llm.Response{
 		func() *llm.Response { r, _ := provider.Complete(ctx, request); return r },
 		func() *llm.Response {
 			res, err := c.Call(ctx, request)
@@ -160,8 +176,17 @@ func BenchmarkOverheadRatio(b *testing.B) {
 			}
 			return res.Response
 		},
+		func() *llm.Response {
+			r, err := bounded.GetWithExecution(func(e failsafe.Execution[*llm.Response]) (*llm.Response, error) {
+				return provider.Complete(e.Context(), request)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		},
 	}
-	var spent [4]time.Duration
+	var spent [5]time.Duration
 	for b.Loop() {
 		for i, call := range ways {
 			start := time.Now()
@@ -173,9 +198,10 @@ func BenchmarkOverheadRatio(b *testing.B) {
 	}
 	calls := float64(b.N * overheadBlock)
 	direct, backstop, failsafe := float64(spent[0])/calls, float64(spent[1])/calls, float64(spent[2])/calls
-	withDeadline := float64(spent[3]) / calls
+	withDeadline, failsafeTimeout := float64(spent[3])/calls, float64(spent[4])/calls
 	b.ReportMetric((backstop-direct)/(failsafe-direct), "ratio")
 	b.ReportMetric((withDeadline-direct)/(failsafe-direct), "ratio-deadline")
+	b.ReportMetric((backstop-direct)/(failsafeTimeout-direct), "ratio-bounded")
 	b.ReportMetric(backstop, "backstop-ns/call")
 	b.ReportMetric(failsafe, "failsafe-ns/call")
 }
