@@ -52,12 +52,6 @@ var (
 	// ErrOpen is the reason a target is skipped while its breaker is open,
 	// or half-open with its probe already in flight.
 	ErrOpen = errors.New("circuit breaker open: the target failed repeatedly and is skipped until a probe succeeds")
-	// ErrInvalidConfig is matched by every error Config.Validate and
-	// NewShared return. It is the same value as chain.ErrInvalidConfig and
-	// every other package's invalid-configuration sentinel, so any of them
-	// matches any configuration error; messages begin "breaker: invalid
-	// configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrOpenElsewhere is the reason a target is skipped while another
 	// replica holds its breaker open (see Shared.Sync). It
 	// matches ErrOpen too.
@@ -321,8 +315,8 @@ type Breaker struct {
 }
 
 // New returns a breaker named name (the target's name, passed to
-// OnStateChange) configured by s, or s's problems, each matching
-// ErrInvalidConfig.
+// OnStateChange) configured by s, or s's problems, each wrapping
+// llm.ErrInvalidConfig.
 func New(name string, s Config) (*Breaker, error) { return newBreaker(name, s, nil) }
 
 // newBreaker is New, with adjust (when not nil) given the settings of the

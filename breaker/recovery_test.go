@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -126,7 +127,7 @@ func TestOpenForDefaults(t *testing.T) {
 }
 
 // Each problem with FirstOpenFor is named with what to change, and
-// matches ErrInvalidConfig; a FirstOpenFor equal to OpenFor is a fixed
+// matches llm.ErrInvalidConfig; a FirstOpenFor equal to OpenFor is a fixed
 // interval, not a problem.
 func TestFirstOpenForValidation(t *testing.T) {
 	for _, tc := range []struct {
@@ -141,8 +142,8 @@ func TestFirstOpenForValidation(t *testing.T) {
 		{breaker.Config{FirstOpenFor: -time.Second, OpenFor: -time.Minute}, []string{"FirstOpenFor is -1s", "OpenFor is -1m0s"}},
 	} {
 		_, err := breaker.New("t", tc.cfg)
-		if !errors.Is(err, breaker.ErrInvalidConfig) {
-			t.Errorf("%+v: New = %v; want ErrInvalidConfig", tc.cfg, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) {
+			t.Errorf("%+v: New = %v; want llm.ErrInvalidConfig", tc.cfg, err)
 			continue
 		}
 		if err2 := tc.cfg.Validate(); err2 == nil || err2.Error() != err.Error() {

@@ -144,7 +144,7 @@ type Shared struct {
 // one chain's state, such as "backstop:" + chain + ":breakers".
 // NewShared makes no round trip: the store may be down when it is called.
 //
-// Errors match ErrInvalidConfig and name what to change: a nil store, a
+// Errors wrap llm.ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, a negative Timeout or ProbeEvery.
 func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	found := problems.In(errHead, "shared state")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // memStore is a breaker.Store in memory that counts its round trips. Its
@@ -138,9 +139,9 @@ func TestSharedOnAStore(t *testing.T) {
 		store breaker.Store
 		want  string
 	}{{"nil store", nil, "store is nil"}, {"empty key", &memStore{}, "key is empty"}} {
-		if s, err := breaker.NewShared(tc.store, breaker.SharedConfig{}); s != nil || !errors.Is(err, breaker.ErrInvalidConfig) ||
+		if s, err := breaker.NewShared(tc.store, breaker.SharedConfig{}); s != nil || !errors.Is(err, llm.ErrInvalidConfig) ||
 			!strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
+			t.Errorf("%s: NewShared = %v, %v; want llm.ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }

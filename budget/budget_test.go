@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/backstop-llm/backstop/llm"
 	"go.uber.org/goleak"
 )
 
@@ -157,13 +158,13 @@ func mustNew[C, B any](t testing.TB, newBudget func(C) (B, error), c C) B {
 }
 
 // refused fails the test unless newBudget refuses c with an error that
-// matches ErrInvalidConfig and says each of says.
+// matches llm.ErrInvalidConfig and says each of says.
 func refused[C any, B comparable](t *testing.T, newBudget func(C) (B, error), c C, says ...string) {
 	t.Helper()
 	b, err := newBudget(c)
 	var none B
-	if b != none || !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("%+v: got (%v, %v), want ErrInvalidConfig", c, b, err)
+	if b != none || !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("%+v: got (%v, %v), want llm.ErrInvalidConfig", c, b, err)
 	}
 	for _, s := range says {
 		if !strings.Contains(err.Error(), s) {

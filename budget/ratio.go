@@ -3,11 +3,12 @@ package budget
 import (
 	"cmp"
 	"context"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Defaults of a zero RatioConfig, as DESIGN.md sets them.
@@ -60,8 +61,8 @@ func (c RatioConfig) WithDefaults() RatioConfig {
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
 // negative Window or one shorter than MinWindow.
 func (c RatioConfig) Validate() error {
 	found := problems.In(errHead, "ratio budget")
@@ -140,7 +141,7 @@ type bucket struct {
 // their defaults: NewRatio(RatioConfig{}) is the default budget, retries
 // at most 10% of first attempts over a 10s window with a floor of 10
 // retries per window (it never fails). Each call returns an independent
-// budget. It returns an error matching ErrInvalidConfig, naming each
+// budget. It returns an error wrapping llm.ErrInvalidConfig, naming each
 // field at fault, when c is invalid.
 func NewRatio(c RatioConfig) (*Ratio, error) {
 	if err := c.Validate(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // defaultRatio is NewRatio(RatioConfig{}), which never fails.
@@ -66,7 +68,7 @@ func TestRatioValidate(t *testing.T) {
 		refused(t, NewRatio, tc.c, tc.field+" is", tc.hint)
 	}
 	err := RatioConfig{Ratio: 2, Window: -1}.Validate()
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Ratio") || !strings.Contains(err.Error(), "Window") {
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Ratio") || !strings.Contains(err.Error(), "Window") {
 		t.Fatalf("every problem must be reported at once: %v", err)
 	}
 }

@@ -230,7 +230,7 @@ var _ Refunder = (*Shared)(nil)
 // too. The key is the budget's: a value of another type found under it is
 // deleted (see Shared).
 //
-// Errors match ErrInvalidConfig and name what to change: a nil store, a
+// Errors wrap llm.ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, an invalid Ratio, a negative Timeout,
 // FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
 // store may be down when it is called.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // memStore is a Store in memory with one bucket that never rolls, enough
@@ -122,8 +124,8 @@ func TestNewSharedOptions(t *testing.T) {
 		{"nil store", nil, "store is nil"},
 		{"empty key", &memStore{}, "key is empty"},
 	} {
-		if s, err := NewShared(tc.store, SharedConfig{}); s != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
+		if s, err := NewShared(tc.store, SharedConfig{}); s != nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: NewShared = %v, %v; want llm.ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }

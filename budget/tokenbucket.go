@@ -3,9 +3,10 @@ package budget
 import (
 	"cmp"
 	"context"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync/atomic"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Defaults of a zero TokenBucketConfig: the AWS SDK standard retry mode's
@@ -49,8 +50,8 @@ func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
 // MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
 	found := problems.In(errHead, "token bucket")
@@ -99,7 +100,7 @@ type TokenBucket struct {
 }
 
 // NewTokenBucket returns a full token bucket configured by c, whose zero
-// fields take their defaults. It returns an error matching ErrInvalidConfig,
+// fields take their defaults. It returns an error wrapping llm.ErrInvalidConfig,
 // naming each field at fault, when c is invalid.
 func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 	if err := c.Validate(); err != nil {

@@ -92,8 +92,8 @@ func (c MemoryConfig) WithDefaults() MemoryConfig {
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig and naming the field.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig and naming the field.
 func (c MemoryConfig) Validate() error {
 	found := problems.In(errHead, "memory store")
 	problems.NotNegative(found, "MaxEntries", c.MaxEntries, DefaultMaxEntries)

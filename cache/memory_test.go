@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-llm/backstop/llm"
 	"go.uber.org/goleak"
 )
 
@@ -244,8 +245,8 @@ func TestNewMemoryInvalid(t *testing.T) {
 		{-5, -time.Minute, []string{"MaxEntries is -5", "TTL is -1m0s"}},
 	} {
 		m, err := NewMemory(MemoryConfig{MaxEntries: tc.max, TTL: tc.ttl})
-		if m != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}) = %v, %v; want nil and ErrInvalidConfig", tc.max, tc.ttl, m, err)
+		if m != nil || !errors.Is(err, llm.ErrInvalidConfig) {
+			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}) = %v, %v; want nil and llm.ErrInvalidConfig", tc.max, tc.ttl, m, err)
 		}
 		for _, name := range tc.names {
 			if !strings.Contains(err.Error(), name) {

@@ -334,8 +334,8 @@ func TestSharedBuildErrors(t *testing.T) {
 	defer good.Close()
 	_, err := chain.New("c").Shared(sharedStore(t, good), chain.SharedConfig{Refresh: -time.Second, Timeout: -1}).
 		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("err = %v; want ErrInvalidConfig", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("err = %v; want llm.ErrInvalidConfig", err)
 	}
 	for _, want := range []string{"Refresh is -1s", "Timeout is -1ns"} {
 		if !strings.Contains(err.Error(), want) {
@@ -348,14 +348,14 @@ func TestSharedBuildErrors(t *testing.T) {
 	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer noTimeouts.Close()
 	store, err := redisstore.NewShared(noTimeouts)
-	if !errors.Is(err, redisstore.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
 		t.Fatalf("redisstore.NewShared of a client without context timeouts: %v", err)
 	}
 	for _, s := range []chain.SharedStore{nil, store} {
 		_, err = chain.New("c").Shared(s, chain.SharedConfig{}).
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-		if !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
-			t.Fatalf("a nil store (%T): err = %v; want ErrInvalidConfig naming redisstore.NewShared", s, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
+			t.Fatalf("a nil store (%T): err = %v; want llm.ErrInvalidConfig naming redisstore.NewShared", s, err)
 		}
 	}
 }

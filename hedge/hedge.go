@@ -41,11 +41,6 @@ const (
 	WindowSize = 512
 )
 
-// ErrInvalidConfig is matched by every error Config.Validate returns. It
-// is the same value as chain.ErrInvalidConfig and every other package's
-// invalid-configuration sentinel.
-var ErrInvalidConfig = problems.ErrInvalidConfig
-
 var errHead = problems.Head("hedge: invalid configuration")
 
 // Config configures hedging. The zero value is off; a Delay or Adaptive
@@ -87,7 +82,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig.
 func (c Config) Validate() error {
 	found := problems.New(errHead)
 	problems.NotNegative(found, "Delay", c.Delay, DefaultMinDelay.String()+" with Adaptive, off without it")

@@ -17,6 +17,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -164,14 +165,14 @@ func TestNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, redisstore.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// A nil *Shared builds no store, which breaker.NewShared refuses.
 			if st := s.Breakers("k"); st != nil {
 				t.Errorf("a nil Shared's Breakers = %v; want nil", st)
 			}
-			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, breaker.ErrInvalidConfig) ||
+			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, llm.ErrInvalidConfig) ||
 				!strings.Contains(err.Error(), "store is nil") {
-				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want ErrInvalidConfig saying the store is nil", err)
+				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want llm.ErrInvalidConfig saying the store is nil", err)
 			}
 		})
 	}
@@ -198,7 +199,7 @@ func TestNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, breaker.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// Every problem is its own error, each matching the sentinel.
 			var each []error
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -214,8 +215,8 @@ func TestNewSharedInvalid(t *testing.T) {
 				t.Errorf("%d problems reported (%q); want %d", len(each), err, want)
 			}
 			for _, e := range each {
-				if !errors.Is(e, breaker.ErrInvalidConfig) {
-					t.Errorf("problem %q does not match ErrInvalidConfig", e)
+				if !errors.Is(e, llm.ErrInvalidConfig) {
+					t.Errorf("problem %q does not match llm.ErrInvalidConfig", e)
 				}
 			}
 		})

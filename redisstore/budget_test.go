@@ -23,6 +23,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -106,7 +107,7 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 			if err == nil || s != nil {
 				t.Fatalf("NewShared = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, budget.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 		})
 	}
 }

@@ -116,8 +116,8 @@ const (
 )
 
 // NewCache returns a store that keeps its entries in Redis through client,
-// configured by opts (the zero CacheConfig for every default). Errors match
-// cache.ErrInvalidConfig and name what to change: a nil client, a negative TTL,
+// configured by opts (the zero CacheConfig for every default). Errors wrap
+// llm.ErrInvalidConfig and name what to change: a nil client, a negative TTL,
 // Timeout or ProbeEvery, or a client whose options do not bound commands by
 // their context. NewCache makes no round trip: Redis may be down when it is
 // called.

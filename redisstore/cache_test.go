@@ -18,6 +18,7 @@ import (
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/internal/cachetest"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // newRedisClient returns a client of addr that honours its contexts'
@@ -96,8 +97,8 @@ func TestNewCacheInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewCache(tc.client, tc.opts)
-			if r != nil || !errors.Is(err, cache.ErrInvalidConfig) {
-				t.Fatalf("NewCache = %v, %v; want nil and an error matching cache.ErrInvalidConfig", r, err)
+			if r != nil || !errors.Is(err, llm.ErrInvalidConfig) {
+				t.Fatalf("NewCache = %v, %v; want nil and an error matching llm.ErrInvalidConfig", r, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

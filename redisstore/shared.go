@@ -9,14 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrInvalidConfig is matched by every error NewShared and NewCache
-// return. It is the same value as chain.ErrInvalidConfig,
-// cache.ErrInvalidConfig and every other package's invalid-configuration
-// sentinel, so any of them matches any configuration error; NewShared's
-// messages begin "redisstore: invalid configuration", NewCache's "cache:
-// invalid configuration".
-var ErrInvalidConfig = problems.ErrInvalidConfig
-
 // Heads of the configuration problems of NewShared and NewCache.
 var (
 	errHead      = problems.Head("redisstore: invalid configuration")
@@ -35,7 +27,7 @@ type Shared struct {
 
 // NewShared returns the shared state on client, which must bound its
 // commands by their context (ContextTimeoutEnabled; see the package
-// documentation). It makes no round trip. Errors match ErrInvalidConfig
+// documentation). It makes no round trip. Errors wrap llm.ErrInvalidConfig
 // and name what to change: a nil client, or one that ignores its
 // contexts' deadlines.
 func NewShared(client redis.UniversalClient) (*Shared, error) {

@@ -54,11 +54,12 @@ package throttle
 import (
 	"cmp"
 	"errors"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 
 	"github.com/backstop-llm/backstop/llm"
 	"golang.org/x/time/rate"
@@ -104,12 +105,6 @@ var (
 	// ErrThrottled is the reason a target or a retry is passed over: its
 	// next slot is further away than MaxWait or the deadline.
 	ErrThrottled = errors.New("self-throttled: the target's next slot is too far away")
-	// ErrInvalidConfig is matched by every error Config.Validate and New
-	// return. It is the same value as chain.ErrInvalidConfig and every
-	// other package's invalid-configuration sentinel, so any of them
-	// matches any configuration error; messages begin "throttle: invalid
-	// configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// errHead begins every configuration problem of the package.
 	errHead = problems.Head("throttle: invalid configuration")
 )
@@ -315,8 +310,8 @@ func (e *epoch) owed(now time.Time) (requests, tokens float64) {
 	return requests, tokens
 }
 
-// New returns a limiter for s, or nil when s is off. Errors match
-// ErrInvalidConfig.
+// New returns a limiter for s, or nil when s is off. Errors wrap
+// llm.ErrInvalidConfig.
 func New(s Config) (*Limiter, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
