@@ -46,7 +46,7 @@ func TestConfigErrorsWrapTheOneSentinel(t *testing.T) {
 		{"budget.NewShared", "budget: invalid configuration: shared budget: store is nil", errOf(budget.NewShared(nil, budget.SharedConfig{}))},
 		{"cache.NewMemory", "cache: invalid configuration: memory store: MaxEntries is -1", errOf(cache.NewMemory(cache.MemoryConfig{MaxEntries: -1}))},
 		{"redisstore.NewCache", "cache: invalid configuration: redis store: ", errOf(redisstore.NewCache(nil, redisstore.CacheConfig{}))},
-		{"redisstore.NewShared", "redisstore: invalid configuration: ", errOf(redisstore.NewShared(nil))},
+		{"redisstore.New", "redisstore: invalid configuration: ", errOf(redisstore.New(nil))},
 		{"hedge.Config.Validate", "hedge: invalid configuration: ", hedge.Config{Delay: -1}.Validate()},
 		{"retry.Policy.Validate", "retry: invalid policy: MaxAttempts is -2", retry.Policy{MaxAttempts: -2}.Validate()},
 		{"chain.Build", `chain "bad": target "t": `, errOf(chain.New("bad").Primary(chain.Target{

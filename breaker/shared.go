@@ -35,7 +35,7 @@ var ErrSharedUnavailable = errors.New("breaker: shared state unavailable")
 // Store is where the replicas of a service publish to each other that a
 // breaker opened or closed and that a gate closed: what a Shared reads and
 // writes, one round trip per method. redisstore builds one on Redis
-// (redisstore.Shared.Breakers); Shared owns everything else: the Timeout of
+// (redisstore.Store.Breakers); Shared owns everything else: the Timeout of
 // each round trip, leaving a failed store alone, the log records and the
 // callbacks, and what each replica makes of what it reads.
 //
@@ -150,7 +150,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	found := problems.In(errHead, "shared state")
 	var key string
 	if store == nil {
-		found.Addf("store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")
+		found.Addf("store is nil; build one on Redis with redisstore.New(client), then its Breakers(key)")
 	} else if key = store.Key(); key == "" {
 		found.Addf(`key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}

@@ -40,7 +40,7 @@ var ErrSharedUnavailable = errors.New("budget: shared budget unavailable")
 // Store keeps the window of a Shared budget where the replicas of a
 // service share it, and runs each of its round trips atomically: what a
 // Shared asks, one StoreOp per round trip. redisstore builds one on Redis
-// (redisstore.Shared.Budget), where each is one Lua script. Shared owns
+// (redisstore.Store.Budget), where each is one Lua script. Shared owns
 // everything else: batching first attempts, the Timeout, leaving a failed
 // store alone, the Local budget that decides meanwhile, the log records
 // and the callbacks.
@@ -226,7 +226,7 @@ var _ Refunder = (*Shared)(nil)
 // the same key share, configured by opts (the zero SharedConfig for every
 // default). A store names the budget, one per chain and target, such as
 // "backstop:budget:" + chain + ":" + target; on Redis
-// (redisstore.Shared.Budget) it is one hash, so it works on a Redis Cluster
+// (redisstore.Store.Budget) it is one hash, so it works on a Redis Cluster
 // too. The key is the budget's: a value of another type found under it is
 // deleted (see Shared).
 //
@@ -239,7 +239,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	bad := found.Addf
 	var key string
 	if store == nil {
-		bad("store is nil; build one on Redis with redisstore.NewShared(client), then its Budget(key)")
+		bad("store is nil; build one on Redis with redisstore.New(client), then its Budget(key)")
 	} else if key = store.Key(); key == "" {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}

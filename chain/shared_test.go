@@ -318,9 +318,9 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 
 // sharedStore returns redisstore's shared state on c, failing the test on
 // an error.
-func sharedStore(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
+func sharedStore(t testing.TB, c redis.UniversalClient) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.NewShared(c)
+	s, err := redisstore.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,19 +343,19 @@ func TestSharedBuildErrors(t *testing.T) {
 		}
 	}
 	// A client that ignores its contexts' deadlines is refused by
-	// redisstore.NewShared; Build refuses the nil store that leaves, typed
+	// redisstore.New; Build refuses the nil store that leaves, typed
 	// or not.
 	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer noTimeouts.Close()
-	store, err := redisstore.NewShared(noTimeouts)
+	store, err := redisstore.New(noTimeouts)
 	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
-		t.Fatalf("redisstore.NewShared of a client without context timeouts: %v", err)
+		t.Fatalf("redisstore.New of a client without context timeouts: %v", err)
 	}
-	for _, s := range []chain.SharedStore{nil, store} {
+	for _, s := range []chain.Store{nil, store} {
 		_, err = chain.New("c").Shared(s, chain.SharedConfig{}).
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
-			t.Fatalf("a nil store (%T): err = %v; want llm.ErrInvalidConfig naming redisstore.NewShared", s, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.New(client)") {
+			t.Fatalf("a nil store (%T): err = %v; want llm.ErrInvalidConfig naming redisstore.New", s, err)
 		}
 	}
 }

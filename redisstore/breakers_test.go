@@ -24,9 +24,9 @@ import (
 
 // store returns the shared stores on c, failing the test on a
 // configuration error.
-func store(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
+func store(t testing.TB, c redis.UniversalClient) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.NewShared(c)
+	s, err := redisstore.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestNewSharedInvalid(t *testing.T) {
 	good, _ := redistest.CountedClient(t, m.Addr())
 	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
 
-	// The client: redisstore.NewShared refuses it.
+	// The client: redisstore.New refuses it.
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
@@ -161,9 +161,9 @@ func TestNewSharedInvalid(t *testing.T) {
 		{"ring without context timeouts", noCtxRing, []string{"ContextTimeoutEnabled is false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := redisstore.NewShared(tc.client)
+			s, err := redisstore.New(tc.client)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
 			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// A nil *Shared builds no store, which breaker.NewShared refuses.
@@ -185,7 +185,7 @@ func TestNewSharedInvalid(t *testing.T) {
 		opts  breaker.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, breaker.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
+		{"nil store", nil, breaker.SharedConfig{}, []string{"store is nil", "redisstore.New"}},
 		{"empty key", st.Breakers(""), breaker.SharedConfig{}, []string{"key is empty"}},
 		{"negative Timeout", st.Breakers("k"), breaker.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
 		{"negative ProbeEvery", st.Breakers("k"), breaker.SharedConfig{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
@@ -197,7 +197,7 @@ func TestNewSharedInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := breaker.NewShared(tc.store, tc.opts)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
 			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// Every problem is its own error, each matching the sentinel.

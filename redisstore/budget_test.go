@@ -74,7 +74,7 @@ func counts(t testing.TB, s *budget.Shared) (firsts, retries int64) {
 }
 
 // budget.NewShared on a Redis store reports every problem of its options
-// at once (the client's are redisstore.NewShared's: see
+// at once (the client's are redisstore.New's: see
 // TestNewSharedInvalid); the defaults themselves are checked in budget's
 // own tests.
 func TestBudgetNewSharedInvalid(t *testing.T) {
@@ -83,7 +83,7 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 	st := store(t, good)
 	s, err := budget.NewShared(st.Budget("k"), budget.SharedConfig{})
 	if err != nil || !s.Available() || s.Config() != (budget.RatioConfig{}).WithDefaults() {
-		t.Fatalf("NewShared = %v, %v; want an available budget with the default configuration", s, err)
+		t.Fatalf("New = %v, %v; want an available budget with the default configuration", s, err)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -91,8 +91,8 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 		opts  budget.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, budget.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
-		{"nil Shared's store", (*redisstore.Shared)(nil).Budget("k"), budget.SharedConfig{}, []string{"store is nil"}},
+		{"nil store", nil, budget.SharedConfig{}, []string{"store is nil", "redisstore.New"}},
+		{"nil Shared's store", (*redisstore.Store)(nil).Budget("k"), budget.SharedConfig{}, []string{"store is nil"}},
 		{"empty key", st.Budget(""), budget.SharedConfig{}, []string{"key is empty"}},
 		{"bad ratio", st.Budget("k"), budget.SharedConfig{Ratio: budget.RatioConfig{Ratio: 2, Window: time.Millisecond}}, []string{"Ratio is 2", "Window is 1ms"}},
 		{"negative Timeout", st.Budget("k"), budget.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
@@ -105,7 +105,7 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := budget.NewShared(tc.store, tc.opts)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
 			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 		})
