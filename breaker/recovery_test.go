@@ -91,8 +91,8 @@ func TestOpenIntervalGrows(t *testing.T) {
 					if !slices.Equal(got, tc.want) {
 						t.Fatalf("round %d: open for %v; want %v", round, got, tc.want)
 					}
-					if b.OpenFor() != tc.want[len(tc.want)-1] {
-						t.Fatalf("OpenFor() = %v; want the cap, %v", b.OpenFor(), tc.want[len(tc.want)-1])
+					if b.MaxOpenFor() != tc.want[len(tc.want)-1] {
+						t.Fatalf("OpenFor() = %v; want the cap, %v", b.MaxOpenFor(), tc.want[len(tc.want)-1])
 					}
 					// The probe succeeds: closed, and the next opening (the
 					// next round) lasts FirstOpenFor again.
@@ -352,8 +352,8 @@ func TestProbeNothingToProbe(t *testing.T) {
 		if _, err := d.Probe(); !errors.Is(err, breaker.ErrNotOpen) {
 			t.Fatalf("disabled: Probe = %v; want ErrNotOpen", err)
 		}
-		if !d.ProbeAt().IsZero() || d.OpenInterval() != 0 || d.OpenFor() != 0 {
-			t.Fatalf("disabled: ProbeAt() %v, OpenInterval() %v, OpenFor() %v; want zeros", d.ProbeAt(), d.OpenInterval(), d.OpenFor())
+		if !d.ProbeAt().IsZero() || d.OpenInterval() != 0 || d.MaxOpenFor() != 0 {
+			t.Fatalf("disabled: ProbeAt() %v, OpenInterval() %v, OpenFor() %v; want zeros", d.ProbeAt(), d.OpenInterval(), d.MaxOpenFor())
 		}
 		if _, err := d.Allow(); err != nil {
 			t.Fatalf("disabled, ActiveProbe: Allow = %v", err)

@@ -20,9 +20,9 @@ const (
 	// DefaultSharedTimeout bounds each round trip of a Shared to its store
 	// when SharedConfig.Timeout is 0.
 	DefaultSharedTimeout = 50 * time.Millisecond
-	// DefaultProbeEvery is how long a Shared leaves its store alone after a
+	// defaultProbeEvery is how long a Shared leaves its store alone after a
 	// failure when SharedConfig.ProbeEvery is 0.
-	DefaultProbeEvery = time.Second
+	defaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors of a Shared's methods when
@@ -70,11 +70,11 @@ type Store interface {
 // SharedConfig configures NewShared. The zero value means every default.
 type SharedConfig struct {
 	// Timeout bounds each round trip to the store, on top of the caller's
-	// context. 0 means DefaultSharedTimeout (50ms); negative is an error.
+	// context. 0 means 50ms; negative is an error.
 	Timeout time.Duration
 	// ProbeEvery is how long the store is left alone after a failure:
 	// until then every method returns ErrSharedUnavailable at once; then
-	// one call tries the store again. 0 means DefaultProbeEvery (1s);
+	// one call tries the store again. 0 means 1s;
 	// negative is an error.
 	ProbeEvery time.Duration
 	// OnError, when set, is called each time the store becomes
@@ -155,7 +155,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		found.Addf(`key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}
 	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
-	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultProbeEvery)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		timeout: cmp.Or(opts.Timeout, DefaultSharedTimeout),
 		base:    time.Now(),
 	}
-	probe := cmp.Or(opts.ProbeEvery, DefaultProbeEvery)
+	probe := cmp.Or(opts.ProbeEvery, defaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)
 	return s, nil
@@ -214,12 +214,12 @@ func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) 
 // Available reports whether the store answered the last round trip.
 func (s *Shared) Available() bool { return s.health.Available() }
 
-// Slack is how far apart two readings of one publication's end may be,
+// slackBound is how far apart two readings of one publication's end may be,
 // when each is estimated as the time Load returned plus the time it says is
 // left: one round trip (the Timeout bounds it) and the millisecond Redis
 // rounds to. Sync applies a publication once, however often it is read, by
 // it.
-func (s *Shared) Slack() time.Duration { return s.timeout + time.Millisecond }
+func (s *Shared) slackBound() time.Duration { return s.timeout + time.Millisecond }
 
 // tracked is one breaker and gate a Shared shares, under its name.
 type tracked struct {
@@ -241,11 +241,11 @@ type tracked struct {
 // applies to them what the other replicas published about name, Publish
 // tells the others of b's changes, and Flush tells them what the store did
 // not take. g closes for at most maxGate on another replica's word (0 or
-// less means DefaultMaxGate): this replica's own limit, its Config.MaxGate.
+// less means 15m): this replica's own limit, its Config.MaxGate.
 // b or g may be nil, to share only the other.
 //
 // A tracked breaker's openings are lengthened at random, by up to
-// 1/JitterShare, so that replicas whose breakers opened together do not
+// a quarter (jitterShare), so that replicas whose breakers opened together do not
 // all probe (see Sync).
 //
 // Track each name once, before the calls that use it; a chain tracks each
@@ -288,20 +288,20 @@ func (s *Shared) tracks() []*tracked {
 //     opened it found the target healthy again).
 //   - a breaker open itself defers its probe to another replica when the
 //     opening read ends later than this breaker's own publication (its
-//     opening's end plus its interval) by more than Slack: it stays open,
+//     opening's end plus its interval) by more than slackBound: it stays open,
 //     refusing attempts with ErrOpenElsewhere and Probe with ErrOpen,
 //     until that publication is withdrawn or ends (capped as above), and
 //     then probes itself. Replicas whose breakers opened on their own (a
 //     total outage trips them all within one Refresh) thus send one probe
 //     between them, the one whose opening ends last; a tracked breaker's
-//     openings are lengthened at random (JitterShare) so that openings
-//     that began together do not end within Slack of each other.
+//     openings are lengthened at random (jitterShare) so that openings
+//     that began together do not end within slackBound of each other.
 //   - a published gate closure closes the gate (ErrGateClosedElsewhere)
 //     until the earlier of its end and the tracked maxGate from when this
 //     replica first read it.
 //
 // A publication read again is the same publication when its end is within
-// Slack of the last one applied: it extends nothing, so re-reading cannot
+// slackBound of the last one applied: it extends nothing, so re-reading cannot
 // stretch a cap. One whose end differs by more (the publisher's probe
 // failed and it opened again, say; a new 429) is applied afresh.
 //
@@ -348,7 +348,7 @@ func (s *Shared) sync(ctx context.Context, force bool) error {
 		return err
 	}
 	at := time.Now()
-	slack := s.Slack()
+	slack := s.slackBound()
 	for i, t := range ts {
 		var r Remote
 		for _, x := range remotes {

@@ -38,8 +38,8 @@ func sharing(t testing.TB, slack time.Duration) *breaker.Shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slack >= time.Millisecond+time.Nanosecond && s.Slack() != slack {
-		t.Fatalf("Slack() = %v; want %v", s.Slack(), slack)
+	if slack >= time.Millisecond+time.Nanosecond && s.SlackBound() != slack {
+		t.Fatalf("Slack() = %v; want %v", s.SlackBound(), slack)
 	}
 	return s
 }

@@ -117,8 +117,8 @@ func TestSharedOnAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Slack() != breaker.DefaultSharedTimeout+time.Millisecond {
-		t.Fatalf("Slack() = %v; want the default Timeout plus a millisecond", s.Slack())
+	if s.SlackBound() != breaker.DefaultSharedTimeout+time.Millisecond {
+		t.Fatalf("Slack() = %v; want the default Timeout plus a millisecond", s.SlackBound())
 	}
 	for _, err := range []error{s.PublishOpen(ctx, "a", time.Minute), s.PublishGate(ctx, "b", time.Second),
 		s.PublishOpen(ctx, "c", time.Hour), s.PublishClosed(ctx, "c")} {

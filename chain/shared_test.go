@@ -26,6 +26,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The breaker's defaults these tests rely on: it opens after 5 consecutive
+// failures, for 5s, and a shared breaker lengthens each opening by up to
+// a quarter.
+const (
+	breakerFailures    = 5
+	breakerOpenFor     = 5 * time.Second
+	breakerJitterShare = 4
+)
+
 // Modes of a flaky provider.
 const (
 	healthy int32 = iota
@@ -188,30 +197,30 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedConfig{Prefix: prefix},
 				primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 			f.primary.mode.Store(overloaded)
-			for range breaker.DefaultConsecutiveFailures {
+			for range breakerFailures {
 				if res := f.call(t, 0); res.Served.Target != "fallback" {
 					t.Fatalf("served by %q; want the fallback", res.Served.Target)
 				}
 			}
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
-				t.Fatalf("the primary got %d requests; want %d", got, breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures {
+				t.Fatalf("the primary got %d requests; want %d", got, breakerFailures)
 			}
 			// Replica 0's breaker is open: the others skip the primary from
 			// their next call on, without a request.
 			othersSkip(t, f, breaker.ErrOpenElsewhere, breaker.ErrOpen, "open on another replica")
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
-				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures {
+				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breakerFailures)
 			}
 
 			// The primary heals. Replica 0 probes once its open interval has
 			// passed, on its next call; until its probe succeeds the others
 			// keep skipping the primary.
 			f.primary.mode.Store(healthy)
-			time.Sleep(breaker.DefaultOpenFor / 2)
+			time.Sleep(breakerOpenFor / 2)
 			if res := f.call(t, 1); skipped(res) == nil {
 				t.Fatalf("replica 1 used the primary before the probe:\n%s", path(res))
 			}
-			time.Sleep(opening(breaker.DefaultOpenFor) - breaker.DefaultOpenFor/2 + time.Millisecond)
+			time.Sleep(opening(breakerOpenFor) - breakerOpenFor/2 + time.Millisecond)
 			if res := f.call(t, 0); res.Served.Target != "primary" {
 				t.Fatalf("the probe: served by %q; want the primary\n%s", res.Served.Target, path(res))
 			}
@@ -221,8 +230,8 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 					t.Fatalf("replica %d after the probe: served by %q; want the primary\n%s", i, res.Served.Target, path(res))
 				}
 			}
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures+3 {
-				t.Fatalf("the primary got %d requests; want %d failures, one probe and two calls", got, breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures+3 {
+				t.Fatalf("the primary got %d requests; want %d failures, one probe and two calls", got, breakerFailures)
 			}
 		})
 	})
@@ -259,7 +268,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 
 		// Redis is down: every call is served, on local state.
 		f.primary.mode.Store(overloaded)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			if res := f.call(t, 0); res.Served.Target != "fallback" {
 				t.Fatalf("served by %q; want the fallback", res.Served.Target)
 			}
@@ -298,7 +307,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.waitReconnected(t)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			f.call(t, 1)
 		}
 		if err := f.replicas[1].Flush(context.Background()); err != nil {
@@ -367,7 +376,7 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 1) // replica 1 reads the (empty) shared state now
 		f.primary.mode.Store(overloaded)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			f.call(t, 0)
 		}
 		before := f.primary.n.Load()
@@ -556,7 +565,7 @@ func TestSharedFlushTellsUnpublishedChanges(t *testing.T) {
 		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 	m.Close()
 	f.primary.mode.Store(overloaded)
-	for range breaker.DefaultConsecutiveFailures {
+	for range breakerFailures {
 		f.call(t, 0) // opens replica 0's breaker; Redis does not take it
 	}
 	if err := f.replicas[0].Flush(context.Background()); err == nil {
@@ -894,7 +903,7 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 // to the bubble's, so that what Redis holds counts down as the test sleeps.
 // opening is the longest a shared breaker's opening of d lasts: d and its
 // random lengthening (see breaker.JitterShare).
-func opening(d time.Duration) time.Duration { return d + d/breaker.JitterShare }
+func opening(d time.Duration) time.Duration { return d + d/breakerJitterShare }
 
 func keepRedisTime(m *miniredis.Miniredis) { m.SetTime(time.Now()) }
 
@@ -1039,7 +1048,7 @@ func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 			}
 			// Heal: replica 0 probes after OpenFor and withdraws.
 			f.primary.mode.Store(healthy)
-			time.Sleep(opening(breaker.DefaultOpenFor) + time.Millisecond)
+			time.Sleep(opening(breakerOpenFor) + time.Millisecond)
 			f.call(t, 0)
 			propagate()
 		}

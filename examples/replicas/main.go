@@ -369,10 +369,10 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 
 	primaryDown.Store(false)
 	mu.Lock()
-	// A shared breaker's opening lasts OpenFor and up to a JitterShare
-	// more (so that replicas that opened together do not probe together):
-	// wait for the longest it may last.
-	wait := time.Until(lastOpened.Add(o.OpenFor+o.OpenFor/breaker.JitterShare)) + 50*time.Millisecond
+	// A shared breaker's opening lasts OpenFor and up to a quarter more
+	// (so that replicas that opened together do not probe together): wait
+	// for the longest it may last.
+	wait := time.Until(lastOpened.Add(o.OpenFor+o.OpenFor/4)) + 50*time.Millisecond
 	mu.Unlock()
 	if wait > 0 {
 		time.Sleep(wait)
