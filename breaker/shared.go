@@ -49,14 +49,16 @@ var ErrSharedUnavailable = errors.New("breaker: shared state unavailable")
 // "string"): the Shared logs each repair. An error whose chain holds an
 // error with a RedisError() method (go-redis's error replies) is an answer
 // from the server that waiting does not mend, such as NOPERM: the Shared
-// logs it again at each probe that finds it.
+// logs it again at each probe that finds it. What Load returns is a type
+// internal to the module, so redisstore's is the one implementation
+// outside its tests.
 type Store interface {
 	// Key names the state in errors and log records: the Redis key.
 	Key() string
-	// Load returns what has been published and has not ended: one Remote
+	// Load returns what has been published and has not ended: one remote.Published
 	// per name with an open breaker or a closed gate, in no particular
 	// order, each duration what is left on the store's clock, positive.
-	Load(ctx context.Context) (published []Remote, repaired string, err error)
+	Load(ctx context.Context) (published []remote.Published, repaired string, err error)
 	// PublishOpen records that name's breaker is open for d; a
 	// publication that ends later is kept.
 	PublishOpen(ctx context.Context, name string, d time.Duration) (repaired string, err error)
@@ -87,14 +89,6 @@ type SharedConfig struct {
 	// breaker state available again, using shared state" at the same
 	// moments. nil means slog.Default() at the time of the record.
 	Logger *slog.Logger
-}
-
-// Remote is what the replicas sharing a Shared have published about one
-// name (a chain's target): how much longer its breaker is held open, and
-// how much longer its Retry-After gate is closed. Zero means not at all.
-type Remote struct {
-	Name       string
-	Open, Gate time.Duration
 }
 
 // Shared is the state of a set of breakers and Retry-After gates that the
@@ -180,10 +174,10 @@ const (
 )
 
 // Load returns what the replicas have published that has not ended yet:
-// one Remote per name with an open breaker or a closed gate, in no
+// one remote.Published per name with an open breaker or a closed gate, in no
 // particular order. While the store is left alone after a failure it
 // returns an error matching ErrSharedUnavailable at once.
-func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
+func (s *Shared) Load(ctx context.Context) ([]remote.Published, error) {
 	return s.run(ctx, opLoad, "", 0, false)
 }
 
@@ -350,7 +344,7 @@ func (s *Shared) sync(ctx context.Context, force bool) error {
 	at := time.Now()
 	slack := s.slackBound()
 	for i, t := range ts {
-		var r Remote
+		var r remote.Published
 		for _, x := range remotes {
 			if x.Name == t.name {
 				r = x
@@ -544,7 +538,7 @@ func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, fo
 
 // run makes one round trip to the store, bounded by the Timeout, unless the
 // store is left alone, and logs the repair the store reports.
-func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration, force bool) ([]Remote, error) {
+func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration, force bool) ([]remote.Published, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -554,7 +548,7 @@ func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	var (
-		rs       []Remote
+		rs       []remote.Published
 		repaired string
 		err      error
 	)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -17,7 +18,7 @@ import (
 type nopStore struct{}
 
 func (nopStore) Key() string { return "k" }
-func (nopStore) Load(context.Context) ([]breaker.Remote, string, error) {
+func (nopStore) Load(context.Context) ([]remote.Published, string, error) {
 	panic("nopStore: Load")
 }
 func (nopStore) PublishOpen(context.Context, string, time.Duration) (string, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -54,20 +55,20 @@ func (m *memStore) enter(ctx context.Context) (string, error) {
 	return repaired, fail
 }
 
-func (m *memStore) Load(ctx context.Context) ([]breaker.Remote, string, error) {
+func (m *memStore) Load(ctx context.Context) ([]remote.Published, string, error) {
 	repaired, err := m.enter(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []breaker.Remote
+	var out []remote.Published
 	for name, d := range m.open {
-		out = append(out, breaker.Remote{Name: name, Open: d, Gate: m.gate[name]})
+		out = append(out, remote.Published{Name: name, Open: d, Gate: m.gate[name]})
 	}
 	for name, d := range m.gate {
 		if _, ok := m.open[name]; !ok {
-			out = append(out, breaker.Remote{Name: name, Gate: d})
+			out = append(out, remote.Published{Name: name, Gate: d})
 		}
 	}
 	return out, repaired, nil
@@ -127,8 +128,8 @@ func TestSharedOnAStore(t *testing.T) {
 		}
 	}
 	rs, err := s.Load(ctx)
-	slices.SortFunc(rs, func(a, b breaker.Remote) int { return strings.Compare(a.Name, b.Name) })
-	if want := []breaker.Remote{{Name: "a", Open: time.Minute}, {Name: "b", Gate: time.Second}}; err != nil || !slices.Equal(rs, want) {
+	slices.SortFunc(rs, func(a, b remote.Published) int { return strings.Compare(a.Name, b.Name) })
+	if want := []remote.Published{{Name: "a", Open: time.Minute}, {Name: "b", Gate: time.Second}}; err != nil || !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v, %v; want %+v", rs, err, want)
 	}
 	if m.runs != 5 || !s.Available() {

@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -28,12 +29,12 @@ type memStore struct {
 	runs            int
 	fail            error
 	block           bool
-	last            StoreOp
+	last            remote.BudgetOp
 }
 
 func (m *memStore) Key() string { return m.key }
 
-func (m *memStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+func (m *memStore) Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error) {
 	m.mu.Lock()
 	m.runs++
 	m.last = op
@@ -41,27 +42,27 @@ func (m *memStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
 	m.mu.Unlock()
 	if block {
 		<-ctx.Done()
-		return StoreResult{}, ctx.Err()
+		return remote.BudgetResult{}, ctx.Err()
 	}
 	if fail != nil {
-		return StoreResult{}, fail
+		return remote.BudgetResult{}, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.firsts += op.Pending
 	var granted bool
 	switch op.Kind {
-	case OpWithdraw:
+	case remote.BudgetWithdraw:
 		if m.retries < max(op.Floor, m.firsts*op.Ratio/ppm) {
 			m.retries++
 			granted = true
 		}
-	case OpRefund:
+	case remote.BudgetRefund:
 		if m.retries > 0 {
 			m.retries--
 		}
 	}
-	return StoreResult{Granted: granted, Firsts: m.firsts, Retries: m.retries}, nil
+	return remote.BudgetResult{Granted: granted, Firsts: m.firsts, Retries: m.retries}, nil
 }
 
 // reply is an error reply of a Redis client, as go-redis's have.
@@ -97,7 +98,7 @@ func TestNewSharedOptions(t *testing.T) {
 		t.Fatal("a new Shared budget is not Available")
 	}
 	// The window every round trip gives the store: Ratio's buckets.
-	want := StoreOp{Bucket: time.Second, Buckets: bucketCount, Ratio: 100_000, Floor: defaultMinRetries, TTL: 20 * time.Second}
+	want := remote.BudgetOp{Bucket: time.Second, Buckets: bucketCount, Ratio: 100_000, Floor: defaultMinRetries, TTL: 20 * time.Second}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v", s.shape, want)
 	}
@@ -108,12 +109,12 @@ func TestNewSharedOptions(t *testing.T) {
 		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.settings().Ratio != 0.5 {
 		t.Fatalf("options not kept: %+v", s)
 	}
-	want = StoreOp{Bucket: 1500 * time.Microsecond, Buckets: bucketCount, Ratio: 500_000, TTL: 30 * time.Millisecond}
+	want = remote.BudgetOp{Bucket: 1500 * time.Microsecond, Buckets: bucketCount, Ratio: 500_000, TTL: 30 * time.Millisecond}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v (no floor; the TTL two windows, in whole milliseconds)", s.shape, want)
 	}
-	if err := s.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) || m.last.Kind != OpWithdraw || m.last.Ratio != 500_000 {
-		t.Fatalf("Withdraw = %v, the store ran %+v; want ErrExhausted from an OpWithdraw of the window", err, m.last)
+	if err := s.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) || m.last.Kind != remote.BudgetWithdraw || m.last.Ratio != 500_000 {
+		t.Fatalf("Withdraw = %v, the store ran %+v; want ErrExhausted from an remote.BudgetWithdraw of the window", err, m.last)
 	}
 
 	for _, tc := range []struct {
@@ -213,7 +214,7 @@ type repairStore struct {
 	found string
 }
 
-func (r *repairStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+func (r *repairStore) Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error) {
 	res, err := r.memStore.Run(ctx, op)
 	res.Repaired = r.found
 	return res, err
