@@ -186,18 +186,18 @@ func TestDefaultTTL(t *testing.T) {
 
 func TestDefaultMaxEntries(t *testing.T) {
 	m := newMemory(t, 0, 0)
-	for i := range DefaultMaxEntries + 5 {
+	for i := range defaultMaxEntries + 5 {
 		mustSet(t, m, fmt.Sprint(i), "v", 0)
 	}
-	if m.Len() != DefaultMaxEntries {
-		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.Len(), DefaultMaxEntries)
+	if m.Len() != defaultMaxEntries {
+		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.Len(), defaultMaxEntries)
 	}
 	for i := range 5 {
 		if present(t, m, fmt.Sprint(i)) {
 			t.Fatalf("entry %d, among the 5 least recently used, was not evicted", i)
 		}
 	}
-	if !present(t, m, fmt.Sprint(DefaultMaxEntries+4)) {
+	if !present(t, m, fmt.Sprint(defaultMaxEntries+4)) {
 		t.Fatal("the newest entry was evicted")
 	}
 }

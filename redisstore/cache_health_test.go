@@ -84,7 +84,7 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		// Redis answers again: after ProbeEvery, one call tries it.
 		addr := m.Addr()
 		answer.Store(&addr)
-		time.Sleep(DefaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
+		time.Sleep(defaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
 		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, cache.ErrUnavailable) || sent.N.Load() != before {
 			t.Fatalf("Set just before ProbeEvery: %v; want cache.ErrUnavailable, no round trip", err)
 		}

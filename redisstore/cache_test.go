@@ -63,8 +63,8 @@ func newMiniRedis(t testing.TB, opts CacheConfig) (*Cache, *miniredis.Miniredis)
 
 func TestNewCacheDefaults(t *testing.T) {
 	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheConfig{})
-	if r.prefix != DefaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != DefaultCacheTimeout {
-		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultCachePrefix, cache.DefaultTTL, DefaultCacheTimeout)
+	if r.prefix != defaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != defaultCacheTimeout {
+		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, defaultCachePrefix, cache.DefaultTTL, defaultCacheTimeout)
 	}
 	r, _ = newMiniRedis(t, CacheConfig{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
 	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {
@@ -161,7 +161,7 @@ func TestCacheGetSet(t *testing.T) {
 	if err := r.Set(ctx, "fmt", cache.Entry{Value: []byte("v"), Stored: time.Unix(0x0102030405, 0x0a0b0c0d)}, 0); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := m.Get(DefaultCachePrefix + "fmt")
+	raw, err := m.Get(defaultCachePrefix + "fmt")
 	if err != nil {
 		t.Fatal(err)
 	}

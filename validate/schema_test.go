@@ -137,7 +137,7 @@ func TestCompileBadSchema(t *testing.T) {
 			if errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v matches ErrInvalid; a bad schema is not an invalid answer", err)
 			}
-			var serr *SchemaError
+			var serr *schemaError
 			if !errors.As(err, &serr) || serr.Err == nil {
 				t.Fatalf("error %v is not a *SchemaError with the cause", err)
 			}
