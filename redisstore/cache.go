@@ -232,8 +232,8 @@ func (r *Cache) Set(ctx context.Context, key string, e cache.Entry, ttl time.Dur
 // a call (see cache.Bounded).
 func (r *Cache) Timeout() time.Duration { return r.timeout }
 
-// Available reports whether Redis answered the store's last round trip.
-func (r *Cache) Available() bool { return r.health.Available() }
+// isAvailable reports whether Redis answered the store's last round trip.
+func (r *Cache) isAvailable() bool { return r.health.Available() }
 
 // now is the time on the clock of the store's Health.
 func (r *Cache) now() int64 { return int64(time.Since(r.base)) }

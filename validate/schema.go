@@ -141,9 +141,9 @@ func (noLoader) Load(url string) (any, error) {
 // telemetry and debugging. The slice is shared: do not modify it.
 func (s *Schema) Source() []byte { return s.src }
 
-// Draft returns the draft the schema was compiled with: 2020 (for
+// draftOf returns the draft the schema was compiled with: 2020 (for
 // 2020-12), 2019 (2019-09), 7, 6 or 4.
-func (s *Schema) Draft() int { return s.sch.DraftVersion }
+func (s *Schema) draftOf() int { return s.sch.DraftVersion }
 
 // Validate extracts the JSON from a model's answer (see Extract) and
 // validates it against the schema.
