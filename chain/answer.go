@@ -2,7 +2,7 @@ package chain
 
 // Checking an answer before anyone sees it: its tool calls against the
 // request's tools (each tool's InputSchema compiled once per chain, in
-// schemacache.Cache), its JSON against the schema; the errors that say
+// validate.SchemaCache), its JSON against the schema; the errors that say
 // what failed without quoting the answer, and the conversation that
 // re-asks the model with the problems.
 
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/backstop-llm/backstop/internal/schemacache"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -58,8 +57,8 @@ func (e *ToolCallError) feedback(tools []llm.Tool) string {
 }
 
 // toolSchemas checks tool calls against the tools' InputSchemas, each
-// compiled once for the chain's life (schemacache.Cache).
-type toolSchemas struct{ cache schemacache.Cache }
+// compiled once for the chain's life (validate.SchemaCache).
+type toolSchemas struct{ cache validate.SchemaCache }
 
 // check returns the first of calls that names no tool of tools or whose
 // Arguments fail its InputSchema; nil when every call is valid.

@@ -1,33 +1,26 @@
-// Package schemacache compiles each distinct JSON schema once: the
-// tool-call argument checks of a chain, whose requests carry the same tools
-// call after call.
-package schemacache
+package validate
 
-import (
-	"sync"
+import "sync"
 
-	"github.com/backstop-llm/backstop/validate"
-)
-
-// maxCached bounds the schemas a Cache keeps; past it they are all
+// maxCached bounds the schemas a SchemaCache keeps; past it they are all
 // forgotten and compiled again as they are asked for.
 const maxCached = 1024
 
 // anyObject checks the arguments of a tool without an input schema.
-var anyObject = validate.MustCompile([]byte(`{"type":"object"}`))
+var anyObject = MustCompile([]byte(`{"type":"object"}`))
 
-// Cache compiles each distinct schema once and keeps it, by its
+// SchemaCache compiles each distinct schema once and keeps it, by its
 // bytes: the tool-call argument checks of a chain, whose requests carry the
 // same tools call after call. The zero value is ready to use; it is safe
 // for concurrent use.
-type Cache struct {
+type SchemaCache struct {
 	mu sync.RWMutex
-	m  map[string]*validate.Schema
+	m  map[string]*Schema
 }
 
 // Get returns schema compiled, from the cache when it was compiled
 // before. An empty schema means any JSON object.
-func (c *Cache) Get(schema []byte) (*validate.Schema, error) {
+func (c *SchemaCache) Get(schema []byte) (*Schema, error) {
 	if len(schema) == 0 {
 		return anyObject, nil
 	}
@@ -37,13 +30,13 @@ func (c *Cache) Get(schema []byte) (*validate.Schema, error) {
 	if s != nil {
 		return s, nil
 	}
-	s, err := validate.Compile(schema)
+	s, err := Compile(schema)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCached {
-		c.m = make(map[string]*validate.Schema)
+		c.m = make(map[string]*Schema)
 	}
 	c.m[string(schema)] = s
 	c.mu.Unlock()
@@ -52,10 +45,10 @@ func (c *Cache) Get(schema []byte) (*validate.Schema, error) {
 
 // Arguments checks a tool call's arguments (a JSON object; empty means
 // {}) against the tool's input schema (empty means any object), compiled
-// once. It returns an error matching validate.ErrBadSchema when the schema does not
-// compile, validate.ErrBadJSON when the arguments are not JSON, and a
-// *validate.ValidationError (validate.ErrInvalid) when they fail the schema.
-func (c *Cache) Arguments(schema, args []byte) error {
+// once. It returns an error matching ErrBadSchema when the schema does not
+// compile, ErrBadJSON when the arguments are not JSON, and a
+// *ValidationError (ErrInvalid) when they fail the schema.
+func (c *SchemaCache) Arguments(schema, args []byte) error {
 	s, err := c.Get(schema)
 	if err != nil {
 		return err

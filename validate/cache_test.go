@@ -1,15 +1,13 @@
-package schemacache
+package validate
 
 import (
 	"errors"
 	"fmt"
 	"testing"
-
-	"github.com/backstop-llm/backstop/validate"
 )
 
-func TestCacheCompilesOnce(t *testing.T) {
-	var c Cache
+func TestSchemaCacheCompilesOnce(t *testing.T) {
+	var c SchemaCache
 	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 	a, err := c.Get(schema)
 	if err != nil {
@@ -24,20 +22,20 @@ func TestCacheCompilesOnce(t *testing.T) {
 	}
 }
 
-func TestCacheArguments(t *testing.T) {
-	var c Cache
+func TestSchemaCacheArguments(t *testing.T) {
+	var c SchemaCache
 	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 	for _, tc := range []struct {
 		schema, args string
 		want         error
 	}{
 		{string(schema), `{"city":"Paris"}`, nil},
-		{string(schema), `{"town":"Paris"}`, validate.ErrInvalid},
-		{string(schema), `{"city":`, validate.ErrBadJSON},
-		{string(schema), ``, validate.ErrInvalid}, // {} lacks city
+		{string(schema), `{"town":"Paris"}`, ErrInvalid},
+		{string(schema), `{"city":`, ErrBadJSON},
+		{string(schema), ``, ErrInvalid}, // {} lacks city
 		{``, ``, nil},                    // no schema: any object
-		{``, `[1]`, validate.ErrInvalid}, // but an object
-		{`{"type": 12}`, `{}`, validate.ErrBadSchema},
+		{``, `[1]`, ErrInvalid},          // but an object
+		{`{"type": 12}`, `{}`, ErrBadSchema},
 	} {
 		err := c.Arguments([]byte(tc.schema), []byte(tc.args))
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
@@ -46,8 +44,8 @@ func TestCacheArguments(t *testing.T) {
 	}
 }
 
-func TestCacheIsBounded(t *testing.T) {
-	var c Cache
+func TestSchemaCacheIsBounded(t *testing.T) {
+	var c SchemaCache
 	for i := range maxCached + 10 {
 		if _, err := c.Get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
 			t.Fatal(err)
