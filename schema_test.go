@@ -209,7 +209,7 @@ func TestStaticAnswerMustPassTheSchemaAtBuild(t *testing.T) {
 	_, err := chain.New("support").Schema(answerSchema).
 		Primary(chain.Target{Name: "sonnet", Provider: p, Model: sonnet}).
 		OrDegrade(degrade.Static(llm.Response{Text: "We are busy."})).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, validate.ErrInvalid) ||
+	if !errors.Is(err, llm.ErrInvalidConfig) || !errors.Is(err, validate.ErrInvalid) ||
 		!strings.Contains(err.Error(), `target "static": the Static answer does not pass the chain's Schema`) {
 		t.Fatalf("got %v", err)
 	}

@@ -18,46 +18,40 @@ import (
 
 // Defaults of a zero Config.
 const (
-	DefaultConsecutiveFailures = 5
-	DefaultFailureRatio        = 0.5
-	DefaultMinRequests         = 20
-	DefaultWindow              = 10 * time.Second
-	DefaultBuckets             = 10
-	DefaultFirstOpenFor        = 5 * time.Second
-	DefaultOpenFor             = 5 * time.Second
-	DefaultProbes              = 1
-	DefaultMaxGate             = 15 * time.Minute
+	defaultConsecutiveFailures = 5
+	defaultFailureRatio        = 0.5
+	defaultMinRequests         = 20
+	defaultWindow              = 10 * time.Second
+	defaultBuckets             = 10
+	defaultFirstOpenFor        = 5 * time.Second
+	defaultOpenFor             = 5 * time.Second
+	defaultProbes              = 1
+	defaultMaxGate             = 15 * time.Minute
 
-	// JitterShare sets the random lengthening of the openings of a breaker
-	// that a Shared tracks: each opening lasts up to 1/JitterShare longer
+	// jitterShare sets the random lengthening of the openings of a breaker
+	// that a Shared tracks: each opening lasts up to a quarter (jitterShare) longer
 	// (up to 1.25s on the default 5s), drawn afresh at each. Replicas whose
 	// breakers opened together (a total outage trips them all within one
 	// Refresh) would otherwise publish openings that end within
-	// Shared.Slack of each other and each probe the target; drawn apart,
+	// Shared.slackBound of each other and each probe the target; drawn apart,
 	// the ones whose opening ends sooner defer their probe to the one whose
 	// ends last (see Shared.Sync). The lengthening keeps a replica's probes
 	// at most 12 a minute on the default interval. A breaker that is not
 	// shared keeps its exact interval.
-	JitterShare = 4
+	jitterShare = 4
 
-	// MaxBuckets is the most buckets Window / BucketPeriod may make. The
+	// maxBuckets is the most buckets Window / BucketPeriod may make. The
 	// window keeps one bucket each (24 bytes) and sums all of them on every
 	// failure, so the count bounds both the memory of a target's breaker
 	// and the work of each failure: 1,000 is 24 KB and a scan of about a
 	// microsecond, where 30s of 1ns buckets would ask for 720 GB.
-	MaxBuckets = 1000
+	maxBuckets = 1000
 )
 
 var (
 	// ErrOpen is the reason a target is skipped while its breaker is open,
 	// or half-open with its probe already in flight.
 	ErrOpen = errors.New("circuit breaker open: the target failed repeatedly and is skipped until a probe succeeds")
-	// ErrInvalidConfig is matched by every error Config.Validate and
-	// NewShared return. It is the same value as chain.ErrInvalidConfig and
-	// every other package's invalid-configuration sentinel, so any of them
-	// matches any configuration error; messages begin "breaker: invalid
-	// configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrOpenElsewhere is the reason a target is skipped while another
 	// replica holds its breaker open (see Shared.Sync). It
 	// matches ErrOpen too.
@@ -86,20 +80,19 @@ type Config struct {
 	// traffic); with more, the ratio decides alone, since under
 	// concurrency fast failures finish in a row ahead of slow successes
 	// (50 callers on a primary failing 30% in 10ms served 1.6% of calls
-	// with the consecutive rule, 71.4% without). 0 means
-	// DefaultConsecutiveFailures (5).
+	// with the consecutive rule, 71.4% without). 0 means 5.
 	ConsecutiveFailures uint32
 	// FailureRatio and MinRequests open the breaker when at least
 	// FailureRatio of the attempts in the window failed, once the window
 	// holds at least MinRequests attempts. Attempts count when they start
 	// and failures when they end, so attempts in flight are in the
 	// denominator and fast failures cannot outrun slow successes. 0 means
-	// DefaultFailureRatio (0.5) and DefaultMinRequests (20).
+	// 0.5 and 20.
 	FailureRatio float64
 	MinRequests  uint32
 	// Window is the rolling window the ratio is computed over, counted in
 	// buckets of BucketPeriod (gobreaker's rolling window). 0 means
-	// DefaultWindow (10s) and Window/DefaultBuckets (1s).
+	// 10s and Window/10 (1s).
 	Window, BucketPeriod time.Duration
 	// FirstOpenFor and OpenFor set how long the breaker stays open before
 	// it lets a probe through. The first opening after the breaker was
@@ -116,15 +109,15 @@ type Config struct {
 	// after a 60s outage untried for 20s and more), at 12 probes a minute
 	// at most.
 	//
-	// 0 means DefaultOpenFor (5s) for OpenFor, and for FirstOpenFor
-	// DefaultFirstOpenFor (5s), or OpenFor if that is shorter (so a Config
+	// 0 means 5s for OpenFor, and for FirstOpenFor
+	// 5s, or OpenFor if that is shorter (so a Config
 	// that sets only an OpenFor under 5s keeps a fixed interval).
 	// FirstOpenFor longer than OpenFor is an error; set FirstOpenFor to
 	// OpenFor for a fixed interval, the behaviour of earlier versions.
 	// Neither may be negative.
 	FirstOpenFor, OpenFor time.Duration
 	// Probes is how many calls a half-open breaker lets through, and how
-	// many consecutive successes close it. 0 means DefaultProbes (1).
+	// many consecutive successes close it. 0 means 1.
 	Probes uint32
 	// ActiveProbe keeps users' attempts off a target that is not known to
 	// have recovered: while the breaker is open or half-open, Allow
@@ -140,7 +133,7 @@ type Config struct {
 	ActiveProbe bool
 	// MaxGate is the longest a Retry-After closes the target's gate; a
 	// longer request (or a garbage header) closes it this long, after which
-	// one call rediscovers. 0 means DefaultMaxGate (15m).
+	// one call rediscovers. 0 means 15m.
 	MaxGate time.Duration
 	// OnStateChange, if set, is called on every transition with the
 	// breaker's name, in order; a move to half-open is told once the open
@@ -155,15 +148,15 @@ var errHead = problems.Head("breaker: invalid configuration")
 
 // WithDefaults returns s with every zero field set to its default.
 func (s Config) WithDefaults() Config {
-	s.ConsecutiveFailures = cmp.Or(s.ConsecutiveFailures, DefaultConsecutiveFailures)
-	s.FailureRatio = cmp.Or(s.FailureRatio, DefaultFailureRatio)
-	s.MinRequests = cmp.Or(s.MinRequests, DefaultMinRequests)
-	s.Window = cmp.Or(s.Window, DefaultWindow)
-	s.BucketPeriod = cmp.Or(s.BucketPeriod, s.Window/DefaultBuckets)
-	s.OpenFor = cmp.Or(s.OpenFor, DefaultOpenFor)
-	s.FirstOpenFor = cmp.Or(s.FirstOpenFor, min(DefaultFirstOpenFor, s.OpenFor))
-	s.Probes = cmp.Or(s.Probes, DefaultProbes)
-	s.MaxGate = cmp.Or(s.MaxGate, DefaultMaxGate)
+	s.ConsecutiveFailures = cmp.Or(s.ConsecutiveFailures, defaultConsecutiveFailures)
+	s.FailureRatio = cmp.Or(s.FailureRatio, defaultFailureRatio)
+	s.MinRequests = cmp.Or(s.MinRequests, defaultMinRequests)
+	s.Window = cmp.Or(s.Window, defaultWindow)
+	s.BucketPeriod = cmp.Or(s.BucketPeriod, s.Window/defaultBuckets)
+	s.OpenFor = cmp.Or(s.OpenFor, defaultOpenFor)
+	s.FirstOpenFor = cmp.Or(s.FirstOpenFor, min(defaultFirstOpenFor, s.OpenFor))
+	s.Probes = cmp.Or(s.Probes, defaultProbes)
+	s.MaxGate = cmp.Or(s.MaxGate, defaultMaxGate)
 	return s
 }
 
@@ -172,7 +165,7 @@ func (s Config) Validate() error {
 	found := problems.New(errHead)
 	bad := found.Addf
 	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
-		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, DefaultFailureRatio)
+		bad("FailureRatio is %v; use a value in (0, 1], or 0 for %v", s.FailureRatio, defaultFailureRatio)
 	}
 	problems.NotNegative(found, "Window", s.Window, "the default")
 	problems.NotNegative(found, "BucketPeriod", s.BucketPeriod, "the default")
@@ -192,9 +185,9 @@ func (s Config) Validate() error {
 		switch {
 		case d.BucketPeriod > d.Window:
 			bad("BucketPeriod (%v) is longer than Window (%v); use a fraction of the window", d.BucketPeriod, d.Window)
-		case d.Window/max(d.BucketPeriod, 1) > MaxBuckets: // a period under 1ns is taken as 1ns
-			bad("Window (%v) / BucketPeriod (%v) makes %d buckets, more than MaxBuckets (%d); use a BucketPeriod of at least %v, or 0 for Window/%d",
-				d.Window, d.BucketPeriod, d.Window/max(d.BucketPeriod, 1), MaxBuckets, (d.Window+MaxBuckets-1)/MaxBuckets, DefaultBuckets)
+		case d.Window/max(d.BucketPeriod, 1) > maxBuckets: // a period under 1ns is taken as 1ns
+			bad("Window (%v) / BucketPeriod (%v) makes %d buckets, more than the %d allowed; use a BucketPeriod of at least %v, or 0 for Window/%d",
+				d.Window, d.BucketPeriod, d.Window/max(d.BucketPeriod, 1), maxBuckets, (d.Window+maxBuckets-1)/maxBuckets, defaultBuckets)
 		}
 	}
 	return found.Err()
@@ -280,7 +273,7 @@ type Breaker struct {
 	change atomic.Int32
 
 	// jitter is set by Shared.Track: each opening then lasts a random
-	// share of up to JitterShare longer (see onStateChange).
+	// share of up to jitterShare longer (see onStateChange).
 	jitter atomic.Bool
 	// shared is the Shared that tracks the breaker (set by Track, before
 	// any call): Settle publishes its changes through it, and a call
@@ -300,7 +293,7 @@ type Breaker struct {
 	// are written under tellMu (by onStateChange), until before closed.
 	interval, until atomic.Int64
 	// extra is the current opening's random lengthening (see
-	// JitterShare): it lasts interval + extra. Written with interval.
+	// jitterShare): it lasts interval + extra. Written with interval.
 	extra atomic.Int64
 	// ownEnd is when this replica's publication of the current opening
 	// ends, as time since base: the opening's end plus its interval,
@@ -325,8 +318,8 @@ type Breaker struct {
 }
 
 // New returns a breaker named name (the target's name, passed to
-// OnStateChange) configured by s, or s's problems, each matching
-// ErrInvalidConfig.
+// OnStateChange) configured by s, or s's problems, each wrapping
+// llm.ErrInvalidConfig.
 func New(name string, s Config) (*Breaker, error) { return newBreaker(name, s, nil) }
 
 // newBreaker is New, with adjust (when not nil) given the settings of the
@@ -395,10 +388,10 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 		var extra time.Duration
 		if b.jitter.Load() && d > 0 {
 			// Shared: replicas whose breakers opened together would
-			// otherwise end their openings within Slack of each other and
+			// otherwise end their openings within slackBound of each other and
 			// probe in lockstep for ever; each opening draws its own. The
 			// next opening doubles d, not d + extra.
-			extra = time.Duration(rand.Int64N(int64(d/JitterShare) + 1))
+			extra = time.Duration(rand.Int64N(int64(d/jitterShare) + 1))
 		}
 		b.extra.Store(int64(extra))
 		d = min(d+extra, math.MaxInt64/2)
@@ -663,7 +656,7 @@ type publication struct {
 // twice its current open interval (that interval, then the time its probe
 // takes), which is at most twice its own OpenFor.
 // The same publication read again does not extend it: a reading whose
-// until is within slack (Shared.Slack) of the last publication applied is
+// until is within slack (Shared.slackBound) of the last publication applied is
 // that publication. A reading whose end differs by more is a new
 // publication: it replaces the last, capped afresh.
 //
@@ -732,7 +725,7 @@ func (b *Breaker) heldElsewhere() bool {
 // deferring reports whether the breaker, open itself, defers its probe to
 // another replica: the publication read since it opened ends later than
 // this breaker's own (its opening's end plus its interval, what Shared
-// publishes for it) by more than the Slack, and has not ended. That
+// publishes for it) by more than the slackBound, and has not ended. That
 // replica probes; this one holds its opening until the publication is
 // withdrawn (the probe succeeded: Sync then reads none) or ends, so that
 // replicas whose breakers opened on their own send one probe between
@@ -796,14 +789,14 @@ func (b *Breaker) takeChange() (State, bool) {
 // OpenFor is the longest the breaker stays open before its probe: the cap
 // its open interval grows to, Config.OpenFor after defaults (0 when it is
 // disabled). OpenInterval is the current interval.
-func (b *Breaker) OpenFor() time.Duration { return b.settings.OpenFor }
+func (b *Breaker) maxOpenFor() time.Duration { return b.settings.OpenFor }
 
 // OpenInterval is the length of the current opening: while the breaker is
 // open, how long it stays open before its probe; while it is half-open,
 // the opening the probe ends (a failed probe opens it for twice that, up
 // to OpenFor); while it is closed, the length of the next opening,
 // FirstOpenFor. A breaker that a Shared tracks lengthens each opening by
-// a random share of up to 1/JitterShare, included here (the doubling
+// a random share of up to a quarter (jitterShare), included here (the doubling
 // ignores it). 0 when it is disabled.
 func (b *Breaker) OpenInterval() time.Duration {
 	if b.cb == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 	"github.com/sony/gobreaker/v2"
 )
@@ -133,8 +134,8 @@ func TestDisabledAllowsEverything(t *testing.T) {
 
 func TestSettingsValidate(t *testing.T) {
 	_, err := breaker.New("t", breaker.Config{FailureRatio: 1.5, Window: -1, OpenFor: -time.Second, BucketPeriod: time.Minute})
-	if !errors.Is(err, breaker.ErrInvalidConfig) {
-		t.Fatalf("want ErrInvalidConfig, got %v", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("want llm.ErrInvalidConfig, got %v", err)
 	}
 	for _, s := range []string{"FailureRatio", "Window is", "OpenFor"} {
 		if !strings.Contains(err.Error(), s) {

@@ -8,13 +8,13 @@ import "time"
 // OpenElsewhereForTest is what Sync applies to b for a publication read
 // until until, with s's Slack.
 func (s *Shared) OpenElsewhereForTest(b *Breaker, until time.Time, asOf uint64) {
-	b.openElsewhere(until, asOf, s.Slack())
+	b.openElsewhere(until, asOf, s.slackBound())
 }
 
 // CloseElsewhereForTest is what Sync applies to g for a closure read until
 // until, capped by limit, with s's Slack.
 func (s *Shared) CloseElsewhereForTest(g *Gate, until time.Time, limit time.Duration) {
-	g.closeUntilElsewhere(until, limit, s.Slack())
+	g.closeUntilElsewhere(until, limit, s.slackBound())
 }
 
 // ChangesForTest is how many state changes b has made, as Sync reads it
@@ -28,3 +28,20 @@ func TakeChangeForTest(b *Breaker) (State, bool) { return b.takeChange() }
 // their interval, as an untracked breaker's do: for the tests of the
 // publication's arithmetic.
 func NoJitterForTest(b *Breaker) { b.jitter.Store(false) }
+
+// Figures and accessors of the package that its external tests read;
+// they are not part of the API.
+const (
+	DefaultFirstOpenFor = defaultFirstOpenFor
+	DefaultMaxGate      = defaultMaxGate
+	DefaultOpenFor      = defaultOpenFor
+	DefaultProbeEvery   = defaultProbeEvery
+	DefaultWindow       = defaultWindow
+	MaxBuckets          = maxBuckets
+	MaxProbeWait        = maxProbeWait
+	RampStep            = rampStep
+)
+
+func (b *Breaker) MaxOpenFor() time.Duration   { return b.maxOpenFor() }
+func (g *Gate) ClosedUntil() (time.Time, bool) { return g.closedUntil() }
+func (s *Shared) SlackBound() time.Duration    { return s.slackBound() }

@@ -48,10 +48,10 @@ func (g *Gate) CloseUntil(t time.Time) { g.close(closure{until: t}) }
 // of this replica's own (ErrGateClosedElsewhere).
 //
 // What another replica asked for is capped by this replica's own limit
-// (its MaxGate; 0 or less means DefaultMaxGate), measured from when this
+// (its MaxGate; 0 or less means 15m), measured from when this
 // replica first read the publication: the gate closes until the earlier of
 // until and now + limit. The same publication read again does not close it
-// again: a reading whose until is within slack (Shared.Slack) of the last
+// again: a reading whose until is within slack (Shared.slackBound) of the last
 // publication applied is that publication. A reading whose end differs by
 // more is a new closure (a new 429): it is applied afresh, capped again. A
 // gate already closed until later stays closed until then.
@@ -62,7 +62,7 @@ func (g *Gate) closeUntilElsewhere(until time.Time, limit, slack time.Duration) 
 	read := until
 	g.seen.Store(&read)
 	if limit <= 0 {
-		limit = DefaultMaxGate
+		limit = defaultMaxGate
 	}
 	if now := time.Now(); until.Sub(now) > limit {
 		until = now.Add(limit)
@@ -85,9 +85,9 @@ func (g *Gate) close(c closure) {
 	}
 }
 
-// ClosedUntil reports whether the gate is closed now, and until when. It
+// closedUntil reports whether the gate is closed now, and until when. It
 // reads the clock only while the gate is closed.
-func (g *Gate) ClosedUntil() (time.Time, bool) {
+func (g *Gate) closedUntil() (time.Time, bool) {
 	until, err := g.Refusal()
 	return until, err != nil
 }

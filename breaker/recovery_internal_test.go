@@ -45,7 +45,7 @@ func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
 					tk.Report(retry.Failure)
 				}
 				allow()                                           // opens for 5s
-				time.Sleep(DefaultFirstOpenFor + time.Nanosecond) // due
+				time.Sleep(defaultFirstOpenFor + time.Nanosecond) // due
 				allow()                                           // the probe fails: open for 10s
 				opened := time.Now()
 				take := func() {
@@ -54,7 +54,7 @@ func TestEarlyHalfOpenIsHeldUntilTheInterval(t *testing.T) {
 					}
 				}
 				take()
-				time.Sleep(DefaultFirstOpenFor + time.Second) // past gobreaker's Timeout, within the 10s
+				time.Sleep(defaultFirstOpenFor + time.Second) // past gobreaker's Timeout, within the 10s
 				if s := b.cb.State(); s != gobreaker.StateHalfOpen {
 					t.Fatalf("setup: gobreaker is %v; want half-open", s)
 				}

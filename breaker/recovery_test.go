@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -90,8 +91,8 @@ func TestOpenIntervalGrows(t *testing.T) {
 					if !slices.Equal(got, tc.want) {
 						t.Fatalf("round %d: open for %v; want %v", round, got, tc.want)
 					}
-					if b.OpenFor() != tc.want[len(tc.want)-1] {
-						t.Fatalf("OpenFor() = %v; want the cap, %v", b.OpenFor(), tc.want[len(tc.want)-1])
+					if b.MaxOpenFor() != tc.want[len(tc.want)-1] {
+						t.Fatalf("OpenFor() = %v; want the cap, %v", b.MaxOpenFor(), tc.want[len(tc.want)-1])
 					}
 					// The probe succeeds: closed, and the next opening (the
 					// next round) lasts FirstOpenFor again.
@@ -126,7 +127,7 @@ func TestOpenForDefaults(t *testing.T) {
 }
 
 // Each problem with FirstOpenFor is named with what to change, and
-// matches ErrInvalidConfig; a FirstOpenFor equal to OpenFor is a fixed
+// matches llm.ErrInvalidConfig; a FirstOpenFor equal to OpenFor is a fixed
 // interval, not a problem.
 func TestFirstOpenForValidation(t *testing.T) {
 	for _, tc := range []struct {
@@ -141,8 +142,8 @@ func TestFirstOpenForValidation(t *testing.T) {
 		{breaker.Config{FirstOpenFor: -time.Second, OpenFor: -time.Minute}, []string{"FirstOpenFor is -1s", "OpenFor is -1m0s"}},
 	} {
 		_, err := breaker.New("t", tc.cfg)
-		if !errors.Is(err, breaker.ErrInvalidConfig) {
-			t.Errorf("%+v: New = %v; want ErrInvalidConfig", tc.cfg, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) {
+			t.Errorf("%+v: New = %v; want llm.ErrInvalidConfig", tc.cfg, err)
 			continue
 		}
 		if err2 := tc.cfg.Validate(); err2 == nil || err2.Error() != err.Error() {
@@ -351,8 +352,8 @@ func TestProbeNothingToProbe(t *testing.T) {
 		if _, err := d.Probe(); !errors.Is(err, breaker.ErrNotOpen) {
 			t.Fatalf("disabled: Probe = %v; want ErrNotOpen", err)
 		}
-		if !d.ProbeAt().IsZero() || d.OpenInterval() != 0 || d.OpenFor() != 0 {
-			t.Fatalf("disabled: ProbeAt() %v, OpenInterval() %v, OpenFor() %v; want zeros", d.ProbeAt(), d.OpenInterval(), d.OpenFor())
+		if !d.ProbeAt().IsZero() || d.OpenInterval() != 0 || d.MaxOpenFor() != 0 {
+			t.Fatalf("disabled: ProbeAt() %v, OpenInterval() %v, OpenFor() %v; want zeros", d.ProbeAt(), d.OpenInterval(), d.MaxOpenFor())
 		}
 		if _, err := d.Allow(); err != nil {
 			t.Fatalf("disabled, ActiveProbe: Allow = %v", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // TestBucketCountIsBounded: a BucketPeriod tiny next to its Window would
@@ -20,8 +21,8 @@ func TestBucketCountIsBounded(t *testing.T) {
 		{Window: time.Hour, BucketPeriod: time.Second},
 	} {
 		_, err := breaker.New("t", s)
-		if !errors.Is(err, breaker.ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxBuckets") {
-			t.Errorf("%+v: got %v; want ErrInvalidConfig naming MaxBuckets", s, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "more than the 1000 allowed") {
+			t.Errorf("%+v: got %v; want llm.ErrInvalidConfig saying at most 1000 buckets are allowed", s, err)
 		}
 	}
 	d := breaker.DefaultWindow / breaker.MaxBuckets

@@ -20,9 +20,9 @@ const (
 	// DefaultSharedTimeout bounds each round trip of a Shared to its store
 	// when SharedConfig.Timeout is 0.
 	DefaultSharedTimeout = 50 * time.Millisecond
-	// DefaultProbeEvery is how long a Shared leaves its store alone after a
+	// defaultProbeEvery is how long a Shared leaves its store alone after a
 	// failure when SharedConfig.ProbeEvery is 0.
-	DefaultProbeEvery = time.Second
+	defaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors of a Shared's methods when
@@ -35,7 +35,7 @@ var ErrSharedUnavailable = errors.New("breaker: shared state unavailable")
 // Store is where the replicas of a service publish to each other that a
 // breaker opened or closed and that a gate closed: what a Shared reads and
 // writes, one round trip per method. redisstore builds one on Redis
-// (redisstore.Shared.Breakers); Shared owns everything else: the Timeout of
+// (redisstore.Store.Breakers); Shared owns everything else: the Timeout of
 // each round trip, leaving a failed store alone, the log records and the
 // callbacks, and what each replica makes of what it reads.
 //
@@ -49,14 +49,16 @@ var ErrSharedUnavailable = errors.New("breaker: shared state unavailable")
 // "string"): the Shared logs each repair. An error whose chain holds an
 // error with a RedisError() method (go-redis's error replies) is an answer
 // from the server that waiting does not mend, such as NOPERM: the Shared
-// logs it again at each probe that finds it.
+// logs it again at each probe that finds it. What Load returns is a type
+// internal to the module, so redisstore's is the one implementation
+// outside its tests.
 type Store interface {
 	// Key names the state in errors and log records: the Redis key.
 	Key() string
-	// Load returns what has been published and has not ended: one Remote
+	// Load returns what has been published and has not ended: one remote.Published
 	// per name with an open breaker or a closed gate, in no particular
 	// order, each duration what is left on the store's clock, positive.
-	Load(ctx context.Context) (published []Remote, repaired string, err error)
+	Load(ctx context.Context) (published []remote.Published, repaired string, err error)
 	// PublishOpen records that name's breaker is open for d; a
 	// publication that ends later is kept.
 	PublishOpen(ctx context.Context, name string, d time.Duration) (repaired string, err error)
@@ -70,11 +72,11 @@ type Store interface {
 // SharedConfig configures NewShared. The zero value means every default.
 type SharedConfig struct {
 	// Timeout bounds each round trip to the store, on top of the caller's
-	// context. 0 means DefaultSharedTimeout (50ms); negative is an error.
+	// context. 0 means 50ms; negative is an error.
 	Timeout time.Duration
 	// ProbeEvery is how long the store is left alone after a failure:
 	// until then every method returns ErrSharedUnavailable at once; then
-	// one call tries the store again. 0 means DefaultProbeEvery (1s);
+	// one call tries the store again. 0 means 1s;
 	// negative is an error.
 	ProbeEvery time.Duration
 	// OnError, when set, is called each time the store becomes
@@ -91,14 +93,6 @@ type SharedConfig struct {
 	// breaker state available again, using shared state" at the same
 	// moments. nil means slog.Default() at the time of the record.
 	Logger *slog.Logger
-}
-
-// Remote is what the replicas sharing a Shared have published about one
-// name (a chain's target): how much longer its breaker is held open, and
-// how much longer its Retry-After gate is closed. Zero means not at all.
-type Remote struct {
-	Name       string
-	Open, Gate time.Duration
 }
 
 // Shared is the state of a set of breakers and Retry-After gates that the
@@ -151,18 +145,18 @@ type Shared struct {
 // one chain's state, such as "backstop:" + chain + ":breakers".
 // NewShared makes no round trip: the store may be down when it is called.
 //
-// Errors match ErrInvalidConfig and name what to change: a nil store, a
+// Errors wrap llm.ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, a negative Timeout or ProbeEvery.
 func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	found := problems.In(errHead, "shared state")
 	var key string
 	if store == nil {
-		found.Addf("store is nil; build one on Redis with redisstore.NewShared(client), then its Breakers(key)")
+		found.Addf("store is nil; build one on Redis with redisstore.New(client), then its Breakers(key)")
 	} else if key = store.Key(); key == "" {
 		found.Addf(`key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}
 	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
-	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultProbeEvery)
 	problems.NotNegative(found, "Refresh", opts.Refresh, DefaultRefresh)
 	if err := found.Err(); err != nil {
 		return nil, err
@@ -174,7 +168,7 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		base:    time.Now(),
 	}
 	s.poller = poller{s: s, refresh: cmp.Or(opts.Refresh, DefaultRefresh), timeout: s.timeout, base: s.base, kick: make(chan struct{}, 1)}
-	probe := cmp.Or(opts.ProbeEvery, DefaultProbeEvery)
+	probe := cmp.Or(opts.ProbeEvery, defaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)
 	return s, nil
@@ -189,10 +183,10 @@ const (
 )
 
 // Load returns what the replicas have published that has not ended yet:
-// one Remote per name with an open breaker or a closed gate, in no
+// one remote.Published per name with an open breaker or a closed gate, in no
 // particular order. While the store is left alone after a failure it
 // returns an error matching ErrSharedUnavailable at once.
-func (s *Shared) Load(ctx context.Context) ([]Remote, error) {
+func (s *Shared) Load(ctx context.Context) ([]remote.Published, error) {
 	return s.run(ctx, opLoad, "", 0, false)
 }
 
@@ -223,12 +217,12 @@ func (s *Shared) PublishGate(ctx context.Context, name string, d time.Duration) 
 // Available reports whether the store answered the last round trip.
 func (s *Shared) Available() bool { return s.health.Available() }
 
-// Slack is how far apart two readings of one publication's end may be,
+// slackBound is how far apart two readings of one publication's end may be,
 // when each is estimated as the time Load returned plus the time it says is
 // left: one round trip (the Timeout bounds it) and the millisecond Redis
 // rounds to. Sync applies a publication once, however often it is read, by
 // it.
-func (s *Shared) Slack() time.Duration { return s.timeout + time.Millisecond }
+func (s *Shared) slackBound() time.Duration { return s.timeout + time.Millisecond }
 
 // tracked is one breaker and gate a Shared shares, under its name.
 type tracked struct {
@@ -250,11 +244,11 @@ type tracked struct {
 // applies to them what the other replicas published about name, Publish
 // tells the others of b's changes, and Flush tells them what the store did
 // not take. g closes for at most maxGate on another replica's word (0 or
-// less means DefaultMaxGate): this replica's own limit, its Config.MaxGate.
+// less means 15m): this replica's own limit, its Config.MaxGate.
 // b or g may be nil, to share only the other.
 //
 // A tracked breaker's openings are lengthened at random, by up to
-// 1/JitterShare, so that replicas whose breakers opened together do not
+// a quarter (jitterShare), so that replicas whose breakers opened together do not
 // all probe (see Sync).
 //
 // Track each name once, before the calls that use it; a chain tracks each
@@ -299,20 +293,20 @@ func (s *Shared) tracks() []*tracked {
 //     opened it found the target healthy again).
 //   - a breaker open itself defers its probe to another replica when the
 //     opening read ends later than this breaker's own publication (its
-//     opening's end plus its interval) by more than Slack: it stays open,
+//     opening's end plus its interval) by more than slackBound: it stays open,
 //     refusing attempts with ErrOpenElsewhere and Probe with ErrOpen,
 //     until that publication is withdrawn or ends (capped as above), and
 //     then probes itself. Replicas whose breakers opened on their own (a
 //     total outage trips them all within one Refresh) thus send one probe
 //     between them, the one whose opening ends last; a tracked breaker's
-//     openings are lengthened at random (JitterShare) so that openings
-//     that began together do not end within Slack of each other.
+//     openings are lengthened at random (jitterShare) so that openings
+//     that began together do not end within slackBound of each other.
 //   - a published gate closure closes the gate (ErrGateClosedElsewhere)
 //     until the earlier of its end and the tracked maxGate from when this
 //     replica first read it.
 //
 // A publication read again is the same publication when its end is within
-// Slack of the last one applied: it extends nothing, so re-reading cannot
+// slackBound of the last one applied: it extends nothing, so re-reading cannot
 // stretch a cap. One whose end differs by more (the publisher's probe
 // failed and it opened again, say; a new 429) is applied afresh.
 //
@@ -359,9 +353,9 @@ func (s *Shared) sync(ctx context.Context, force bool) error {
 		return err
 	}
 	at := time.Now()
-	slack := s.Slack()
+	slack := s.slackBound()
 	for i, t := range ts {
-		var r Remote
+		var r remote.Published
 		for _, x := range remotes {
 			if x.Name == t.name {
 				r = x
@@ -558,7 +552,7 @@ func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, fo
 
 // run makes one round trip to the store, bounded by the Timeout, unless the
 // store is left alone, and logs the repair the store reports.
-func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration, force bool) ([]Remote, error) {
+func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration, force bool) ([]remote.Published, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -568,7 +562,7 @@ func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration,
 	}
 	tctx, cancel := context.WithTimeout(ctx, s.timeout)
 	var (
-		rs       []Remote
+		rs       []remote.Published
 		repaired string
 		err      error
 	)

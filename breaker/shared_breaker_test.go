@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -17,7 +18,7 @@ import (
 type nopStore struct{}
 
 func (nopStore) Key() string { return "k" }
-func (nopStore) Load(context.Context) ([]breaker.Remote, string, error) {
+func (nopStore) Load(context.Context) ([]remote.Published, string, error) {
 	panic("nopStore: Load")
 }
 func (nopStore) PublishOpen(context.Context, string, time.Duration) (string, error) {
@@ -38,8 +39,8 @@ func sharing(t testing.TB, slack time.Duration) *breaker.Shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slack >= time.Millisecond+time.Nanosecond && s.Slack() != slack {
-		t.Fatalf("Slack() = %v; want %v", s.Slack(), slack)
+	if slack >= time.Millisecond+time.Nanosecond && s.SlackBound() != slack {
+		t.Fatalf("Slack() = %v; want %v", s.SlackBound(), slack)
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -28,16 +29,16 @@ var errStoreDown = errors.New("store down")
 
 func (m *clockStore) Key() string { return "k" }
 
-func (m *clockStore) Load(context.Context) ([]breaker.Remote, string, error) {
+func (m *clockStore) Load(context.Context) ([]remote.Published, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
 		return nil, "", errStoreDown
 	}
-	var out []breaker.Remote
+	var out []remote.Published
 	for name, end := range m.open {
 		if left := time.Until(end); left > 0 {
-			out = append(out, breaker.Remote{Name: name, Open: left})
+			out = append(out, remote.Published{Name: name, Open: left})
 		}
 	}
 	return out, "", nil

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // memStore is a breaker.Store in memory that counts its round trips. Its
@@ -53,20 +55,20 @@ func (m *memStore) enter(ctx context.Context) (string, error) {
 	return repaired, fail
 }
 
-func (m *memStore) Load(ctx context.Context) ([]breaker.Remote, string, error) {
+func (m *memStore) Load(ctx context.Context) ([]remote.Published, string, error) {
 	repaired, err := m.enter(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []breaker.Remote
+	var out []remote.Published
 	for name, d := range m.open {
-		out = append(out, breaker.Remote{Name: name, Open: d, Gate: m.gate[name]})
+		out = append(out, remote.Published{Name: name, Open: d, Gate: m.gate[name]})
 	}
 	for name, d := range m.gate {
 		if _, ok := m.open[name]; !ok {
-			out = append(out, breaker.Remote{Name: name, Gate: d})
+			out = append(out, remote.Published{Name: name, Gate: d})
 		}
 	}
 	return out, repaired, nil
@@ -116,8 +118,8 @@ func TestSharedOnAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Slack() != breaker.DefaultSharedTimeout+time.Millisecond {
-		t.Fatalf("Slack() = %v; want the default Timeout plus a millisecond", s.Slack())
+	if s.SlackBound() != breaker.DefaultSharedTimeout+time.Millisecond {
+		t.Fatalf("Slack() = %v; want the default Timeout plus a millisecond", s.SlackBound())
 	}
 	for _, err := range []error{s.PublishOpen(ctx, "a", time.Minute), s.PublishGate(ctx, "b", time.Second),
 		s.PublishOpen(ctx, "c", time.Hour), s.PublishClosed(ctx, "c")} {
@@ -126,8 +128,8 @@ func TestSharedOnAStore(t *testing.T) {
 		}
 	}
 	rs, err := s.Load(ctx)
-	slices.SortFunc(rs, func(a, b breaker.Remote) int { return strings.Compare(a.Name, b.Name) })
-	if want := []breaker.Remote{{Name: "a", Open: time.Minute}, {Name: "b", Gate: time.Second}}; err != nil || !slices.Equal(rs, want) {
+	slices.SortFunc(rs, func(a, b remote.Published) int { return strings.Compare(a.Name, b.Name) })
+	if want := []remote.Published{{Name: "a", Open: time.Minute}, {Name: "b", Gate: time.Second}}; err != nil || !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v, %v; want %+v", rs, err, want)
 	}
 	if m.runs != 5 || !s.Available() {
@@ -138,9 +140,9 @@ func TestSharedOnAStore(t *testing.T) {
 		store breaker.Store
 		want  string
 	}{{"nil store", nil, "store is nil"}, {"empty key", &memStore{}, "key is empty"}} {
-		if s, err := breaker.NewShared(tc.store, breaker.SharedConfig{}); s != nil || !errors.Is(err, breaker.ErrInvalidConfig) ||
+		if s, err := breaker.NewShared(tc.store, breaker.SharedConfig{}); s != nil || !errors.Is(err, llm.ErrInvalidConfig) ||
 			!strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
+			t.Errorf("%s: NewShared = %v, %v; want llm.ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func TestTripOpensWhateverTheCallbackOrder(t *testing.T) {
 				}
 				reopen := func() {
 					t.Helper()
-					time.Sleep(DefaultOpenFor + time.Nanosecond)
+					time.Sleep(defaultOpenFor + time.Nanosecond)
 					report(retry.NotFailure) // the probe closes it
 					wantState(Closed, "after a successful probe")
 				}
@@ -111,7 +111,7 @@ func TestTripOpensWhateverTheCallbackOrder(t *testing.T) {
 				wantState(Open, "the third failure")
 
 				// A Trip that fails the half-open probe reopens it.
-				time.Sleep(DefaultOpenFor + time.Nanosecond)
+				time.Sleep(defaultOpenFor + time.Nanosecond)
 				report(retry.Trip)
 				wantState(Open, "a Trip on the probe")
 				reopen()
@@ -174,7 +174,7 @@ func TestTripConcurrently(t *testing.T) {
 					if n := b.trips.Load(); n != 0 {
 						t.Fatalf("round %d: trips = %d; want 0", round, n)
 					}
-					time.Sleep(DefaultOpenFor + time.Nanosecond)
+					time.Sleep(defaultOpenFor + time.Nanosecond)
 					tk, err := b.Allow()
 					if err != nil {
 						t.Fatal(err)

@@ -7,17 +7,17 @@ import (
 	"time"
 )
 
-// RampStep is the pace at which Wait releases the callers that waited for
+// rampStep is the pace at which Wait releases the callers that waited for
 // a probe that succeeded: the first at once, then twice as many each
-// RampStep (1, 2, 4, 8, ...), as TCP's slow start grows its window each
+// rampStep (1, 2, 4, 8, ...), as TCP's slow start grows its window each
 // round trip. A herd of 200 waiting callers is released over 7 steps,
 // 1.75s, instead of at one instant onto a target that has just recovered.
-const RampStep = 250 * time.Millisecond
+const rampStep = 250 * time.Millisecond
 
-// MaxProbeWait bounds how long past ProbeAt a caller of Wait waits for the
+// maxProbeWait bounds how long past ProbeAt a caller of Wait waits for the
 // probe's outcome: the probe's own request may hang, and with
 // Config.ActiveProbe something else must send it.
-const MaxProbeWait = 30 * time.Second
+const maxProbeWait = 30 * time.Second
 
 // pollProbe is how often a waiter past ProbeAt asks again for the probe
 // slot that nobody has taken yet (gobreaker moves to half-open only when
@@ -34,7 +34,7 @@ const pollProbe = 100 * time.Millisecond
 // While another replica holds the breaker open (see Shared.Sync), that
 // replica probes: Wait waits for its probe, until the publication is
 // withdrawn (the probe succeeded; the replica's Sync reads none) or ends,
-// at most until ctx ends or for MaxProbeWait, then releases the caller on
+// at most until ctx ends or for 30s, then releases the caller on
 // the same ramp as below, counted from when the withdrawal was read; it
 // returns ErrOpenElsewhere when ctx ends or time runs out first. A
 // breaker open here that defers its probe to another replica waits the
@@ -45,9 +45,9 @@ const pollProbe = 100 * time.Millisecond
 // probe, its attempt finds out. The others wait for the outcome: a probe
 // that fails opens the breaker again and they return ErrOpen; one that
 // succeeds closes it, and they are released on a slow-start ramp (see
-// RampStep) with a Ticket each. A caller that waited is not retrying into
+// 250ms) with a Ticket each. A caller that waited is not retrying into
 // a failing target: the probe found it healthy. Wait returns ErrOpen when
-// ctx ends, or when no outcome came within MaxProbeWait of ProbeAt.
+// ctx ends, or when no outcome came within 30s of ProbeAt.
 func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 	t, err := b.Allow()
 	if err == nil || b.cb == nil {
@@ -64,7 +64,7 @@ func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 	if dl, ok := ctx.Deadline(); ok && !dl.After(due) {
 		return Ticket{}, err
 	}
-	giveUp := due.Add(MaxProbeWait)
+	giveUp := due.Add(maxProbeWait)
 	for {
 		changed := *b.changed.Load()
 		if b.opens.Load() != opens {
@@ -97,11 +97,11 @@ func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 }
 
 // ramp releases a waiter after the probe closed the breaker: the k-th
-// (from 0) to ask since the close goes RampStep x floor(log2(k+1)) after
+// (from 0) to ask since the close goes rampStep x floor(log2(k+1)) after
 // it, or at once when its deadline comes sooner (it has no time to queue).
 func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket, error) {
 	k := b.released.Add(1) - 1
-	at := b.base.Add(time.Duration(b.recovered.Load()) + RampStep*time.Duration(bits.Len64(k+1)-1))
+	at := b.base.Add(time.Duration(b.recovered.Load()) + rampStep*time.Duration(bits.Len64(k+1)-1))
 	if dl, ok := ctx.Deadline(); ok && dl.Before(at) {
 		at = time.Now()
 	}
@@ -123,11 +123,11 @@ func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket
 // waitElsewhere is Wait while another replica's publication holds the
 // closed breaker open: it waits until the publication is withdrawn (that
 // replica's probe succeeded) or ends, at most until ctx ends or
-// MaxProbeWait has passed, then releases the caller on the ramp from the
+// maxProbeWait has passed, then releases the caller on the ramp from the
 // withdrawal. A breaker that opened here meanwhile refuses it.
 func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (Ticket, error) {
 	opens := b.opens.Load()
-	giveUp := time.Now().Add(MaxProbeWait)
+	giveUp := time.Now().Add(maxProbeWait)
 	for {
 		changed := *b.changed.Load()
 		if b.opens.Load() != opens || !b.closed.Load() {

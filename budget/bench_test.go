@@ -83,7 +83,7 @@ func BenchmarkRatioWithdraw(b *testing.B) { benchWithdraw(b, benchRatio) }
 
 func benchBucket(b *testing.B, plenty bool) *TokenBucket {
 	b.Helper()
-	c := TokenBucketConfig{Capacity: MaxCapacity, Cost: 0.001}
+	c := TokenBucketConfig{Capacity: maxCapacity, Cost: 0.001}
 	if !plenty {
 		c = TokenBucketConfig{Capacity: 1, Cost: 1}
 	}

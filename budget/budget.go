@@ -42,13 +42,6 @@ var (
 	// the budget refuses a retry. The chain then sends no retry to that
 	// target and moves on to the next one.
 	ErrExhausted = errors.New("retry budget exhausted: recent retries to this target already use up its budget, so this retry is not sent")
-	// ErrInvalidConfig is matched by every error NewRatio, NewTokenBucket
-	// and NewShared return, and by every error RatioConfig.Validate and
-	// TokenBucketConfig.Validate return. It is the same value as
-	// chain.ErrInvalidConfig and every other package's
-	// invalid-configuration sentinel, so any of them matches any
-	// configuration error; messages begin "budget: invalid configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 
 	// errHead begins every configuration problem of the package.
 	errHead = problems.Head("budget: invalid configuration")

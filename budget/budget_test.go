@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/backstop-llm/backstop/llm"
 	"go.uber.org/goleak"
 )
 
@@ -32,7 +33,7 @@ func TestUnlimited(t *testing.T) {
 	if u != Unlimited() {
 		t.Fatal("Unlimited() must be comparable to itself so callers can tell budgeting is off")
 	}
-	var b Budget = defaultRatio()
+	var b Budget = newDefaultRatio()
 	if b == Unlimited() {
 		t.Fatal("a Ratio compares equal to Unlimited()")
 	}
@@ -91,22 +92,22 @@ func TestStormRatioBudget(t *testing.T) {
 	if got := storm(Unlimited(), clients); got != 2*clients {
 		t.Fatalf("Unlimited: %d retries, want %d", got, 2*clients)
 	}
-	limit := int64(max(DefaultMinRetries, clients*DefaultRatio))
+	limit := int64(max(defaultMinRetries, clients*defaultRatio))
 	seen := map[int64]int{}
 	for range 50 {
 		synctest.Test(t, func(t *testing.T) { // virtual time: the window cannot roll
-			r := defaultRatio()
+			r := newDefaultRatio()
 			got := storm(r, clients)
 			seen[got]++
 			if got > limit {
 				t.Fatalf("%d clients: %d retries granted, want at most %d", clients, got, limit)
 			}
-			if got > DefaultMinRetries+clients*DefaultRatio {
+			if got > defaultMinRetries+clients*defaultRatio {
 				t.Fatalf("%d retries exceed even the loose bound", got)
 			}
 			// Every refused reservation was undone: the counts are exact and
 			// what the storm left of the allowance is still there to take.
-			if f, rt := r.Counts(); f != clients || rt != got {
+			if f, rt := r.counts(); f != clients || rt != got {
 				t.Fatalf("Counts = (%d, %d), want (%d, %d)", f, rt, clients, got)
 			}
 			topUp := drain(r)
@@ -121,13 +122,13 @@ func TestStormRatioBudget(t *testing.T) {
 func TestStormRatioBudget10000(t *testing.T) {
 	const clients = 10_000
 	synctest.Test(t, func(t *testing.T) {
-		r := defaultRatio()
+		r := newDefaultRatio()
 		got := storm(r, clients)
-		limit := int64(clients * DefaultRatio)
+		limit := int64(clients * defaultRatio)
 		if got > limit {
 			t.Fatalf("%d retries granted, want at most %d", got, limit)
 		}
-		if f, rt := r.Counts(); f != clients || rt != got {
+		if f, rt := r.counts(); f != clients || rt != got {
 			t.Fatalf("Counts = (%d, %d), want (%d, %d)", f, rt, clients, got)
 		}
 		t.Logf("%d clients: %d retries granted (limit %d; unlimited %d)", clients, got, limit, 2*clients)
@@ -138,8 +139,8 @@ func TestStormTokenBucket(t *testing.T) {
 	const clients = 10_000
 	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
 	got := storm(tb, clients)
-	if want := int64(DefaultCapacity / DefaultCost); got != want {
-		t.Fatalf("%d retries granted from a full bucket of %v at %v each, want exactly %d", got, DefaultCapacity, DefaultCost, want)
+	if want := int64(defaultCapacity / defaultCost); got != want {
+		t.Fatalf("%d retries granted from a full bucket of %v at %v each, want exactly %d", got, defaultCapacity, defaultCost, want)
 	}
 	if tb.Tokens() != 0 {
 		t.Fatalf("tokens = %v after the storm, want 0", tb.Tokens())
@@ -157,13 +158,13 @@ func mustNew[C, B any](t testing.TB, newBudget func(C) (B, error), c C) B {
 }
 
 // refused fails the test unless newBudget refuses c with an error that
-// matches ErrInvalidConfig and says each of says.
+// matches llm.ErrInvalidConfig and says each of says.
 func refused[C any, B comparable](t *testing.T, newBudget func(C) (B, error), c C, says ...string) {
 	t.Helper()
 	b, err := newBudget(c)
 	var none B
-	if b != none || !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("%+v: got (%v, %v), want ErrInvalidConfig", c, b, err)
+	if b != none || !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("%+v: got (%v, %v), want llm.ErrInvalidConfig", c, b, err)
 	}
 	for _, s := range says {
 		if !strings.Contains(err.Error(), s) {
@@ -183,7 +184,7 @@ func drain(b Budget) int64 {
 
 func TestZeroAllocs(t *testing.T) {
 	ctx := context.Background()
-	r := defaultRatio()
+	r := newDefaultRatio()
 	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
 	for name, f := range map[string]func(){
 		"Ratio.Record first":       func() { r.Record(ctx, Outcome{Success: true}) },

@@ -32,7 +32,7 @@
 // max(MinRetries, Ratio * all their first attempts), one budget's worth.
 // Record counts first attempts locally and writes them in batches;
 // Withdraw is one round trip that decides atomically on the store's clock.
-// The Store on Redis is redisstore's (redisstore.Shared.Budget, a Lua
+// The Store on Redis is redisstore's (redisstore.Store.Budget, a Lua
 // script per round trip): this package imports no Redis client. When Redis is slow or down, each
 // replica decides with a local budget after a short Timeout (50ms by
 // default), says so through a callback and a log line, and tries Redis

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // send stands in for one attempt against a target that is down.
@@ -86,7 +87,7 @@ func ExampleNewTokenBucket() {
 
 func ExampleNewRatio_invalid() {
 	_, err := budget.NewRatio(budget.RatioConfig{Ratio: 1.5})
-	fmt.Println(errors.Is(err, budget.ErrInvalidConfig))
+	fmt.Println(errors.Is(err, llm.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true

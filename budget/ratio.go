@@ -3,27 +3,28 @@ package budget
 import (
 	"cmp"
 	"context"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Defaults of a zero RatioConfig, as DESIGN.md sets them.
 const (
-	DefaultRatio      = 0.1
-	DefaultWindow     = 10 * time.Second
-	DefaultMinRetries = 10
+	defaultRatio      = 0.1
+	defaultWindow     = 10 * time.Second
+	defaultMinRetries = 10
 )
 
-// Buckets is the number of buckets a Ratio's Window is split into. Counts
+// bucketCount is the number of buckets a Ratio's Window is split into. Counts
 // age out one bucket at a time, so an attempt counts for between
-// (Buckets-1)/Buckets of the Window and the whole Window.
-const Buckets = 10
+// (bucketCount-1)/bucketCount of the Window and the whole Window.
+const bucketCount = 10
 
-// MinWindow is the shortest Window NewRatio accepts: Buckets buckets of 1ms.
-const MinWindow = Buckets * time.Millisecond
+// minWindow is the shortest Window NewRatio accepts: bucketCount buckets of 1ms.
+const minWindow = bucketCount * time.Millisecond
 
 // ppm is the fixed-point scale of a Ratio: ratios are kept in millionths so
 // that decimal ratios such as 0.1 are exact and the hot path uses integers.
@@ -33,48 +34,48 @@ const ppm = 1_000_000
 // defaults field by field, so RatioConfig{Ratio: 0.2} changes only that.
 type RatioConfig struct {
 	// Ratio is the largest share of first attempts that may be retried in
-	// the window: retries <= Ratio * first attempts. 0 means DefaultRatio
-	// (0.1, the SRE book's 10%); it must be at most 1. It is kept to the
+	// the window: retries <= Ratio * first attempts. 0 means
+	// 0.1 (the SRE book's 10%); it must be at most 1. It is kept to the
 	// nearest millionth, so a Ratio below 0.0000005 leaves only the
 	// MinRetries floor. To switch budgeting off use Unlimited, not a large
 	// Ratio.
 	Ratio float64
-	// Window is how long an attempt counts. It is split into Buckets (10)
-	// buckets that age out one at a time. 0 means DefaultWindow (10s); it
-	// must be at least MinWindow (10ms). Lengthen it to smooth bursts;
+	// Window is how long an attempt counts. It is split into 10
+	// buckets that age out one at a time. 0 means 10s; it
+	// must be at least 10ms. Lengthen it to smooth bursts;
 	// shorten it to let a recovered target retry again sooner.
 	Window time.Duration
 	// MinRetries is a floor: this many retries per window are allowed
 	// whatever the ratio, so a quiet target (a few calls per window) still
-	// retries. 0 means DefaultMinRetries (10, the Finagle/Linkerd shape);
+	// retries. 0 means 10, the Finagle/Linkerd shape;
 	// a negative value means no floor (the pure SRE-book budget, under
 	// which nothing is retried until 1/Ratio first attempts were seen).
 	MinRetries int
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c RatioConfig) WithDefaults() RatioConfig {
-	c.Ratio = cmp.Or(c.Ratio, DefaultRatio)
-	c.Window = cmp.Or(c.Window, DefaultWindow)
-	c.MinRetries = cmp.Or(c.MinRetries, DefaultMinRetries)
+// withDefaults returns c with every zero field set to its default.
+func (c RatioConfig) withDefaults() RatioConfig {
+	c.Ratio = cmp.Or(c.Ratio, defaultRatio)
+	c.Window = cmp.Or(c.Window, defaultWindow)
+	c.MinRetries = cmp.Or(c.MinRetries, defaultMinRetries)
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
-// negative Window or one shorter than MinWindow.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig: a negative, NaN or infinite Ratio or one above 1, a
+// negative Window or one shorter than minWindow.
 func (c RatioConfig) Validate() error {
 	found := problems.In(errHead, "ratio budget")
 	bad := found.Addf
 	switch {
 	case math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio < 0:
-		bad("Ratio is %v; use a fraction in (0, 1], or 0 for the default (%v)", c.Ratio, DefaultRatio)
+		bad("Ratio is %v; use a fraction in (0, 1], or 0 for the default (%v)", c.Ratio, defaultRatio)
 	case c.Ratio > 1:
 		bad("Ratio is %v; it must be at most 1 (no more retries than first attempts); use Unlimited() to switch budgeting off", c.Ratio)
 	}
-	problems.NotNegative(found, "Window", c.Window, DefaultWindow)
-	if c.Window > 0 && c.Window < MinWindow {
-		bad("Window is %v; it must be at least %v (%d buckets of 1ms); lengthen it or use 0 for %v", c.Window, MinWindow, Buckets, DefaultWindow)
+	problems.NotNegative(found, "Window", c.Window, defaultWindow)
+	if c.Window > 0 && c.Window < minWindow {
+		bad("Window is %v; it must be at least %v (%d buckets of 1ms); lengthen it or use 0 for %v", c.Window, minWindow, bucketCount, defaultWindow)
 	}
 	return found.Err()
 }
@@ -85,7 +86,7 @@ func (c RatioConfig) Validate() error {
 // retries are counted when Withdraw grants them, so Record of a retry, and
 // of any outcome's success or failure, costs nothing.
 //
-// The window is a fixed ring of Buckets counters, each stamped with the
+// The window is a fixed ring of bucketCount counters, each stamped with the
 // bucket-length epoch it counts; a bucket whose epoch is stale is reset on
 // first touch, under a mutex held only for that reset (once per bucket
 // length at most). Record is one monotonic clock read, one load of the
@@ -123,7 +124,7 @@ type Ratio struct {
 
 	mu      sync.Mutex // held only to reset a stale bucket
 	_       [cacheLine]byte
-	buckets [Buckets]bucket
+	buckets [bucketCount]bucket
 }
 
 // cacheLine is the cache line size assumed for padding.
@@ -140,16 +141,16 @@ type bucket struct {
 // their defaults: NewRatio(RatioConfig{}) is the default budget, retries
 // at most 10% of first attempts over a 10s window with a floor of 10
 // retries per window (it never fails). Each call returns an independent
-// budget. It returns an error matching ErrInvalidConfig, naming each
+// budget. It returns an error wrapping llm.ErrInvalidConfig, naming each
 // field at fault, when c is invalid.
 func NewRatio(c RatioConfig) (*Ratio, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	r := &Ratio{
 		base:   time.Now(),
-		width:  int64(c.Window / Buckets),
+		width:  int64(c.Window / bucketCount),
 		ratio:  int64(math.Round(c.Ratio * ppm)),
 		config: c,
 	}
@@ -158,9 +159,9 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 	}
 	r.current.Store(-1)
 	for i := range r.buckets {
-		// Bucket i counts epochs i, i+Buckets, …; start each one a whole
+		// Bucket i counts epochs i, i+bucketCount, …; start each one a whole
 		// ring in the past so that it is stale, and empty, from the start.
-		r.buckets[i].epoch.Store(int64(i) - Buckets)
+		r.buckets[i].epoch.Store(int64(i) - bucketCount)
 	}
 	return r, nil
 }
@@ -211,21 +212,21 @@ func (r *Ratio) Refund(_ context.Context) {
 	r.bucket(r.now()).retries.Add(-1)
 }
 
-// Counts returns the first attempts recorded and the retries granted in the
+// counts returns the first attempts recorded and the retries granted in the
 // current window. It is meant for tests and telemetry.
-func (r *Ratio) Counts() (firsts, retries int64) {
+func (r *Ratio) counts() (firsts, retries int64) {
 	return r.sum(r.now())
 }
 
-// Remaining returns how many more retries Withdraw would grant now if no
+// remaining returns how many more retries Withdraw would grant now if no
 // other attempt were recorded. It is meant for tests and telemetry.
-func (r *Ratio) Remaining() int64 {
+func (r *Ratio) remaining() int64 {
 	firsts, retries := r.sum(r.now())
 	return max(0, r.allowance(firsts)-retries)
 }
 
-// Config returns the configuration r runs with, defaults filled in.
-func (r *Ratio) Config() RatioConfig { return r.config }
+// settings returns the configuration r runs with, defaults filled in.
+func (r *Ratio) settings() RatioConfig { return r.config }
 
 // now returns the current epoch: bucket lengths since NewRatio.
 func (r *Ratio) now() int64 {
@@ -237,14 +238,14 @@ func (r *Ratio) now() int64 {
 // read is a whole ring stale) is returned as is.
 func (r *Ratio) bucket(e int64) *bucket {
 	if r.current.Load() == e {
-		return &r.buckets[e%Buckets] // the common case: no read of the contended counters' line
+		return &r.buckets[e%bucketCount] // the common case: no read of the contended counters' line
 	}
 	return r.older(e)
 }
 
 // older is bucket for an epoch other than the newest reset one.
 func (r *Ratio) older(e int64) *bucket {
-	b := &r.buckets[e%Buckets]
+	b := &r.buckets[e%bucketCount]
 	if b.epoch.Load() < e {
 		r.roll(b, e)
 	}
@@ -267,13 +268,13 @@ func (r *Ratio) roll(b *bucket, e int64) {
 	r.mu.Unlock()
 }
 
-// sum adds up the buckets still in the window ending at epoch e. Buckets
+// sum adds up the buckets still in the window ending at epoch e. bucketCount
 // newer than e (another goroutine's clock is ahead) are counted too, so that
 // a withdrawal near a bucket boundary sees every reservation made after it.
 func (r *Ratio) sum(e int64) (firsts, retries int64) {
 	for i := range r.buckets {
 		b := &r.buckets[i]
-		if b.epoch.Load() > e-Buckets {
+		if b.epoch.Load() > e-bucketCount {
 			firsts += b.firsts.Load()
 			retries += b.retries.Load()
 		}

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // defaultRatio is NewRatio(RatioConfig{}), which never fails.
-func defaultRatio() *Ratio {
+func newDefaultRatio() *Ratio {
 	r, err := NewRatio(RatioConfig{})
 	if err != nil {
 		panic(err)
@@ -22,29 +24,29 @@ func defaultRatio() *Ratio {
 
 func TestRatioDefaults(t *testing.T) {
 	want := RatioConfig{Ratio: 0.1, Window: 10 * time.Second, MinRetries: 10}
-	if got := (RatioConfig{}).WithDefaults(); got != want {
+	if got := (RatioConfig{}).withDefaults(); got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}
-	if got := want.WithDefaults(); got != want {
+	if got := want.withDefaults(); got != want {
 		t.Fatalf("WithDefaults is not idempotent: %+v", got)
 	}
 	r := mustNew(t, NewRatio, RatioConfig{})
-	if r.Config() != want || defaultRatio().Config() != want {
-		t.Fatalf("Config = %+v, want %+v", r.Config(), want)
+	if r.settings() != want || newDefaultRatio().settings() != want {
+		t.Fatalf("Config = %+v, want %+v", r.settings(), want)
 	}
 	if r.width != int64(time.Second) || r.ratio != 100_000 || r.minRetries != 10 {
 		t.Fatalf("internal: width %d, ratio %d ppm, floor %d", r.width, r.ratio, r.minRetries)
 	}
-	if c := (RatioConfig{Ratio: 0.2}).WithDefaults(); c.Window != DefaultWindow || c.MinRetries != DefaultMinRetries || c.Ratio != 0.2 {
+	if c := (RatioConfig{Ratio: 0.2}).withDefaults(); c.Window != defaultWindow || c.MinRetries != defaultMinRetries || c.Ratio != 0.2 {
 		t.Fatalf("a set field must be kept and the others defaulted: %+v", c)
 	}
-	if c := (RatioConfig{MinRetries: -1}).WithDefaults(); c.MinRetries != -1 {
+	if c := (RatioConfig{MinRetries: -1}).withDefaults(); c.MinRetries != -1 {
 		t.Fatalf("a negative MinRetries (no floor) must be kept: %+v", c)
 	}
 }
 
 func TestRatioValidate(t *testing.T) {
-	for _, c := range []RatioConfig{{}, {Ratio: 1}, {Ratio: 1e-9}, {Window: MinWindow}, {Window: time.Hour}, {MinRetries: -1}, {MinRetries: 1000}} {
+	for _, c := range []RatioConfig{{}, {Ratio: 1}, {Ratio: 1e-9}, {Window: minWindow}, {Window: time.Hour}, {MinRetries: -1}, {MinRetries: 1000}} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)
 		}
@@ -66,7 +68,7 @@ func TestRatioValidate(t *testing.T) {
 		refused(t, NewRatio, tc.c, tc.field+" is", tc.hint)
 	}
 	err := RatioConfig{Ratio: 2, Window: -1}.Validate()
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Ratio") || !strings.Contains(err.Error(), "Window") {
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Ratio") || !strings.Contains(err.Error(), "Window") {
 		t.Fatalf("every problem must be reported at once: %v", err)
 	}
 }
@@ -74,11 +76,11 @@ func TestRatioValidate(t *testing.T) {
 func TestRatioTenPercent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r := defaultRatio()
+		r := newDefaultRatio()
 		for range 1000 {
 			r.Record(ctx, Outcome{})
 		}
-		if got := r.Remaining(); got != 100 {
+		if got := r.remaining(); got != 100 {
 			t.Fatalf("Remaining = %d, want 100", got)
 		}
 		for i := range 100 {
@@ -90,11 +92,11 @@ func TestRatioTenPercent(t *testing.T) {
 		if err := r.Withdraw(ctx); !errors.Is(err, ErrExhausted) {
 			t.Fatalf("retry 101: want ErrExhausted, got %v", err)
 		}
-		if f, rt := r.Counts(); f != 1000 || rt != 100 {
+		if f, rt := r.counts(); f != 1000 || rt != 100 {
 			t.Fatalf("Counts = (%d, %d), want (1000, 100)", f, rt)
 		}
-		if r.Remaining() != 0 {
-			t.Fatalf("Remaining = %d, want 0", r.Remaining())
+		if r.remaining() != 0 {
+			t.Fatalf("Remaining = %d, want 0", r.remaining())
 		}
 		// Ten more first attempts earn exactly one more retry.
 		for range 10 {
@@ -122,8 +124,8 @@ func TestRatioExactForDecimalRatios(t *testing.T) {
 
 func TestRatioFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		if got := drain(defaultRatio()); got != DefaultMinRetries {
-			t.Fatalf("no traffic: granted %d, want MinRetries %d", got, DefaultMinRetries)
+		if got := drain(newDefaultRatio()); got != defaultMinRetries {
+			t.Fatalf("no traffic: granted %d, want MinRetries %d", got, defaultMinRetries)
 		}
 		r := mustNew(t, NewRatio, RatioConfig{MinRetries: 3})
 		if got := drain(r); got != 3 {
@@ -152,23 +154,23 @@ func TestRatioFloor(t *testing.T) {
 
 func TestRatioWindowRolls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := defaultRatio()
+		r := newDefaultRatio()
 		if got := drain(r); got != 10 {
 			t.Fatalf("first window: granted %d, want 10", got)
 		}
-		time.Sleep(DefaultWindow - time.Nanosecond)
+		time.Sleep(defaultWindow - time.Nanosecond)
 		if err := r.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) {
 			t.Fatalf("just before the window passed: %v, want ErrExhausted", err)
 		}
 		time.Sleep(time.Nanosecond)
-		if _, rt := r.Counts(); rt != 0 {
+		if _, rt := r.counts(); rt != 0 {
 			t.Fatalf("after a window the retries must have aged out: %d", rt)
 		}
 		if got := drain(r); got != 10 {
 			t.Fatalf("second window: granted %d, want 10", got)
 		}
 		time.Sleep(time.Hour) // many windows at once: the ring is not walked
-		if f, rt := r.Counts(); f != 0 || rt != 0 {
+		if f, rt := r.counts(); f != 0 || rt != 0 {
 			t.Fatalf("after an idle hour: Counts = (%d, %d)", f, rt)
 		}
 		if got := drain(r); got != 10 {
@@ -191,25 +193,25 @@ func TestRatioPartialRoll(t *testing.T) {
 			r.Record(ctx, Outcome{}) // bucket 5
 		}
 		time.Sleep(4*time.Second + 999*time.Millisecond) // t = 9.999s, bucket 9
-		if f, _ := r.Counts(); f != 150 {
+		if f, _ := r.counts(); f != 150 {
 			t.Fatalf("t=9.999s: firsts %d, want 150", f)
 		}
 		if got := drain(r); got != 15 {
 			t.Fatalf("t=9.999s: granted %d, want 15", got)
 		}
 		time.Sleep(time.Millisecond) // t = 10s: bucket 0 expires
-		if f, rt := r.Counts(); f != 50 || rt != 15 {
+		if f, rt := r.counts(); f != 50 || rt != 15 {
 			t.Fatalf("t=10s: Counts = (%d, %d), want (50, 15)", f, rt)
 		}
 		if r.Withdraw(ctx) == nil {
 			t.Fatal("t=10s: 15 retries against an allowance of 5 must be refused")
 		}
 		time.Sleep(5 * time.Second) // t = 15s: bucket 5 expires
-		if f, rt := r.Counts(); f != 0 || rt != 15 {
+		if f, rt := r.counts(); f != 0 || rt != 15 {
 			t.Fatalf("t=15s: Counts = (%d, %d), want (0, 15)", f, rt)
 		}
 		time.Sleep(4 * time.Second) // t = 19s: bucket 9 expires
-		if f, rt := r.Counts(); f != 0 || rt != 0 {
+		if f, rt := r.counts(); f != 0 || rt != 0 {
 			t.Fatalf("t=19s: Counts = (%d, %d), want (0, 0)", f, rt)
 		}
 	})
@@ -217,7 +219,7 @@ func TestRatioPartialRoll(t *testing.T) {
 
 func TestRatioRetriesAgeOutOneByOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := defaultRatio()
+		r := newDefaultRatio()
 		for s := range 10 { // one retry in each of the ten buckets
 			if err := r.Withdraw(context.Background()); err != nil {
 				t.Fatalf("t=%ds: %v", s, err)
@@ -225,10 +227,10 @@ func TestRatioRetriesAgeOutOneByOne(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		for k := range 10 { // now t = 10s + k
-			if _, rt := r.Counts(); rt != int64(9-k) {
+			if _, rt := r.counts(); rt != int64(9-k) {
 				t.Fatalf("t=%ds: %d retries in the window, want %d", 10+k, rt, 9-k)
 			}
-			if got := r.Remaining(); got != int64(k+1) {
+			if got := r.remaining(); got != int64(k+1) {
 				t.Fatalf("t=%ds: Remaining %d, want %d", 10+k, got, k+1)
 			}
 			time.Sleep(time.Second)
@@ -238,12 +240,12 @@ func TestRatioRetriesAgeOutOneByOne(t *testing.T) {
 
 func TestRatioShortWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := mustNew(t, NewRatio, RatioConfig{Window: MinWindow, MinRetries: 2})
+		r := mustNew(t, NewRatio, RatioConfig{Window: minWindow, MinRetries: 2})
 		for range 5 {
 			if got := drain(r); got != 2 {
 				t.Fatalf("granted %d, want 2", got)
 			}
-			time.Sleep(MinWindow)
+			time.Sleep(minWindow)
 		}
 	})
 }
@@ -251,11 +253,11 @@ func TestRatioShortWindow(t *testing.T) {
 func TestRatioRecordCountsFirstAttemptsOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		r := defaultRatio()
+		r := newDefaultRatio()
 		for _, o := range []Outcome{{}, {Success: true}, {Retry: true}, {Retry: true, Success: true}} {
 			r.Record(ctx, o)
 		}
-		if f, rt := r.Counts(); f != 2 || rt != 0 {
+		if f, rt := r.counts(); f != 2 || rt != 0 {
 			t.Fatalf("Counts = (%d, %d), want (2, 0): retries are counted by Withdraw", f, rt)
 		}
 	})
@@ -285,7 +287,7 @@ func TestRatioConcurrentCounts(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if f, rt := r.Counts(); f != n || rt != granted {
+		if f, rt := r.counts(); f != n || rt != granted {
 			t.Fatalf("Counts = (%d, %d), want (%d, %d)", f, rt, n, granted)
 		}
 		if granted > n/10 || granted+refused != n {
@@ -327,14 +329,14 @@ func TestRatioStaleClockSeesNewerBuckets(t *testing.T) {
 // counters' consistency are what is checked.
 func TestRatioRollsUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	r := mustNew(t, NewRatio, RatioConfig{Window: MinWindow, MinRetries: 2})
+	r := mustNew(t, NewRatio, RatioConfig{Window: minWindow, MinRetries: 2})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range 20_000 {
 				r.Record(ctx, Outcome{Retry: i%3 == 0})
 				_ = r.Withdraw(ctx)
-				if f, rt := r.Counts(); f < 0 || rt < 0 {
+				if f, rt := r.counts(); f < 0 || rt < 0 {
 					panic("negative counts")
 				}
 			}
@@ -343,7 +345,7 @@ func TestRatioRollsUnderLoad(t *testing.T) {
 	wg.Wait()
 	for i := range r.buckets {
 		b := &r.buckets[i]
-		if e := b.epoch.Load(); e%Buckets != int64(i) && e >= 0 {
+		if e := b.epoch.Load(); e%bucketCount != int64(i) && e >= 0 {
 			t.Errorf("bucket %d holds epoch %d", i, e)
 		}
 		if b.firsts.Load() < 0 || b.retries.Load() < 0 {

@@ -16,18 +16,18 @@ import (
 
 // Defaults of SharedConfig's zero fields.
 const (
-	// DefaultSharedTimeout bounds each Redis round trip of a Shared budget
+	// defaultSharedTimeout bounds each Redis round trip of a Shared budget
 	// when SharedConfig.Timeout is 0.
-	DefaultSharedTimeout = 50 * time.Millisecond
-	// DefaultFlushEvery is how long a Shared budget keeps first attempts
+	defaultSharedTimeout = 50 * time.Millisecond
+	// defaultFlushEvery is how long a Shared budget keeps first attempts
 	// to itself, at most, when SharedConfig.FlushEvery is 0.
-	DefaultFlushEvery = time.Second
-	// DefaultFlushAfter is how many first attempts a Shared budget keeps
+	defaultFlushEvery = time.Second
+	// defaultFlushAfter is how many first attempts a Shared budget keeps
 	// to itself, at most, when SharedConfig.FlushAfter is 0.
-	DefaultFlushAfter = 100
-	// DefaultProbeEvery is how long a Shared budget leaves Redis alone
+	defaultFlushAfter = 100
+	// defaultProbeEvery is how long a Shared budget leaves Redis alone
 	// after a failure when SharedConfig.ProbeEvery is 0.
-	DefaultProbeEvery = time.Second
+	defaultProbeEvery = time.Second
 )
 
 // ErrSharedUnavailable is matched by the errors a Shared budget passes to
@@ -39,8 +39,10 @@ var ErrSharedUnavailable = errors.New("budget: shared budget unavailable")
 
 // Store keeps the window of a Shared budget where the replicas of a
 // service share it, and runs each of its round trips atomically: what a
-// Shared asks, one StoreOp per round trip. redisstore builds one on Redis
-// (redisstore.Shared.Budget), where each is one Lua script. Shared owns
+// Shared asks, one op per round trip. redisstore builds one on Redis
+// (redisstore.Store.Budget), where each is one Lua script; the ops are
+// internal to the module, so redisstore's is the one implementation
+// outside its tests. Shared owns
 // everything else: batching first attempts, the Timeout, leaving a failed
 // store alone, the Local budget that decides meanwhile, the log records
 // and the callbacks.
@@ -54,59 +56,7 @@ type Store interface {
 	Key() string
 	// Run applies op to the window atomically and returns the window's
 	// counts, op's changes included.
-	Run(ctx context.Context, op StoreOp) (StoreResult, error)
-}
-
-// OpKind is what a StoreOp does once it has added its first attempts.
-type OpKind uint8
-
-// The kinds of StoreOp.
-const (
-	// OpCount adds the first attempts only.
-	OpCount OpKind = iota
-	// OpWithdraw grants a retry, and counts it in the current bucket, iff
-	// the retries in the window are fewer than max(Floor,
-	// floor(first attempts * Ratio / 10^6)).
-	OpWithdraw
-	// OpRefund takes back one granted retry, from the newest bucket that
-	// counts one, if the window holds one.
-	OpRefund
-)
-
-// StoreOp is one round trip of a Shared budget to its Store: it adds
-// Pending first attempts to the current bucket, then does what Kind says.
-// The window is Buckets buckets of Bucket each, epochs of the store's own
-// clock (Redis's TIME, so that replicas whose clocks disagree agree): a
-// bucket a whole window old, or more than a window ahead, no longer
-// counts, and neither does anything the store did not write (a count that
-// is not a whole number, say). Every op that changes the window keeps it
-// for TTL after the change, and so does one that finds it kept for good
-// (written by something else); nothing lingers once the traffic stops.
-type StoreOp struct {
-	Kind    OpKind
-	Pending int64
-	// Bucket is a bucket's length, at least a millisecond; Buckets is how
-	// many make the window.
-	Bucket  time.Duration
-	Buckets int
-	// Ratio, in millionths, and Floor (0 for none) decide an OpWithdraw.
-	Ratio, Floor int64
-	// TTL is how long the window outlives its last change.
-	TTL time.Duration
-}
-
-// StoreResult is what a Store answers to a StoreOp.
-type StoreResult struct {
-	// Granted reports that an OpWithdraw granted its retry.
-	Granted bool
-	// Firsts and Retries are the first attempts and granted retries in the
-	// window, the op's own changes included.
-	Firsts, Retries int64
-	// Repaired is empty, or names what the store found where it keeps the
-	// window and deleted before it went on with an empty one (Redis's TYPE
-	// of a value of another kind under its key, such as "string"): the
-	// Shared logs each repair.
-	Repaired string
+	Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error)
 }
 
 // SharedConfig configures NewShared. The zero value means every default.
@@ -122,7 +72,7 @@ type SharedConfig struct {
 	// Timeout bounds each Redis round trip, on top of the caller's
 	// context: a slow or unreachable Redis costs a call at most this long,
 	// after which the decision is made locally. 0 means
-	// DefaultSharedTimeout (50ms); negative is an error.
+	// 50ms; negative is an error.
 	Timeout time.Duration
 	// Local decides while Redis is unavailable. It is told of every
 	// attempt (Record), so it knows this replica's recent traffic when it
@@ -136,7 +86,7 @@ type SharedConfig struct {
 	// writes them (one round trip, on the calling goroutine, bounded by
 	// the Timeout) once FlushAfter are waiting or FlushEvery has passed
 	// since the last write, and Withdraw always carries them. 0 means
-	// DefaultFlushEvery (1s) and DefaultFlushAfter (100); negative is an
+	// 1s and 100; negative is an
 	// error. A first attempt still waiting is unknown to the other
 	// replicas, which can only make them grant fewer retries, never more.
 	FlushEvery time.Duration
@@ -144,7 +94,7 @@ type SharedConfig struct {
 	// ProbeEvery is how long Redis is left alone after it failed: until
 	// then every decision is local and no round trip is tried; then one
 	// call tries Redis again, and shared decisions resume when it answers.
-	// 0 means DefaultProbeEvery (1s); negative is an error.
+	// 0 means 1s; negative is an error.
 	ProbeEvery time.Duration
 	// OnError, when set, is called each time Redis becomes unavailable,
 	// with an error matching ErrSharedUnavailable that wraps the cause,
@@ -203,7 +153,7 @@ type SharedConfig struct {
 type Shared struct {
 	store  Store
 	key    string
-	shape  StoreOp // the window, as every round trip gives it to the store
+	shape  remote.BudgetOp // the window, as every round trip gives it to the store
 	local  Budget
 	config RatioConfig
 
@@ -226,11 +176,11 @@ var _ Refunder = (*Shared)(nil)
 // the same key share, configured by opts (the zero SharedConfig for every
 // default). A store names the budget, one per chain and target, such as
 // "backstop:budget:" + chain + ":" + target; on Redis
-// (redisstore.Shared.Budget) it is one hash, so it works on a Redis Cluster
+// (redisstore.Store.Budget) it is one hash, so it works on a Redis Cluster
 // too. The key is the budget's: a value of another type found under it is
 // deleted (see Shared).
 //
-// Errors match ErrInvalidConfig and name what to change: a nil store, a
+// Errors wrap llm.ErrInvalidConfig and name what to change: a nil store, a
 // store with an empty key, an invalid Ratio, a negative Timeout,
 // FlushEvery, FlushAfter or ProbeEvery. NewShared makes no round trip: the
 // store may be down when it is called.
@@ -239,29 +189,29 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	bad := found.Addf
 	var key string
 	if store == nil {
-		bad("store is nil; build one on Redis with redisstore.NewShared(client), then its Budget(key)")
+		bad("store is nil; build one on Redis with redisstore.New(client), then its Budget(key)")
 	} else if key = store.Key(); key == "" {
 		bad(`key is empty; name the budget, one per chain and target, such as "backstop:budget:" + chain + ":" + target`)
 	}
 	found.Add(opts.Ratio.Validate())
-	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
-	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, DefaultFlushEvery)
-	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultProbeEvery)
-	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, DefaultFlushAfter)
+	problems.NotNegative(found, "Timeout", opts.Timeout, defaultSharedTimeout)
+	problems.NotNegative(found, "FlushEvery", opts.FlushEvery, defaultFlushEvery)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultProbeEvery)
+	problems.NotNegative(found, "FlushAfter", opts.FlushAfter, defaultFlushAfter)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
 
-	c := opts.Ratio.WithDefaults()
+	c := opts.Ratio.withDefaults()
 	s := &Shared{
 		store:      store,
 		key:        key,
 		local:      opts.Local,
 		config:     c,
-		timeout:    cmp.Or(opts.Timeout, DefaultSharedTimeout),
-		flushEvery: int64(cmp.Or(opts.FlushEvery, DefaultFlushEvery)),
-		flushAfter: int64(cmp.Or(opts.FlushAfter, DefaultFlushAfter)),
-		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, DefaultProbeEvery),
+		timeout:    cmp.Or(opts.Timeout, defaultSharedTimeout),
+		flushEvery: int64(cmp.Or(opts.FlushEvery, defaultFlushEvery)),
+		flushAfter: int64(cmp.Or(opts.FlushAfter, defaultFlushAfter)),
+		health: remote.NewHealth("shared budget", key, cmp.Or(opts.ProbeEvery, defaultProbeEvery),
 			opts.OnError, opts.Logger),
 		available: opts.Available,
 		base:      time.Now(),
@@ -273,12 +223,12 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 		}
 		s.local = r
 	}
-	// The window's buckets, as Ratio's: Window >= MinWindow makes each at
+	// The window's buckets, as Ratio's: Window >= minWindow makes each at
 	// least a millisecond. The store keeps the window two Windows after
 	// its last write, in whole milliseconds.
-	s.shape = StoreOp{
-		Bucket:  c.Window / Buckets,
-		Buckets: Buckets,
+	s.shape = remote.BudgetOp{
+		Bucket:  c.Window / bucketCount,
+		Buckets: bucketCount,
 		Ratio:   int64(math.Round(c.Ratio * ppm)),
 		TTL:     (2*c.Window + time.Millisecond - 1).Truncate(time.Millisecond),
 	}
@@ -335,7 +285,7 @@ func (s *Shared) flush(ctx context.Context, now int64) {
 	if n == 0 && !probe {
 		return
 	}
-	s.decide(context.WithoutCancel(ctx), OpCount, n)
+	s.decide(context.WithoutCancel(ctx), remote.BudgetCount, n)
 }
 
 // Withdraw grants a retry, and counts it in Redis, when the retries all
@@ -352,7 +302,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 		now := s.now()
 		if use, _ := s.use(now); use {
 			s.lastFlush.Store(now)
-			if r, ok := s.decide(ctx, OpWithdraw, s.pending.Swap(0)); ok {
+			if r, ok := s.decide(ctx, remote.BudgetWithdraw, s.pending.Swap(0)); ok {
 				if r.Granted {
 					return nil
 				}
@@ -373,7 +323,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 // the round trip fails the retry stays counted.
 func (s *Shared) Refund(ctx context.Context) {
 	if use, _ := s.use(s.now()); use {
-		s.decide(context.WithoutCancel(ctx), OpRefund, 0)
+		s.decide(context.WithoutCancel(ctx), remote.BudgetRefund, 0)
 		return
 	}
 	if r, ok := s.local.(Refunder); ok {
@@ -394,7 +344,7 @@ func (s *Shared) Flush(ctx context.Context) error {
 		return nil
 	}
 	s.lastFlush.Store(s.now())
-	_, err := s.run(ctx, OpCount, n)
+	_, err := s.run(ctx, remote.BudgetCount, n)
 	return err
 }
 
@@ -403,7 +353,7 @@ func (s *Shared) Flush(ctx context.Context) error {
 // first attempts that are still waiting to be written). It is one round
 // trip, meant for tests and telemetry; errors are as for Flush.
 func (s *Shared) Counts(ctx context.Context) (firsts, retries int64, err error) {
-	r, err := s.run(ctx, OpCount, 0)
+	r, err := s.run(ctx, remote.BudgetCount, 0)
 	return r.Firsts, r.Retries, err
 }
 
@@ -420,7 +370,7 @@ func (s *Shared) use(now int64) (use, probe bool) {
 }
 
 // Config returns the ratio configuration s runs with, defaults filled in.
-func (s *Shared) Config() RatioConfig { return s.config }
+func (s *Shared) settings() RatioConfig { return s.config }
 
 // now returns the time since s.base.
 func (s *Shared) now() int64 { return int64(time.Since(s.base)) }
@@ -428,7 +378,7 @@ func (s *Shared) now() int64 { return int64(time.Since(s.base)) }
 // decide makes one round trip and records whether the store answered. ok
 // is false when it did not, or when ctx ended first (which says nothing
 // about Redis); the caller then decides locally.
-func (s *Shared) decide(ctx context.Context, op OpKind, pending int64) (r StoreResult, ok bool) {
+func (s *Shared) decide(ctx context.Context, op remote.BudgetOpKind, pending int64) (r remote.BudgetResult, ok bool) {
 	r, err := s.run(ctx, op, pending)
 	if err == nil {
 		s.health.Succeeded()
@@ -442,9 +392,9 @@ func (s *Shared) decide(ctx context.Context, op OpKind, pending int64) (r StoreR
 
 // run makes one round trip to the store, bounded by the Timeout, and logs
 // the repair of a key that held a value of another type.
-func (s *Shared) run(ctx context.Context, op OpKind, pending int64) (StoreResult, error) {
+func (s *Shared) run(ctx context.Context, op remote.BudgetOpKind, pending int64) (remote.BudgetResult, error) {
 	if err := ctx.Err(); err != nil {
-		return StoreResult{}, err
+		return remote.BudgetResult{}, err
 	}
 	o := s.shape
 	o.Kind, o.Pending = op, pending
@@ -458,12 +408,12 @@ func (s *Shared) run(ctx context.Context, op OpKind, pending int64) (StoreResult
 	cancel()
 	if err != nil {
 		if cerr != nil { // says nothing about Redis
-			return StoreResult{}, fmt.Errorf("shared budget %q: %w (%v)", s.key, cerr, err)
+			return remote.BudgetResult{}, fmt.Errorf("shared budget %q: %w (%v)", s.key, cerr, err)
 		}
 		if timedOut { // go-redis reports it as a context or a network timeout
-			return StoreResult{}, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
+			return remote.BudgetResult{}, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
 		}
-		return StoreResult{}, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
+		return remote.BudgetResult{}, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
 	}
 	if r.Repaired != "" {
 		s.health.Repaired(r.Repaired)

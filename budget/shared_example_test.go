@@ -19,7 +19,7 @@ import (
 func ExampleNewShared() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	stores, err := redisstore.NewShared(client)
+	stores, err := redisstore.New(client)
 	if err != nil {
 		log.Fatal(err)
 	}

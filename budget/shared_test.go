@@ -14,6 +14,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/remote"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // memStore is a Store in memory with one bucket that never rolls, enough
@@ -26,12 +29,12 @@ type memStore struct {
 	runs            int
 	fail            error
 	block           bool
-	last            StoreOp
+	last            remote.BudgetOp
 }
 
 func (m *memStore) Key() string { return m.key }
 
-func (m *memStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+func (m *memStore) Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error) {
 	m.mu.Lock()
 	m.runs++
 	m.last = op
@@ -39,27 +42,27 @@ func (m *memStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
 	m.mu.Unlock()
 	if block {
 		<-ctx.Done()
-		return StoreResult{}, ctx.Err()
+		return remote.BudgetResult{}, ctx.Err()
 	}
 	if fail != nil {
-		return StoreResult{}, fail
+		return remote.BudgetResult{}, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.firsts += op.Pending
 	var granted bool
 	switch op.Kind {
-	case OpWithdraw:
+	case remote.BudgetWithdraw:
 		if m.retries < max(op.Floor, m.firsts*op.Ratio/ppm) {
 			m.retries++
 			granted = true
 		}
-	case OpRefund:
+	case remote.BudgetRefund:
 		if m.retries > 0 {
 			m.retries--
 		}
 	}
-	return StoreResult{Granted: granted, Firsts: m.firsts, Retries: m.retries}, nil
+	return remote.BudgetResult{Granted: granted, Firsts: m.firsts, Retries: m.retries}, nil
 }
 
 // reply is an error reply of a Redis client, as go-redis's have.
@@ -80,22 +83,22 @@ func newMemShared(t *testing.T, m *memStore, opts SharedConfig) *Shared {
 func TestNewSharedOptions(t *testing.T) {
 	m := &memStore{key: "k"}
 	s := newMemShared(t, m, SharedConfig{})
-	if s.timeout != DefaultSharedTimeout || s.flushEvery != int64(DefaultFlushEvery) ||
-		s.flushAfter != DefaultFlushAfter || s.health.ProbeEvery() != DefaultProbeEvery || s.key != "k" {
+	if s.timeout != defaultSharedTimeout || s.flushEvery != int64(defaultFlushEvery) ||
+		s.flushAfter != defaultFlushAfter || s.health.ProbeEvery() != defaultProbeEvery || s.key != "k" {
 		t.Fatalf("defaults: timeout %v flushEvery %v flushAfter %d probeEvery %v key %q", s.timeout,
 			time.Duration(s.flushEvery), s.flushAfter, s.health.ProbeEvery(), s.key)
 	}
-	if s.Config() != (RatioConfig{}).WithDefaults() {
-		t.Fatalf("Config() = %+v; want the defaults", s.Config())
+	if s.settings() != (RatioConfig{}).withDefaults() {
+		t.Fatalf("Config() = %+v; want the defaults", s.settings())
 	}
-	if r, ok := s.local.(*Ratio); !ok || r.Config() != s.Config() {
+	if r, ok := s.local.(*Ratio); !ok || r.settings() != s.settings() {
 		t.Fatalf("default Local is %T %+v; want a *Ratio of the shared configuration", s.local, s.local)
 	}
 	if !s.Available() {
 		t.Fatal("a new Shared budget is not Available")
 	}
 	// The window every round trip gives the store: Ratio's buckets.
-	want := StoreOp{Bucket: time.Second, Buckets: Buckets, Ratio: 100_000, Floor: DefaultMinRetries, TTL: 20 * time.Second}
+	want := remote.BudgetOp{Bucket: time.Second, Buckets: bucketCount, Ratio: 100_000, Floor: defaultMinRetries, TTL: 20 * time.Second}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v", s.shape, want)
 	}
@@ -103,15 +106,15 @@ func TestNewSharedOptions(t *testing.T) {
 	s = newMemShared(t, m, SharedConfig{Ratio: RatioConfig{Ratio: 0.5, MinRetries: -1, Window: 15 * time.Millisecond}, Local: local,
 		Timeout: time.Second, FlushEvery: time.Minute, FlushAfter: 7, ProbeEvery: time.Hour})
 	if s.local != local || s.timeout != time.Second || s.flushEvery != int64(time.Minute) ||
-		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.Config().Ratio != 0.5 {
+		s.flushAfter != 7 || s.health.ProbeEvery() != time.Hour || s.settings().Ratio != 0.5 {
 		t.Fatalf("options not kept: %+v", s)
 	}
-	want = StoreOp{Bucket: 1500 * time.Microsecond, Buckets: Buckets, Ratio: 500_000, TTL: 30 * time.Millisecond}
+	want = remote.BudgetOp{Bucket: 1500 * time.Microsecond, Buckets: bucketCount, Ratio: 500_000, TTL: 30 * time.Millisecond}
 	if s.shape != want {
 		t.Fatalf("window %+v; want %+v (no floor; the TTL two windows, in whole milliseconds)", s.shape, want)
 	}
-	if err := s.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) || m.last.Kind != OpWithdraw || m.last.Ratio != 500_000 {
-		t.Fatalf("Withdraw = %v, the store ran %+v; want ErrExhausted from an OpWithdraw of the window", err, m.last)
+	if err := s.Withdraw(context.Background()); !errors.Is(err, ErrExhausted) || m.last.Kind != remote.BudgetWithdraw || m.last.Ratio != 500_000 {
+		t.Fatalf("Withdraw = %v, the store ran %+v; want ErrExhausted from an remote.BudgetWithdraw of the window", err, m.last)
 	}
 
 	for _, tc := range []struct {
@@ -122,8 +125,8 @@ func TestNewSharedOptions(t *testing.T) {
 		{"nil store", nil, "store is nil"},
 		{"empty key", &memStore{}, "key is empty"},
 	} {
-		if s, err := NewShared(tc.store, SharedConfig{}); s != nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: NewShared = %v, %v; want ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
+		if s, err := NewShared(tc.store, SharedConfig{}); s != nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: NewShared = %v, %v; want llm.ErrInvalidConfig saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }
@@ -211,7 +214,7 @@ type repairStore struct {
 	found string
 }
 
-func (r *repairStore) Run(ctx context.Context, op StoreOp) (StoreResult, error) {
+func (r *repairStore) Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error) {
 	res, err := r.memStore.Run(ctx, op)
 	res.Repaired = r.found
 	return res, err

@@ -3,22 +3,23 @@ package budget
 import (
 	"cmp"
 	"context"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync/atomic"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Defaults of a zero TokenBucketConfig: the AWS SDK standard retry mode's
 // shape (PROTOCOLS.md), 100 retries from a full bucket, one retry earned
 // back per 5 successes.
 const (
-	DefaultCapacity = 500.0
-	DefaultCost     = 5.0
-	DefaultRefund   = 1.0
+	defaultCapacity = 500.0
+	defaultCost     = 5.0
+	defaultRefund   = 1.0
 )
 
-// MaxCapacity is the largest Capacity NewTokenBucket accepts.
-const MaxCapacity = 1e12
+// maxCapacity is the largest Capacity NewTokenBucket accepts.
+const maxCapacity = 1e12
 
 // milli is the fixed-point scale of a TokenBucket: tokens are kept in
 // thousandths, so fractional costs and refunds are exact to 0.001.
@@ -29,29 +30,29 @@ const milli = 1000
 // changes only that. Amounts are kept to the nearest thousandth of a token.
 type TokenBucketConfig struct {
 	// Capacity is the most tokens the bucket holds; it starts full. 0 means
-	// DefaultCapacity (500). Capacity/Cost is the burst of retries a
+	// 500. Capacity/Cost is the burst of retries a
 	// healthy target may send at once when it starts failing.
 	Capacity float64
-	// Cost is the tokens one retry takes. 0 means DefaultCost (5); it must
+	// Cost is the tokens one retry takes. 0 means 5; it must
 	// be at least 0.001 and at most Capacity. Raise it to retry less.
 	Cost float64
 	// Refund is the tokens one successful attempt puts back, up to
-	// Capacity. 0 means DefaultRefund (1); it must be at least 0.001.
+	// Capacity. 0 means 1; it must be at least 0.001.
 	// Cost/Refund successes earn one retry back.
 	Refund float64
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c TokenBucketConfig) WithDefaults() TokenBucketConfig {
-	c.Capacity = cmp.Or(c.Capacity, DefaultCapacity)
-	c.Cost = cmp.Or(c.Cost, DefaultCost)
-	c.Refund = cmp.Or(c.Refund, DefaultRefund)
+// withDefaults returns c with every zero field set to its default.
+func (c TokenBucketConfig) withDefaults() TokenBucketConfig {
+	c.Capacity = cmp.Or(c.Capacity, defaultCapacity)
+	c.Cost = cmp.Or(c.Cost, defaultCost)
+	c.Refund = cmp.Or(c.Refund, defaultRefund)
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
-// MaxCapacity, a Cost or Refund below 0.001, a Cost above the Capacity.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig: negative, NaN or infinite amounts, a Capacity above
+// 1e12, a Cost or Refund below 0.001, a Cost above the Capacity.
 func (c TokenBucketConfig) Validate() error {
 	found := problems.In(errHead, "token bucket")
 	bad := found.Addf
@@ -61,18 +62,18 @@ func (c TokenBucketConfig) Validate() error {
 		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
 			bad("%s is %v; use a positive number of tokens, or 0 for the default (%v)", field, v, def)
 			ok = false
-		case v > MaxCapacity:
-			bad("%s is %v; it must be at most %v tokens", field, v, float64(MaxCapacity))
+		case v > maxCapacity:
+			bad("%s is %v; it must be at most %v tokens", field, v, float64(maxCapacity))
 			ok = false
 		case v > 0 && math.Round(v*milli) == 0:
 			bad("%s is %v; it must be at least 0.001 tokens (amounts are kept to a thousandth)", field, v)
 			ok = false
 		}
 	}
-	check("Capacity", c.Capacity, DefaultCapacity)
-	check("Cost", c.Cost, DefaultCost)
-	check("Refund", c.Refund, DefaultRefund)
-	if d := c.WithDefaults(); ok && d.Cost > d.Capacity {
+	check("Capacity", c.Capacity, defaultCapacity)
+	check("Cost", c.Cost, defaultCost)
+	check("Refund", c.Refund, defaultRefund)
+	if d := c.withDefaults(); ok && d.Cost > d.Capacity {
 		bad("Cost (%v) is above Capacity (%v), so no retry could ever be granted; raise Capacity or lower Cost", d.Cost, d.Capacity)
 	}
 	return found.Err()
@@ -99,13 +100,13 @@ type TokenBucket struct {
 }
 
 // NewTokenBucket returns a full token bucket configured by c, whose zero
-// fields take their defaults. It returns an error matching ErrInvalidConfig,
+// fields take their defaults. It returns an error wrapping llm.ErrInvalidConfig,
 // naming each field at fault, when c is invalid.
 func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	t := &TokenBucket{
 		capacity: int64(math.Round(c.Capacity * milli)),
 		cost:     int64(math.Round(c.Cost * milli)),
@@ -159,5 +160,5 @@ func (t *TokenBucket) Tokens() float64 {
 	return float64(t.tokens.Load()) / milli
 }
 
-// Config returns the configuration t runs with, defaults filled in.
-func (t *TokenBucket) Config() TokenBucketConfig { return t.config }
+// settings returns the configuration t runs with, defaults filled in.
+func (t *TokenBucket) settings() TokenBucketConfig { return t.config }

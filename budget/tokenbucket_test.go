@@ -12,12 +12,12 @@ import (
 
 func TestTokenBucketDefaults(t *testing.T) {
 	want := TokenBucketConfig{Capacity: 500, Cost: 5, Refund: 1}
-	if got := (TokenBucketConfig{}).WithDefaults(); got != want {
+	if got := (TokenBucketConfig{}).withDefaults(); got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}
 	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
-	if tb.Config() != want || tb.Tokens() != 500 {
-		t.Fatalf("Config = %+v, Tokens = %v; want %+v and a full bucket", tb.Config(), tb.Tokens(), want)
+	if tb.settings() != want || tb.Tokens() != 500 {
+		t.Fatalf("Config = %+v, Tokens = %v; want %+v and a full bucket", tb.settings(), tb.Tokens(), want)
 	}
 	if got := drain(tb); got != 100 {
 		t.Fatalf("a full default bucket granted %d retries, want 100", got)
@@ -36,7 +36,7 @@ func TestTokenBucketDefaults(t *testing.T) {
 }
 
 func TestTokenBucketValidate(t *testing.T) {
-	for _, c := range []TokenBucketConfig{{}, {Capacity: 5}, {Cost: 500}, {Capacity: 0.3, Cost: 0.1, Refund: 0.001}, {Capacity: MaxCapacity}} {
+	for _, c := range []TokenBucketConfig{{}, {Capacity: 5}, {Cost: 500}, {Capacity: 0.3, Cost: 0.1, Refund: 0.001}, {Capacity: maxCapacity}} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)
 		}
@@ -49,7 +49,7 @@ func TestTokenBucketValidate(t *testing.T) {
 		{TokenBucketConfig{Capacity: -1}, "Capacity", "0 for the default"},
 		{TokenBucketConfig{Capacity: math.NaN()}, "Capacity", "positive number"},
 		{TokenBucketConfig{Capacity: math.Inf(1)}, "Capacity", "positive number"},
-		{TokenBucketConfig{Capacity: 2 * MaxCapacity}, "Capacity", "at most"},
+		{TokenBucketConfig{Capacity: 2 * maxCapacity}, "Capacity", "at most"},
 		{TokenBucketConfig{Cost: -5}, "Cost", "positive number"},
 		{TokenBucketConfig{Cost: math.NaN()}, "Cost", "positive number"},
 		{TokenBucketConfig{Cost: 1e-6}, "Cost", "at least 0.001"},

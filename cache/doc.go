@@ -11,7 +11,7 @@
 // serves the remembered answer instead of an error, marked as degraded. The
 // store treats the answer as opaque bytes.
 //
-// Memory keeps at most DefaultMaxEntries (10,000) answers for DefaultTTL
+// Memory keeps at most 10,000 answers for DefaultTTL
 // (24h) by default, evicting the least recently used beyond that. Expiry is
 // checked when an entry is read: nothing runs in the background, so a Memory
 // starts no goroutine, needs no Close, and runs on a testing/synctest

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // A chain remembers each validated answer under a key derived from its name
@@ -43,7 +44,7 @@ func Example() {
 
 func ExampleNewMemory_invalid() {
 	_, err := cache.NewMemory(cache.MemoryConfig{MaxEntries: -1})
-	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
+	fmt.Println(errors.Is(err, llm.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true

@@ -15,11 +15,11 @@ import (
 
 // Defaults of NewMemory's zero arguments.
 const (
-	// DefaultMaxEntries is how many answers a Memory keeps when NewMemory
+	// defaultMaxEntries is how many answers a Memory keeps when NewMemory
 	// is given maxEntries 0. Each entry costs its Value, its key and under
 	// 200 bytes of bookkeeping: 10,000 answers of 1 KiB under keys from Key
 	// take about 13 MB.
-	DefaultMaxEntries = 10_000
+	defaultMaxEntries = 10_000
 	// DefaultTTL is how long a Memory keeps an answer when NewMemory is
 	// given ttl 0 and Set is given ttl 0.
 	DefaultTTL = 24 * time.Hour
@@ -75,28 +75,28 @@ var errHead = problems.Head("cache: invalid configuration")
 // MemoryConfig configures NewMemory. The zero value means every default.
 type MemoryConfig struct {
 	// MaxEntries is the most entries the store keeps; the least recently
-	// used goes first. 0 means DefaultMaxEntries (10,000); negative is an
+	// used goes first. 0 means 10,000; negative is an
 	// error. Size it to the distinct questions worth answering when every
 	// model is down.
 	MaxEntries int
 	// TTL is how long an entry is kept when Set is given ttl 0. 0 means
-	// DefaultTTL (24h); negative is an error. Size it to how old an answer
+	// 24h; negative is an error. Size it to how old an answer
 	// may be and still be worth serving.
 	TTL time.Duration
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c MemoryConfig) WithDefaults() MemoryConfig {
-	c.MaxEntries = cmp.Or(c.MaxEntries, DefaultMaxEntries)
+// withDefaults returns c with every zero field set to its default.
+func (c MemoryConfig) withDefaults() MemoryConfig {
+	c.MaxEntries = cmp.Or(c.MaxEntries, defaultMaxEntries)
 	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	return c
 }
 
-// Validate reports every problem with c at once, each matching
-// ErrInvalidConfig and naming the field.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig and naming the field.
 func (c MemoryConfig) Validate() error {
 	found := problems.In(errHead, "memory store")
-	problems.NotNegative(found, "MaxEntries", c.MaxEntries, DefaultMaxEntries)
+	problems.NotNegative(found, "MaxEntries", c.MaxEntries, defaultMaxEntries)
 	problems.NotNegative(found, "TTL", c.TTL, DefaultTTL)
 	return found.Err()
 }
@@ -107,7 +107,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	maxEntries, ttl := cfg.MaxEntries, cfg.TTL
 	c, err := lru.New[string, item](maxEntries)
 	if err != nil { // unreachable: maxEntries is positive

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-llm/backstop/llm"
 	"go.uber.org/goleak"
 )
 
@@ -185,18 +186,18 @@ func TestDefaultTTL(t *testing.T) {
 
 func TestDefaultMaxEntries(t *testing.T) {
 	m := newMemory(t, 0, 0)
-	for i := range DefaultMaxEntries + 5 {
+	for i := range defaultMaxEntries + 5 {
 		mustSet(t, m, fmt.Sprint(i), "v", 0)
 	}
-	if m.Len() != DefaultMaxEntries {
-		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.Len(), DefaultMaxEntries)
+	if m.Len() != defaultMaxEntries {
+		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.Len(), defaultMaxEntries)
 	}
 	for i := range 5 {
 		if present(t, m, fmt.Sprint(i)) {
 			t.Fatalf("entry %d, among the 5 least recently used, was not evicted", i)
 		}
 	}
-	if !present(t, m, fmt.Sprint(DefaultMaxEntries+4)) {
+	if !present(t, m, fmt.Sprint(defaultMaxEntries+4)) {
 		t.Fatal("the newest entry was evicted")
 	}
 }
@@ -244,8 +245,8 @@ func TestNewMemoryInvalid(t *testing.T) {
 		{-5, -time.Minute, []string{"MaxEntries is -5", "TTL is -1m0s"}},
 	} {
 		m, err := NewMemory(MemoryConfig{MaxEntries: tc.max, TTL: tc.ttl})
-		if m != nil || !errors.Is(err, ErrInvalidConfig) {
-			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}) = %v, %v; want nil and ErrInvalidConfig", tc.max, tc.ttl, m, err)
+		if m != nil || !errors.Is(err, llm.ErrInvalidConfig) {
+			t.Fatalf("NewMemory(MemoryConfig{MaxEntries: %d, TTL: %v}) = %v, %v; want nil and llm.ErrInvalidConfig", tc.max, tc.ttl, m, err)
 		}
 		for _, name := range tc.names {
 			if !strings.Contains(err.Error(), name) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/backstop-llm/backstop/internal/problems"
 )
 
 // Store keeps last-known-good answers, each under a key and for a limited
@@ -55,12 +53,6 @@ type Bounded interface {
 }
 
 var (
-	// ErrInvalidConfig is matched by every error a store's constructor
-	// (NewMemory, redisstore.NewCache) returns. It is the same value as
-	// chain.ErrInvalidConfig and every other package's
-	// invalid-configuration sentinel, so any of them matches any
-	// configuration error; messages begin "cache: invalid configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrInvalidTTL is matched by the error Set returns for a negative
 	// ttl. Use 0 for the store's default.
 	ErrInvalidTTL = errors.New("cache: invalid ttl")

@@ -181,7 +181,7 @@ func (b *Builder) add(tier Tier, t Target) *Builder {
 }
 
 // Build checks the configuration and returns the chain, or every problem
-// found, joined; each matches ErrInvalidConfig and names its target. It
+// found, joined; each wraps llm.ErrInvalidConfig and names its target. It
 // validates (checkChain, checkEntry, checkTarget) and compiles
 // (compileObservers, compileTarget, bind) in one pass, so that a problem
 // found compiling (a schema that does not compile) is reported with the

@@ -50,8 +50,8 @@ func TestBuildReportsEveryProblemNamingTheTarget(t *testing.T) {
 		OrDegrade(degrade.Static(llm.Response{Text: "sorry again"})).
 		OrDegrade(nil).
 		Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("want ErrInvalidConfig, got %v", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("want llm.ErrInvalidConfig, got %v", err)
 	}
 	msg := err.Error()
 	for _, want := range []string{
@@ -128,8 +128,8 @@ func TestAllowRegionsNamesEveryTargetOutside(t *testing.T) {
 		OrProvider(chain.Target{Name: "gpt-nowhere", Provider: o, Model: "gpt"}).
 		OrDegrade(degrade.Static(llm.Response{Text: "busy"})).
 		Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("want ErrInvalidConfig, got %v", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("want llm.ErrInvalidConfig, got %v", err)
 	}
 	msg := err.Error()
 	for _, want := range []string{`target "sonnet-us": Region "us" is outside the allowed regions ["eu"]`,
@@ -150,7 +150,7 @@ func TestAllowRegionsNamesEveryTargetOutside(t *testing.T) {
 func TestBuildRejectsInvalidBreakerSettings(t *testing.T) {
 	_, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: &stub{name: "a"}, Model: "m",
 		Breaker: breaker.Config{FailureRatio: 2}}).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) || !errors.Is(err, breaker.ErrInvalidConfig) ||
+	if !errors.Is(err, llm.ErrInvalidConfig) || !errors.Is(err, llm.ErrInvalidConfig) ||
 		!strings.Contains(err.Error(), `target "p": Breaker is invalid`) {
 		t.Fatalf("got %v", err)
 	}
@@ -195,8 +195,8 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 			OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: nilStore})).
 			Build()
 	}()
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("got %v; want ErrInvalidConfig", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("got %v; want llm.ErrInvalidConfig", err)
 	}
 	msg := err.Error()
 	for _, want := range []string{

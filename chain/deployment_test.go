@@ -53,7 +53,7 @@ func wantBuildErr(t *testing.T, b *chain.Builder, want string) {
 }
 
 // buildErr builds b and returns its error's text, "" when Build succeeds,
-// failing the test when an error does not match ErrInvalidConfig.
+// failing the test when an error does not match llm.ErrInvalidConfig.
 func buildErr(t *testing.T, b *chain.Builder) string {
 	t.Helper()
 	c, err := b.Build()
@@ -63,8 +63,8 @@ func buildErr(t *testing.T, b *chain.Builder) string {
 		}
 		return ""
 	}
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("Build error does not match ErrInvalidConfig: %v", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("Build error does not match llm.ErrInvalidConfig: %v", err)
 	}
 	return err.Error()
 }

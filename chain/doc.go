@@ -17,9 +17,9 @@
 //	res, err := c.Call(ctx, llm.Request{Messages: msgs})
 //
 // Every configuration error surfaces at Build, all of them at once, each
-// naming its target, and each matching ErrInvalidConfig, which is the same
-// value as every other package's invalid-configuration sentinel
-// (breaker.ErrInvalidConfig, budget.ErrInvalidConfig, ...). Call never sleeps past the chain's deadline: a wait that
+// naming its target, and each wrapping llm.ErrInvalidConfig, the module's
+// one invalid-configuration sentinel, which every constructor's and
+// Validate's errors wrap too. Call never sleeps past the chain's deadline: a wait that
 // would end after it is skipped and the chain moves on.
 //
 // Builder.Shared makes the replicas of a service that build the same chain

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -13,13 +12,6 @@ var (
 	// every target and degradation failed. Its *ExhaustedError holds each
 	// target's cause.
 	ErrExhausted = errors.New("every target failed")
-	// ErrInvalidConfig is matched by every error Build returns. It is the
-	// module's one invalid-configuration sentinel: breaker.ErrInvalidConfig,
-	// budget.ErrInvalidConfig, cache.ErrInvalidConfig,
-	// redisstore.ErrInvalidConfig, retry.ErrInvalidPolicy,
-	// throttle.ErrInvalidConfig and hedge.ErrInvalidConfig are
-	// the same value, so any of them matches any configuration error.
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// ErrNoMessages is returned by Call for a request without messages.
 	ErrNoMessages = errors.New("request has no messages; add at least one llm.Message")
 	// ErrContextWindow is the reason recorded for a target skipped after a
@@ -114,7 +106,7 @@ func (e *ExhaustedError) Kind() llm.Kind {
 }
 
 // ConfigError is one configuration problem found by Build. Build joins all
-// of them; each matches ErrInvalidConfig.
+// of them; each wraps llm.ErrInvalidConfig.
 type ConfigError struct {
 	// Chain is the chain's name.
 	Chain string
@@ -142,8 +134,8 @@ func (e *ConfigError) Error() string {
 	return s
 }
 
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+// Is reports whether target is llm.ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == llm.ErrInvalidConfig }
 
 // Unwrap returns the underlying cause, if any.
 func (e *ConfigError) Unwrap() error { return e.Err }

@@ -65,7 +65,7 @@ func ExampleBuilder_Build() {
 		OrDeployment(chain.Target{Name: "sonnet-us", Provider: claude, Model: "claude-haiku-5"}).
 		OrSibling(chain.Target{Name: "haiku", Provider: claude}).
 		Build()
-	fmt.Println(errors.Is(err, chain.ErrInvalidConfig))
+	fmt.Println(errors.Is(err, llm.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true

@@ -81,7 +81,7 @@ func TestLastGoodFlushWritesToRedis(t *testing.T) {
 		if err := c.Flush(context.Background()); err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
-		if keys := m.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], redisstore.DefaultCachePrefix) {
+		if keys := m.Keys(); len(keys) != 1 || !strings.HasPrefix(keys[0], "backstop:lastgood:") { // redisstore's default Prefix
 			t.Fatalf("keys in Redis after Flush: %q; want the remembered answer", keys)
 		}
 		p.mode.Store(overloaded)

@@ -226,7 +226,7 @@ func TestDefaultsLeaveASilentTargetAlone(t *testing.T) {
 func TestThrottleDisabledIsValidatedAtBuild(t *testing.T) {
 	_, err := chain.New("pace").Primary(chain.Target{Name: "primary", Provider: &timed{name: "p"}, Model: "m",
 		Throttle: throttle.Config{Disabled: true, RequestsPerMinute: 50}}).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {
 		t.Fatalf("Build: %v, want an invalid configuration naming Disabled", err)
 	}
 	c, err := chain.New("pace").Primary(chain.Target{Name: "primary", Provider: &timed{name: "p"}, Model: "m",

@@ -75,21 +75,21 @@ type SharedConfig struct {
 	Logger *slog.Logger
 }
 
-// SharedStore is where the replicas of a shared chain keep what they
-// share, one key per store: redisstore.NewShared builds one on a go-redis
+// Store is where the replicas of a shared chain keep what they
+// share, one key per store: redisstore.New builds one on a go-redis
 // client (the redisstore package owns the module's go-redis code, so a
 // chain that is not shared does not link it). Breakers is the store of the
 // chain's breakers and Retry-After gates, Budget that of one target's
 // retry budget; the chain names the keys (see SharedConfig.Prefix) and
 // builds the breaker.Shared and budget.Shared that run on them.
-type SharedStore interface {
+type Store interface {
 	Breakers(key string) breaker.Store
 	Budget(key string) budget.Store
 }
 
 // Shared makes the replicas that build this chain (same name, same Redis,
 // same Prefix) share what they learn about its targets through store,
-// redisstore.NewShared's on a go-redis client whose options set
+// redisstore.New's on a go-redis client whose options set
 // ContextTimeoutEnabled:
 //
 //   - retry budgets: each target whose Budget is nil gets a budget.Shared,
@@ -130,18 +130,18 @@ type SharedStore interface {
 // redisstore.NewCache store on the same client.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	store, err := redisstore.NewShared(client)
+//	store, err := redisstore.New(client)
 //	...
 //	c, err := chain.New("support-answer").Shared(store, chain.SharedConfig{}).Primary(...).Build()
 //
 // A nil store (one NewShared refused, say) is reported by Build.
-func (b *Builder) Shared(store SharedStore, opts SharedConfig) *Builder {
+func (b *Builder) Shared(store Store, opts SharedConfig) *Builder {
 	b.shared = &sharedSetup{store: store, opts: opts}
 	return b
 }
 
 type sharedSetup struct {
-	store SharedStore
+	store Store
 	opts  SharedConfig
 }
 
@@ -164,13 +164,13 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 		problem("", "Shared: Hedge is invalid", err)
 	}
 	if cfg.store == nil {
-		problem("", "Shared: the store is nil; build one with redisstore.NewShared(client), and check its error", nil)
+		problem("", "Shared: the store is nil; build one with redisstore.New(client), and check its error", nil)
 		return
 	}
 	notify := c.state // the callbacks below may outlive c: they hold its observers, not c
 	breakers := cfg.store.Breakers(prefix + ":" + keyPart(c.name) + ":breakers")
 	if breakers == nil {
-		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Shared?); build one with redisstore.NewShared(client), and check its error", nil)
+		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Store?); build one with redisstore.New(client), and check its error", nil)
 		return
 	}
 	state, err := breaker.NewShared(breakers, breaker.SharedConfig{

@@ -35,7 +35,7 @@ func ExampleBuilder_Shared() {
 	replica := func() *chain.Chain {
 		client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		clients = append(clients, client)
-		shared, err := redisstore.NewShared(client) // refuses a client without ContextTimeoutEnabled
+		shared, err := redisstore.New(client) // refuses a client without ContextTimeoutEnabled
 		if err != nil {
 			panic(err)
 		}

@@ -148,7 +148,7 @@ func TestSharedNoFallbackWaitsForAnotherReplicasProbe(t *testing.T) {
 			t.Fatalf("replica 1 sent %d requests to the primary replica 0 holds open; want none before its probe", got-n0)
 		}
 		// Replica 0's next call, once its opening has passed, is the probe.
-		time.Sleep(opening(breaker.DefaultOpenFor) + time.Millisecond)
+		time.Sleep(opening(breakerOpenFor) + time.Millisecond)
 		if r, perr := cs[0].Call(context.Background(), ask); perr != nil {
 			t.Fatalf("replica 0's probe: %v\n%s", perr, path(r))
 		}
@@ -157,7 +157,7 @@ func TestSharedNoFallbackWaitsForAnotherReplicasProbe(t *testing.T) {
 		if err != nil {
 			t.Fatalf("replica 1's call, which had 20s left: %v\n%s", err, path(res))
 		}
-		if res.Served.Target != "primary" || took > opening(breaker.DefaultOpenFor)+time.Second {
+		if res.Served.Target != "primary" || took > opening(breakerOpenFor)+time.Second {
 			t.Fatalf("replica 1: served by %q after %v; want the primary right after replica 0's probe", res.Served.Target, took)
 		}
 		if got := primary.n.Load() - n0; got != 2 {

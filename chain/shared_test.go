@@ -26,6 +26,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The breaker's defaults these tests rely on: it opens after 5 consecutive
+// failures, for 5s, and a shared breaker lengthens each opening by up to
+// a quarter.
+const (
+	breakerFailures    = 5
+	breakerOpenFor     = 5 * time.Second
+	breakerJitterShare = 4
+)
+
 // Modes of a flaky provider.
 const (
 	healthy int32 = iota
@@ -188,30 +197,30 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 			f := newFleet(t, addr, fleetOptions{n: 3, shared: &chain.SharedConfig{Prefix: prefix},
 				primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 			f.primary.mode.Store(overloaded)
-			for range breaker.DefaultConsecutiveFailures {
+			for range breakerFailures {
 				if res := f.call(t, 0); res.Served.Target != "fallback" {
 					t.Fatalf("served by %q; want the fallback", res.Served.Target)
 				}
 			}
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
-				t.Fatalf("the primary got %d requests; want %d", got, breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures {
+				t.Fatalf("the primary got %d requests; want %d", got, breakerFailures)
 			}
 			// Replica 0's breaker is open: the others skip the primary from
 			// their next call on, without a request.
 			othersSkip(t, f, breaker.ErrOpenElsewhere, breaker.ErrOpen, "open on another replica")
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures {
-				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures {
+				t.Fatalf("the primary got %d requests after replica 0 opened its breaker; want none", got-breakerFailures)
 			}
 
 			// The primary heals. Replica 0 probes once its open interval has
 			// passed, on its next call; until its probe succeeds the others
 			// keep skipping the primary.
 			f.primary.mode.Store(healthy)
-			time.Sleep(breaker.DefaultOpenFor / 2)
+			time.Sleep(breakerOpenFor / 2)
 			if res := f.call(t, 1); skipped(res) == nil {
 				t.Fatalf("replica 1 used the primary before the probe:\n%s", path(res))
 			}
-			time.Sleep(opening(breaker.DefaultOpenFor) - breaker.DefaultOpenFor/2 + time.Millisecond)
+			time.Sleep(opening(breakerOpenFor) - breakerOpenFor/2 + time.Millisecond)
 			if res := f.call(t, 0); res.Served.Target != "primary" {
 				t.Fatalf("the probe: served by %q; want the primary\n%s", res.Served.Target, path(res))
 			}
@@ -221,8 +230,8 @@ func TestSharedBreakerOpenSkipsOtherReplicas(t *testing.T) {
 					t.Fatalf("replica %d after the probe: served by %q; want the primary\n%s", i, res.Served.Target, path(res))
 				}
 			}
-			if got := f.primary.n.Load(); got != breaker.DefaultConsecutiveFailures+3 {
-				t.Fatalf("the primary got %d requests; want %d failures, one probe and two calls", got, breaker.DefaultConsecutiveFailures)
+			if got := f.primary.n.Load(); got != breakerFailures+3 {
+				t.Fatalf("the primary got %d requests; want %d failures, one probe and two calls", got, breakerFailures)
 			}
 		})
 	})
@@ -259,7 +268,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 
 		// Redis is down: every call is served, on local state.
 		f.primary.mode.Store(overloaded)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			if res := f.call(t, 0); res.Served.Target != "fallback" {
 				t.Fatalf("served by %q; want the fallback", res.Served.Target)
 			}
@@ -298,7 +307,7 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.waitReconnected(t)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			f.call(t, 1)
 		}
 		if err := f.replicas[1].Flush(context.Background()); err != nil {
@@ -318,9 +327,9 @@ func TestSharedRedisDownCallsCarryOnThenShareAgain(t *testing.T) {
 
 // sharedStore returns redisstore's shared state on c, failing the test on
 // an error.
-func sharedStore(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
+func sharedStore(t testing.TB, c redis.UniversalClient) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.NewShared(c)
+	s, err := redisstore.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,8 +343,8 @@ func TestSharedBuildErrors(t *testing.T) {
 	defer good.Close()
 	_, err := chain.New("c").Shared(sharedStore(t, good), chain.SharedConfig{Refresh: -time.Second, Timeout: -1}).
 		Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-	if !errors.Is(err, chain.ErrInvalidConfig) {
-		t.Fatalf("err = %v; want ErrInvalidConfig", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("err = %v; want llm.ErrInvalidConfig", err)
 	}
 	for _, want := range []string{"Refresh is -1s", "Timeout is -1ns"} {
 		if !strings.Contains(err.Error(), want) {
@@ -343,19 +352,19 @@ func TestSharedBuildErrors(t *testing.T) {
 		}
 	}
 	// A client that ignores its contexts' deadlines is refused by
-	// redisstore.NewShared; Build refuses the nil store that leaves, typed
+	// redisstore.New; Build refuses the nil store that leaves, typed
 	// or not.
 	noTimeouts := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer noTimeouts.Close()
-	store, err := redisstore.NewShared(noTimeouts)
-	if !errors.Is(err, redisstore.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
-		t.Fatalf("redisstore.NewShared of a client without context timeouts: %v", err)
+	store, err := redisstore.New(noTimeouts)
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "ContextTimeoutEnabled is false") {
+		t.Fatalf("redisstore.New of a client without context timeouts: %v", err)
 	}
-	for _, s := range []chain.SharedStore{nil, store} {
+	for _, s := range []chain.Store{nil, store} {
 		_, err = chain.New("c").Shared(s, chain.SharedConfig{}).
 			Primary(chain.Target{Name: "p", Provider: p, Model: "m"}).Build()
-		if !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.NewShared(client)") {
-			t.Fatalf("a nil store (%T): err = %v; want ErrInvalidConfig naming redisstore.NewShared", s, err)
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "redisstore.New(client)") {
+			t.Fatalf("a nil store (%T): err = %v; want llm.ErrInvalidConfig naming redisstore.New", s, err)
 		}
 	}
 }
@@ -367,7 +376,7 @@ func TestSharedRefreshReadsAtMostOncePerInterval(t *testing.T) {
 			primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 		f.call(t, 1) // replica 1 reads the (empty) shared state now
 		f.primary.mode.Store(overloaded)
-		for range breaker.DefaultConsecutiveFailures {
+		for range breakerFailures {
 			f.call(t, 0)
 		}
 		before := f.primary.n.Load()
@@ -556,7 +565,7 @@ func TestSharedFlushTellsUnpublishedChanges(t *testing.T) {
 		primary: chain.Target{Retry: retry.Policy{MaxAttempts: 1}}})
 	m.Close()
 	f.primary.mode.Store(overloaded)
-	for range breaker.DefaultConsecutiveFailures {
+	for range breakerFailures {
 		f.call(t, 0) // opens replica 0's breaker; Redis does not take it
 	}
 	if err := f.replicas[0].Flush(context.Background()); err == nil {
@@ -894,7 +903,7 @@ func TestSharedRetrySkipOnRemoteOpenIsLabelled(t *testing.T) {
 // to the bubble's, so that what Redis holds counts down as the test sleeps.
 // opening is the longest a shared breaker's opening of d lasts: d and its
 // random lengthening (see breaker.JitterShare).
-func opening(d time.Duration) time.Duration { return d + d/breaker.JitterShare }
+func opening(d time.Duration) time.Duration { return d + d/breakerJitterShare }
 
 func keepRedisTime(m *miniredis.Miniredis) { m.SetTime(time.Now()) }
 
@@ -1039,7 +1048,7 @@ func TestSharedWrongTypeBreakersKeyIsRepaired(t *testing.T) {
 			}
 			// Heal: replica 0 probes after OpenFor and withdraws.
 			f.primary.mode.Store(healthy)
-			time.Sleep(opening(breaker.DefaultOpenFor) + time.Millisecond)
+			time.Sleep(opening(breakerOpenFor) + time.Millisecond)
 			f.call(t, 0)
 			propagate()
 		}
@@ -1097,13 +1106,13 @@ func TestShared40ReplicasSpendOneBudget(t *testing.T) {
 	shared := run(t, true)
 	t.Logf("retries sent to the failing primary by %d replicas x %d calls: local budgets %d, one shared budget %d (%.0fx)",
 		replicas, calls, local, shared, float64(local)/float64(max(shared, 1)))
-	if shared > int64(budget.DefaultMinRetries) {
-		t.Fatalf("with a shared budget the primary got %d retries; one budget allows %d", shared, budget.DefaultMinRetries)
+	if shared > int64(10 /* budget's default floor */) {
+		t.Fatalf("with a shared budget the primary got %d retries; one budget allows %d", shared, 10 /* budget's default floor */)
 	}
-	if shared < int64(budget.DefaultMinRetries) {
-		t.Fatalf("with a shared budget the primary got %d retries; one budget grants %d", shared, budget.DefaultMinRetries)
+	if shared < int64(10 /* budget's default floor */) {
+		t.Fatalf("with a shared budget the primary got %d retries; one budget grants %d", shared, 10 /* budget's default floor */)
 	}
-	if want := int64(replicas * budget.DefaultMinRetries); local != want {
+	if want := int64(replicas * 10 /* budget's default floor */); local != want {
 		t.Fatalf("with local budgets the primary got %d retries; want %d (40 floors)", local, want)
 	}
 }

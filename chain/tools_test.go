@@ -335,7 +335,7 @@ func TestNativeSchemaBuildErrorsNameTheTarget(t *testing.T) {
 			}
 			_, err := b.Build()
 			var ce *chain.ConfigError
-			if !errors.As(err, &ce) || ce.Target != "gpt" || !strings.Contains(err.Error(), tc.says) || !errors.Is(err, chain.ErrInvalidConfig) {
+			if !errors.As(err, &ce) || ce.Target != "gpt" || !strings.Contains(err.Error(), tc.says) || !errors.Is(err, llm.ErrInvalidConfig) {
 				t.Fatalf("%v, want a problem of gpt saying %q", err, tc.says)
 			}
 		})

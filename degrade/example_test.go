@@ -67,7 +67,7 @@ func ExampleLastGood() {
 // Validate reports a LastGood's problems before Build does.
 func ExampleLastGoodConfig_Validate() {
 	err := degrade.LastGoodConfig{TTL: -1}.Validate()
-	fmt.Println(errors.Is(err, chain.ErrInvalidConfig))
+	fmt.Println(errors.Is(err, llm.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true

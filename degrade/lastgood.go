@@ -71,7 +71,7 @@ type LastGoodConfig struct {
 }
 
 // Validate reports every problem with c at once, each matching the
-// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
 func (c LastGoodConfig) Validate() error {
 	found := problems.In(errHead, "last-good")
 	if isNil(c.Store) {

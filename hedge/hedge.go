@@ -26,11 +26,11 @@ import (
 
 // Defaults of Config's zero fields, once hedging is on.
 const (
-	// DefaultQuantile is the share of the tier's recent answers an
+	// defaultQuantile is the share of the tier's recent answers an
 	// attempt may take longer than before an adaptive delay hedges it.
-	DefaultQuantile = 0.95
-	// DefaultMinDelay floors an adaptive delay.
-	DefaultMinDelay = 50 * time.Millisecond
+	defaultQuantile = 0.95
+	// defaultMinDelay floors an adaptive delay.
+	defaultMinDelay = 50 * time.Millisecond
 	// DefaultRatio is the hedge budget: hedges at most 10% of the calls
 	// in a window (budget.RatioConfig's window, 10s), with its floor of 10
 	// per window.
@@ -42,11 +42,6 @@ const (
 	WindowSize = 512
 )
 
-// ErrInvalidConfig is matched by every error Config.Validate returns. It
-// is the same value as chain.ErrInvalidConfig and every other package's
-// invalid-configuration sentinel.
-var ErrInvalidConfig = problems.ErrInvalidConfig
-
 var errHead = problems.Head("hedge: invalid configuration")
 
 // Config configures hedging. The zero value is off; a Delay or Adaptive
@@ -55,14 +50,14 @@ type Config struct {
 	// Delay is how long an attempt may go without answering (a stream:
 	// without its first chunk) before the same request goes to the next
 	// target of its tier. With Adaptive it is the floor of the delay read
-	// from the tier (0 means DefaultMinDelay, 50ms).
+	// from the tier (0 means 50ms).
 	Delay time.Duration
 	// Adaptive reads the delay from the tier's recent answer times: their
 	// Quantile, at least Delay. Until the tier has answered MinSamples
 	// times no hedge is sent.
 	Adaptive bool
 	// Quantile is the adaptive delay's quantile of the tier's answer
-	// times, in (0, 1). 0 means DefaultQuantile (0.95): about one attempt
+	// times, in (0, 1). 0 means 0.95: about one attempt
 	// in twenty of a healthy tier is hedged, the budget capping the rest.
 	Quantile float64
 	// Budget is asked before every hedge (Withdraw) and told of every call
@@ -78,22 +73,23 @@ type Config struct {
 // On reports whether c turns hedging on.
 func (c Config) On() bool { return c.Delay > 0 || c.Adaptive }
 
-// WithDefaults returns c with every zero field set to its default (the
+// withDefaults returns c with every zero field set to its default (the
 // Budget excepted: the chain makes one per tier).
 func (c Config) WithDefaults() Config {
 	if c.Adaptive && c.Delay == 0 {
-		c.Delay = DefaultMinDelay
+		c.Delay = defaultMinDelay
 	}
-	c.Quantile = cmp.Or(c.Quantile, DefaultQuantile)
+	c.Quantile = cmp.Or(c.Quantile, defaultQuantile)
 	return c
 }
 
-// Validate reports every problem with c at once.
+// Validate reports every problem with c at once, each wrapping
+// llm.ErrInvalidConfig.
 func (c Config) Validate() error {
 	found := problems.New(errHead)
-	problems.NotNegative(found, "Delay", c.Delay, DefaultMinDelay.String()+" with Adaptive, off without it")
+	problems.NotNegative(found, "Delay", c.Delay, defaultMinDelay.String()+" with Adaptive, off without it")
 	if math.IsNaN(c.Quantile) || c.Quantile < 0 || c.Quantile >= 1 {
-		found.Addf("Quantile is %v; use a share in (0, 1), or 0 for %v", c.Quantile, DefaultQuantile)
+		found.Addf("Quantile is %v; use a share in (0, 1), or 0 for %v", c.Quantile, defaultQuantile)
 	}
 	if c.Quantile != 0 && !c.Adaptive {
 		found.Addf("Quantile is set but Adaptive is not; set Adaptive to read the delay from the tier's answer times")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 func TestConfigOnAndDefaults(t *testing.T) {
@@ -32,7 +33,7 @@ func TestValidate(t *testing.T) {
 		{hedge.Config{Delay: time.Second, Quantile: 0.9}, "Adaptive is not"},
 	} {
 		err := tc.c.Validate()
-		if !errors.Is(err, hedge.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%+v: %v; want it to say %q", tc.c, err, tc.says)
 		}
 	}

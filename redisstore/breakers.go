@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,9 +109,9 @@ return repaired
 
 func (s *breakers) Key() string { return s.keys[0] }
 
-// Load returns every field that has not ended, one Remote per name, or
+// Load returns every field that has not ended, one remote.Published per name, or
 // the type of the value of another type it deleted.
-func (s *breakers) Load(ctx context.Context) ([]breaker.Remote, string, error) {
+func (s *breakers) Load(ctx context.Context) ([]remote.Published, string, error) {
 	res, err := s.read.Run(ctx, s.client, s.keys, maxPublishArg).Result()
 	if err != nil {
 		return nil, "", err
@@ -123,7 +124,7 @@ func (s *breakers) Load(ctx context.Context) ([]breaker.Remote, string, error) {
 	if !ok || len(vals)%2 != 0 {
 		return nil, "", fmt.Errorf("the read script answered %v; want field, milliseconds pairs", res)
 	}
-	var out []breaker.Remote
+	var out []remote.Published
 	for i := 0; i < len(vals); i += 2 {
 		field, _ := vals[i].(string)
 		ms, _ := vals[i+1].(int64)
@@ -137,7 +138,7 @@ func (s *breakers) Load(ctx context.Context) ([]breaker.Remote, string, error) {
 			j++ // a chain has a few targets: a scan beats a map
 		}
 		if j == len(out) {
-			out = append(out, breaker.Remote{Name: name})
+			out = append(out, remote.Published{Name: name})
 		}
 		d := time.Duration(ms) * time.Millisecond
 		switch field[0] {

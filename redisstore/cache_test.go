@@ -18,6 +18,7 @@ import (
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/internal/cachetest"
 	"github.com/backstop-llm/backstop/internal/redistest"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // newRedisClient returns a client of addr that honours its contexts'
@@ -62,8 +63,8 @@ func newMiniRedis(t testing.TB, opts CacheConfig) (*Cache, *miniredis.Miniredis)
 
 func TestNewCacheDefaults(t *testing.T) {
 	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheConfig{})
-	if r.prefix != DefaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != DefaultCacheTimeout {
-		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, DefaultCachePrefix, cache.DefaultTTL, DefaultCacheTimeout)
+	if r.prefix != defaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != defaultCacheTimeout {
+		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, defaultCachePrefix, cache.DefaultTTL, defaultCacheTimeout)
 	}
 	r, _ = newMiniRedis(t, CacheConfig{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
 	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {
@@ -96,8 +97,8 @@ func TestNewCacheInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewCache(tc.client, tc.opts)
-			if r != nil || !errors.Is(err, cache.ErrInvalidConfig) {
-				t.Fatalf("NewCache = %v, %v; want nil and an error matching cache.ErrInvalidConfig", r, err)
+			if r != nil || !errors.Is(err, llm.ErrInvalidConfig) {
+				t.Fatalf("NewCache = %v, %v; want nil and an error matching llm.ErrInvalidConfig", r, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -160,7 +161,7 @@ func TestCacheGetSet(t *testing.T) {
 	if err := r.Set(ctx, "fmt", cache.Entry{Value: []byte("v"), Stored: time.Unix(0x0102030405, 0x0a0b0c0d)}, 0); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := m.Get(DefaultCachePrefix + "fmt")
+	raw, err := m.Get(defaultCachePrefix + "fmt")
 	if err != nil {
 		t.Fatal(err)
 	}

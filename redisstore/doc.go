@@ -5,7 +5,7 @@
 // and chain import no Redis client, so a program that builds a chain
 // without Redis does not link go-redis; one that imports this package does.
 //
-//   - Shared (NewShared) is a chain's shared state on one go-redis client:
+//   - Store (New) keeps a chain's shared state on one go-redis client:
 //     give it to chain.Builder.Shared. Its Breakers is a breaker.Store
 //     (every target's breaker openings and Retry-After gates in one hash)
 //     and its Budget a budget.Store (one target's retry budget, one hash of
@@ -19,7 +19,7 @@
 // Every client must bound its commands by their context, so that the
 // Timeouts hold: in go-redis that is Options.ContextTimeoutEnabled (and the
 // same field of ClusterOptions, RingOptions, FailoverOptions and
-// UniversalOptions). NewShared and NewCache check it on *redis.Client,
+// UniversalOptions). New and NewCache check it on *redis.Client,
 // *redis.ClusterClient and *redis.Ring; another implementation of
 // redis.UniversalClient must honour deadlines itself. Neither makes a round
 // trip: Redis may be down when they are called. Nothing here starts a
@@ -27,12 +27,12 @@
 // share and to close.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
-//	shared, err := redisstore.NewShared(client)
+//	store, err := redisstore.New(client)
 //	...
 //	lastGood, err := redisstore.NewCache(client, redisstore.CacheConfig{})
 //	...
 //	c, err := chain.New("support-answer").
-//		Shared(shared, chain.SharedConfig{}).
+//		Shared(store, chain.SharedConfig{}).
 //		Primary(...).
 //		OrDegrade(degrade.LastGood(degrade.LastGoodConfig{Store: lastGood})).
 //		Build()

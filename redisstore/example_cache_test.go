@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 )
 
@@ -54,7 +55,7 @@ func ExampleNewCache_invalid() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // ContextTimeoutEnabled unset
 	defer client.Close()
 	_, err := redisstore.NewCache(client, redisstore.CacheConfig{})
-	fmt.Println(errors.Is(err, cache.ErrInvalidConfig))
+	fmt.Println(errors.Is(err, llm.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true

@@ -9,47 +9,39 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrInvalidConfig is matched by every error NewShared and NewCache
-// return. It is the same value as chain.ErrInvalidConfig,
-// cache.ErrInvalidConfig and every other package's invalid-configuration
-// sentinel, so any of them matches any configuration error; NewShared's
-// messages begin "redisstore: invalid configuration", NewCache's "cache:
-// invalid configuration".
-var ErrInvalidConfig = problems.ErrInvalidConfig
-
-// Heads of the configuration problems of NewShared and NewCache.
+// Heads of the configuration problems of New and NewCache.
 var (
 	errHead      = problems.Head("redisstore: invalid configuration")
 	errCacheHead = problems.Head("cache: invalid configuration")
 )
 
-// Shared is the state the replicas of a service share on one go-redis
+// Store keeps the state the replicas of a service share, on one go-redis
 // client: the breakers and Retry-After gates of a chain's targets
 // (Breakers) and their retry budgets (Budget), each under a key of its own.
-// Give it to chain.Builder.Shared, which names the keys. It is safe for
-// concurrent use and holds nothing but the client. Build one with
-// NewShared.
-type Shared struct {
+// It is a chain.Store: give it to chain.Builder.Shared, which names the
+// keys. It is safe for concurrent use and holds nothing but the client.
+// Build one with New.
+type Store struct {
 	client redis.UniversalClient
 }
 
-// NewShared returns the shared state on client, which must bound its
+// New returns the store of shared state on client, which must bound its
 // commands by their context (ContextTimeoutEnabled; see the package
-// documentation). It makes no round trip. Errors match ErrInvalidConfig
+// documentation). It makes no round trip. Errors wrap llm.ErrInvalidConfig
 // and name what to change: a nil client, or one that ignores its
 // contexts' deadlines.
-func NewShared(client redis.UniversalClient) (*Shared, error) {
+func New(client redis.UniversalClient) (*Store, error) {
 	if p := checkClient(client, "the shared stores' Timeout"); p != "" {
 		return nil, fmt.Errorf("%w: %s", errHead, p)
 	}
-	return &Shared{client: client}, nil
+	return &Store{client: client}, nil
 }
 
 // Breakers returns the breaker.Store under key: one Redis hash holding,
 // per name, when its breaker's publication ends and when its gate's does
 // (see breaker.Shared). Give it to breaker.NewShared. It returns nil when
 // s is nil.
-func (s *Shared) Breakers(key string) breaker.Store {
+func (s *Store) Breakers(key string) breaker.Store {
 	if s == nil {
 		return nil
 	}
@@ -59,7 +51,7 @@ func (s *Shared) Breakers(key string) breaker.Store {
 // Budget returns the budget.Store under key: one Redis hash of counters
 // per bucket of the window (see budget.Shared). Give it to
 // budget.NewShared. It returns nil when s is nil.
-func (s *Shared) Budget(key string) budget.Store {
+func (s *Store) Budget(key string) budget.Store {
 	if s == nil {
 		return nil
 	}

@@ -72,12 +72,6 @@ type Policy struct {
 // Table returns the decision table of p: DefaultTable with p.Rules applied.
 func (p Policy) Table() Table { return DefaultTable().with(p.Rules) }
 
-// ErrInvalidPolicy is matched by every error Validate returns. It is the
-// same value as chain.ErrInvalidConfig and every other package's
-// invalid-configuration sentinel, so any of them matches any configuration
-// error; messages begin "retry: invalid policy".
-var ErrInvalidPolicy = problems.ErrInvalidConfig
-
 // errHead begins every problem Validate reports.
 var errHead = problems.Head("retry: invalid policy")
 

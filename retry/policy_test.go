@@ -27,8 +27,8 @@ func TestPolicyValidate(t *testing.T) {
 		t.Fatalf("zero policy: %v", err)
 	}
 	err := Policy{MaxAttempts: -1, Base: -time.Second, Cap: -1, MaxRetryAfter: -1, Jitter: 9}.Validate()
-	if !errors.Is(err, ErrInvalidPolicy) {
-		t.Fatalf("want ErrInvalidPolicy, got %v", err)
+	if !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Fatalf("want llm.ErrInvalidConfig, got %v", err)
 	}
 	for _, field := range []string{"MaxAttempts", "Base", "Cap", "MaxRetryAfter", "Jitter"} {
 		if !strings.Contains(err.Error(), field) {

@@ -64,5 +64,5 @@ func decay(d time.Duration) float64 {
 	if d <= 0 {
 		return 1
 	}
-	return math.Exp(-float64(d) / float64(DefaultDecay))
+	return math.Exp(-float64(d) / float64(defaultDecay))
 }

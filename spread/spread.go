@@ -46,7 +46,7 @@ const (
 	// Latency is LeastLoaded judged by cost = the target's peak-EWMA
 	// latency x (requests in flight + 1) (Finagle's and Linkerd's peak
 	// EWMA): a target that slows down, or piles up requests, gets fewer.
-	// Latencies decay over DefaultDecay, so that a target that was slow is
+	// Latencies decay over 10s, so that a target that was slow is
 	// tried again; a target with no latency yet is judged by the slowest
 	// one known.
 	Latency
@@ -60,9 +60,9 @@ const (
 	Headroom
 )
 
-// DefaultDecay is how fast a Latency figure forgets: a sample's weight
+// defaultDecay is how fast a Latency figure forgets: a sample's weight
 // falls by e over this long (Finagle's default decay time).
-const DefaultDecay = 10 * time.Second
+const defaultDecay = 10 * time.Second
 
 // String returns the strategy's name as recorded in results and spans:
 // "ordered", "weighted", "least-loaded", "latency" or "headroom".

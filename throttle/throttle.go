@@ -16,15 +16,15 @@
 // provider says and does, and from nothing else: a provider that announces
 // no limit and rejects nothing is never held back. The limits it announces
 // in its rate-limit headers are learned and kept (below). Once its 429s
-// say it is over its limit (at least AdaptiveMinRejects of them,
-// outnumbering K-1 times its accepts, K = AdaptiveK: the SRE book's
+// say it is over its limit (at least 10 of them, outnumbering K-1
+// times its accepts, K = 1.5: the SRE book's
 // condition, requests over K times accepts), they cut a learned rate
 // (Backoff, Recovery), and the adaptive throttle paces it in the manner of
 // the SRE book's client-side throttling, whatever its headers say: at most
 // K requests per request it accepts, from a bucket refilled at
-// (K*accepts + 1) per AdaptiveWindow (accepts and 429s counted with that
-// time constant), holding a second's worth, until no 429 has come for
-// AdaptiveWindow or the 429s fall under half of K-1 per accept. A few 429s
+// (K*accepts + 1) per minute (accepts and 429s counted with that
+// time constant), holding a second's worth, until no 429 has come for a
+// minute or the 429s fall under half of K-1 per accept. A few 429s
 // among many answers hold nothing back. Disabled switches all of it off.
 //
 // With Learn, limits are learned beside a configured one too, and until
@@ -54,11 +54,12 @@ package throttle
 import (
 	"cmp"
 	"errors"
-	"github.com/backstop-llm/backstop/internal/problems"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/backstop-llm/backstop/internal/problems"
 
 	"github.com/backstop-llm/backstop/llm"
 	"golang.org/x/time/rate"
@@ -66,10 +67,10 @@ import (
 
 // Defaults of Config's zero fields, once throttling is on.
 const (
-	DefaultMaxWait  = 5 * time.Second
-	DefaultBackoff  = 0.7
-	DefaultRecovery = time.Minute
-	// AdaptiveK is the K of the default pacing's adaptive throttle (SRE
+	defaultMaxWait  = 5 * time.Second
+	defaultBackoff  = 0.7
+	defaultRecovery = time.Minute
+	// adaptiveK is the K of the default pacing's adaptive throttle (SRE
 	// book, "Handling Overload"): once a provider rejects more than K-1
 	// requests per request it accepts, it is sent at most K requests per
 	// request it accepts. 1.5, not the book's 2: against a
@@ -78,38 +79,32 @@ const (
 	// and 1.01 with 2 (goodput 1.0 with both; issue 24's goal is at most
 	// 1), while a provider rejecting up to a third of its requests (a 5%
 	// share of 429s, say) is still not paced at all.
-	AdaptiveK = 1.5
-	// AdaptiveWindow is the time constant with which the adaptive
+	adaptiveK = 1.5
+	// adaptiveWindow is the time constant with which the adaptive
 	// throttle counts accepts (its rate is K times their rate), for
 	// limits that providers keep per minute; and the adaptive throttle
 	// lets go of a provider that has not answered a 429 for that long.
-	AdaptiveWindow = time.Minute
-	// AdaptiveMinRejects is how many 429s (counted as accepts are) the
+	adaptiveWindow = time.Minute
+	// adaptiveMinRejects is how many 429s (counted as accepts are) the
 	// default pacing needs before it reads them as the target being over
 	// its limit, engages the adaptive throttle and cuts a learned rate: so
 	// that the first response of a healthy target, when it is a 429, or a
 	// few 429s among many answers, hold nothing back (the storm lab's
 	// rate-limit scenario sends 150 at once).
-	AdaptiveMinRejects = 10
-	// MinFactor is the lowest share of the limit a run of 429s leaves.
-	MinFactor = 0.05
-	// MaxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
+	adaptiveMinRejects = 10
+	// minFactor is the lowest share of the limit a run of 429s leaves.
+	minFactor = 0.05
+	// maxPerMinute bounds RequestsPerMinute and TokensPerMinute: a
 	// second's worth of either is a bucket's burst, an integer, which a
 	// larger limit would overflow (leaving a bucket that grants nothing).
 	// No provider's tier comes near it.
-	MaxPerMinute = 1e12
+	maxPerMinute = 1e12
 )
 
 var (
 	// ErrThrottled is the reason a target or a retry is passed over: its
 	// next slot is further away than MaxWait or the deadline.
 	ErrThrottled = errors.New("self-throttled: the target's next slot is too far away")
-	// ErrInvalidConfig is matched by every error Config.Validate and New
-	// return. It is the same value as chain.ErrInvalidConfig and every
-	// other package's invalid-configuration sentinel, so any of them
-	// matches any configuration error; messages begin "throttle: invalid
-	// configuration".
-	ErrInvalidConfig = problems.ErrInvalidConfig
 	// errHead begins every configuration problem of the package.
 	errHead = problems.Head("throttle: invalid configuration")
 )
@@ -156,13 +151,13 @@ type Config struct {
 	// bucket is always the announced limit.
 	Burst int
 	// MaxWait is the longest a request waits for its slot; a longer wait
-	// moves the call to the next target. 0 means DefaultMaxWait (5s).
+	// moves the call to the next target. 0 means 5s.
 	MaxWait time.Duration
 	// Backoff is the share of its rate a limiter keeps after a 429. 0
-	// means DefaultBackoff (0.7, as the AWS SDK's adaptive mode).
+	// means 0.7, as the AWS SDK's adaptive mode.
 	Backoff float64
 	// Recovery is how long the rate takes to climb back from its lowest to
-	// the limit after 429s stop. 0 means DefaultRecovery (1m).
+	// the limit after 429s stop. 0 means 1m.
 	Recovery time.Duration
 }
 
@@ -177,11 +172,11 @@ func (s Config) learns() bool {
 	return (s.Learn || s.RequestsPerMinute == 0 && s.TokensPerMinute == 0) && (s.RequestsPerMinute == 0 || s.TokensPerMinute == 0)
 }
 
-// WithDefaults returns s with every zero field set to its default.
-func (s Config) WithDefaults() Config {
-	s.MaxWait = cmp.Or(s.MaxWait, DefaultMaxWait)
-	s.Backoff = cmp.Or(s.Backoff, DefaultBackoff)
-	s.Recovery = cmp.Or(s.Recovery, DefaultRecovery)
+// withDefaults returns s with every zero field set to its default.
+func (s Config) withDefaults() Config {
+	s.MaxWait = cmp.Or(s.MaxWait, defaultMaxWait)
+	s.Backoff = cmp.Or(s.Backoff, defaultBackoff)
+	s.Recovery = cmp.Or(s.Recovery, defaultRecovery)
 	return s
 }
 
@@ -196,17 +191,17 @@ func (s Config) Validate() error {
 		name string
 		v    float64
 	}{{"RequestsPerMinute", s.RequestsPerMinute}, {"TokensPerMinute", s.TokensPerMinute}} {
-		if f.v < 0 || math.IsNaN(f.v) || f.v > MaxPerMinute {
-			bad("%s is %v; use your tier's limit (at most %g), or 0 for unknown", f.name, f.v, float64(MaxPerMinute))
+		if f.v < 0 || math.IsNaN(f.v) || f.v > maxPerMinute {
+			bad("%s is %v; use your tier's limit (at most %g), or 0 for unknown", f.name, f.v, float64(maxPerMinute))
 		}
 	}
 	if s.Burst < 0 {
 		bad("Burst is %d; use 0 for the default", s.Burst)
 	}
-	problems.NotNegative(found, "MaxWait", s.MaxWait, DefaultMaxWait)
-	problems.NotNegative(found, "Recovery", s.Recovery, DefaultRecovery)
+	problems.NotNegative(found, "MaxWait", s.MaxWait, defaultMaxWait)
+	problems.NotNegative(found, "Recovery", s.Recovery, defaultRecovery)
 	if math.IsNaN(s.Backoff) || s.Backoff < 0 || s.Backoff >= 1 {
-		bad("Backoff is %v; use a share in (0, 1), or 0 for %v", s.Backoff, DefaultBackoff)
+		bad("Backoff is %v; use a share in (0, 1), or 0 for %v", s.Backoff, defaultBackoff)
 	}
 	return found.Err()
 }
@@ -223,9 +218,9 @@ type Limiter struct {
 	cut      time.Time // when the last 429 cut the factor
 	epoch    *epoch    // the slots granted since the last rebuild; nil when nothing is learned
 
-	// The adaptive throttle (see AdaptiveK): accepted counts the requests
+	// The adaptive throttle (see adaptiveK): accepted counts the requests
 	// answered with anything but a 429, fading with time constant
-	// AdaptiveWindow from counted; rejected is the last 429's time;
+	// adaptiveWindow from counted; rejected is the last 429's time;
 	// adaptive is its bucket, nil while it paces nothing.
 	accepted float64
 	refused  float64 // the 429s, counted as accepted is
@@ -315,8 +310,8 @@ func (e *epoch) owed(now time.Time) (requests, tokens float64) {
 	return requests, tokens
 }
 
-// New returns a limiter for s, or nil when s is off. Errors match
-// ErrInvalidConfig.
+// New returns a limiter for s, or nil when s is off. Errors wrap
+// llm.ErrInvalidConfig.
 func New(s Config) (*Limiter, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -324,7 +319,7 @@ func New(s Config) (*Limiter, error) {
 	if !s.On() {
 		return nil, nil
 	}
-	l := &Limiter{s: s.WithDefaults(), factor: 1, auto: s.RequestsPerMinute == 0 && s.TokensPerMinute == 0 && !s.Learn}
+	l := &Limiter{s: s.withDefaults(), factor: 1, auto: s.RequestsPerMinute == 0 && s.TokensPerMinute == 0 && !s.Learn}
 	now := time.Now()
 	if s.RequestsPerMinute > 0 {
 		l.requests.set(now, s.RequestsPerMinute/60, l.burst(s.RequestsPerMinute/60))
@@ -433,7 +428,7 @@ func (r Reservation) cancel(now time.Time) {
 // slot taken and given back later could not always be restored exactly,
 // and leaked slots would stall the target). Under the default pacing the
 // adaptive throttle's bucket paces requests too while it is engaged (see
-// AdaptiveK), its slots refused alike.
+// adaptiveK), its slots refused alike.
 func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
 	if l.idle.Load() {
 		return 0, Reservation{}, true
@@ -485,7 +480,7 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 // provider said, and every reservation taken before goes Stale. So do the
 // first headers that announce a token limit and no request limit: they
 // end the provisional request pace. Every response counts, as an accept
-// or a 429, toward the adaptive throttle (see AdaptiveK).
+// or a 429, toward the adaptive throttle (see adaptiveK).
 func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	if !throttled && l.idle.Load() && !rl.Requests.Reported() && !rl.Tokens.Reported() && !rl.InputTokens.Reported() &&
 		now.UnixNano()-l.folded.Load() < int64(time.Second) {
@@ -532,7 +527,7 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	// is over its limit, not for a few among many answers.
 	if !l.auto || over {
 		if now.Sub(l.cut) >= congestion || l.cut.IsZero() {
-			l.factor = math.Max(MinFactor, l.factor*l.s.Backoff)
+			l.factor = math.Max(minFactor, l.factor*l.s.Backoff)
 			l.updated, l.cut = now, now
 			l.apply(now)
 		}
@@ -546,7 +541,7 @@ func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
 func (l *Limiter) fade(now time.Time) {
 	if d := now.Sub(l.counted); d > 0 {
 		if !l.counted.IsZero() {
-			f := math.Exp(-float64(d) / float64(AdaptiveWindow))
+			f := math.Exp(-float64(d) / float64(adaptiveWindow))
 			l.accepted *= f
 			l.refused *= f
 		}
@@ -557,22 +552,22 @@ func (l *Limiter) fade(now time.Time) {
 }
 
 // overLimit reports whether the 429s counted say the target is over its
-// limit: at least AdaptiveMinRejects of them, outnumbering K-1 times the
+// limit: at least adaptiveMinRejects of them, outnumbering K-1 times the
 // accepts (the SRE book's condition, requests over K times accepts).
 func (l *Limiter) overLimit() bool {
-	return l.refused >= AdaptiveMinRejects && l.refused > (AdaptiveK-1)*l.accepted
+	return l.refused >= adaptiveMinRejects && l.refused > (adaptiveK-1)*l.accepted
 }
 
 // adaptiveRate is the adaptive throttle's rate: K times the rate of the
-// requests accepted, plus one request per AdaptiveWindow so that a
+// requests accepted, plus one request per adaptiveWindow so that a
 // provider that has accepted nothing yet is still asked.
 func (l *Limiter) adaptiveRate() rate.Limit {
-	return rate.Limit((AdaptiveK*l.accepted + 1) / AdaptiveWindow.Seconds())
+	return rate.Limit((adaptiveK*l.accepted + 1) / adaptiveWindow.Seconds())
 }
 
 // adapt returns the adaptive throttle's bucket at now, its rate brought
 // to the accepts counted, or nil. Observe engages it when overLimit; it
-// lets go when no 429 came within AdaptiveWindow, or when the 429s fall
+// lets go when no 429 came within adaptiveWindow, or when the 429s fall
 // under half of K-1 times the accepts (hysteresis: at its pace the target
 // answers about K-1 429s per accept).
 func (l *Limiter) adapt(now time.Time) *rate.Limiter {
@@ -580,7 +575,7 @@ func (l *Limiter) adapt(now time.Time) *rate.Limiter {
 		return nil
 	}
 	l.fade(now)
-	if now.Sub(l.rejected) >= AdaptiveWindow || 2*l.refused < (AdaptiveK-1)*l.accepted {
+	if now.Sub(l.rejected) >= adaptiveWindow || 2*l.refused < (adaptiveK-1)*l.accepted {
 		l.adaptive = nil
 		return nil
 	}
@@ -680,7 +675,7 @@ func (l *Limiter) recover(now time.Time) {
 	if d <= 0 {
 		return
 	}
-	l.factor = math.Min(1, l.factor+float64(d)/float64(l.s.Recovery)*(1-MinFactor))
+	l.factor = math.Min(1, l.factor+float64(d)/float64(l.s.Recovery)*(1-minFactor))
 	l.updated = now
 	l.apply(now)
 }
@@ -764,9 +759,9 @@ func (l *Limiter) MaxWait() time.Duration { return l.s.MaxWait }
 // estimating the request's tokens for a Reserve that grants a slot at once.
 func (l *Limiter) Paces() bool { return !l.idle.Load() }
 
-// Factor returns the share of the limits in force now, for tests and
+// currentFactor returns the share of the limits in force now, for tests and
 // telemetry: 1 when no 429 was seen recently.
-func (l *Limiter) Factor() float64 {
+func (l *Limiter) currentFactor() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.factor

@@ -31,7 +31,7 @@ func TestDisabledIsOff(t *testing.T) {
 		t.Fatal("On: want false for Disabled alone, true for the zero Config")
 	}
 	_, err := throttle.New(throttle.Config{Disabled: true, RequestsPerMinute: 50})
-	if !errors.Is(err, throttle.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {
+	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {
 		t.Fatalf("Disabled beside a limit: %v, want an invalid configuration naming Disabled", err)
 	}
 }
@@ -261,7 +261,7 @@ func TestAdaptiveThrottleSparesAMostlyAcceptingProvider(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	_, err := throttle.New(throttle.Config{RequestsPerMinute: -1, Burst: -1, Backoff: 1.5, MaxWait: -1})
-	if !errors.Is(err, throttle.ErrInvalidConfig) {
+	if !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Fatalf("got %v", err)
 	}
 	for _, s := range []string{"RequestsPerMinute", "Burst", "Backoff", "MaxWait"} {
@@ -276,8 +276,8 @@ func TestValidate(t *testing.T) {
 // throttled away from a healthy target); it is a Validate error.
 func TestHugeLimitsAreRefused(t *testing.T) {
 	for _, s := range []throttle.Config{{RequestsPerMinute: 1e300}, {TokensPerMinute: 1e300}} {
-		if _, err := throttle.New(s); !errors.Is(err, throttle.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most") {
-			t.Errorf("%+v: got %v; want ErrInvalidConfig", s, err)
+		if _, err := throttle.New(s); !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("%+v: got %v; want llm.ErrInvalidConfig", s, err)
 		}
 	}
 	l := mustNew(t, throttle.Config{RequestsPerMinute: throttle.MaxPerMinute, TokensPerMinute: throttle.MaxPerMinute})

@@ -2,9 +2,9 @@ package validate
 
 import "sync"
 
-// MaxCached bounds the schemas a SchemaCache keeps; past it they are all
+// maxCached bounds the schemas a SchemaCache keeps; past it they are all
 // forgotten and compiled again as they are asked for.
-const MaxCached = 1024
+const maxCached = 1024
 
 // anyObject checks the arguments of a tool without an input schema.
 var anyObject = MustCompile([]byte(`{"type":"object"}`))
@@ -35,7 +35,7 @@ func (c *SchemaCache) get(schema []byte) (*Schema, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= MaxCached {
+	if c.m == nil || len(c.m) >= maxCached {
 		c.m = make(map[string]*Schema)
 	}
 	c.m[string(schema)] = s

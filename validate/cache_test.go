@@ -46,12 +46,12 @@ func TestSchemaCacheArguments(t *testing.T) {
 
 func TestSchemaCacheIsBounded(t *testing.T) {
 	var c SchemaCache
-	for i := range MaxCached + 10 {
+	for i := range maxCached + 10 {
 		if _, err := c.get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(c.m); n > MaxCached {
+	if n := len(c.m); n > maxCached {
 		t.Fatalf("%d schemas kept, more than MaxCached", n)
 	}
 }

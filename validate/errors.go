@@ -24,8 +24,7 @@ var (
 	// as exactly one JSON value. It matches ErrInvalid.
 	ErrBadJSON = fmt.Errorf("%w: not valid JSON", ErrInvalid)
 
-	// ErrBadSchema is matched by every error Compile returns (a
-	// *SchemaError). It is a configuration error, never an invalid answer.
+	// ErrBadSchema is matched by every error Compile returns. It is a configuration error, never an invalid answer.
 	ErrBadSchema = errors.New("validate: bad schema")
 
 	// ErrTypeMismatch is matched by the *DecodeError Decode returns when an
@@ -35,12 +34,12 @@ var (
 	ErrTypeMismatch = errors.New("validate: the schema and the Go type disagree")
 )
 
-// SchemaError is the error Compile returns for a schema it cannot use: not
+// schemaError is the error Compile returns for a schema it cannot use: not
 // JSON, not a valid JSON Schema, a $ref that does not resolve (references
 // outside the document are never fetched), an unknown $schema, or a pattern
 // Go's regexp cannot compile. It matches ErrBadSchema, and errors.As reaches
 // the jsonschema library's own error through Err.
-type SchemaError struct {
+type schemaError struct {
 	// Problem is what was wrong, in backstop's words ("the schema is not
 	// JSON", "the schema does not compile").
 	Problem string
@@ -51,13 +50,13 @@ type SchemaError struct {
 }
 
 // Error says what was wrong and quotes the library's description.
-func (e *SchemaError) Error() string {
+func (e *schemaError) Error() string {
 	return fmt.Sprintf("%v: %s (fix the schema given to validate.Compile: drafts 2020-12 and 7, "+
 		"every $ref inside the document): %v", ErrBadSchema, e.Problem, e.Err)
 }
 
 // Unwrap returns ErrBadSchema and the underlying error.
-func (e *SchemaError) Unwrap() []error { return []error{ErrBadSchema, e.Err} }
+func (e *schemaError) Unwrap() []error { return []error{ErrBadSchema, e.Err} }
 
 // DecodeError is the error Decode returns when an answer passed the schema
 // but json.Unmarshal cannot put it into the Go type T: the schema allows what

@@ -42,35 +42,35 @@ type Schema struct {
 //
 // Any problem (the bytes are not JSON, the document is not a valid schema
 // for its draft, a $ref does not resolve, a pattern does not compile, an
-// unknown $schema, a document larger than MaxSchemaBytes or nesting deeper
-// than MaxSchemaDepth) returns a *SchemaError, which matches ErrBadSchema
+// unknown $schema, a document larger than 1 MiB or nesting deeper
+// than 128) returns an error that matches ErrBadSchema
 // and quotes the library's description of the problem.
 func Compile(schema []byte) (*Schema, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
-		return nil, &SchemaError{Problem: "the schema is empty", Err: errors.New("no bytes to compile")}
+		return nil, &schemaError{Problem: "the schema is empty", Err: errors.New("no bytes to compile")}
 	}
-	if len(schema) > MaxSchemaBytes {
-		return nil, &SchemaError{Problem: fmt.Sprintf("the schema is %d bytes, more than MaxSchemaBytes (%d)", len(schema), MaxSchemaBytes),
+	if len(schema) > maxSchemaBytes {
+		return nil, &schemaError{Problem: fmt.Sprintf("the schema is %d bytes, more than the %d allowed", len(schema), maxSchemaBytes),
 			Err: errSchemaTooLarge}
 	}
-	if d := depth(schema); d > MaxSchemaDepth {
-		return nil, &SchemaError{Problem: fmt.Sprintf("the schema nests objects and arrays %d deep, more than MaxSchemaDepth (%d); flatten it with $defs and $ref", d, MaxSchemaDepth),
+	if d := depth(schema); d > maxSchemaDepth {
+		return nil, &schemaError{Problem: fmt.Sprintf("the schema nests objects and arrays %d deep, more than the %d allowed; flatten it with $defs and $ref", d, maxSchemaDepth),
 			Err: errSchemaTooLarge}
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, &SchemaError{Problem: "the schema is not JSON", Err: err}
+		return nil, &schemaError{Problem: "the schema is not JSON", Err: err}
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	c.UseLoader(noLoader{})
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, &SchemaError{Problem: "the schema cannot be added", Err: err}
+		return nil, &schemaError{Problem: "the schema cannot be added", Err: err}
 	}
 	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, &SchemaError{Problem: "the schema does not compile", Err: err}
+		return nil, &schemaError{Problem: "the schema does not compile", Err: err}
 	}
 	return &Schema{sch: sch, src: bytes.Clone(schema)}, nil
 }
@@ -81,18 +81,18 @@ func Compile(schema []byte) (*Schema, error) {
 // so a schema that nests deeper, or is larger, than any real answer's
 // would hold Build for minutes: it is refused instead.
 const (
-	// MaxSchemaDepth is how deep a schema document may nest JSON objects
+	// maxSchemaDepth is how deep a schema document may nest JSON objects
 	// and arrays (each "properties" level is two). 128 compiles in
 	// milliseconds.
-	MaxSchemaDepth = 128
-	// MaxSchemaBytes is the largest schema document, 1 MiB.
-	MaxSchemaBytes = 1 << 20
+	maxSchemaDepth = 128
+	// maxSchemaBytes is the largest schema document, 1 MiB.
+	maxSchemaBytes = 1 << 20
 )
 
 var errSchemaTooLarge = errors.New("schema over backstop's limits")
 
 // depth returns how deep b nests JSON objects and arrays, counting only
-// brackets outside strings; it stops counting at MaxSchemaDepth+1.
+// brackets outside strings; it stops counting at maxSchemaDepth+1.
 func depth(b []byte) int {
 	d, deepest := 0, 0
 	in, esc := false, false
@@ -107,7 +107,7 @@ func depth(b []byte) int {
 		case in:
 		case c == '{' || c == '[':
 			if d++; d > deepest {
-				if deepest = d; deepest > MaxSchemaDepth {
+				if deepest = d; deepest > maxSchemaDepth {
 					return deepest
 				}
 			}
@@ -141,9 +141,9 @@ func (noLoader) Load(url string) (any, error) {
 // telemetry and debugging. The slice is shared: do not modify it.
 func (s *Schema) Source() []byte { return s.src }
 
-// Draft returns the draft the schema was compiled with: 2020 (for
+// draftOf returns the draft the schema was compiled with: 2020 (for
 // 2020-12), 2019 (2019-09), 7, 6 or 4.
-func (s *Schema) Draft() int { return s.sch.DraftVersion }
+func (s *Schema) draftOf() int { return s.sch.DraftVersion }
 
 // Validate extracts the JSON from a model's answer (see Extract) and
 // validates it against the schema.

@@ -53,10 +53,10 @@ func check(t *testing.T, s *Schema, answer string, wantPath, wantKeyword string,
 
 func TestDrafts(t *testing.T) {
 	t.Run("default is 2020-12", func(t *testing.T) {
-		if d := mustCompile(t, `{"type": "object"}`).Draft(); d != 2020 {
+		if d := mustCompile(t, `{"type": "object"}`).draftOf(); d != 2020 {
 			t.Fatalf("Draft() = %d without $schema; want 2020", d)
 		}
-		if d := mustCompile(t, `{`+draft7+`, "type": "object"}`).Draft(); d != 7 {
+		if d := mustCompile(t, `{`+draft7+`, "type": "object"}`).draftOf(); d != 7 {
 			t.Fatalf("Draft() = %d with the draft-07 $schema; want 7", d)
 		}
 	})
@@ -137,7 +137,7 @@ func TestCompileBadSchema(t *testing.T) {
 			if errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v matches ErrInvalid; a bad schema is not an invalid answer", err)
 			}
-			var serr *SchemaError
+			var serr *schemaError
 			if !errors.As(err, &serr) || serr.Err == nil {
 				t.Fatalf("error %v is not a *SchemaError with the cause", err)
 			}

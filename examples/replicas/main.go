@@ -1,6 +1,6 @@
 // Command replicas shows what the replicas of one service gain when their
 // chains share what they learn through Redis (chain.Builder.Shared, given
-// redisstore.NewShared's state on a go-redis client): circuit breakers,
+// redisstore.New's state on a go-redis client): circuit breakers,
 // Retry-After gates and retry budgets.
 //
 // Several replicas (4 by default), each its own *chain.Chain built with the
@@ -296,10 +296,10 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 			// Each replica has its own Redis client, as separate processes
 			// would. ContextTimeoutEnabled is required: the shared state
 			// bounds each round trip by its context, and
-			// redisstore.NewShared refuses a client without it.
+			// redisstore.New refuses a client without it.
 			c := redis.NewClient(&redis.Options{Addr: o.RedisAddr, ContextTimeoutEnabled: true})
 			clients = append(clients, c)
-			store, err := redisstore.NewShared(c)
+			store, err := redisstore.New(c)
 			if err != nil {
 				return nil, err
 			}
@@ -370,10 +370,10 @@ func play(ctx context.Context, o options, shared bool) (_ *incident, err error) 
 
 	primaryDown.Store(false)
 	mu.Lock()
-	// A shared breaker's opening lasts OpenFor and up to a JitterShare
-	// more (so that replicas that opened together do not probe together):
-	// wait for the longest it may last.
-	wait := time.Until(lastOpened.Add(o.OpenFor+o.OpenFor/breaker.JitterShare)) + 50*time.Millisecond
+	// A shared breaker's opening lasts OpenFor and up to a quarter more
+	// (so that replicas that opened together do not probe together): wait
+	// for the longest it may last.
+	wait := time.Until(lastOpened.Add(o.OpenFor+o.OpenFor/4)) + 50*time.Millisecond
 	mu.Unlock()
 	if wait > 0 {
 		time.Sleep(wait)

@@ -1,20 +1,20 @@
 // Package problems collects the problems a configuration check finds, so
 // that a constructor can report all of them at once, and owns the one
-// invalid-configuration sentinel of the module: every package's exported
-// sentinel (chain.ErrInvalidConfig, breaker.ErrInvalidConfig,
-// budget.ErrInvalidConfig, ...) is ErrInvalidConfig itself, so that any of
-// them matches a configuration error from any package.
+// invalid-configuration sentinel of the module, llm.ErrInvalidConfig, under
+// the name ErrInvalidConfig: every package's configuration errors match it.
 package problems
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
-// ErrInvalidConfig is matched by every configuration error of the module.
-// Packages export it under their own names; each reports its problems
-// under a head of its own (see Head), which matches it.
-var ErrInvalidConfig = errors.New("invalid configuration")
+// ErrInvalidConfig is llm.ErrInvalidConfig, matched by every configuration
+// error of the module. Each package reports its problems under a head of
+// its own (see Head), which matches it.
+var ErrInvalidConfig = llm.ErrInvalidConfig
 
 // Head returns an error reading text that matches ErrInvalidConfig: the
 // head a package puts before each of its configuration problems, such as

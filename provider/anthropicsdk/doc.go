@@ -49,7 +49,7 @@
 //
 // Every field of Config defaults when zero; New checks it once with
 // Config.Validate, and every error it returns matches the module's
-// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig))
 // and names the field to change.
 //
 // Name returns the OpenTelemetry gen_ai.provider.name of the platform

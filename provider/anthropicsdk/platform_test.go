@@ -22,7 +22,6 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
-	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
@@ -317,8 +316,8 @@ func TestNew(t *testing.T) {
 		if (err == nil) != tc.ok || err == nil && p.Name() != tc.name {
 			t.Errorf("%+v: %v", tc.opts, err)
 		}
-		if err != nil && (!strings.HasPrefix(err.Error(), "anthropicsdk: invalid configuration: ") || !errors.Is(err, chain.ErrInvalidConfig)) {
-			t.Errorf("error %q does not match chain.ErrInvalidConfig under the package's head", err)
+		if err != nil && (!strings.HasPrefix(err.Error(), "anthropicsdk: invalid configuration: ") || !errors.Is(err, llm.ErrInvalidConfig)) {
+			t.Errorf("error %q does not match llm.ErrInvalidConfig under the package's head", err)
 		}
 		if verr := tc.opts.Validate(); tc.client.Options != nil && (verr == nil) != tc.ok {
 			t.Errorf("%+v: Validate says %v, New %v", tc.opts, verr, err)

@@ -126,12 +126,12 @@ var (
 )
 
 // errHead heads every configuration error of the package; it matches the
-// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
 var errHead = problems.Head("anthropicsdk: invalid configuration")
 
 // Validate reports every problem of c at once, each naming the field and
 // what to change; nil when New would take c. Errors match the module's
-// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
 // New calls it; call it yourself to check a configuration read from a
 // file before building a client.
 func (c Config) Validate() error {
@@ -171,7 +171,7 @@ func (c Config) Validate() error {
 // is exactly one HTTP request and the chain alone decides what to retry.
 // The HTTP client is cfg.HTTPClient, guarded (see Config.HTTPClient),
 // unless the client was given one with option.WithHTTPClient. New checks
-// cfg with Validate; an error matches chain.ErrInvalidConfig and says
+// cfg with Validate; an error matches llm.ErrInvalidConfig and says
 // which field to change.
 func New(client anthropic.Client, cfg Config) (*Provider, error) {
 	if len(client.Options) == 0 {

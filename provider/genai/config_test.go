@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // TestValidateRefusesWhatWouldFailLater: values New used to take silently
@@ -24,8 +24,8 @@ func TestValidateRefusesWhatWouldFailLater(t *testing.T) {
 		{Config{APIKey: "AIzaSy0123456789abcdef "}, "Config.APIKey"},
 	} {
 		err := tc.cfg.Validate()
-		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("%+v: Validate = %v, want an error matching chain.ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
+		if err == nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: Validate = %v, want an error matching llm.ErrInvalidConfig naming %s", tc.cfg, err, tc.field)
 		}
 		if _, err := New(geminiClient(t, "http://127.0.0.1:1", nil), tc.cfg); err == nil {
 			t.Errorf("%+v: New accepted it", tc.cfg)

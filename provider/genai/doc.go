@@ -41,7 +41,7 @@
 // Every field of Config defaults when zero; New checks it once with
 // Config.Validate, and Config.Region against the client, and every error
 // it returns matches the module's invalid-configuration sentinel
-// (errors.Is(err, chain.ErrInvalidConfig)) and names what to change.
+// (errors.Is(err, llm.ErrInvalidConfig)) and names what to change.
 //
 // New does not send through the client it is given: it builds a client of
 // its own from the client's configuration (ClientConfig, which NewClient

@@ -78,13 +78,13 @@ var (
 )
 
 // errHead heads every configuration error of the package; it matches the
-// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
 var errHead = problems.Head("genai: invalid configuration")
 
 // Validate reports every problem of c that shows without the client, all
 // at once, each naming the field and what to change; New also checks
 // Region against the client. Errors match the module's
-// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
 // New calls it.
 func (c Config) Validate() error {
 	found := problems.New(errHead)
@@ -112,7 +112,7 @@ func (c Config) Validate() error {
 // documentation). client and its HTTP client are not changed, and New
 // neither detects credentials nor touches the network. New checks cfg with
 // Validate, and Region against the client; an error matches
-// chain.ErrInvalidConfig and says what to change.
+// llm.ErrInvalidConfig and says what to change.
 func New(client *gg.Client, cfg Config) (*Provider, error) {
 	if client == nil || client.Models == nil {
 		return nil, fmt.Errorf("%w: the client is nil; create it with genai.NewClient", errHead)

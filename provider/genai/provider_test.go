@@ -10,7 +10,6 @@ import (
 
 	gg "google.golang.org/genai"
 
-	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
@@ -36,7 +35,7 @@ func TestNewNamesAndDeployment(t *testing.T) {
 	}
 	// The client's Location decides; a Region saying otherwise is refused
 	// (TestRegionAgainstLocation).
-	// Every configuration error matches chain.ErrInvalidConfig under the
+	// Every configuration error matches llm.ErrInvalidConfig under the
 	// package's head; Validate finds what shows without the client.
 	for _, tc := range []struct {
 		client   *gg.Client
@@ -49,8 +48,8 @@ func TestNewNamesAndDeployment(t *testing.T) {
 		{geminiClient(t, "http://127.0.0.1:1", nil), Config{MaxResponseBytes: -1}, true},
 	} {
 		_, err := New(tc.client, tc.cfg)
-		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "genai: invalid configuration: ") {
-			t.Errorf("%+v: %v, want an error matching chain.ErrInvalidConfig", tc.cfg, err)
+		if err == nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "genai: invalid configuration: ") {
+			t.Errorf("%+v: %v, want an error matching llm.ErrInvalidConfig", tc.cfg, err)
 		}
 		if verr := tc.cfg.Validate(); (verr != nil) != tc.validate {
 			t.Errorf("%+v: Validate says %v", tc.cfg, verr)

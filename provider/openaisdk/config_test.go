@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/llm"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -18,8 +18,8 @@ func TestValidateRefusesMiscasedPlatforms(t *testing.T) {
 	for _, platform := range []string{"Azure", "AZURE", "OpenAI"} {
 		cfg := Config{Platform: platform}
 		err := cfg.Validate()
-		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Platform") {
-			t.Errorf("%q: Validate = %v, want an error matching chain.ErrInvalidConfig naming Config.Platform", platform, err)
+		if err == nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Platform") {
+			t.Errorf("%q: Validate = %v, want an error matching llm.ErrInvalidConfig naming Config.Platform", platform, err)
 		}
 		if _, err := New(openai.NewClient(option.WithAPIKey("k")), cfg); err == nil {
 			t.Errorf("%q: New accepted it", platform)

@@ -185,7 +185,7 @@
 //
 // Every field of Config defaults when zero; New checks it once with
 // Config.Validate, and every error it returns matches the module's
-// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig))
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig))
 // and names the field to change.
 //
 // # Retries are off, per request

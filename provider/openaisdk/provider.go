@@ -93,12 +93,12 @@ var (
 )
 
 // errHead heads every configuration error of the package; it matches the
-// module's invalid-configuration sentinel (chain.ErrInvalidConfig).
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
 var errHead = problems.Head("openaisdk: invalid configuration")
 
 // Validate reports every problem of c at once, each naming the field and
 // what to change; nil when New would take c. Errors match the module's
-// invalid-configuration sentinel (errors.Is(err, chain.ErrInvalidConfig)).
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
 // New calls it.
 func (c Config) Validate() error {
 	found := problems.New(errHead)
@@ -131,7 +131,7 @@ func (c Config) Validate() error {
 // with openai.NewClient (for OpenAI, Azure with the azure package's
 // options, or any compatible base URL). The client's own retry setting is
 // overridden on every call: see the package documentation. New checks cfg
-// with Validate; an error matches chain.ErrInvalidConfig and says which
+// with Validate; an error matches llm.ErrInvalidConfig and says which
 // field to change.
 func New(client openai.Client, cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -473,8 +472,8 @@ func TestNew(t *testing.T) {
 	}
 	for _, o := range []Config{{API: "completions"}, {Platform: " openai"}, {APIKey: "key\n"}, {MaxResponseBytes: -1}} {
 		_, err := New(c, o)
-		if err == nil || !errors.Is(err, chain.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "openaisdk: invalid configuration: Config.") {
-			t.Errorf("%+v: %v, want an error matching chain.ErrInvalidConfig naming the field", o, err)
+		if err == nil || !errors.Is(err, llm.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "openaisdk: invalid configuration: Config.") {
+			t.Errorf("%+v: %v, want an error matching llm.ErrInvalidConfig naming the field", o, err)
 		}
 		if verr := o.Validate(); verr == nil || verr.Error() != err.Error() {
 			t.Errorf("%+v: Validate says %v, New %v", o, verr, err)

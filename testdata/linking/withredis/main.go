@@ -14,7 +14,7 @@ import (
 func main() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	shared, err := redisstore.NewShared(client)
+	shared, err := redisstore.New(client)
 	if err != nil {
 		panic(err)
 	}

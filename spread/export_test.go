@@ -1,0 +1,4 @@
+package spread
+
+// DefaultDecay is defaultDecay, for the external tests; not part of the API.
+const DefaultDecay = defaultDecay
