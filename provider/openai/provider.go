@@ -164,17 +164,20 @@ func (c Config) Validate() error {
 	} else if err := wire.Key(c.APIKey); err != nil {
 		found.Addf("%v", err)
 	}
+	path := c.path()
 	switch {
-	case strings.TrimSpace(c.Path) != c.Path:
+	case strings.TrimSpace(path) != path:
 		found.Addf("Config.Path %q has leading or trailing spaces; trim them", c.Path)
-	case c.Path != "" && !strings.HasPrefix(c.Path, "/"):
+		path = DefaultPath // so that BaseURL is still checked
+	case !strings.HasPrefix(path, "/"):
 		found.Addf("Config.Path %q must start with /", c.Path)
-	case strings.Contains(c.Path, "#"):
+		path = DefaultPath
+	case strings.Contains(path, "#"):
 		found.Addf("Config.Path %q has a fragment, which is never sent; remove it", c.Path)
-	default:
-		if _, err := wire.URL(c.BaseURL, DefaultBaseURL, c.path()); err != nil {
-			found.Addf("%v", err)
-		}
+		path = DefaultPath
+	}
+	if _, err := wire.URL(c.BaseURL, DefaultBaseURL, path); err != nil {
+		found.Addf("%v", err)
 	}
 	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
 		found.Addf("%v", err)

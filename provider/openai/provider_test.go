@@ -324,4 +324,9 @@ func TestValidate(t *testing.T) {
 	if err := (Config{APIKey: "k"}).Validate(); err != nil {
 		t.Fatalf("Config{APIKey: k}.Validate() = %v", err)
 	}
+	// A bad Path does not hide a bad BaseURL.
+	err = Config{APIKey: "k", BaseURL: "ftp://h", Path: "v1"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "Config.Path") || !strings.Contains(err.Error(), `scheme "ftp"`) {
+		t.Fatalf("Validate() = %v; want both Path and BaseURL named", err)
+	}
 }
