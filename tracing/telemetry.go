@@ -3,11 +3,14 @@ package tracing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"go.opentelemetry.io/otel"
@@ -26,20 +29,55 @@ var (
 	unsetMeterProvider  = otel.GetMeterProvider()
 )
 
-// Config configures a chain's telemetry. The zero value means the
-// documented defaults: the global providers, no content.
+// Config configures a chain's telemetry. Every field's zero value is its
+// documented default: the global providers, read on every call, and no
+// content. New checks it with Validate.
 type Config struct {
 	// TracerProvider makes the spans. Nil means otel.GetTracerProvider(),
 	// read on every call, so an SDK installed after the chain was built is
-	// used from then on.
+	// used from then on. A typed nil (a *sdktrace.TracerProvider never
+	// built) is an error.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the metrics. Nil means otel.GetMeterProvider(),
-	// read on every call.
+	// read on every call, whether TracerProvider is given or not. A typed
+	// nil is an error.
 	MeterProvider metric.MeterProvider
 	// CaptureContent records prompts, system instructions and answers
 	// (gen_ai.input.messages, gen_ai.system_instructions,
 	// gen_ai.output.messages). Off by default: they may hold personal data.
 	CaptureContent bool
+}
+
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
+var errHead = problems.Head("tracing: invalid configuration")
+
+// Validate reports every problem of c at once, each naming the field and
+// what to change; nil when New would take c (New also fails when a
+// provider cannot make the instruments). Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	if typedNil(c.TracerProvider) {
+		found.Addf("Config.TracerProvider is a nil %T; give a provider, or nil for the global", c.TracerProvider)
+	}
+	if typedNil(c.MeterProvider) {
+		found.Addf("Config.MeterProvider is a nil %T; give a provider, or nil for the global", c.MeterProvider)
+	}
+	return found.Err()
+}
+
+// typedNil reports whether v is an interface holding a nil pointer (or
+// map, func, ...), which == nil does not catch.
+func typedNil(v any) bool {
+	if v == nil {
+		return false
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
 }
 
 // Observer is one chain's OpenTelemetry instrumentation: an
@@ -49,10 +87,13 @@ type Config struct {
 // Builder.TracerProvider, MeterProvider and CaptureContent. It is safe for
 // concurrent use.
 type Observer struct {
-	chain   string
-	opts    Config
+	chain string
+	// tp and mp are the providers as configured: nil reads the global on
+	// every call.
+	tp      trace.TracerProvider
+	mp      metric.MeterProvider
 	content bool
-	fixed   *instruments // with explicit providers; nil when both are off
+	fixed   *instruments // with both providers given; nil when both are off
 	cached  atomic.Pointer[instruments]
 	targets []*target // by observe.Target.Index, set by Bind
 }
@@ -79,26 +120,38 @@ type meters struct {
 	tokens                                               metric.Int64Histogram
 }
 
-// New returns the instrumentation of one chain, configured by opts. It
-// fails when a provider given in opts cannot make the instruments.
-func New(opts Config) (*Observer, error) {
-	t := &Observer{opts: opts, content: opts.CaptureContent}
-	if opts.TracerProvider != nil || opts.MeterProvider != nil {
-		tp, mp := opts.TracerProvider, opts.MeterProvider
-		if tp == nil {
-			tp = unsetTracerProvider
-		}
-		if mp == nil {
-			mp = unsetMeterProvider
-		}
-		in, err := build(tp, mp)
-		if err != nil {
-			return nil, err
-		}
+// New returns the instrumentation of one chain, configured by cfg. New
+// checks cfg with Validate, and fails when a provider given in cfg cannot
+// make the instruments; every error matches llm.ErrInvalidConfig.
+func New(cfg Config) (*Observer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Observer{tp: cfg.TracerProvider, mp: cfg.MeterProvider, content: cfg.CaptureContent}
+	if t.tp == nil && t.mp == nil {
+		return t, nil
+	}
+	// Make the given providers' instruments now, so that one that cannot
+	// fails New; a provider not given stands as the unset global, which
+	// makes none.
+	tp, mp := t.tp, t.mp
+	if tp == nil {
+		tp = unsetTracerProvider
+	}
+	if mp == nil {
+		mp = unsetMeterProvider
+	}
+	in, err := build(tp, mp)
+	if err != nil {
+		// Only the meter's instruments can fail to be made.
+		return nil, fmt.Errorf("%w: Config.MeterProvider could not make the instruments (%w); give a working provider, or nil for the global", errHead, err)
+	}
+	if t.tp != nil && t.mp != nil {
 		if in.tracer != nil || in.m != nil {
 			t.fixed = in
 		}
-		t.opts.TracerProvider, t.opts.MeterProvider = tp, mp
+	} else {
+		t.cached.Store(in)
 	}
 	return t, nil
 }
@@ -177,10 +230,15 @@ func newMeters(m metric.Meter) (*meters, error) {
 // active returns the instruments to use now, or nil when nothing would be
 // recorded.
 func (t *Observer) active() *instruments {
-	if t.opts.TracerProvider != nil {
-		return t.fixed
+	tp, mp := t.tp, t.mp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	} else if mp != nil {
+		return t.fixed // both given
 	}
-	tp, mp := otel.GetTracerProvider(), otel.GetMeterProvider()
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
 	if unset(tp, mp) {
 		return nil
 	}

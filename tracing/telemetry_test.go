@@ -7,7 +7,9 @@ import (
 
 	"github.com/backstop-llm/backstop/observe"
 	"go.opentelemetry.io/otel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -56,6 +58,38 @@ func TestStartCallFollowsTheGlobals(t *testing.T) {
 	otel.SetTracerProvider(tracenoop.NewTracerProvider())
 	if _, c := o.StartCall(context.Background(), observe.CallStart{Chain: "c"}); c != nil {
 		t.Fatal("observed a call with the no-op provider installed")
+	}
+}
+
+// TestOneProviderGivenTheOtherFollowsTheGlobal (after TestUnset, which needs
+// the globals unset): a nil MeterProvider means
+// the global, read on every call, also when the TracerProvider is given:
+// metrics are recorded once an SDK is installed as the global.
+func TestOneProviderGivenTheOtherFollowsTheGlobal(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	o, err := New(Config{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	otel.SetMeterProvider(mp)
+	defer otel.SetMeterProvider(metricnoop.NewMeterProvider())
+	o.Event(observe.BreakerChange{Target: observe.Target{Name: "t"}, To: "open"})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			found = found || m.Name == metricBreakerChanges
+		}
+	}
+	if !found {
+		t.Fatal("the global MeterProvider recorded nothing: a nil MeterProvider was not the global")
 	}
 }
 

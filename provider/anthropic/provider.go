@@ -6,13 +6,18 @@
 // and their results, and native structured output (output_config). A
 // Provider makes exactly one HTTP request per Complete or Stream; retries,
 // waits and fallbacks belong to the chain.
+//
+// Every field of Config but APIKey defaults when zero; New checks it once
+// with Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig))
+// and names what to change.
 package anthropic
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -27,8 +32,9 @@ const (
 	DefaultMaxTokens = 1024
 )
 
-// Config configures a Provider. The zero value of every field but APIKey
-// is a working default.
+// Config configures a Provider. Every field's zero value is its documented
+// default except APIKey's, which is required: Config{APIKey: key} sends to
+// the Anthropic API. New checks it with Validate.
 type Config struct {
 	// APIKey is sent as the x-api-key header. Required. It never appears in
 	// an error or an answer's metadata: the adapter redacts it from
@@ -38,12 +44,14 @@ type Config struct {
 	// text, so it is redacted only where it stands as a whole token, not
 	// touching a letter, a digit, '_' or '-' ("key=k;", a header holding
 	// just the key): a request id such as "req_fake_19" stays intact with
-	// the key "k".
+	// the key "k". A key with a control character (a file's trailing
+	// newline) or leading or trailing spaces is an error.
 	APIKey string
 
 	// BaseURL is the scheme, host and optional path prefix of the API, to
 	// which "/v1/messages" is appended (a trailing slash is ignored). It must
-	// be http or https and carry no query. Empty means DefaultBaseURL.
+	// be an absolute http or https URL with a host, and carry no query,
+	// fragment, or leading or trailing spaces. Empty means DefaultBaseURL.
 	BaseURL string
 
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Give it
@@ -59,7 +67,11 @@ type Config struct {
 
 	// Header holds extra headers sent with every request (anthropic-beta,
 	// say). A header named here replaces the adapter's own of that name
-	// (x-api-key, anthropic-version, content-type). Nil sends none.
+	// (x-api-key, anthropic-version, content-type). Nil sends none. A
+	// name that is not a header name ("X Team", "X-Team:"), a value with a
+	// control character other than tab, or two spellings of one name
+	// ("x-team" and "X-Team") is an error: net/http would refuse the
+	// first two on every request.
 	Header http.Header
 
 	// MaxResponseBytes caps the response body read, success or error; a
@@ -84,20 +96,43 @@ var (
 	_ llm.SchemaChecker   = (*Provider)(nil)
 )
 
-// New checks cfg and returns a Provider. An error says which field to
-// change.
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
+var errHead = problems.Head("anthropic: invalid configuration")
+
+// Validate reports every problem of c at once, each naming the field and
+// what to change; nil when New would take c. Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
+// New calls it; call it yourself to check a configuration read from a
+// file before building a provider.
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	if err := wire.Key(c.APIKey); err != nil {
+		found.Addf("%v", err)
+	}
+	if _, err := wire.URL(c.BaseURL, DefaultBaseURL, messagesPath); err != nil {
+		found.Addf("%v", err)
+	}
+	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+		found.Addf("%v", err)
+	}
+	for _, err := range wire.Header(c.Header) {
+		found.Addf("%v", err)
+	}
+	return found.Err()
+}
+
+// messagesPath is the Messages API's path under Config.BaseURL.
+const messagesPath = "/v1/messages"
+
+// New returns a Provider configured by cfg. New checks cfg with Validate;
+// an error matches llm.ErrInvalidConfig and says which field to change.
 func New(cfg Config) (*Provider, error) {
-	if err := wire.Key(cfg.APIKey); err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	url, err := wire.URL(cfg.BaseURL, DefaultBaseURL, "/v1/messages")
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
-	maxBytes, err := wire.MaxBytes(cfg.MaxResponseBytes)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
+	url, _ := wire.URL(cfg.BaseURL, DefaultBaseURL, messagesPath)
+	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
 	h := http.Header{
 		"X-Api-Key":         {cfg.APIKey},
 		"Anthropic-Version": {APIVersion},

@@ -10,11 +10,13 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
@@ -28,6 +30,22 @@ func newProvider(t testing.TB, url string) *Provider {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestValidate: Validate says what New would, so a configuration read from
+// a file can be checked before any provider is built; the zero Config
+// lacks only the key. (The suite's TestNew checks each field.)
+func TestValidate(t *testing.T) {
+	err := Config{}.Validate()
+	if !errors.Is(err, problems.ErrInvalidConfig) || err.Error() != "anthropic: invalid configuration: Config.APIKey is empty; set it to the provider's API key" {
+		t.Fatalf("Config{}.Validate() = %v", err)
+	}
+	if _, nerr := New(Config{}); nerr == nil || nerr.Error() != err.Error() {
+		t.Fatalf("New(Config{}) = %v; want Validate's error", nerr)
+	}
+	if err := (Config{APIKey: "k"}).Validate(); err != nil {
+		t.Fatalf("Config{APIKey: k}.Validate() = %v", err)
+	}
 }
 
 var userReq = llm.Request{Model: "claude-test", Messages: []llm.Message{{Role: llm.RoleUser, Content: "Hi"}}}

@@ -33,15 +33,19 @@
 //     one id) is renamed <id>_2 (see wire.CallIDs), so that no two calls
 //     share an id; one without a name is dropped;
 //   - a document by URL cannot be sent (Capabilities leaves it out).
+//
+// Every field of Config but APIKey defaults when zero; New checks it once
+// with Config.Validate, and every error it returns matches the module's
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig))
+// and names what to change.
 package openai
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -56,8 +60,9 @@ const (
 	DefaultName = "openai"
 )
 
-// Config configures a Provider. The zero value of every field but APIKey
-// is a working default for api.openai.com.
+// Config configures a Provider. Every field's zero value is its documented
+// default except APIKey's, which is required: Config{APIKey: key} sends to
+// api.openai.com. New checks it with Validate.
 type Config struct {
 	// APIKey authenticates every request, as "Authorization: Bearer <key>"
 	// unless KeyHeader says otherwise. Required: for a local server that
@@ -68,12 +73,15 @@ type Config struct {
 	// "none") cannot be told apart from ordinary text, so it is redacted
 	// only where it stands as a whole token, not touching a letter, a digit,
 	// '_' or '-' ("key=none;", a header holding just the key): a request id
-	// or a model name that merely contains its letters stays intact.
+	// or a model name that merely contains its letters stays intact. A key
+	// with a control character (a file's trailing newline) or leading or
+	// trailing spaces is an error.
 	APIKey string
 
 	// BaseURL is the scheme, host and optional path prefix of the server,
 	// to which Path is appended (a trailing slash is ignored). It must be
-	// http or https and carry no query. Empty means DefaultBaseURL.
+	// an absolute http or https URL with a host, and carry no query,
+	// fragment, or leading or trailing spaces. Empty means DefaultBaseURL.
 	BaseURL string
 
 	// Path is the endpoint's path under BaseURL, starting with "/"; it may
@@ -81,16 +89,20 @@ type Config struct {
 	// it for compatible servers mounted elsewhere: "/chat/completions",
 	// "/openai/v1/chat/completions", or for Azure OpenAI's deployment URLs
 	// "/openai/deployments/NAME/chat/completions?api-version=2024-10-21".
+	// A fragment (which would never be sent) or leading or trailing spaces
+	// are an error.
 	Path string
 
 	// Name is what Name returns, labelling errors and telemetry: the
 	// OpenTelemetry GenAI provider name of the endpoint, such as
-	// "azure.ai.openai". Empty means DefaultName ("openai").
+	// "azure.ai.openai". Empty means DefaultName ("openai"). Leading or
+	// trailing spaces are an error.
 	Name string
 
 	// KeyHeader names the header that carries APIKey. Empty means
 	// "Authorization", sent as "Bearer <key>"; any other name sends the key
-	// bare, as Azure OpenAI's "api-key" header expects.
+	// bare, as Azure OpenAI's "api-key" header expects. A name that is not
+	// a header name ("api key", "api-key:") is an error.
 	KeyHeader string
 
 	// LegacyMaxTokens sends llm.Params.MaxTokens as max_tokens, for older
@@ -112,7 +124,10 @@ type Config struct {
 
 	// Header holds extra headers sent with every request
 	// (OpenAI-Organization, OpenAI-Project, …). A header named here replaces
-	// the adapter's own of that name. Nil sends none.
+	// the adapter's own of that name. Nil sends none. A name that is not a
+	// header name, a value with a control character other than tab, or two
+	// spellings of one name ("openai-project" and "OpenAI-Project") is an
+	// error: net/http would refuse the first two on every request.
 	Header http.Header
 
 	// MaxResponseBytes caps the response body read, success or error; a
@@ -133,33 +148,71 @@ type Provider struct {
 
 var _ llm.Provider = (*Provider)(nil)
 
-// New checks cfg and returns a Provider. An error says which field to
-// change.
-func New(cfg Config) (*Provider, error) {
-	if cfg.APIKey == "" {
-		return nil, errors.New("openai: Config.APIKey is empty; set it to the API key (for a server that checks none, any placeholder such as \"none\")")
+// errHead heads every configuration error of the package; it matches the
+// module's invalid-configuration sentinel (llm.ErrInvalidConfig).
+var errHead = problems.Head("openai: invalid configuration")
+
+// Validate reports every problem of c at once, each naming the field and
+// what to change; nil when New would take c. Errors match the module's
+// invalid-configuration sentinel (errors.Is(err, llm.ErrInvalidConfig)).
+// New calls it; call it yourself to check a configuration read from a
+// file before building a provider.
+func (c Config) Validate() error {
+	found := problems.New(errHead)
+	if c.APIKey == "" {
+		found.Addf("Config.APIKey is empty; set it to the API key (for a server that checks none, any placeholder such as \"none\")")
+	} else if err := wire.Key(c.APIKey); err != nil {
+		found.Addf("%v", err)
 	}
-	if err := wire.Key(cfg.APIKey); err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	path := cfg.Path
-	if path == "" {
+	path := c.path()
+	switch {
+	case strings.TrimSpace(path) != path:
+		found.Addf("Config.Path %q has leading or trailing spaces; trim them", c.Path)
+		path = DefaultPath // so that BaseURL is still checked
+	case !strings.HasPrefix(path, "/"):
+		found.Addf("Config.Path %q must start with /", c.Path)
+		path = DefaultPath
+	case strings.Contains(path, "#"):
+		found.Addf("Config.Path %q has a fragment, which is never sent; remove it", c.Path)
 		path = DefaultPath
 	}
-	url, err := wire.URL(cfg.BaseURL, DefaultBaseURL, path)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
+	if _, err := wire.URL(c.BaseURL, DefaultBaseURL, path); err != nil {
+		found.Addf("%v", err)
 	}
-	maxBytes, err := wire.MaxBytes(cfg.MaxResponseBytes)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
+	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+		found.Addf("%v", err)
 	}
+	if strings.TrimSpace(c.Name) != c.Name {
+		found.Addf("Config.Name %q has leading or trailing spaces; trim them", c.Name)
+	}
+	if c.KeyHeader != "" && !wire.HeaderName(c.KeyHeader) {
+		found.Addf("Config.KeyHeader %q is not a header name; use letters, digits and -, such as \"api-key\"", c.KeyHeader)
+	}
+	for _, err := range wire.Header(c.Header) {
+		found.Addf("%v", err)
+	}
+	return found.Err()
+}
+
+// path is c.Path, or DefaultPath when it is empty.
+func (c Config) path() string {
+	if c.Path == "" {
+		return DefaultPath
+	}
+	return c.Path
+}
+
+// New returns a Provider configured by cfg. New checks cfg with Validate;
+// an error matches llm.ErrInvalidConfig and says which field to change.
+func New(cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	url, _ := wire.URL(cfg.BaseURL, DefaultBaseURL, cfg.path())
+	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
 	name := cfg.Name
 	if name == "" {
 		name = DefaultName
-	}
-	if strings.TrimSpace(name) != name {
-		return nil, fmt.Errorf("openai: Config.Name %q has leading or trailing spaces; trim them", name)
 	}
 	h := http.Header{
 		"Content-Type": {"application/json"},
@@ -169,9 +222,6 @@ func New(cfg Config) (*Provider, error) {
 	case "", "Authorization":
 		h.Set("Authorization", "Bearer "+cfg.APIKey)
 	default:
-		if strings.ContainsAny(kh, " \t\r\n:") {
-			return nil, fmt.Errorf("openai: Config.KeyHeader %q is not a header name", cfg.KeyHeader)
-		}
 		h.Set(kh, cfg.APIKey)
 	}
 	for k, v := range cfg.Header {

@@ -10,12 +10,14 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
 )
@@ -289,6 +291,11 @@ func TestNew(t *testing.T) {
 		{Config{APIKey: "k", Path: "chat/completions"}, "must start with /"},
 		{Config{APIKey: "k", Name: " openai"}, "Config.Name"},
 		{Config{APIKey: "k", KeyHeader: "api key"}, "Config.KeyHeader"},
+		{Config{APIKey: "k", KeyHeader: "api(key)"}, "Config.KeyHeader"},
+		{Config{APIKey: "k", KeyHeader: "api-key\x00"}, "Config.KeyHeader"},
+		{Config{APIKey: "k", Path: "/v1/chat/completions "}, "Config.Path"},
+		{Config{APIKey: "k", Path: "/v1/chat/completions#x"}, "fragment"},
+		{Config{APIKey: "k", Name: "openai", KeyHeader: "api-key", Path: "/chat/completions?api-version=1"}, ""},
 	}
 	for _, tt := range tests {
 		p, err := New(tt.cfg)
@@ -297,6 +304,29 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%+v) = %v, %v", tt.cfg, p, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "openai: ")):
 			t.Errorf("New(%+v) = %v; want an error containing %q", tt.cfg, err, tt.want)
+		case tt.want != "" && !errors.Is(err, problems.ErrInvalidConfig):
+			t.Errorf("New(%+v) = %v; want an error matching the invalid-configuration sentinel", tt.cfg, err)
 		}
+	}
+}
+
+// TestValidate: Validate says what New would, so a configuration read from
+// a file can be checked before any provider is built; the zero Config
+// lacks only the key.
+func TestValidate(t *testing.T) {
+	err := Config{}.Validate()
+	if !errors.Is(err, problems.ErrInvalidConfig) || err.Error() != `openai: invalid configuration: Config.APIKey is empty; set it to the API key (for a server that checks none, any placeholder such as "none")` {
+		t.Fatalf("Config{}.Validate() = %v", err)
+	}
+	if _, nerr := New(Config{}); nerr == nil || nerr.Error() != err.Error() {
+		t.Fatalf("New(Config{}) = %v; want Validate's error", nerr)
+	}
+	if err := (Config{APIKey: "k"}).Validate(); err != nil {
+		t.Fatalf("Config{APIKey: k}.Validate() = %v", err)
+	}
+	// A bad Path does not hide a bad BaseURL.
+	err = Config{APIKey: "k", BaseURL: "ftp://h", Path: "v1"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "Config.Path") || !strings.Contains(err.Error(), `scheme "ftp"`) {
+		t.Fatalf("Validate() = %v; want both Path and BaseURL named", err)
 	}
 }

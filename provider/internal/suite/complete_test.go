@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -470,6 +471,20 @@ func TestNew(t *testing.T) {
 		{config{key: "k", base: "https://h:port"}, "not a valid URL"},
 		{config{key: "k", maxBytes: -1}, "MaxResponseBytes"},
 		{config{key: "k", maxBytes: -5}, "MaxResponseBytes"},
+		// A BaseURL read from a file with its spaces: a trailing one after
+		// a path prefix would be sent as %20.
+		{config{key: "k", base: " https://h"}, "BaseURL"},
+		{config{key: "k", base: "https://h/prefix "}, "spaces"},
+		// Headers net/http would refuse on every request, failing every
+		// attempt as a transport error instead of the construction.
+		{config{key: "k", header: http.Header{"X-Team": {"a\nb"}}}, `Config.Header["X-Team"]`},
+		{config{key: "k", header: http.Header{"X Team": {"a"}}}, `Config.Header name "X Team"`},
+		{config{key: "k", header: http.Header{"X-Team:": {"a"}}}, "not a header name"},
+		{config{key: "k", header: http.Header{"": {"a"}}}, "not a header name"},
+		// Two spellings of one header: which one is sent would depend on
+		// the map's order.
+		{config{key: "k", header: http.Header{"x-team": {"a"}, "X-Team": {"b"}}}, "one header"},
+		{config{key: "k", header: http.Header{"X-Team": {"a\tb"}, "x-other": {"ü"}}}, ""},
 	}
 	forEach(t, func(t *testing.T, a adapter) {
 		for _, tt := range tests {
@@ -481,6 +496,24 @@ func TestNew(t *testing.T) {
 				t.Errorf("Name = %q; want %q", p.Name(), a.name)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), a.name+": ")):
 				t.Errorf("New(%+v) = %v; want an error containing %q", tt.cfg, err, tt.want)
+			}
+		}
+	})
+}
+
+// TestNewReportsEveryProblem: New reports every problem of a Config at
+// once, each under the adapter's name, and its error matches the module's
+// invalid-configuration sentinel, as every constructor's does.
+func TestNewReportsEveryProblem(t *testing.T) {
+	forEach(t, func(t *testing.T, a adapter) {
+		_, err := a.open(config{key: "k\n", base: "ftp://h", maxBytes: -1, header: http.Header{"X-A": {"\r"}}})
+		if !errors.Is(err, problems.ErrInvalidConfig) {
+			t.Fatalf("New: %v; want an error matching the invalid-configuration sentinel", err)
+		}
+		lines := strings.Split(err.Error(), "\n")
+		for i, want := range []string{"APIKey", "BaseURL", "MaxResponseBytes", "Header"} {
+			if len(lines) != 4 || !strings.HasPrefix(lines[i], a.name+": invalid configuration: ") || !strings.Contains(lines[i], want) {
+				t.Fatalf("New: %q; want 4 lines, the %dth about %s, each under %q", err, i+1, want, a.name+": invalid configuration: ")
 			}
 		}
 	})

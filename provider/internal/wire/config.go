@@ -3,7 +3,9 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +16,11 @@ import (
 func URL(base, def, path string) (string, error) {
 	if base == "" {
 		base = def
+	}
+	if strings.TrimSpace(base) != base {
+		// A trailing space after a path prefix would parse, and be sent
+		// as %20.
+		return "", fmt.Errorf("Config.BaseURL %q has leading or trailing spaces; trim them", base)
 	}
 	u, err := url.Parse(base)
 	if err != nil {
@@ -65,4 +72,57 @@ func Key(key string) error {
 		return errors.New("Config.APIKey has leading or trailing spaces; trim them")
 	}
 	return nil
+}
+
+// HeaderName reports whether name is a header name net/http sends: a
+// token of RFC 9110 (letters, digits and !#$%&'*+-.^_`|~), not empty.
+func HeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Header checks a Config.Header: every name a header name, every value
+// free of control characters but tab (net/http would refuse either on
+// every request, failing each attempt instead of the construction), and
+// no two names that are one header once canonical (which of them is sent
+// would depend on the map's order). It returns one problem per mistake, in
+// the order of the names.
+func Header(h http.Header) []error {
+	var errs []error
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	first := make(map[string]string, len(h))
+	for _, k := range names {
+		if !HeaderName(k) {
+			errs = append(errs, fmt.Errorf("Config.Header name %q is not a header name; use letters, digits and -", k))
+			continue
+		}
+		ck := http.CanonicalHeaderKey(k)
+		if prev, ok := first[ck]; ok {
+			errs = append(errs, fmt.Errorf("Config.Header names %q and %q, which are one header; put the values under one of them", prev, k))
+			continue
+		}
+		first[ck] = k
+		for _, v := range h[k] {
+			if strings.IndexFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) >= 0 {
+				errs = append(errs, fmt.Errorf("Config.Header[%q] has a value with a control character (a trailing newline from a file?); remove it", k))
+				break
+			}
+		}
+	}
+	return errs
 }
