@@ -1,18 +1,17 @@
 package chain
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/check"
 	"github.com/backstop-llm/backstop/internal/modelid"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -377,23 +376,14 @@ func (p *build) checkEntry(i int, e entry, names map[string]bool, last *Tier) (l
 // checkTarget checks a model target's fields; a provider found unusable
 // (nil, a typed nil, no name) is set to nil, for the checks that follow.
 func (p *build) checkTarget(label string, t *Target) {
-	if isNil(t.Provider) {
-		if t.Provider != nil {
-			p.fail(label, "Provider is a nil %T; pass the provider its constructor returned (did it fail?)", t.Provider)
-		} else {
-			p.fail(label, "Provider is nil; set it to an llm.Provider such as anthropic.New's")
-		}
-		t.Provider = nil
-	} else if name, err := nameOf(t.Provider); err != nil || name == "" {
-		if err != nil {
-			p.fail(label, "Provider.Name panicked (%v); a provider must name itself", err)
-		} else {
-			p.fail(label, "Provider.Name returned \"\"; a provider must name itself (it is the gen_ai.provider.name of its spans, and tiers compare it)")
-		}
-		t.Provider = nil
+	if err := check.Provider(t.Provider); err != nil {
+		p.fail(label, "%s", err)
+		t.Provider = nil // for the checks that follow
 	}
-	for _, problem := range checkParams(&t.Params) {
-		p.fail(label, "%s", problem)
+	if err := t.Params.Validate(); err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			p.fail(label, "%s", e.(*llm.Error).Message)
+		}
 	}
 	if t.Budget != nil && isNil(t.Budget) {
 		p.fail(label, "Budget is a nil %T; pass a budget its constructor returned, or leave Budget nil for the default", t.Budget)
@@ -422,9 +412,6 @@ func (p *build) checkTarget(label string, t *Target) {
 	} else if !reflect.ValueOf(t.Probe).IsZero() {
 		p.fail(label, "Probe has no Messages; give it one short message, or leave Probe empty for no active probe")
 	}
-	if t.Params.MaxTokens < 0 {
-		p.fail(label, "Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", t.Params.MaxTokens)
-	}
 	p.wrap(label, "Retry is invalid", t.Retry.Validate())
 	p.checkDeployment(label, t) // Serves, Model, and AllowRegions (deployment.go)
 }
@@ -433,7 +420,10 @@ func (p *build) checkTarget(label string, t *Target) {
 // (reporting state changes to the observers), throttle, schema and budget.
 func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	c := p.c
-	ob := observe.Target{Name: t.Name, Tier: tier.String(), Provider: providerName(t.Provider), Model: t.Model, Index: len(c.targets)}
+	ob := observe.Target{Name: t.Name, Tier: tier.String(), Model: t.Model, Index: len(c.targets)}
+	if t.Provider != nil { // nil: reported by checkTarget
+		ob.Provider = t.Provider.Name()
+	}
 	bs := t.Breaker
 	var pr *prober // made below, once the target is
 	if len(t.Probe.Messages) > 0 {
@@ -606,56 +596,9 @@ func (c *Chain) bindDegradation(d degrade.Degradation, fail func(err error)) deg
 	return g
 }
 
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, slice, func or channel: a typed nil, whose methods would panic when
-// a call used it.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
-}
-
-// nameOf returns p.Name(), or the panic it raised as an error.
-func nameOf(p llm.Provider) (name string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return p.Name(), nil
-}
-
-// checkParams lists what in a target's Params no call could send: a
-// Temperature or TopP that is NaN or infinite (JSON has no such number),
-// an Extra value that cannot be encoded as JSON. Each would fail every call
-// as a bad request, which stops the chain before the next target is tried.
-func checkParams(p *llm.Params) []string {
-	var found []string
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"Temperature", p.Temperature}, {"TopP", p.TopP}} {
-		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
-			found = append(found, fmt.Sprintf("Params.%s is %v; JSON cannot carry it: use a finite number, or nil for the provider's default", f.name, *f.v))
-		}
-	}
-	keys := make([]string, 0, len(p.Extra))
-	for k := range p.Extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if _, err := json.Marshal(p.Extra[k]); err != nil {
-			found = append(found, fmt.Sprintf("Params.Extra[%q] cannot be encoded as JSON (%v); use a value encoding/json can marshal", k, err))
-		}
-	}
-	return found
-}
+// isNil is check.IsNil: v is nil, or a typed nil whose methods would
+// panic when a call used it.
+func isNil(v any) bool { return check.IsNil(v) }
 
 // bind numbers the degradations after the model targets and tells every
 // observer that wants it (observe.Binder) the chain's targets; fail gets
@@ -702,12 +645,4 @@ func (s stateObservers) sharedUnavailable(store, target string) {
 	for _, o := range s.obs {
 		o.Event(e)
 	}
-}
-
-// providerName is p's Name, or "" for a nil provider (reported elsewhere).
-func providerName(p llm.Provider) string {
-	if p == nil {
-		return ""
-	}
-	return p.Name()
 }
