@@ -188,6 +188,7 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 			OrProvider(chain.Target{Name: "nan", Provider: o, Model: "m", Params: llm.Params{Temperature: &nan}}).
 			OrProvider(chain.Target{Name: "inf", Provider: &stub{name: "x"}, Model: "m", Params: llm.Params{TopP: &inf}}).
 			OrProvider(chain.Target{Name: "extra", Provider: &stub{name: "y"}, Model: "m", Params: llm.Params{Extra: map[string]any{"f": func() {}}}}).
+			OrProvider(chain.Target{Name: "max-tokens", Provider: &stub{name: "v"}, Model: "m", Params: llm.Params{MaxTokens: -1}}).
 			OrProvider(chain.Target{Name: "nameless", Provider: &stub{}, Model: "m"}).
 			OrProvider(chain.Target{Name: "panics", Provider: panicky{}, Model: "m"}).
 			OrProvider(chain.Target{Name: "nil-budget", Provider: &stub{name: "z"}, Model: "m", Budget: nilBudget}).
@@ -204,6 +205,7 @@ func TestBuildRejectsWhatEveryCallWouldFailOn(t *testing.T) {
 		`target "nan": Params.Temperature is NaN`,
 		`target "inf": Params.TopP is +Inf`,
 		`target "extra": Params.Extra["f"] cannot be encoded`,
+		`target "max-tokens": Params.MaxTokens is -1; it must not be negative`,
 		`target "nameless": Provider.Name returned ""`,
 		`target "panics": Provider.Name panicked (no client)`,
 		`target "nil-budget": Budget is a nil *budget.Ratio`,

@@ -2,7 +2,10 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 )
 
 // maxToolName is the longest tool name every provider accepts.
@@ -38,6 +41,43 @@ func (r *Request) Validate() error {
 		return nil // no tools, tool choice or response schema to check
 	}
 	return r.checkTools()
+}
+
+// Validate checks that p holds only what a request body can carry:
+// MaxTokens not negative, a Temperature and TopP that are finite (JSON has
+// no NaN or infinity), and Extra values encoding/json can marshal. A
+// provider would fail every request carrying such Params as a bad request.
+//
+// It returns nil, or every problem joined (errors.Join), each an *Error of
+// KindBadRequest (Provider "backstop") whose Message says what to change
+// and whose Detail names the field ("Params.TopP", `Params.Extra["k"]`).
+// A chain's Build runs it on each target's Params; Request.Validate does
+// not, since an Extra is marshaled when the request is encoded anyway.
+func (p Params) Validate() error {
+	var found []error
+	if p.MaxTokens < 0 {
+		found = append(found, badRequest(fmt.Sprintf("Params.MaxTokens is %d; it must not be negative (0 means the provider's default)", p.MaxTokens), "Params.MaxTokens"))
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"Temperature", p.Temperature}, {"TopP", p.TopP}} {
+		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			found = append(found, badRequest(fmt.Sprintf("Params.%s is %v; JSON cannot carry it: use a finite number, or nil for the provider's default", f.name, *f.v), "Params."+f.name))
+		}
+	}
+	keys := make([]string, 0, len(p.Extra))
+	for k := range p.Extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, err := json.Marshal(p.Extra[k]); err != nil {
+			field := fmt.Sprintf("Params.Extra[%q]", k)
+			found = append(found, badRequest(fmt.Sprintf("%s cannot be encoded as JSON (%v); use a value encoding/json can marshal", field, err), field))
+		}
+	}
+	return errors.Join(found...)
 }
 
 // messageProblem says what is wrong with message i, m, whose role or

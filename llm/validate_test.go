@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,48 @@ func BenchmarkValidate(b *testing.B) {
 		if err := r.Validate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestParamsValidate: Params a request body cannot carry are reported,
+// every one, each a bad request naming its field; sendable Params are nil.
+func TestParamsValidate(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(-1)
+	ok := Params{MaxTokens: 10, Temperature: Float(0.5), TopP: Float(1), Stop: []string{"x"}, Extra: map[string]any{"a": 1, "b": []string{"c"}}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid Params: %v", err)
+	}
+	if err := (Params{}).Validate(); err != nil {
+		t.Errorf("zero Params: %v", err)
+	}
+	bad := Params{MaxTokens: -1, Temperature: &nan, TopP: &inf, Extra: map[string]any{"z": func() {}, "a": make(chan int), "ok": 1}}
+	err := bad.Validate()
+	j, isJoin := err.(interface{ Unwrap() []error })
+	if !isJoin {
+		t.Fatalf("got %v; want the problems joined", err)
+	}
+	want := []struct{ detail, says string }{
+		{"Params.MaxTokens", "Params.MaxTokens is -1; it must not be negative"},
+		{"Params.Temperature", "Params.Temperature is NaN; JSON cannot carry it"},
+		{"Params.TopP", "Params.TopP is -Inf; JSON cannot carry it"},
+		{`Params.Extra["a"]`, `Params.Extra["a"] cannot be encoded as JSON (`},
+		{`Params.Extra["z"]`, `Params.Extra["z"] cannot be encoded as JSON (`},
+	}
+	errs := j.Unwrap()
+	if len(errs) != len(want) {
+		t.Fatalf("%d problems, want %d: %v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		var le *Error
+		if !errors.As(errs[i], &le) || le.Kind != KindBadRequest || le.Provider != "backstop" {
+			t.Errorf("problem %d = %#v; want a backstop bad request", i, errs[i])
+			continue
+		}
+		if le.Detail != w.detail || !strings.HasPrefix(le.Message, w.says) {
+			t.Errorf("problem %d = %q (detail %q); want %q… (detail %q)", i, le.Message, le.Detail, w.says, w.detail)
+		}
+	}
+	if KindOf(err) != KindBadRequest {
+		t.Errorf("KindOf = %v; want KindBadRequest", KindOf(err))
 	}
 }

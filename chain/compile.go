@@ -1,0 +1,304 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/breaker"
+	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/catalog"
+	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spread"
+	"github.com/backstop-llm/backstop/throttle"
+	"github.com/backstop-llm/backstop/tracing"
+	"github.com/backstop-llm/backstop/validate"
+)
+
+// Build checks the configuration and returns the chain, or every problem
+// found, joined; each wraps llm.ErrInvalidConfig and names its target. It
+// validates (checkChain, checkEntry, checkTarget) and compiles
+// (compileObservers, compileTarget, bind) in one pass, so that a problem
+// found compiling (a schema that does not compile) is reported with the
+// others.
+func (b *Builder) Build() (*Chain, error) {
+	p := &build{b: b, c: &Chain{
+		name:            b.name,
+		deadline:        b.deadline,
+		degradeTimeout:  b.degradeTimeout,
+		contentFallback: b.contentFallback,
+		restart:         b.restart,
+		epoch:           time.Now(),
+	}}
+	c := p.c
+	if c.degradeTimeout == 0 {
+		c.degradeTimeout = DefaultDegradeTimeout
+	}
+	p.checkChain()
+	p.checkGroups()
+	p.compileObservers()
+	if b.schema != nil {
+		s, err := validate.Compile(b.schema)
+		p.wrap("", "Schema is invalid", err)
+		c.schema = s
+	}
+	p.entries()
+	p.compileGroups()
+	c.warnings = append(capabilityWarnings(c.targets), c.warnings...)
+	c.bind(func(o observe.Observer, err error) {
+		p.wrap("", fmt.Sprintf("the observer %T refused the chain", o), err)
+	})
+	if b.shared != nil {
+		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
+			p.errs = append(p.errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
+		})
+	}
+	if err := errors.Join(p.errs...); err != nil {
+		return nil, err
+	}
+	for _, t := range c.targets {
+		t.assemble()
+	}
+	c.watchProbes()
+	return c, nil
+}
+
+// build is one run of Build: the chain being compiled and the problems
+// found so far.
+type build struct {
+	b    *Builder
+	c    *Chain
+	errs []error
+}
+
+// fail records a problem of target ("" for the chain as a whole).
+func (p *build) fail(target, format string, args ...any) {
+	p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: target, Problem: fmt.Sprintf(format, args...)})
+}
+
+// wrap records err, when not nil, as a problem of target.
+func (p *build) wrap(target, problem string, err error) {
+	if err != nil {
+		p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: target, Problem: problem, Err: err})
+	}
+}
+
+// compileObservers puts the OpenTelemetry observer first, then Observe's.
+func (p *build) compileObservers() {
+	c := p.c
+	tel, err := tracing.New(p.b.telemetry)
+	if err != nil {
+		p.wrap("", "the telemetry providers failed", err)
+	} else {
+		c.observers = append(c.observers, tel)
+	}
+	for i, o := range p.b.observers {
+		if isNil(o) {
+			p.fail("", "Observe was given a nil Observer (#%d)", i+1)
+			continue
+		}
+		c.observers = append(c.observers, o)
+	}
+	c.state.chain = c.name
+	for _, o := range c.observers {
+		if so, ok := o.(observe.StateObserver); ok {
+			c.state.obs = append(c.state.obs, so)
+		}
+	}
+}
+
+// entries checks and compiles the targets and degradations in order.
+func (p *build) entries() {
+	names := map[string]bool{}
+	var primary *Target
+	last := TierPrimary
+	for i, e := range p.b.entries {
+		label, ok := p.checkEntry(i, e, names, &last)
+		if !ok {
+			continue
+		}
+		if e.tier == TierDegrade {
+			p.c.degrades = append(p.c.degrades, p.c.bindDegradation(e.degr, func(err error) {
+				p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Err: err})
+			}))
+			continue
+		}
+		t := e.target
+		p.checkTarget(label, &t)
+		p.catalogue(&t)
+		if e.tier == TierPrimary && i == 0 {
+			primary = &t // as checked: a provider found unusable is nil
+		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
+			checkTier(e.tier, t, primary, func(f string, a ...any) { p.fail(label, f, a...) })
+		}
+		ct := p.compileTarget(label, e.tier, t)
+		p.c.lacks = p.c.lacks || ct.caps != llm.CapAll
+		p.c.picky = p.c.picky || !ct.media.IsZero()
+		p.c.targets = append(p.c.targets, ct)
+	}
+}
+
+// catalogue completes t from the chain's catalogue (Builder.Catalog): its
+// ContextWindow when 0, and what its model lacks, less what t Takes.
+func (p *build) catalogue(t *Target) {
+	cat := p.b.catalog
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	m, ok := cat.Lookup(servedModel(t))
+	if !ok {
+		return
+	}
+	if t.ContextWindow == 0 {
+		t.ContextWindow = m.ContextWindow
+	}
+	t.Lacks |= m.Lacks &^ t.Takes
+}
+
+// compileTarget makes what a call needs of target t: its breaker
+// (reporting state changes to the observers), throttle, schema and budget.
+func (p *build) compileTarget(label string, tier Tier, t Target) *target {
+	c := p.c
+	ob := observe.Target{Name: t.Name, Tier: tier.String(), Model: t.Model, Index: len(c.targets)}
+	if t.Provider != nil { // nil: reported by checkTarget
+		ob.Provider = t.Provider.Name()
+	}
+	bs := t.Breaker
+	var pr *prober // made below, once the target is
+	if len(t.Probe.Messages) > 0 {
+		bs.ActiveProbe = true
+	}
+	// The callback holds the chain's state observers, not the chain: the
+	// breaker outlives a call, and a probe's timer holds it (prober).
+	if user, notify := bs.OnStateChange, c.state; len(notify.obs) > 0 || bs.ActiveProbe {
+		bs.OnStateChange = func(name string, from, to breaker.State) {
+			if to == breaker.Open && pr != nil {
+				pr.opened()
+			}
+			if len(notify.obs) > 0 {
+				notify.breakerChanged(ob, from, to)
+			}
+			if user != nil {
+				user(name, from, to)
+			}
+		}
+	}
+	br, err := breaker.New(t.Name, bs)
+	p.wrap(label, "Breaker is invalid", err)
+	tc := t.Throttle
+	if p.b.groups[groupOf(tier)].strategy == spread.Headroom && tc == (throttle.Config{}) {
+		tc = headroomThrottle // Headroom reads the limits the headers announce, from the first request
+	}
+	lim, err := throttle.New(tc)
+	p.wrap(label, "Throttle is invalid", err)
+	sch := c.schema
+	if t.Schema != nil {
+		sch, err = validate.Compile(t.Schema)
+		p.wrap(label, "Schema is invalid", err)
+	}
+	caps := llm.CapAll
+	var media llm.MediaTypes
+	if t.Provider != nil {
+		caps = llm.CapabilitiesOf(t.Provider) &^ t.Lacks
+		media = llm.MediaTypesOf(t.Provider)
+	}
+	native := p.native(label, t, caps)
+	bud := t.Budget
+	if bud == nil {
+		bud, err = budget.NewRatio(budget.RatioConfig{})
+		p.wrap(label, "the default budget", err)
+	}
+	ct := &target{
+		Target:   t,
+		tier:     tier,
+		policy:   t.Retry.WithDefaults(),
+		table:    t.Retry.Table(),
+		budget:   bud,
+		breaker:  br,
+		maxGate:  t.Breaker.WithDefaults().MaxGate,
+		schema:   sch,
+		ob:       ob,
+		throttle: lim,
+		caps:     caps,
+		media:    media,
+		native:   native,
+		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
+			t.Params.Stop != nil || len(t.Params.Extra) != 0,
+	}
+	if len(t.Probe.Messages) > 0 {
+		pr = &prober{t: ct, req: t.Probe}
+		ct.prepare(&pr.req)
+		ct.prober = pr
+	}
+	return ct
+}
+
+// bindDegradation compiles d for c: a degrade.Binder is bound to c's name
+// and Schema (one LastGood may serve several chains; a Static answer is
+// checked against the Schema), and a degrade.Rememberer is registered to
+// be told of c's answers.
+func (c *Chain) bindDegradation(d degrade.Degradation, fail func(err error)) degrader {
+	g := degrader{name: d.Name(), d: d, ob: observe.Target{Name: d.Name(), Tier: TierDegrade.String()}}
+	if b, ok := d.(degrade.Binder); ok {
+		bound, err := b.Bind(c.name, c.schema)
+		if err != nil {
+			fail(err)
+			return g
+		}
+		g.d = bound
+	}
+	if m, ok := g.d.(degrade.Rememberer); ok {
+		g.mem = m
+		c.memories = append(c.memories, m)
+	}
+	return g
+}
+
+// bind numbers the degradations after the model targets and tells every
+// observer that wants it (observe.Binder) the chain's targets; fail gets
+// an observer's refusal.
+func (c *Chain) bind(fail func(observe.Observer, error)) {
+	all := make([]observe.Target, 0, len(c.targets)+len(c.degrades))
+	for _, t := range c.targets {
+		all = append(all, t.ob)
+	}
+	for i := range c.degrades {
+		c.degrades[i].ob.Index = len(all)
+		all = append(all, c.degrades[i].ob)
+	}
+	for _, o := range c.observers {
+		if b, ok := o.(observe.Binder); ok {
+			if err := b.Bind(c.name, all); err != nil {
+				fail(o, err)
+			}
+		}
+	}
+}
+
+// stateObservers are a chain's observers of the changes that belong to no
+// call (observe.StateObserver), with the chain's name. The callbacks of
+// breakers and shared stores hold a copy, never the Chain, which must stay
+// collectable while they live on (see prober).
+type stateObservers struct {
+	chain string
+	obs   []observe.StateObserver
+}
+
+// breakerChanged tells the state observers that t's breaker changed.
+func (s stateObservers) breakerChanged(t observe.Target, from, to breaker.State) {
+	var e observe.Event = observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()}
+	for _, o := range s.obs {
+		o.Event(e)
+	}
+}
+
+// sharedUnavailable tells the state observers that a shared store
+// stopped answering.
+func (s stateObservers) sharedUnavailable(store, target string) {
+	var e observe.Event = observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target}
+	for _, o := range s.obs {
+		o.Event(e)
+	}
+}
