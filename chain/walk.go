@@ -62,6 +62,9 @@ type walk struct {
 	// the policies (an interface's methods) moves nothing more there.
 	pa policy.Attempt
 	po policy.Outcome
+	// deadline is w.ctx's deadline, read once as the walk starts; zero
+	// when it has none.
+	deadline time.Time
 	// req is the request try sends to the target at pos, prepared for it.
 	req llm.Request
 
@@ -170,6 +173,7 @@ func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
 	if c.deadline > 0 {
 		w.ctx, w.cancel = context.WithTimeout(ctx, c.deadline)
 	}
+	w.deadline, _ = w.ctx.Deadline()
 }
 
 // done releases the walk's deadline and leaves its result whole: a call
@@ -281,9 +285,7 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt 
 			pa.At = time.Now()
 		}
 	}
-	if dl, ok := w.ctx.Deadline(); ok {
-		pa.Deadline = dl
-	}
+	pa.Deadline = w.deadline
 	return pa
 }
 
