@@ -300,8 +300,7 @@ func (s *Shared) tracks() []*tracked {
 //   - a breaker open itself defers its probe to another replica when the
 //     opening read ends later than this breaker's own publication (its
 //     opening's end plus its interval) by more than Slack: it stays open,
-//     refusing attempts with ErrOpenElsewhere and holding its active
-//     probe (StartProbing),
+//     refusing attempts with ErrOpenElsewhere and Probe with ErrOpen,
 //     until that publication is withdrawn or ends (capped as above), and
 //     then probes itself. Replicas whose breakers opened on their own (a
 //     total outage trips them all within one Refresh) thus send one probe

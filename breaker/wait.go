@@ -16,7 +16,7 @@ const RampStep = 250 * time.Millisecond
 
 // MaxProbeWait bounds how long past ProbeAt a caller of Wait waits for the
 // probe's outcome: the probe's own request may hang, and with
-// Config.ActiveProbe StartProbing must send it.
+// Config.ActiveProbe something else must send it.
 const MaxProbeWait = 30 * time.Second
 
 // pollProbe is how often a waiter past ProbeAt asks again for the probe
