@@ -57,11 +57,11 @@ var (
 	// matches ErrOpen too.
 	ErrOpenElsewhere = fmt.Errorf("%w (opened by another replica)", ErrOpen)
 
-	// ErrNotOpen is what Probe returns when there is nothing to probe:
+	// errNotOpen is what probe returns when there is nothing to probe:
 	// the breaker is closed (or disabled), and attempts go through. It does
 	// not match ErrOpen. A breaker that another replica holds open (see
 	// Shared.Sync) is closed here: that replica probes it.
-	ErrNotOpen = errors.New("circuit breaker not open: nothing to probe, attempts go through")
+	errNotOpen = errors.New("circuit breaker not open: nothing to probe, attempts go through")
 
 	errProbing  = fmt.Errorf("%w (half-open: the probe is already in flight)", ErrOpen)
 	errNotDue   = fmt.Errorf("%w (the probe is not due yet: see ProbeAt)", ErrOpen)
@@ -122,14 +122,14 @@ type Config struct {
 	// ActiveProbe keeps users' attempts off a target that is not known to
 	// have recovered: while the breaker is open or half-open, Allow
 	// refuses every attempt with ErrOpen, even once the open interval has
-	// passed, and only Breaker.Probe takes the half-open probe slot (for a
-	// small request of the caller's choosing, sent when ProbeAt says). A
-	// probe that succeeds closes the breaker and attempts go through
-	// again; one that fails opens it again, for twice as long. Something
-	// must send those probes: with ActiveProbe and no one calling Probe,
-	// a breaker that opens never closes. Without ActiveProbe, the first
-	// attempt after the open interval is the probe (and Probe may take the
-	// slot too).
+	// passed, and only the probes of Breaker.StartProbing take the
+	// half-open probe slot (a small request of the caller's choosing, sent
+	// when ProbeAt says). A probe that succeeds closes the breaker and
+	// attempts go through again; one that fails opens it again, for twice
+	// as long. Something must send those probes: with ActiveProbe and no
+	// StartProbing, a breaker that opens never closes. Without
+	// ActiveProbe, the first attempt after the open interval is the probe
+	// (and StartProbing's may take the slot too).
 	ActiveProbe bool
 	// MaxGate is the longest a Retry-After closes the target's gate; a
 	// longer request (or a garbage header) closes it this long, after which
@@ -242,7 +242,7 @@ func fromGobreaker(s gobreaker.State) State {
 // The open interval grows here too. gobreaker's Timeout is FirstOpenFor;
 // each opening's own interval (FirstOpenFor, doubled after each failed
 // probe up to OpenFor) is counted from its OnStateChange, and until it has
-// passed the breaker holds itself open: Allow, Probe and State answer
+// passed the breaker holds itself open: Allow, probe and State answer
 // without asking gobreaker. gobreaker may still move to half-open earlier
 // (its Timeout has passed, and the report of an attempt from before the
 // opening reaches it): the breaker then stays open all the same, and tells
@@ -275,6 +275,9 @@ type Breaker struct {
 	// jitter is set by Shared.Track: each opening then lasts a random
 	// share of up to jitterShare longer (see onStateChange).
 	jitter atomic.Bool
+	// prober sends the active probes (StartProbing): each opening
+	// schedules one. nil without StartProbing.
+	prober atomic.Pointer[prober]
 	// shared is the Shared that tracks the breaker (set by Track, before
 	// any call): Settle publishes its changes through it, and a call
 	// waiting for its probe keeps its poller reading. nil when not shared.
@@ -418,6 +421,9 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 	}
 	b.closed.Store(to == gobreaker.StateClosed)
 	b.tell(name, from, to)
+	if p := b.prober.Load(); p != nil && to == gobreaker.StateOpen {
+		p.opened()
+	}
 }
 
 // wake wakes the callers of Wait: the breaker changed state.
@@ -487,7 +493,8 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 // the attempt's outcome, or an error matching ErrOpen when the attempt must
 // not be sent (ErrOpenElsewhere when another replica holds it open). Once
 // the open interval has passed, the first attempt Allow lets through is the
-// half-open probe; with Config.ActiveProbe none is: only Probe takes it.
+// half-open probe; with Config.ActiveProbe none is: only StartProbing's
+// probes take it.
 func (b *Breaker) Allow() (Ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
 		b.window.Add(0)                                     // counted as it starts: see readyToTrip
@@ -559,23 +566,24 @@ func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 	}
 }
 
-// Probe takes the half-open probe slot for an active probe: a small
-// request of the caller's choosing that finds out whether the target has
-// recovered without risking a user's call (see Config.ActiveProbe). Report
+// probe takes the half-open probe slot for an active probe
+// (StartProbing): a small request of the caller's choosing that finds out
+// whether the target has recovered without risking a user's call (see
+// Config.ActiveProbe). Report
 // its outcome on the Ticket like any attempt's: retry.NotFailure closes the
 // breaker (once Probes probes in a row have succeeded), retry.Failure or
 // retry.Trip opens it again for twice as long (up to OpenFor),
 // retry.Excluded (the probe was canceled) frees the slot for another. A
 // Ticket that is never reported keeps the slot: report every one.
 //
-// Probe returns an error matching ErrOpen while the open interval has not
+// probe returns an error matching ErrOpen while the open interval has not
 // passed (see ProbeAt) and while a probe is already in flight, and
-// ErrNotOpen when the breaker is closed or disabled: there is nothing to
+// errNotOpen when the breaker is closed or disabled: there is nothing to
 // probe. It reads the clock. It works with or without ActiveProbe; without
 // it, a user's attempt may take the slot first.
-func (b *Breaker) Probe() (Ticket, error) {
+func (b *Breaker) probe() (Ticket, error) {
 	if b.cb == nil || b.closed.Load() {
-		return Ticket{}, ErrNotOpen
+		return Ticket{}, errNotOpen
 	}
 	if b.held() || b.elsewhere.Load() != nil && b.deferring() {
 		return Ticket{}, errNotDue
@@ -585,7 +593,7 @@ func (b *Breaker) Probe() (Ticket, error) {
 	if err == nil && b.closed.Load() {
 		// Granted as closed: another probe closed the breaker meanwhile.
 		t.done(errExcluded)
-		return Ticket{}, ErrNotOpen
+		return Ticket{}, errNotOpen
 	}
 	return t, err
 }
@@ -596,8 +604,8 @@ func (b *Breaker) Probe() (Ticket, error) {
 // in flight). It returns the zero time while the breaker is
 // closed or disabled, including while another replica holds it open (that
 // replica probes). A breaker that defers its probe to another replica
-// (see Shared.Sync) keeps its own due time, passed: Probe refuses until
-// that replica's publication is withdrawn or ends, so ask again. It reads no clock; its result carries a monotonic
+// (see Shared.Sync) keeps its own due time, passed: its probe waits until
+// that replica's publication is withdrawn or ends. It reads no clock; its result carries a monotonic
 // reading, so time.Until measures it correctly.
 func (b *Breaker) ProbeAt() time.Time {
 	if b.cb == nil || b.closed.Load() {

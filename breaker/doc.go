@@ -24,9 +24,9 @@
 // Once the interval has passed, the first attempt Allow lets through is
 // the probe, so a user's call finds out whether the target recovered. With
 // Config.ActiveProbe, Allow refuses users' attempts until the breaker
-// closes, and the caller sends a small probe request of its own instead:
-// Breaker.ProbeAt says when it is due, Breaker.Probe takes the probe slot,
-// and its Ticket is reported like any attempt's.
+// closes, and Breaker.StartProbing sends a small probe request of the
+// caller's choosing instead, on a timer, when each opening ends
+// (Breaker.ProbeAt), until the function it returns stops it.
 //
 // A spend cap (retry.Trip) opens the breaker with its first failure. That
 // leans only on gobreaker's documented contract, not on the order in which

@@ -294,7 +294,7 @@ func (s *Shared) tracks() []*tracked {
 //   - a breaker open itself defers its probe to another replica when the
 //     opening read ends later than this breaker's own publication (its
 //     opening's end plus its interval) by more than slackBound: it stays open,
-//     refusing attempts with ErrOpenElsewhere and Probe with ErrOpen,
+//     refusing attempts with ErrOpenElsewhere and its active probe (StartProbing) with ErrOpen,
 //     until that publication is withdrawn or ends (capped as above), and
 //     then probes itself. Replicas whose breakers opened on their own (a
 //     total outage trips them all within one Refresh) thus send one probe

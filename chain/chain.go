@@ -37,6 +37,7 @@ type Chain struct {
 	epoch           time.Time          // origin of clock
 	answers         answer.Checker     // checks answers; keeps the tools' InputSchemas compiled
 	warnings        []string           // see Warnings
+	probes          []func()           // stop the targets' active probes (Target.Probe): see Close
 
 	// layout is the groups as the walk ranks them; nil unless spreads.
 	layout *spread.Layout

@@ -61,7 +61,7 @@ func (b *Builder) Build() (*Chain, error) {
 	for _, t := range c.targets {
 		t.assemble()
 	}
-	c.watchProbes()
+	c.startProbes()
 	return c, nil
 }
 
@@ -166,20 +166,14 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		ob.Provider = t.Provider.Name()
 	}
 	bs := t.Breaker
-	var pr *prober // made below, once the target is
 	if len(t.Probe.Messages) > 0 {
-		bs.ActiveProbe = true
+		bs.ActiveProbe = true // the probes: startProbes
 	}
 	// The callback holds the chain's state observers, not the chain: the
-	// breaker outlives a call, and a probe's timer holds it (prober).
-	if user, notify := bs.OnStateChange, c.state; len(notify.obs) > 0 || bs.ActiveProbe {
+	// breaker outlives a call, and a probe's timer holds it (startProbes).
+	if user, notify := bs.OnStateChange, c.state; len(notify.obs) > 0 {
 		bs.OnStateChange = func(name string, from, to breaker.State) {
-			if to == breaker.Open && pr != nil {
-				pr.opened()
-			}
-			if len(notify.obs) > 0 {
-				notify.breakerChanged(ob, from, to)
-			}
+			notify.breakerChanged(ob, from, to)
 			if user != nil {
 				user(name, from, to)
 			}
@@ -226,11 +220,6 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		native:   native,
 		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 			t.Params.Stop != nil || len(t.Params.Extra) != 0,
-	}
-	if len(t.Probe.Messages) > 0 {
-		pr = &prober{t: ct, req: t.Probe}
-		ct.prepare(&pr.req)
-		ct.prober = pr
 	}
 	return ct
 }
@@ -280,7 +269,7 @@ func (c *Chain) bind(fail func(observe.Observer, error)) {
 // stateObservers are a chain's observers of the changes that belong to no
 // call (observe.StateObserver), with the chain's name. The callbacks of
 // breakers and shared stores hold a copy, never the Chain, which must stay
-// collectable while they live on (see prober).
+// collectable while they live on (see startProbes).
 type stateObservers struct {
 	chain string
 	obs   []observe.StateObserver

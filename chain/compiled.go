@@ -53,8 +53,6 @@ type target struct {
 	group *group
 	load  *spread.Load
 	hedge *hedger
-	// prober sends the active probe (Probe); nil when off.
-	prober *prober
 	// answers and firsts are its latest answer times, whole and (a
 	// stream's) to the first chunk, that its patience learns from.
 	answers, firsts hedge.Window

@@ -76,14 +76,19 @@ func TestCloseStopsTheProbes(t *testing.T) {
 	})
 }
 
+// witnessed is a provider the test does not hold: once it is collected,
+// nothing holds the chain's target, which a probe's pending timer holds
+// until its probing has stopped.
+type witnessed struct{ *timed }
+
 // droppedProbing builds a chain whose target p is probed while its
 // breaker is open, opens the breaker with a call, and drops the chain:
-// it returns only a weak pointer to it and a report of whether its probes
-// were stopped.
-func droppedProbing(t *testing.T, p *timed) (weak.Pointer[chain.Chain], func() bool) {
+// it returns only weak pointers to it and to its target's provider.
+func droppedProbing(t *testing.T, p *timed) (weak.Pointer[chain.Chain], weak.Pointer[witnessed]) {
 	t.Helper()
+	w := &witnessed{p}
 	c, err := chain.New("c").
-		Primary(chain.Target{Name: p.name, Provider: p, Model: "m", Probe: probe,
+		Primary(chain.Target{Name: p.name, Provider: w, Model: "m", Probe: probe,
 			Retry: retry.Policy{MaxAttempts: 1}, Breaker: breaker.Config{ConsecutiveFailures: 1}}).
 		Build()
 	if err != nil {
@@ -92,7 +97,7 @@ func droppedProbing(t *testing.T, p *timed) (weak.Pointer[chain.Chain], func() b
 	if _, err := c.Call(t.Context(), question); err == nil {
 		t.Fatal("the down target answered")
 	}
-	return weak.Make(c), chain.ProbesStoppedForTest(c)
+	return weak.Make(c), weak.Make(w)
 }
 
 // TestDroppedChainStopsProbingAndIsCollected: chains dropped without
@@ -103,10 +108,10 @@ func TestDroppedChainStopsProbingAndIsCollected(t *testing.T) {
 		const n = 20
 		down := make([]*timed, n)
 		chains := make([]weak.Pointer[chain.Chain], n)
-		stopped := make([]func() bool, n)
+		providers := make([]weak.Pointer[witnessed], n)
 		for i := range n {
 			down[i] = &timed{name: "eu-1", downUntil: time.Now().Add(24 * time.Hour)}
-			chains[i], stopped[i] = droppedProbing(t, down[i])
+			chains[i], providers[i] = droppedProbing(t, down[i])
 		}
 		time.Sleep(6 * time.Second) // each chain probes once, at 5s, while nobody has collected it
 		sent := 0
@@ -123,12 +128,14 @@ func TestDroppedChainStopsProbingAndIsCollected(t *testing.T) {
 				t.Fatalf("chain %d was not collected: something its probe runs still holds it", i)
 			}
 		}
-		// The cleanups run outside the bubble: wait for them without
-		// letting the bubble's clock move (it moves only while every
-		// goroutine of the bubble is blocked, and this one spins).
-		for tries := 0; !all(stopped); tries++ {
+		// The cleanups that stop the probes run outside the bubble: wait
+		// for them without letting the bubble's clock move (it moves only
+		// while every goroutine of the bubble is blocked, and this one
+		// spins). A stopped probe lets go of its target, and so of the
+		// provider.
+		for tries := 0; !allCollected(providers); tries++ {
 			if tries == 1000 {
-				t.Fatal("the collected chains' probes were not stopped")
+				t.Fatal("the collected chains' probes were not stopped: their pending timers still hold their targets")
 			}
 			runtime.GC()
 			runtime.Gosched()
@@ -142,10 +149,10 @@ func TestDroppedChainStopsProbingAndIsCollected(t *testing.T) {
 	})
 }
 
-// all reports whether every one of fs reports true.
-func all(fs []func() bool) bool {
-	for _, f := range fs {
-		if !f() {
+// allCollected reports whether every one of ps has been collected.
+func allCollected[T any](ps []weak.Pointer[T]) bool {
+	for _, p := range ps {
+		if p.Value() != nil {
 			return false
 		}
 	}

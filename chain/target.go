@@ -158,7 +158,7 @@ type Target struct {
 	// failure keeps it open for a longer interval (see breaker.Config's
 	// FirstOpenFor), and the next probe goes when that ends. The target's
 	// Model, System and Params apply to it as to any request; Timeout
-	// bounds it (DefaultProbeTimeout when 0). It sets Breaker.ActiveProbe.
+	// bounds it (10s when 0). It sets Breaker.ActiveProbe.
 	// Probes run on timers: call Chain.Close when the chain is no longer
 	// used (a chain dropped without it stops probing once it is
 	// collected). A Probe with no Messages (the zero value) is off.
