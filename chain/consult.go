@@ -1,0 +1,90 @@
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
+)
+
+// The walk's side of the policy seam: what a target's policies are asked
+// about before an attempt, and what follows their refusal.
+
+// policyAttempt is what t's policies are asked about attempt n on t in
+// phase ph, and told of: the walk as it stands, in w.pa. A first
+// attempt's Send reads the clock once, for every policy and the attempt's
+// start.
+func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt {
+	pa := &w.pa
+	*pa = policy.Attempt{Phase: ph, Target: t.Name, N: n, Needs: w.needs, Media: w.media, MinWindow: w.minWindow}
+	if ph != policy.Peek {
+		pa.Last = w.mayWait(t)
+	}
+	if ph == policy.Send {
+		if n == 1 {
+			w.now, w.nowOK = w.c.clock(), true
+			pa.At = w.c.epoch.Add(w.now)
+		} else {
+			pa.At = time.Now()
+		}
+	}
+	pa.Deadline = w.deadline
+	return pa
+}
+
+// consult asks t's policies about attempt n on t, which sends req (nil in
+// Plan and Peek), in phase ph; what they hold goes to holds (nil in Peek).
+func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *policy.Holds) policy.Admission {
+	pa := w.policyAttempt(t, ph, n)
+	pa.Request = req
+	return t.policies.Admit(w.ctx, pa, holds)
+}
+
+// passedOver passes over t, whose policies refused its first attempt
+// (adm), and records why. A deadline that passed passes over every target
+// from the walk's position on; a caller that canceled stops the call.
+func (w *walk) passedOver(t *target, adm policy.Admission) tried {
+	c := w.c
+	if cerr := canceled(w.caller); cerr != nil {
+		return tried{err: cerr, kind: llm.KindCanceled}
+	}
+	if errors.Is(adm.Err, ErrDeadline) {
+		for p := w.pos; p < len(c.targets); p++ {
+			w.pos = p
+			w.passOver(w.target(p), observe.SkipDeadline, ErrDeadline, "the deadline passed", 0)
+		}
+		w.causes = append(w.causes, fmt.Errorf("%w before %q was tried", ErrDeadline, t.Name))
+		return tried{skipped: true}
+	}
+	w.passOver(t, adm.Cause, adm.Err, adm.Reason, adm.Waited)
+	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: adm.Err})
+	return tried{skipped: true}
+}
+
+// notSent ends the walk on t when its policies refused retry n (adm),
+// after wait: recorded with why, and the target's last failure (s) with
+// the refusal is the target's cause.
+func (w *walk) notSent(t *target, n int, wait time.Duration, s *sent, adm policy.Admission) tried {
+	if cerr := canceled(w.caller); cerr != nil {
+		rec := skipped(t, n, wait, cerr, "the caller canceled during the wait")
+		rec.Decision = DecisionStop
+		w.record(rec)
+		return tried{err: cerr, kind: llm.KindCanceled}
+	}
+	w.record(skipped(t, n, wait, adm.Err, adm.Reason))
+	w.obs.skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)
+	return tried{err: &refusedError{s.err, adm.Err}, kind: s.kind}
+}
+
+// mayWait reports whether a call whose attempt on t a policy refuses may
+// be made to wait instead (policy.Attempt.Last: a breaker's probe): when t
+// is the walk's last target and the chain has no degradation (nothing
+// else could answer), t does not hedge, and the call has not waited yet.
+// With a fallback, a degradation included, the call moves on to it,
+// without waiting.
+func (w *walk) mayWait(t *target) bool {
+	return !w.waited && w.pos == len(w.c.targets)-1 && len(w.c.degrades) == 0 && t.hedge == nil
+}
