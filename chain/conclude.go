@@ -1,5 +1,8 @@
 package chain
 
+// How an attempt ends: classified, checked, observed, and settled with its
+// target's policies.
+
 import (
 	"context"
 	"errors"
@@ -10,9 +13,6 @@ import (
 	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 )
-
-// How an attempt ends: classified, checked, observed, and settled with its
-// target's policies.
 
 // conclude classifies the end of attempt a and reports it.
 func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {

@@ -1,5 +1,8 @@
 package chain
 
+// The walk's side of the policy seam: what a target's policies are asked
+// about before an attempt, and what follows their refusal.
+
 import (
 	"errors"
 	"fmt"
@@ -9,9 +12,6 @@ import (
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 )
-
-// The walk's side of the policy seam: what a target's policies are asked
-// about before an attempt, and what follows their refusal.
 
 // policyAttempt is what t's policies are asked about attempt n on t in
 // phase ph, and told of: the walk as it stands, in w.pa. A first

@@ -1,12 +1,12 @@
 package chain
 
+// The sender: how the walk makes one attempt, whole or streamed.
+
 import (
 	"context"
 
 	"github.com/backstop-llm/backstop/llm"
 )
-
-// The sender: how the walk makes one attempt, whole or streamed.
 
 // sender makes one attempt. Call's (stream nil) sends the request and
 // returns the whole answer; Stream's opens a stream and returns once its
