@@ -21,7 +21,7 @@ type attempt struct {
 	holds  policy.Holds  // what its target's policies hold for it, given back when it is settled
 	wait   time.Duration // waited before it (backoff and pacing)
 	start  time.Duration // on the chain's clock
-	obs    attemptObs
+	obs    observe.Attempt
 	cancel context.CancelFunc // the per-attempt Timeout's; nil when none
 	tools  []llm.Tool         // the request's, to check the answer's calls
 	choice *spread.Choice     // why the walk chose t; nil in an ordered tier

@@ -31,13 +31,13 @@ type Chain struct {
 	degrades        []degrader
 	memories        []degrade.Rememberer // told of every validated model answer
 	schema          *validate.Schema
-	observers       []observe.Observer // the tracing observer first, then Builder.Observe's
-	state           stateObservers     // those of them that observe state changes
-	shared          *breaker.Shared    // nil unless Builder.Shared
-	epoch           time.Time          // origin of clock
-	answers         answer.Checker     // checks answers; keeps the tools' InputSchemas compiled
-	warnings        []string           // see Warnings
-	probes          []func()           // stop the targets' active probes (Target.Probe): see Close
+	observer        observe.Observer // the tracing observer, then Builder.Observe's, joined
+	state           stateObservers   // the state events' share of observer
+	shared          *breaker.Shared  // nil unless Builder.Shared
+	epoch           time.Time        // origin of clock
+	answers         answer.Checker   // checks answers; keeps the tools' InputSchemas compiled
+	warnings        []string         // see Warnings
+	probes          []func()         // stop the targets' active probes (Target.Probe): see Close
 
 	// layout is the groups as the walk ranks them; nil unless spreads.
 	layout *spread.Layout

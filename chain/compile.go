@@ -47,9 +47,7 @@ func (b *Builder) Build() (*Chain, error) {
 	p.entries()
 	p.compileGroups()
 	c.warnings = append(capabilityWarnings(c.targets), c.warnings...)
-	c.bind(func(o observe.Observer, err error) {
-		p.wrap("", fmt.Sprintf("the observer %T refused the chain", o), err)
-	})
+	p.wrap("", "an observer refused the chain", c.bind())
 	if b.shared != nil {
 		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
 			p.errs = append(p.errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
@@ -85,28 +83,25 @@ func (p *build) wrap(target, problem string, err error) {
 	}
 }
 
-// compileObservers puts the OpenTelemetry observer first, then Observe's.
+// compileObservers joins the OpenTelemetry observer, first, and Observe's.
 func (p *build) compileObservers() {
 	c := p.c
-	tel, err := tracing.New(p.b.telemetry)
-	if err != nil {
+	var obs []observe.Observer
+	if tel, err := tracing.New(p.b.telemetry); err != nil {
 		p.wrap("", "the telemetry providers failed", err)
 	} else {
-		c.observers = append(c.observers, tel)
+		obs = append(obs, tel)
 	}
 	for i, o := range p.b.observers {
 		if isNil(o) {
 			p.fail("", "Observe was given a nil Observer (#%d)", i+1)
 			continue
 		}
-		c.observers = append(c.observers, o)
+		obs = append(obs, o)
 	}
+	c.observer = observe.Join(obs...)
 	c.state.chain = c.name
-	for _, o := range c.observers {
-		if so, ok := o.(observe.StateObserver); ok {
-			c.state.obs = append(c.state.obs, so)
-		}
-	}
+	c.state.obs, _ = c.observer.(observe.StateObserver)
 }
 
 // entries checks and compiles the targets and degradations in order.
@@ -171,7 +166,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	}
 	// The callback holds the chain's state observers, not the chain: the
 	// breaker outlives a call, and a probe's timer holds it (startProbes).
-	if user, notify := bs.OnStateChange, c.state; len(notify.obs) > 0 {
+	if user, notify := bs.OnStateChange, c.state; notify.obs != nil {
 		bs.OnStateChange = func(name string, from, to breaker.State) {
 			notify.breakerChanged(ob, from, to)
 			if user != nil {
@@ -246,9 +241,9 @@ func (c *Chain) bindDegradation(d degrade.Degradation, fail func(err error)) deg
 }
 
 // bind numbers the degradations after the model targets and tells every
-// observer that wants it (observe.Binder) the chain's targets; fail gets
-// an observer's refusal.
-func (c *Chain) bind(fail func(observe.Observer, error)) {
+// observer that wants it (observe.Binder) the chain's targets. It returns
+// their refusals.
+func (c *Chain) bind() error {
 	all := make([]observe.Target, 0, len(c.targets)+len(c.degrades))
 	for _, t := range c.targets {
 		all = append(all, t.ob)
@@ -257,13 +252,10 @@ func (c *Chain) bind(fail func(observe.Observer, error)) {
 		c.degrades[i].ob.Index = len(all)
 		all = append(all, c.degrades[i].ob)
 	}
-	for _, o := range c.observers {
-		if b, ok := o.(observe.Binder); ok {
-			if err := b.Bind(c.name, all); err != nil {
-				fail(o, err)
-			}
-		}
+	if b, ok := c.observer.(observe.Binder); ok {
+		return b.Bind(c.name, all)
 	}
+	return nil
 }
 
 // stateObservers are a chain's observers of the changes that belong to no
@@ -272,22 +264,20 @@ func (c *Chain) bind(fail func(observe.Observer, error)) {
 // collectable while they live on (see startProbes).
 type stateObservers struct {
 	chain string
-	obs   []observe.StateObserver
+	obs   observe.StateObserver // nil when none observes state
 }
 
 // breakerChanged tells the state observers that t's breaker changed.
 func (s stateObservers) breakerChanged(t observe.Target, from, to breaker.State) {
-	var e observe.Event = observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()}
-	for _, o := range s.obs {
-		o.Event(e)
+	if s.obs != nil {
+		s.obs.Event(observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()})
 	}
 }
 
 // sharedUnavailable tells the state observers that a shared store
 // stopped answering.
 func (s stateObservers) sharedUnavailable(store, target string) {
-	var e observe.Event = observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target}
-	for _, o := range s.obs {
-		o.Event(e)
+	if s.obs != nil {
+		s.obs.Event(observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target})
 	}
 }

@@ -3,6 +3,7 @@ package chain_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -122,8 +123,14 @@ level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=g
 
 // TestPanicAtAttemptStartGivesBackItsTicket: an observer that panics as
 // an attempt starts leaves nothing held: the half-open breaker's probe
-// slot the attempt took is given back, and the next call probes.
+// slot the attempt took is given back, and the next call probes. Alone,
+// or after another observer that started observing the attempt.
 func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { panicAtAttemptStart(t) })
+	t.Run("second", func(t *testing.T) { panicAtAttemptStart(t, &observe.Funcs{}) })
+}
+
+func panicAtAttemptStart(t *testing.T, before ...observe.Observer) {
 	synctest.Test(t, func(t *testing.T) {
 		var armed, down atomic.Bool
 		obs := &observe.Funcs{OnAttemptStart: func(observe.AttemptStart) {
@@ -137,7 +144,7 @@ func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
 			}
 			return answers(ctx)
 		}}
-		c, err := chain.New("c").Observe(obs).Primary(chain.Target{Name: "eu-1", Provider: p, Model: "m",
+		c, err := chain.New("c").Observe(append(before, obs)...).Primary(chain.Target{Name: "eu-1", Provider: p, Model: "m",
 			Retry: retry.Policy{MaxAttempts: 1}}).Build()
 		if err != nil {
 			t.Fatal(err)
@@ -159,4 +166,50 @@ func TestPanicAtAttemptStartGivesBackItsTicket(t *testing.T) {
 			t.Fatalf("eu-1 was not probed after the panic: %v %v", err, res.Attempts)
 		}
 	})
+}
+
+// TestEveryObserverSeesTheCall: with several observers, each that
+// observes the call sees every event, in the order Observe was given
+// them; one that observes nothing of it (a Log above Warn) is passed over.
+func TestEveryObserverSeesTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		tell := func(name string) *observe.Funcs {
+			return &observe.Funcs{
+				OnAttemptStart: func(e observe.AttemptStart) { got = append(got, name+" attempt "+e.Target.Name) },
+				OnFallback:     func(e observe.Fallback) { got = append(got, name+" fallback "+e.From.Name) },
+				OnCallEnd:      func(e observe.CallEnd) { got = append(got, name+" end "+e.Outcome) },
+			}
+		}
+		quiet := observe.Log(slog.New(slog.NewTextHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelError + 1})))
+		c := incident(t, tell("a"), quiet, tell("b"))
+		if _, err := c.Call(t.Context(), hi); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"a attempt sonnet", "b attempt sonnet", "a attempt sonnet", "b attempt sonnet", "a attempt sonnet", "b attempt sonnet",
+			"a fallback sonnet", "b fallback sonnet", "a attempt gpt", "b attempt gpt", "a end served", "b end served",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}
+
+// refuser is an observer that refuses every chain it is bound to.
+type refuser struct{ observe.Funcs }
+
+func (*refuser) Bind(string, []observe.Target) error { return errRefused }
+
+var errRefused = errors.New("no room for another chain")
+
+// TestObserverRefusingTheChainFailsBuild: an observer whose Bind returns
+// an error fails Build with a ConfigError that names it.
+func TestObserverRefusingTheChainFailsBuild(t *testing.T) {
+	_, err := chain.New("c").Observe(&observe.Funcs{}, &refuser{}).
+		Primary(chain.Target{Name: "a", Provider: &stub{name: "p"}, Model: "m"}).Build()
+	var ce *chain.ConfigError
+	if !errors.Is(err, errRefused) || !errors.As(err, &ce) || !strings.Contains(err.Error(), "*chain_test.refuser") {
+		t.Fatalf("Build: %v", err)
+	}
 }

@@ -23,50 +23,26 @@ const (
 	streamAbandoned  = "abandoned"
 )
 
-// callObs delivers one call's events to the observers that observe it. A
-// nil *callObs (nobody does) takes every method as a no-op before building
-// any event, so that an unobserved call costs a nil check per decision.
+// callObs is one call's observers (the chain's observe.Join of them): a
+// nil *callObs (nobody observes the call) takes every method as a no-op
+// before building any event, so that an unobserved call costs a nil check
+// per decision. It also tells a fallback from a retry.
 type callObs struct {
-	one  observe.Call
-	more []observe.Call
+	call observe.Call
 	// The last target that failed or was skipped and why, until the walk
 	// enters another target (a fallback) or retries it.
 	last   *observe.Target
 	reason string
 }
 
-// startCall asks every observer of c about a call and returns the context
-// the call goes on under and its observers (nil when none observes it).
+// startCall asks c's observers about a call and returns the context the
+// call goes on under and its observers (nil when none observes it).
 func (c *Chain) startCall(ctx context.Context, stream bool) (context.Context, *callObs) {
-	var o *callObs
-	for _, ob := range c.observers {
-		var call observe.Call
-		ctx, call = ob.StartCall(ctx, observe.CallStart{Chain: c.name, Stream: stream})
-		if call == nil {
-			continue
-		}
-		if o == nil {
-			o = &callObs{one: call}
-		} else {
-			o.more = append(o.more, call)
-		}
+	ctx, call := c.observer.StartCall(ctx, observe.CallStart{Chain: c.name, Stream: stream})
+	if call == nil {
+		return ctx, nil
 	}
-	return ctx, o
-}
-
-// event delivers e to every observer of the call: e is boxed once, and
-// only when somebody observes the call (o is not nil).
-func (o *callObs) event(e observe.Event) {
-	o.one.Event(e)
-	for _, c := range o.more {
-		c.Event(e)
-	}
-}
-
-// attemptObs delivers one attempt's events.
-type attemptObs struct {
-	one  observe.Attempt
-	more []observe.Attempt
+	return ctx, &callObs{call: call}
 }
 
 // enter reports a fallback when the walk enters t after another target
@@ -77,35 +53,24 @@ func (o *callObs) enter(t *observe.Target) {
 	}
 	e := observe.Fallback{From: *o.last, To: *t, Reason: o.reason}
 	o.last = nil
-	o.event(e)
+	o.call.Event(e)
 }
 
 // startAttempt reports the attempt e on t and returns the context to send
 // it under.
-func (o *callObs) startAttempt(ctx context.Context, t *observe.Target, e observe.AttemptStart) (context.Context, attemptObs) {
-	var a attemptObs
+func (o *callObs) startAttempt(ctx context.Context, t *observe.Target, e observe.AttemptStart) (context.Context, observe.Attempt) {
 	if o == nil {
-		return ctx, a
+		return ctx, nil
 	}
 	if !e.Hedge { // a hedge enters no target: the walk is still on the one it races
 		o.enter(t)
 	}
 	e.Target = *t
-	var first observe.Attempt
-	ctx, first = o.one.StartAttempt(ctx, e)
-	a.one = first
-	for _, c := range o.more {
-		var x observe.Attempt
-		ctx, x = c.StartAttempt(ctx, e)
-		if x != nil {
-			a.more = append(a.more, x)
-		}
-	}
-	return ctx, a
+	return o.call.StartAttempt(ctx, e)
 }
 
 // endAttempt reports the end of attempt n on t.
-func (o *callObs) endAttempt(a attemptObs, t *observe.Target, e observe.AttemptEnd) {
+func (o *callObs) endAttempt(a observe.Attempt, t *observe.Target, e observe.AttemptEnd) {
 	if o == nil {
 		return
 	}
@@ -113,26 +78,17 @@ func (o *callObs) endAttempt(a attemptObs, t *observe.Target, e observe.AttemptE
 		o.last, o.reason = t, e.Kind.String()
 	}
 	e.Target = *t
-	if a.one != nil {
-		a.one.End(e)
-	}
-	for _, x := range a.more {
-		x.End(e)
+	if a != nil {
+		a.End(e)
 	}
 }
 
 // firstChunk reports that a streamed attempt sent its first chunk.
-func (o *callObs) firstChunk(a attemptObs, t *observe.Target, n int, after time.Duration) {
-	if o == nil {
+func (o *callObs) firstChunk(a observe.Attempt, t *observe.Target, n int, after time.Duration) {
+	if o == nil || a == nil {
 		return
 	}
-	var e observe.Event = observe.FirstChunk{Target: *t, N: n, After: after}
-	if a.one != nil {
-		a.one.Event(e)
-	}
-	for _, x := range a.more {
-		x.Event(e)
-	}
+	a.Event(observe.FirstChunk{Target: *t, N: n, After: after})
 }
 
 // retry reports that the walk retries t after attempt n failed.
@@ -142,7 +98,7 @@ func (o *callObs) retry(t *observe.Target, n int, kind llm.Kind, wait, retryAfte
 	}
 	o.last = nil // a retry is not a fallback
 	e := observe.Retry{Target: *t, N: n, Kind: kind, Wait: wait, RetryAfter: retryAfter, Reason: reason}
-	o.event(e)
+	o.call.Event(e)
 }
 
 // skip reports that t, or its attempt n, was passed over.
@@ -153,7 +109,7 @@ func (o *callObs) skip(t *observe.Target, n int, cause observe.SkipCause, reason
 	o.enter(t)
 	o.last, o.reason = t, "skipped"
 	e := observe.Skip{Target: *t, N: n, Cause: cause, Reason: reason, Err: err}
-	o.event(e)
+	o.call.Event(e)
 }
 
 // gateClosed reports that a Retry-After closed t until until.
@@ -162,7 +118,7 @@ func (o *callObs) gateClosed(t *observe.Target, until time.Time) {
 		return
 	}
 	e := observe.GateClosed{Target: *t, Until: until}
-	o.event(e)
+	o.call.Event(e)
 }
 
 // validationFailed reports that t's answer broke its schema with err.
@@ -172,7 +128,7 @@ func (o *callObs) validationFailed(t *observe.Target, err error) {
 	}
 	paths, keywords := answer.Violations(err)
 	e := observe.ValidationFailed{Target: *t, Paths: paths, Keywords: keywords}
-	o.event(e)
+	o.call.Event(e)
 }
 
 // sharedLocal reports that the call decides with local state.
@@ -180,7 +136,7 @@ func (o *callObs) sharedLocal() {
 	if o == nil {
 		return
 	}
-	o.event(observe.SharedLocal{})
+	o.call.Event(observe.SharedLocal{})
 }
 
 // end reports the end of the call.
@@ -188,8 +144,5 @@ func (o *callObs) end(e observe.CallEnd) {
 	if o == nil {
 		return
 	}
-	o.one.End(e)
-	for _, c := range o.more {
-		c.End(e)
-	}
+	o.call.End(e)
 }

@@ -75,3 +75,33 @@ func ExampleLog() {
 	// level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
 	// level=INFO msg="backstop: call" chain=support outcome=served attempts=2 served=gpt tier=provider model=gpt
 }
+
+// Join makes one observer of several, each told every event in turn: here,
+// your own metrics beside a log, handed on as one observer wherever one is
+// taken.
+func ExampleJoin() {
+	fallbacks := 0
+	metrics := &observe.Funcs{OnFallback: func(observe.Fallback) { fallbacks++ }}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	both := observe.Join(metrics, observe.Log(logger))
+	c, err := chain.New("support").
+		Primary(chain.Target{Name: "sonnet", Provider: down{}, Model: "claude", Retry: retry.Policy{MaxAttempts: 1}}).
+		OrProvider(chain.Target{Name: "gpt", Provider: up{}, Model: "gpt"}).
+		Observe(both).
+		Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c.Call(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	fmt.Println("fallbacks:", fallbacks)
+	// Output:
+	// level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
+	// fallbacks: 1
+}

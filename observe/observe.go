@@ -5,9 +5,9 @@
 // changing state), and the Observer interfaces that receive them.
 //
 // A chain delivers its events to the observers its Builder was given
-// (chain.Builder.Observe). OpenTelemetry (package tracing) is one observer,
-// on by default; Log, in this package, writes them to a log/slog Logger;
-// Funcs turns plain functions into an observer. An observer that has
+// (chain.Builder.Observe), joined into one by Join. OpenTelemetry (package
+// tracing) is one observer, on by default; Log, in this package, writes
+// them to a log/slog Logger; Funcs turns plain functions into an observer. An observer that has
 // nothing to record for a call returns a nil Call from StartCall, and the
 // chain then builds no event for it: a call nobody observes costs nothing
 // extra.
