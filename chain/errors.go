@@ -2,6 +2,7 @@ package chain
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/backstop-llm/backstop/llm"
@@ -141,3 +142,38 @@ func (e *ConfigError) Is(target error) bool { return target == llm.ErrInvalidCon
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// The errors of a stream (Chain.Stream).
+
+// ErrAbandoned is matched by the error Stream.Result returns when the
+// caller stopped reading the stream (broke out of ranging over Chunks)
+// before it ended: the answer is neither complete nor validated, and was
+// not remembered.
+var ErrAbandoned = errors.New("the caller stopped reading the stream before it ended")
+
+// ErrIncomplete is matched by the error of a stream that failed after its
+// first chunk: the caller has part of an answer and no more of it.
+var ErrIncomplete = errors.New("the answer is incomplete: the stream failed after it started")
+
+// IncompleteError is a stream that failed after its first chunk. It
+// matches ErrIncomplete, and errors.Is/As reach the failure.
+type IncompleteError struct {
+	// Target served the partial answer.
+	Target string
+	// Partial is the text the caller received before the failure.
+	Partial string
+	// Err is the failure, an *llm.Error with its Kind.
+	Err error
+}
+
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("target %q: %v after %d bytes: %v", e.Target, ErrIncomplete, len(e.Partial), e.Err)
+}
+
+// Unwrap returns ErrIncomplete and the failure.
+func (e *IncompleteError) Unwrap() []error { return []error{ErrIncomplete, e.Err} }
+
+// ErrStreamConsumed is yielded when a Stream's Chunks are ranged over a
+// second time: a Stream is one call, and its chunks are gone. Call
+// Chain.Stream again for another call.
+var ErrStreamConsumed = errors.New("the stream was read already: a Stream is one call; call Chain.Stream again")

@@ -5,45 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"strings"
-	"time"
 
 	"github.com/backstop-llm/backstop/internal/plan"
+	"github.com/backstop-llm/backstop/internal/relay"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 )
-
-// ErrAbandoned is matched by the error Stream.Result returns when the
-// caller stopped reading the stream (broke out of ranging over Chunks)
-// before it ended: the answer is neither complete nor validated, and was
-// not remembered.
-var ErrAbandoned = errors.New("the caller stopped reading the stream before it ended")
-
-// ErrIncomplete is matched by the error of a stream that failed after its
-// first chunk: the caller has part of an answer and no more of it.
-var ErrIncomplete = errors.New("the answer is incomplete: the stream failed after it started")
-
-// IncompleteError is a stream that failed after its first chunk. It
-// matches ErrIncomplete, and errors.Is/As reach the failure.
-type IncompleteError struct {
-	// Target served the partial answer.
-	Target string
-	// Partial is the text the caller received before the failure.
-	Partial string
-	// Err is the failure, an *llm.Error with its Kind.
-	Err error
-}
-
-func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("target %q: %v after %d bytes: %v", e.Target, ErrIncomplete, len(e.Partial), e.Err)
-}
-
-// Unwrap returns ErrIncomplete and the failure.
-func (e *IncompleteError) Unwrap() []error { return []error{ErrIncomplete, e.Err} }
 
 // Chunk is a piece of a streamed answer.
 type Chunk struct {
@@ -58,11 +28,6 @@ type Chunk struct {
 	// next target. It is sent only to streams with Builder.RestartStreams.
 	Restart bool
 }
-
-// ErrStreamConsumed is yielded when a Stream's Chunks are ranged over a
-// second time: a Stream is one call, and its chunks are gone. Call
-// Chain.Stream again for another call.
-var ErrStreamConsumed = errors.New("the stream was read already: a Stream is one call; call Chain.Stream again")
 
 // Stream is one streamed call. Range over Chunks once, then read Result.
 // It is not safe for concurrent use.
@@ -143,116 +108,38 @@ func (s *Stream) Chunks() iter.Seq2[Chunk, error] {
 	}
 }
 
-// streamState is the committed attempt while the caller reads it.
+// streamState is the committed attempt while the caller reads it: its
+// own copy of the attempt, and the provider's stream (package relay).
 type streamState struct {
-	a      *attempt
-	stream llm.Stream
-	sctx   context.Context // the context the provider streams under
-	first  llm.Chunk
-	eof    bool // the stream ended with its first read
-	done   bool // finish has reported the attempt
-	closed bool // release has closed stream (kept: finish reads its Response)
-	idle   context.CancelCauseFunc
-	timer  *time.Timer
+	a    *attempt
+	rs   relay.Stream
+	done bool // finish has reported the attempt
 }
 
-var (
-	errFirstChunk = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no first chunk within the target's FirstChunkTimeout (when 0: its Timeout, or DefaultTimeout)"}
-	errIdle       = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout (when 0: DefaultIdleTimeout)"}
-)
-
-// open starts the stream of attempt a (sending req) and reads its first chunk, keeping
-// the attempt for when the stream ends. It returns an answer or an error.
-// A provider that panics (in Stream, or in the stream's Next or Response)
-// leaves nothing open: the stream it opened is closed, releasing its
-// connection, and the first chunk's timer and context are ended; then the
-// panic goes on, to the guard around every send (attempt.abandon), which
-// gives back what the attempt holds, as for a panic in Complete.
-func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt, req *llm.Request) (resp *llm.Response, err error) {
-	t := a.t
-	ctx, idle := context.WithCancelCause(ctx)
-	var timer *time.Timer
-	if limit := t.firstChunkLimit(); limit > 0 {
-		timer = time.AfterFunc(limit, func() { idle(errFirstChunk) })
-	}
-	var s llm.Stream
-	defer func() {
-		if resp != nil || err != nil {
-			return // returned: s is the caller's now, or closed
-		}
-		// Neither: a panic of the provider's cut open short.
-		if s != nil {
-			s.Close()
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		idle(nil)
-	}()
-	fail := func(err error) (*llm.Response, error) {
-		if timer != nil {
-			timer.Stop()
-		}
-		if cause := context.Cause(ctx); cause == errFirstChunk {
-			err = errFirstChunk
-		}
-		idle(nil)
+// open starts the stream of attempt a (sending req) and reads its first
+// chunk (relay.Stream.Open), keeping the attempt for when the stream ends.
+// It returns an answer or an error; a stream that opened and failed before
+// its first chunk leaves its request id in a.opened. A provider that
+// panics leaves nothing open; the panic goes on, to the guard around every
+// send (attempt.abandon), which gives back what the attempt holds, as for
+// a panic in Complete.
+func (st *streamState) open(ctx context.Context, sp llm.StreamProvider, a *attempt, req *llm.Request) (*llm.Response, error) {
+	resp, opened, err := st.rs.Open(ctx, sp, req, a.t.firstChunkLimit(), a.t.idleLimit())
+	if err != nil {
+		a.opened = opened
 		return nil, err
-	}
-	s, err = sp.Stream(ctx, *req)
-	if err != nil {
-		return fail(err)
-	}
-	if s == nil {
-		return fail(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "provider returned neither a stream nor an error"})
-	}
-	// abort ends s before its first chunk, keeping the request id its
-	// headers carried: the attempt's record and end say it.
-	abort := func(err error) (*llm.Response, error) {
-		if r := s.Response(); r != nil {
-			a.opened = r.RequestID
-		}
-		s.Close()
-		return fail(err)
-	}
-	first, err := s.Next()
-	eof := err == io.EOF
-	if eof {
-		err = nil // an empty answer, complete
-	}
-	if err != nil {
-		return abort(err)
-	}
-	if timer != nil && !timer.Stop() && context.Cause(ctx) == errFirstChunk {
-		return abort(errFirstChunk)
-	}
-	resp = s.Response()
-	if resp == nil {
-		return abort(&llm.Error{Provider: sp.Name(), Kind: llm.KindUnknown, Message: "the stream returned no response"})
 	}
 	// The stream keeps its own attempt: the walk's lives on the walk's stack.
 	own := new(attempt)
 	*own = *a
-	*st = streamState{a: own, stream: s, sctx: ctx, first: first, eof: eof, idle: idle}
-	st.timer = time.AfterFunc(t.idleLimit(), func() { idle(errIdle) })
+	st.a, st.done = own, false
 	return resp, nil
 }
 
 // release ends the committed attempt's resources, once: a panic mid-stream
 // runs relay's release and then Stream.walk's.
 func (st *streamState) release() {
-	if st.timer != nil {
-		st.timer.Stop()
-		st.timer = nil
-	}
-	if st.stream != nil && !st.closed {
-		st.closed = true
-		st.stream.Close()
-	}
-	if st.idle != nil {
-		st.idle(nil)
-		st.idle = nil
-	}
+	st.rs.Release()
 	if st.a != nil && st.a.cancel != nil {
 		st.a.cancel()
 		st.a.cancel = nil
@@ -301,7 +188,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 			// The provider or the caller's loop panicked mid-stream: release
 			// the breaker's ticket (a half-open probe slot would be held for
 			// good), end the span, close the stream; then panic on.
-			if s.st.a != nil && s.st.stream != nil && !s.st.done {
+			if s.st.a != nil && !s.st.done {
 				s.finish(errPanicked, DecisionStop, "the stream panicked", true)
 				s.st.release()
 			}
@@ -388,34 +275,15 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	a := st.a
 	t := a.t
 	defer st.release()
-	// The text is assembled once, in a builder that grows geometrically: a
-	// stream costs time and memory linear in its size, whatever the size of
-	// its chunks. It becomes the Result's Text (without a copy) at the end,
-	// at a failure or when the caller stops reading.
-	var text strings.Builder
-	text.WriteString(st.first.Text)
 	s.w.obs.firstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
-	if (st.first.Text != "" || st.first.ToolCall != nil) && !s.deliver(yield, Chunk{Text: st.first.Text, ToolCall: st.first.ToolCall}) {
-		s.abandon(text.String())
+	text, err, stopped := st.rs.Relay(s.w.caller, func(ch llm.Chunk) bool {
+		return yield(Chunk{Text: ch.Text, ToolCall: ch.ToolCall}, nil)
+	})
+	if stopped {
+		s.abandon(text)
 		return nil, DecisionStop, true
 	}
-	for !st.eof {
-		ch, nerr := st.stream.Next()
-		if nerr == io.EOF {
-			break
-		}
-		if nerr != nil {
-			err = s.classify(nerr)
-			break
-		}
-		text.WriteString(ch.Text)
-		if !s.deliver(yield, Chunk{Text: ch.Text, ToolCall: ch.ToolCall}) {
-			s.abandon(text.String())
-			return nil, DecisionStop, true
-		}
-	}
-	r := *st.stream.Response()
-	r.Text = text.String()
+	r := st.rs.Answer(text)
 	res.serve(t, &r)
 	if err == nil && (t.schema != nil || len(r.ToolCalls) > 0) {
 		var js json.RawMessage
@@ -440,52 +308,13 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	return err, d, false
 }
 
-// deliver yields one chunk to the caller, the idle timer stopped while the
-// caller has it (the caller's time is not the provider's silence).
-func (s *Stream) deliver(yield func(Chunk, error) bool, ch Chunk) bool {
-	st := &s.st
-	if st.timer != nil {
-		st.timer.Stop()
-	}
-	ok := yield(ch, nil)
-	if st.timer != nil {
-		st.timer.Reset(st.a.t.idleLimit())
-	}
-	return ok
-}
-
 // abandon ends the committed attempt when the caller stopped reading: it
 // is reported as abandoned, and the result names its target as the one
 // that served text, what the caller received.
 func (s *Stream) abandon(text string) {
 	s.finish(ErrAbandoned, DecisionStop, "the caller stopped reading", true)
-	r := *s.st.stream.Response()
-	r.Text = text
+	r := s.st.rs.Answer(text)
 	s.res.serve(s.st.a.t, &r)
-}
-
-// classify turns a failure while reading into the error to report: our
-// timers' cancellations are KindTimeout, the caller's KindCanceled, and a
-// cancellation the caller did not ask for (the chain's deadline) is not
-// the caller's: Timeout when a deadline passed, else Unknown.
-func (s *Stream) classify(err error) error {
-	st := &s.st
-	switch context.Cause(st.sctx) {
-	case errIdle:
-		return errIdle
-	case errFirstChunk:
-		return errFirstChunk
-	}
-	if cerr := canceled(s.w.caller); cerr != nil {
-		return &llm.Error{Provider: "backstop", Kind: llm.KindCanceled, Err: cerr}
-	}
-	if llm.KindOf(err) == llm.KindCanceled {
-		if errors.Is(st.sctx.Err(), context.DeadlineExceeded) {
-			return &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "the deadline passed during the stream", Err: err}
-		}
-		return &llm.Error{Provider: "backstop", Kind: llm.KindUnknown, Message: "the stream was canceled", Err: err}
-	}
-	return err
 }
 
 // finish reports the committed attempt, once: to its throttle, breaker,
@@ -505,25 +334,12 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	if t.load != nil {
 		w.sample(a, elapsed, err)
 	}
-	resp := st.stream.Response()
-	rec := a.record(&sent{elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
-	end := observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: elapsed}
-	verdict, success := retry.NotFailure, true
-	switch {
-	case excluded:
-		verdict, success = retry.Excluded, false
-		rec.Kind, rec.Err = llm.KindCanceled, err
-		end.Kind, end.Err = llm.KindCanceled, err
-	case err != nil:
-		rec.Kind, rec.Err = llm.KindOf(err), err
-		end.Kind, end.Err = rec.Kind, err
-		verdict, success = t.table.Rule(rec.Kind).Breaker, false
-		if rec.Kind == llm.KindTimeout && err != errIdle && err != errFirstChunk && w.ctx.Err() != nil {
-			verdict = retry.Excluded // the chain's deadline cut a stream that was still sending
-		}
-	}
-	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: rec.Kind, Err: rec.Err,
+	kind, verdict, success := relay.Verdict(err, excluded, w.ctx, &t.table)
+	resp := st.rs.Response()
+	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
+	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
 		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed})
-	w.obs.endAttempt(a.obs, &t.ob, end)
+	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
+		Kind: kind, Err: err, Duration: elapsed})
 	w.record(rec)
 }
