@@ -3,7 +3,6 @@ package chain
 // A Target as Build compiled it, and the request it sends.
 
 import (
-	"context"
 	"time"
 
 	"github.com/backstop-llm/backstop/hedge"
@@ -58,14 +57,15 @@ type target struct {
 	answers, firsts hedge.Window
 }
 
-// assemble lists t's policies, in the order the walk asks them: whether t
-// can carry the request, the call's deadline, the Retry-After gate, the
-// breaker, self-throttling and the retry budget, then the target's own
+// assemble lists t's policies, in the order the walk asks them (after
+// checking the call's deadline, which is the walk's own): whether t can
+// carry the request, the Retry-After gate, the breaker, self-throttling
+// and the retry budget, then the target's own
 // (Target.Policies). Build calls it once every policy's state is made
 // (Builder.Shared replaces a target's budget).
 func (t *target) assemble() {
 	ps := make(policy.Set, 0, 6+len(t.Policies))
-	ps = append(ps, fit{t}, deadline{}, &t.gate, t.breaker)
+	ps = append(ps, fit{t}, &t.gate, t.breaker)
 	if t.throttle != nil {
 		ps = append(ps, t.throttle)
 	}
@@ -75,19 +75,6 @@ func (t *target) assemble() {
 		t.hedge.admit = budget.Hedges(t.hedge.budget)
 	}
 }
-
-// deadline refuses an attempt once the call's deadline has passed (the
-// walk's context has ended): the walk passes over every target left.
-type deadline struct{}
-
-func (deadline) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
-	if a.Phase != policy.Plan && ctx.Err() != nil {
-		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}
-	}
-	return policy.Admission{}
-}
-
-func (deadline) Settle(context.Context, *policy.Attempt, policy.Hold, *policy.Outcome) {}
 
 // prepare turns the caller's request, copied into req, into the request
 // sent to t: t's model, and t's System and Params wherever t sets them.

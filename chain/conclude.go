@@ -36,8 +36,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	if w.obs != nil {
 		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
 	}
-	w.settle(a, policy.Outcome{Sent: true, Verdict: retry.NotFailure, Success: true, Response: resp,
-		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed})
+	w.po = policy.Outcome{Sent: true, Verdict: retry.NotFailure, Success: true, Response: resp,
+		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed}
+	w.settle(a)
 }
 
 // inspect checks the answer resp of attempt a that carries a schema's
@@ -83,16 +84,17 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	if verdict == retry.Failure && w.ctx.Err() != nil && !c.fair(w.ctx, a.start, w.begin) {
 		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 	}
-	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Kind: s.kind, Err: err, Response: resp,
-		RateLimit: rateLimitOf(resp, err), At: now, Elapsed: s.elapsed})
+	w.po = policy.Outcome{Sent: true, Verdict: verdict, Kind: s.kind, Err: err, Response: resp,
+		RateLimit: rateLimitOf(resp, err), At: now, Elapsed: s.elapsed}
+	w.settle(a)
 }
 
-// settle tells attempt a's target's policies how a ended (o), giving each
-// what it held for a.
-func (w *walk) settle(a *attempt, o policy.Outcome) {
-	w.pa = policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: a.hedge}
-	w.po = o
-	a.t.policies.Settle(w.ctx, &w.pa, &a.holds, &w.po)
+// settle tells attempt a's target's policies how a ended (w.po, which
+// the caller fills), giving each what it held for a.
+func (w *walk) settle(a *attempt) {
+	pa := &w.pa
+	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last, pa.Request = policy.Send, a.t.Name, a.n, a.hedge, false, nil
+	a.t.policies.Settle(w.ctx, pa, &a.holds, &w.po)
 }
 
 // classify fills s from the failure err: what the provider said, and the

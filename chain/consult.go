@@ -18,8 +18,11 @@ import (
 // attempt's Send reads the clock once, for every policy and the attempt's
 // start.
 func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt {
+	// Field by field: a composite literal would be built aside and copied.
 	pa := &w.pa
-	*pa = policy.Attempt{Phase: ph, Target: t.Name, N: n, Needs: w.needs, Media: w.media, MinWindow: w.minWindow}
+	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last = ph, t.Name, n, false, false
+	pa.Needs, pa.Media, pa.MinWindow, pa.Request = w.needs, w.media, w.minWindow, nil
+	pa.At, pa.Deadline = time.Time{}, w.deadline
 	if ph != policy.Peek {
 		pa.Last = w.mayWait(t)
 	}
@@ -31,13 +34,16 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt 
 			pa.At = time.Now()
 		}
 	}
-	pa.Deadline = w.deadline
 	return pa
 }
 
 // consult asks t's policies about attempt n on t, which sends req (nil in
 // Plan and Peek), in phase ph; what they hold goes to holds (nil in Peek).
 func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *policy.Holds) policy.Admission {
+	if ph != policy.Plan && w.ctx.Err() != nil {
+		// The call's deadline is the walk's, not a target's policy.
+		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}
+	}
 	pa := w.policyAttempt(t, ph, n)
 	pa.Request = req
 	return t.policies.Admit(w.ctx, pa, holds)

@@ -239,6 +239,9 @@ func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
 // hold nothing. Nothing is recorded of those that may not: the walk
 // records them if it comes to them.
 func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds policy.Holds) {
+	if w.ctx.Err() != nil {
+		return 0, nil, hreq, holds // the deadline passed: no hedge
+	}
 	for pos = w.pos + 1; pos < hi; pos++ {
 		t := w.ahead(from, pos)
 		if w.triedAsHedge(t) {

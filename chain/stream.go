@@ -337,8 +337,9 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	kind, verdict, success := relay.Verdict(err, excluded, w.ctx, &t.table)
 	resp := st.rs.Response()
 	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
-	w.settle(a, policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
-		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed})
+	w.po = policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
+		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed}
+	w.settle(a)
 	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
 		Kind: kind, Err: err, Duration: elapsed})
 	w.record(rec)

@@ -112,7 +112,7 @@ type Target struct {
 	Breaker breaker.Config
 	// Policies are this target's own policies (package policy): a money
 	// budget, a per-tenant limit. The walk asks them before each attempt,
-	// after the built-in ones (capability, deadline, Retry-After gate,
+	// after the built-in ones (capability, Retry-After gate,
 	// breaker, self-throttling, retry budget), and tells them how each
 	// attempt they were asked about ended. nil adds none.
 	Policies []policy.Policy

@@ -66,7 +66,7 @@ func (s Set) Admit(ctx context.Context, a *Attempt, holds *Holds) Admission {
 			adm.Waited, adm.Awaited = waited, awaited
 			return adm
 		}
-		if adm.Hold != (Hold{}) && a.Phase != Peek {
+		if (adm.Hold.Ref != nil || adm.Hold.N != 0) && a.Phase != Peek {
 			*holds.at(i) = adm.Hold
 		}
 	}
