@@ -104,24 +104,15 @@ func canceled(caller context.Context) error {
 
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
-	_, err := sleepUnless(ctx, d, nil)
-	return err
-}
-
-// sleepUnless waits d, or until stale is closed (reporting true; a nil
-// stale never is), or until ctx ends.
-func sleepUnless(ctx context.Context, d time.Duration, stale <-chan struct{}) (bool, error) {
 	if d <= 0 {
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return false, nil
-	case <-stale:
-		return true, nil
+		return nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/backstop-llm/backstop/cache"
+	"github.com/backstop-llm/backstop/internal/check"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/validate"
@@ -74,7 +74,7 @@ type LastGoodConfig struct {
 // module's invalid-configuration sentinel (llm.ErrInvalidConfig).
 func (c LastGoodConfig) Validate() error {
 	found := problems.In(errHead, "last-good")
-	if isNil(c.Store) {
+	if check.IsNil(c.Store) {
 		found.Addf("Store is nil; pass one, such as cache.NewMemory's or redisstore.NewCache's")
 	}
 	problems.NotNegative(found, "TTL", c.TTL, "the store's default")
@@ -279,17 +279,4 @@ func (l *lastGood) Recall(ctx context.Context, req llm.Request) (*llm.Response, 
 	}
 	return &llm.Response{Text: r.Text, Model: r.Model, ID: r.ID, RequestID: r.RequestID,
 		FinishReason: r.FinishReason, Finish: llm.FinishOf(r.FinishReason), Usage: r.Usage, ToolCalls: r.ToolCalls}, age, nil
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, slice, func or channel: a typed nil, whose methods would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }
