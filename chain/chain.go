@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/answer"
+	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -24,10 +25,11 @@ type Chain struct {
 	contentFallback bool
 	restart         bool
 	targets         []*target
-	groups          []*group // the model tiers, each a run of targets
-	spreads         bool     // a group spreads its calls
-	lacks           bool     // a model target cannot carry everything a request may hold
-	picky           bool     // a model target takes only some media types
+	fits            []*capability.Target // each target's fit, for the chain-wide media check
+	groups          []*group             // the model tiers, each a run of targets
+	spreads         bool                 // a group spreads its calls
+	lacks           bool                 // a model target cannot carry everything a request may hold
+	picky           bool                 // a model target takes only some media types
 	degrades        []degrader
 	memories        []degrade.Rememberer // told of every validated model answer
 	schema          *validate.Schema

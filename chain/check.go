@@ -89,7 +89,7 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Timeout is %v; it must not be negative (0 means DefaultTimeout, %v)", t.Timeout, DefaultTimeout)
 	}
 	if t.Patience < 0 {
-		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least %v, or %v for a stream's first chunk)", t.Patience, DefaultPatience, DefaultStreamPatience)
+		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least 30s, or 10s for a stream's first chunk)", t.Patience)
 	}
 	if t.ContextWindow < 0 {
 		p.fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)
@@ -145,7 +145,7 @@ func capabilityWarnings(targets []*target) []string {
 	var before llm.Capabilities // what the earlier targets take, together
 	var first [8]string         // the first target that takes each capability
 	for _, t := range targets {
-		if miss := before &^ t.caps; miss != 0 {
+		if miss := before &^ t.fit.Caps; miss != 0 {
 			for i := range len(first) {
 				if bit := llm.Capabilities(1 << i); miss&bit != 0 {
 					out = append(out, fmt.Sprintf("target %q (%s) cannot carry %s, which %q takes: a request that carries them skips it",
@@ -154,11 +154,11 @@ func capabilityWarnings(targets []*target) []string {
 			}
 		}
 		for i := range len(first) {
-			if bit := llm.Capabilities(1 << i); t.caps&bit != 0 && first[i] == "" {
+			if bit := llm.Capabilities(1 << i); t.fit.Caps&bit != 0 && first[i] == "" {
 				first[i] = t.Name
 			}
 		}
-		before |= t.caps
+		before |= t.fit.Caps
 	}
 	return out
 }

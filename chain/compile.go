@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -129,9 +130,10 @@ func (p *build) entries() {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { p.fail(label, f, a...) })
 		}
 		ct := p.compileTarget(label, e.tier, t)
-		p.c.lacks = p.c.lacks || ct.caps != llm.CapAll
-		p.c.picky = p.c.picky || !ct.media.IsZero()
+		p.c.lacks = p.c.lacks || ct.fit.Caps != llm.CapAll
+		p.c.picky = p.c.picky || !ct.fit.Media.IsZero()
 		p.c.targets = append(p.c.targets, ct)
+		p.c.fits = append(p.c.fits, &ct.fit)
 	}
 }
 
@@ -210,8 +212,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		schema:   sch,
 		ob:       ob,
 		throttle: lim,
-		caps:     caps,
-		media:    media,
+		fit:      capability.Target{Caps: caps, Media: media, ContextWindow: t.ContextWindow, Model: servedModel(&t)},
 		native:   native,
 		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
 			t.Params.Stop != nil || len(t.Params.Extra) != 0,

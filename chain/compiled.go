@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/policy"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -40,8 +41,9 @@ type target struct {
 	schema   *validate.Schema
 	ob       observe.Target    // how events name it
 	throttle *throttle.Limiter // nil when off
-	caps     llm.Capabilities  // what its provider takes, less Lacks
-	media    llm.MediaTypes    // the media types its provider takes (zero: any)
+	// fit is what it carries (what its provider takes, less Lacks; the
+	// media types; its context window), its capability check.
+	fit capability.Target
 	// native is the schema sent as Request.ResponseSchema (NativeSchema);
 	// nil when off.
 	native []byte
@@ -59,13 +61,13 @@ type target struct {
 
 // assemble lists t's policies, in the order the walk asks them (after
 // checking the call's deadline, which is the walk's own): whether t can
-// carry the request, the Retry-After gate, the breaker, self-throttling
-// and the retry budget, then the target's own
+// carry the request (internal/capability), the Retry-After gate, the
+// breaker, self-throttling and the retry budget, then the target's own
 // (Target.Policies). Build calls it once every policy's state is made
 // (Builder.Shared replaces a target's budget).
 func (t *target) assemble() {
 	ps := make(policy.Set, 0, 6+len(t.Policies))
-	ps = append(ps, fit{t}, &t.gate, t.breaker)
+	ps = append(ps, &t.fit, &t.gate, t.breaker)
 	if t.throttle != nil {
 		ps = append(ps, t.throttle)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -17,7 +18,7 @@ var (
 	ErrNoMessages = errors.New("request has no messages; add at least one llm.Message")
 	// ErrContextWindow is the reason recorded for a target skipped after a
 	// context-length failure because its ContextWindow is not larger.
-	ErrContextWindow = errors.New("context window not larger than the one that overflowed")
+	ErrContextWindow = capability.ErrContextWindow
 	// ErrDeadline is the reason recorded for model targets not tried because
 	// the chain's deadline had passed.
 	ErrDeadline = errors.New("chain deadline passed")
@@ -25,7 +26,7 @@ var (
 	// the request carries what its provider cannot take: a capability (see
 	// Target.Lacks and llm.CapableProvider) or a media type (see
 	// llm.MediaProvider).
-	ErrCapability = errors.New("the target cannot carry what the request holds")
+	ErrCapability = capability.ErrCapability
 )
 
 // TargetError is one target's failure, as joined into an ExhaustedError or

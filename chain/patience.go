@@ -15,53 +15,27 @@ package chain
 // any attempt does, and a timer sends the racer from the timer's own
 // goroutine only if the attempt has not answered by then (race.Race.Arm).
 // That timer holds the walk, so Call's walk comes from a pool, not its
-// stack.
+// stack. How long the attempt waits is the target's patience, set or
+// learned from its answer times (hedge.Patience); this file arms the race
+// when the attempt's hard limit and the call's deadline leave room for it.
 
 import (
 	"context"
 	"time"
 
+	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/policy"
 )
 
-// The default patience (see Target's Patience). docs/concepts.md gives
-// each its reason and the figure that chose it.
-const (
-	// DefaultPatience is the least patience of a target whose Patience is
-	// 0, for a whole answer: after it, a later target is raced. Thirty
-	// seconds: a silent primary with a healthy fallback is served within
-	// 35 s, and a long answer still arriving keeps its attempt.
-	DefaultPatience = 30 * time.Second
-	// DefaultStreamPatience is the least patience for a stream's first
-	// chunk: a first token 20 s away is raced at 10 s and served by the
-	// next target at once, while the slow one keeps its chance.
-	DefaultStreamPatience = 10 * time.Second
-	// patienceFactor times the target's p99 answer time (or first-chunk
-	// time), once it has MinSamples of them, is its learned patience
-	// when that is longer than the floor: a reasoning model whose first
-	// token takes 12 s at p99 is raced only after 24 s.
-	patienceFactor   = 2
-	patienceQuantile = 0.99
-)
-
-// patienceFor returns t's patience for a whole answer, or (stream) a
-// first chunk: Patience when set; else the default floor, or twice the
-// target's p99 once it has answered MinSamples times, whichever is
-// longer.
-func (t *target) patienceFor(stream bool) time.Duration {
-	if t.Patience > 0 {
-		return t.Patience
-	}
-	floor, w := DefaultPatience, &t.answers
+// learned returns t's latest answer times (stream: times to the first
+// chunk), which its patience learns from.
+func (t *target) learned(stream bool) *hedge.Window {
 	if stream {
-		floor, w = DefaultStreamPatience, &t.firsts
+		return &t.firsts
 	}
-	if q, ok := w.Quantile(patienceQuantile); ok {
-		return max(floor, patienceFactor*q)
-	}
-	return floor
+	return &t.answers
 }
 
 // patience returns how long attempt a may go unanswered before a later
@@ -73,7 +47,7 @@ func (w *walk) patience(a *attempt) time.Duration {
 		return 0
 	}
 	stream := w.send.commits(t)
-	p := t.patienceFor(stream)
+	p := hedge.Patience(t.Patience, t.learned(stream), stream)
 	limit := t.hardLimit(stream)
 	if stream {
 		if fc := t.firstChunkLimit(); fc > 0 && (limit == 0 || fc < limit) {

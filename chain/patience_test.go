@@ -31,8 +31,8 @@ func silentThenFallback(t *testing.T, p llm.Provider, edit func(*chain.Target)) 
 
 // TestSilentPrimaryIsRacedByTheFallback: a primary that takes the request
 // and never answers no longer holds the call until its deadline. With
-// nothing configured, the fallback is raced after DefaultPatience and
-// serves; the silent attempt is recorded as overdue and counted against
+// nothing configured, the fallback is raced after the patience's floor,
+// 30 s, and serves; the silent attempt is recorded as overdue and counted against
 // its breaker. Before, the call waited for the deadline and skipped every
 // fallback ("not sent: the deadline passed").
 func TestSilentPrimaryIsRacedByTheFallback(t *testing.T) {
@@ -47,8 +47,8 @@ func TestSilentPrimaryIsRacedByTheFallback(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, lines(res))
 		}
-		if res.Served.Target != "fallback" || took != chain.DefaultPatience {
-			t.Fatalf("served by %s after %v; want the fallback after %v:\n%s", res.Served.Target, took, chain.DefaultPatience, lines(res))
+		if res.Served.Target != "fallback" || took != 30*time.Second {
+			t.Fatalf("served by %s after %v; want the fallback after %v:\n%s", res.Served.Target, took, 30*time.Second, lines(res))
 		}
 		if took > 35*time.Second {
 			t.Fatalf("the goal is the fallback within 35s; took %v", took)
@@ -92,8 +92,8 @@ func TestOverdueAttemptsOpenTheBreaker(t *testing.T) {
 }
 
 // TestSlowFirstTokenIsRacedAfterTenSeconds: a stream whose first token is
-// 20 s away is served by the fallback after DefaultStreamPatience; the
-// goal is within 15 s. Before: no first-chunk limit at all (21 s), and a
+// 20 s away is served by the fallback after the patience's floor for a
+// first chunk, 10 s; the goal is within 15 s. Before: no first-chunk limit at all (21 s), and a
 // configured one retried the slow target three times (31.5 s).
 func TestSlowFirstTokenIsRacedAfterTenSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -115,8 +115,8 @@ func TestSlowFirstTokenIsRacedAfterTenSeconds(t *testing.T) {
 		if text := texts(got); text != "fast answer" || res.Served.Target != "fallback" {
 			t.Fatalf("got %q from %s", text, res.Served.Target)
 		}
-		if took != chain.DefaultStreamPatience || took > 15*time.Second {
-			t.Fatalf("served after %v; want %v (the goal: within 15s)", took, chain.DefaultStreamPatience)
+		if took != 10*time.Second || took > 15*time.Second {
+			t.Fatalf("served after %v; want %v (the goal: within 15s)", took, 10*time.Second)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -151,8 +152,8 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if c.lacks || c.picky { // otherwise every target carries whatever the request needs
 		w.needs = req.Needs()
 	}
-	if c.picky && w.needs&carriesMedia != 0 {
-		if err := c.untaken(req); err != nil {
+	if c.picky && w.needs&capability.Media != 0 {
+		if err := capability.Untaken(req, c.fits); err != nil {
 			return served{}, fmt.Errorf("chain %q: %w", c.name, err)
 		}
 		w.media = req
