@@ -18,16 +18,18 @@ import (
 // open. In Send it takes the attempt's Ticket, held until Settle; on the
 // call's last target (a.Last) it waits for the breaker's probe (Wait)
 // instead of refusing. In Plan it refuses a retry the open breaker would
-// refuse after its backoff, unless the call may wait for the probe then.
+// refuse after its backoff, unless the call may wait for the probe then:
+// it defers to Send, and no policy after it spends anything on the retry.
 func (b *Breaker) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
 	switch a.Phase {
 	case policy.Peek:
 		return b.refusal(b.Refusal())
 	case policy.Plan:
-		if a.Last {
-			return policy.Admission{} // Send waits for the probe
+		err := b.Refusal()
+		if err != nil && a.Last {
+			return policy.Admission{Defer: true} // Send waits for the probe; nothing is spent on it
 		}
-		return b.refusal(b.Refusal())
+		return b.refusal(err)
 	}
 	var t Ticket
 	var err error

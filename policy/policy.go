@@ -116,6 +116,12 @@ type Admission struct {
 	// exhausted on the call's last target yields to the breaker's probe
 	// when many failing calls opened the breaker meanwhile.
 	Soft bool
+	// Defer, in Plan and without Err, admits the retry while the policy
+	// cannot tell before the backoff (an open breaker on the call's last
+	// target, whose probe the call may wait for then): no policy after it
+	// is asked in Plan (nothing is spent on the retry), and the policy
+	// decides in Send.
+	Defer bool
 	// Everywhere, with Err, marks a refusal that holds for every target
 	// the walk might try instead (a budget its targets share): a hedge
 	// looks no further.

@@ -51,7 +51,8 @@ func (h *Holds) at(i int) *Hold {
 // when it holds something: a budget withdraws in Plan, a breaker holds its
 // probe slot in Send). It returns the first refusal, after releasing every
 // hold (Release), or the zero Admission; either way, Waited is the wait
-// all the policies asked together. In Peek, nothing is held or released.
+// all the policies asked together. In Peek, nothing is held or released;
+// in Plan, a policy that defers (Admission.Defer) ends the asking.
 func (s Set) Admit(ctx context.Context, a *Attempt, holds *Holds) Admission {
 	var waited time.Duration
 	awaited := false
@@ -68,6 +69,9 @@ func (s Set) Admit(ctx context.Context, a *Attempt, holds *Holds) Admission {
 		}
 		if (adm.Hold.Ref != nil || adm.Hold.N != 0) && a.Phase != Peek {
 			*holds.at(i) = adm.Hold
+		}
+		if adm.Defer && a.Phase == Plan {
+			break // the rest is asked in Send
 		}
 	}
 	return Admission{Waited: waited, Awaited: awaited}

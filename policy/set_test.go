@@ -113,3 +113,27 @@ func TestHoldingSeesARef(t *testing.T) {
 		t.Fatal("a Ref must be given back")
 	}
 }
+
+// deferring defers in Plan, as an open breaker on the call's last target
+// does.
+type deferring struct{ probe }
+
+func (d *deferring) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
+	d.probe.Admit(ctx, a)
+	return policy.Admission{Defer: a.Phase == policy.Plan}
+}
+
+func TestDeferInPlanSpendsNothingAfterIt(t *testing.T) {
+	var log []string
+	breaker := &deferring{probe{name: "breaker", log: &log}}
+	budget := &probe{name: "budget", hold: policy.Hold{N: 1}, log: &log}
+	s := policy.Set{breaker, budget}
+	var holds policy.Holds
+	adm := s.Admit(t.Context(), &policy.Attempt{Phase: policy.Plan, N: 2}, &holds)
+	if !adm.Admitted() {
+		t.Fatalf("a deferring policy admits: %+v", adm)
+	}
+	if fmt.Sprint(log) != "[breaker admit 1]" {
+		t.Fatalf("log %v: the budget must not be asked in Plan after a deferral", log)
+	}
+}
