@@ -50,9 +50,7 @@ func (b *Builder) Build() (*Chain, error) {
 	c.warnings = append(capabilityWarnings(c.targets), c.warnings...)
 	p.wrap("", "an observer refused the chain", c.bind())
 	if b.shared != nil {
-		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
-			p.errs = append(p.errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
-		})
+		p.share(b.shared)
 	}
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
