@@ -107,62 +107,6 @@ func (p *build) checkTarget(label string, t *Target) {
 	p.checkDeployment(label, t) // Serves, Model, and AllowRegions (deployment.go)
 }
 
-// native returns the schema target t sends as Request.ResponseSchema (nil
-// without NativeSchema), checking that its provider (taking caps) can
-// enforce it.
-func (p *build) native(label string, t Target, caps llm.Capabilities) []byte {
-	if !t.NativeSchema {
-		return nil
-	}
-	schema := t.Schema
-	if schema == nil {
-		schema = p.b.schema
-	}
-	switch {
-	case schema == nil:
-		p.fail(label, "NativeSchema is set but neither the target nor the chain has a Schema; set one, or unset NativeSchema")
-		return nil
-	case t.Provider == nil:
-		return nil // reported already
-	case caps&llm.CapNativeSchema == 0:
-		p.fail(label, "NativeSchema is set but provider %q cannot enforce a schema natively (its capabilities: %s); unset NativeSchema, the chain validates the answer all the same", t.Provider.Name(), caps)
-		return nil
-	}
-	if sc, ok := t.Provider.(llm.SchemaChecker); ok {
-		if err := sc.CheckResponseSchema(schema); err != nil {
-			p.wrap(label, "NativeSchema is set but the provider cannot take the Schema natively; change the schema as the error says, or unset NativeSchema", err)
-			return nil
-		}
-	}
-	return schema
-}
-
-// capabilityWarnings lists the model targets that cannot carry what an
-// earlier target takes: a request that needs it skips them, so the chain
-// is shorter for it than it looks.
-func capabilityWarnings(targets []*target) []string {
-	var out []string
-	var before llm.Capabilities // what the earlier targets take, together
-	var first [8]string         // the first target that takes each capability
-	for _, t := range targets {
-		if miss := before &^ t.fit.Caps; miss != 0 {
-			for i := range len(first) {
-				if bit := llm.Capabilities(1 << i); miss&bit != 0 {
-					out = append(out, fmt.Sprintf("target %q (%s) cannot carry %s, which %q takes: a request that carries them skips it",
-						t.Name, t.tier, bit, first[i]))
-				}
-			}
-		}
-		for i := range len(first) {
-			if bit := llm.Capabilities(1 << i); t.fit.Caps&bit != 0 && first[i] == "" {
-				first[i] = t.Name
-			}
-		}
-		before |= t.fit.Caps
-	}
-	return out
-}
-
 // checkTier reports a target that contradicts its tier's name. Models are
 // compared by modelid.Same, each target's Serves standing for its Model
 // when set: one model in any platform's id form is one model, and an alias

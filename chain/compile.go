@@ -47,12 +47,14 @@ func (b *Builder) Build() (*Chain, error) {
 	}
 	p.entries()
 	p.compileGroups()
-	c.warnings = append(capabilityWarnings(c.targets), c.warnings...)
+	named := make([]capability.Named, len(c.targets))
+	for i, t := range c.targets {
+		named[i] = capability.Named{Name: t.Name, Tier: t.tier.String(), Caps: t.fit.Caps}
+	}
+	c.warnings = append(capability.Warnings(named), c.warnings...)
 	p.wrap("", "an observer refused the chain", c.bind())
 	if b.shared != nil {
-		c.buildShared(b.shared, c.targets, func(target, problem string, err error) {
-			p.errs = append(p.errs, &ConfigError{Chain: b.name, Target: target, Problem: problem, Err: err})
-		})
+		p.share(b.shared)
 	}
 	if err := errors.Join(p.errs...); err != nil {
 		return nil, err
@@ -195,7 +197,10 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		caps = llm.CapabilitiesOf(t.Provider) &^ t.Lacks
 		media = llm.MediaTypesOf(t.Provider)
 	}
-	native := p.native(label, t, caps)
+	native, problem, err := capability.Native(t.NativeSchema, t.Schema, p.b.schema, t.Provider, caps)
+	if problem != "" {
+		p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Problem: problem, Err: err})
+	}
 	bud := t.Budget
 	if bud == nil {
 		bud, err = budget.NewRatio(budget.RatioConfig{})

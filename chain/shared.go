@@ -1,16 +1,16 @@
 package chain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
-	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/share"
 )
 
 // DefaultSharedPrefix begins every key of a shared chain when
@@ -145,108 +145,38 @@ type sharedSetup struct {
 	opts  SharedConfig
 }
 
-// buildShared checks the configuration and makes the chain's shared state
-// and the shared budgets of the targets without one. problem reports a
-// problem of the whole chain (target "") or of one target.
-func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(target, what string, err error)) {
-	o := cfg.opts
-	if o.Refresh < 0 {
-		problem("", "Shared: Refresh is "+o.Refresh.String()+"; it must not be negative (0 means 100ms)", nil)
-	}
-	prefix := o.Prefix
-	if prefix == "" {
-		prefix = DefaultSharedPrefix
-	}
-	if err := o.Budget.Validate(); err != nil {
-		problem("", "Shared: Budget is invalid", err)
-	}
-	if err := o.Hedge.Validate(); err != nil {
-		problem("", "Shared: Hedge is invalid", err)
-	}
-	if cfg.store == nil {
-		problem("", "Shared: the store is nil; build one with redisstore.New(client), and check its error", nil)
-		return
-	}
-	notify := c.state // the callbacks below may outlive c: they hold its observers, not c
-	breakers := cfg.store.Breakers(prefix + ":" + keyPart(c.name) + ":breakers")
-	if breakers == nil {
-		problem("", "Shared: the store builds no breaker store (a nil *redisstore.Store?); build one with redisstore.New(client), and check its error", nil)
-		return
-	}
-	state, err := breaker.NewShared(breakers, breaker.SharedConfig{
-		Timeout:    o.Timeout,
-		ProbeEvery: o.ProbeEvery,
-		Refresh:    o.Refresh,
-		Logger:     o.Logger,
-		OnError: func(err error) {
-			if err != nil {
-				notify.sharedUnavailable("breaker", "")
-			}
-		},
-	})
-	if err != nil {
-		problem("", "Shared is invalid", err)
-		return
-	}
-	c.shared = state
-	for _, t := range targets {
-		state.Track(t.Name, t.breaker, &t.gate, t.maxGate)
-	}
-	share := func(name, kind string, ratio budget.RatioConfig) (budget.Budget, error) {
-		return budget.NewShared(cfg.store.Budget(prefix+":"+keyPart(c.name)+":"+keyPart(name)+":"+kind), budget.SharedConfig{
-			Ratio:      ratio,
-			Timeout:    o.Timeout,
-			ProbeEvery: o.ProbeEvery,
-			Available:  state.Available, // one Redis failure, one Timeout per call
-			Logger:     o.Logger,
-			OnError: func(err error) {
-				if err != nil {
-					notify.sharedUnavailable(kind, name)
-				}
-			},
-		})
-	}
-	for _, t := range targets {
-		if t.Budget != nil {
-			continue
+// share checks the configuration and makes the chain's shared state and
+// the shared budgets of the targets without one (internal/share).
+func (p *build) share(cfg *sharedSetup) {
+	c, o := p.c, cfg.opts
+	ts := make([]share.Target, len(c.targets))
+	for i, t := range c.targets {
+		ts[i] = share.Target{Name: t.Name, Breaker: t.breaker, Gate: &t.gate, MaxGate: t.maxGate, OwnBudget: t.Budget != nil}
+		if t.hedge != nil {
+			ts[i].HedgeKey = t.hedge.shareKey
 		}
-		b, err := share(t.Name, "budget", o.Budget)
-		if err != nil {
-			problem(t.Name, "Shared: the target's shared budget", err)
-			continue
-		}
-		t.budget = b
 	}
-	hedges := o.Hedge
-	if hedges.Ratio == 0 {
-		hedges.Ratio = hedge.DefaultRatio
+	got, problems := share.Build(cfg.store, share.Config{
+		Prefix: cmp.Or(o.Prefix, DefaultSharedPrefix), Chain: c.name,
+		Timeout: o.Timeout, ProbeEvery: o.ProbeEvery, Refresh: o.Refresh,
+		Budget: o.Budget, Hedge: o.Hedge, Logger: o.Logger,
+		Unavailable: c.state.sharedUnavailable, // its observers, not c: the callbacks may outlive c
+	}, ts)
+	for _, pr := range problems {
+		p.errs = append(p.errs, &ConfigError{Chain: c.name, Target: pr.Target, Problem: pr.What, Err: pr.Err})
 	}
-	shared := map[string]budget.Budget{} // one per key: a tier's targets share theirs
-	for _, t := range targets {
-		h := t.hedge
-		if h == nil || h.shareKey == "" {
-			continue
+	c.shared = got.State
+	for i, b := range got.Budgets {
+		if b != nil {
+			c.targets[i].budget = b
 		}
-		if b, ok := shared[h.shareKey]; ok {
-			h.budget = b
-			continue
+	}
+	for _, t := range c.targets {
+		if h := t.hedge; h != nil && got.Hedges[h.shareKey] != nil {
+			h.budget = got.Hedges[h.shareKey]
 		}
-		b, err := share(h.shareKey, "hedge", hedges)
-		if err != nil {
-			problem(t.Name, "Shared: the shared hedge budget", err)
-			continue
-		}
-		h.budget, shared[h.shareKey] = b, b
 	}
 }
-
-// keyEscaper escapes the parts of a key that come from names, so that
-// chain "eu:support" with target "primary" and chain "eu" with target
-// "support:primary" get different keys.
-var keyEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
-
-// keyPart is name as one part of a Redis key: its '%' and ':' escaped.
-func keyPart(name string) string { return keyEscaper.Replace(name) }
 
 // sync makes sure the call decides on a fresh mirror of what the other
 // replicas published about the chain's targets (breaker.Shared.Fresh),

@@ -5,7 +5,9 @@
 // documents, a native schema), one of its media types, or, after a
 // context-length failure in the call, its size. Per chain it is Untaken:
 // a request carrying a media type that no target takes is refused before
-// anything is sent.
+// anything is sent. At Build it checks a target's native schema against
+// what its provider takes (Native), and lists the targets that cannot
+// carry what an earlier one takes (Warnings).
 //
 // chain builds a Target for each of its targets (what its provider takes,
 // less what the target lacks; its context window from the catalogue) and
@@ -133,4 +135,67 @@ func describe(md *llm.Media) string {
 		return fmt.Sprintf("document media type %q", md.MediaType)
 	}
 	return fmt.Sprintf("image media type %q", md.MediaType)
+}
+
+// Native returns the schema a target sends as Request.ResponseSchema (nil
+// when on is false: the target has no NativeSchema): its own Schema, or
+// else the chain's, once it has checked that the target's provider p,
+// taking caps, can enforce it. When it cannot, it returns the problem to
+// report and its cause (nil when the problem says it all); a nil p is
+// reported already and returns nothing.
+func Native(on bool, own, chain []byte, p llm.Provider, caps llm.Capabilities) (native []byte, problem string, err error) {
+	if !on {
+		return nil, "", nil
+	}
+	schema := own
+	if schema == nil {
+		schema = chain
+	}
+	switch {
+	case schema == nil:
+		return nil, "NativeSchema is set but neither the target nor the chain has a Schema; set one, or unset NativeSchema", nil
+	case p == nil:
+		return nil, "", nil // reported already
+	case caps&llm.CapNativeSchema == 0:
+		return nil, fmt.Sprintf("NativeSchema is set but provider %q cannot enforce a schema natively (its capabilities: %s); unset NativeSchema, the chain validates the answer all the same", p.Name(), caps), nil
+	}
+	if sc, ok := p.(llm.SchemaChecker); ok {
+		if err := sc.CheckResponseSchema(schema); err != nil {
+			return nil, "NativeSchema is set but the provider cannot take the Schema natively; change the schema as the error says, or unset NativeSchema", err
+		}
+	}
+	return schema, "", nil
+}
+
+// Named is a model target as Warnings reads it: its name, its tier's, and
+// what it carries.
+type Named struct {
+	Name, Tier string
+	Caps       llm.Capabilities
+}
+
+// Warnings lists the targets, in the chain's order, that cannot carry
+// what an earlier target takes: a request that needs it skips them, so
+// the chain is shorter for it than it looks.
+func Warnings(targets []Named) []string {
+	var out []string
+	var before llm.Capabilities // what the earlier targets take, together
+	var first [8]string         // the first target that takes each capability
+	for _, t := range targets {
+		if miss := before &^ t.Caps; miss != 0 {
+			for i := range len(first) {
+				if bit := llm.Capabilities(1 << i); miss&bit != 0 {
+					out = append(out, fmt.Sprintf("target %q (%s) cannot carry %s, which %q takes: a request that carries them skips it",
+						t.Name, t.Tier, bit, first[i]))
+				}
+			}
+		}
+		for i := range len(first) {
+			if bit := llm.Capabilities(1 << i); t.Caps&bit != 0 && first[i] == "" {
+				first[i] = t.Name
+			}
+		}
+		before |= t.Caps
+	}
+	return out
 }

@@ -1,7 +1,9 @@
 package capability_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/backstop-llm/backstop/internal/capability"
@@ -55,5 +57,59 @@ func TestUntaken(t *testing.T) {
 	}
 	if err := capability.Untaken(req, []*capability.Target{a, b, {}}); err != nil {
 		t.Fatalf("a target that declares no media types takes every one: %v", err)
+	}
+}
+
+// provider takes a native schema unless its checker refuses it.
+type provider struct{ refuse error }
+
+func (provider) Name() string { return "p" }
+func (provider) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return &llm.Response{}, nil
+}
+func (p provider) CheckResponseSchema([]byte) error { return p.refuse }
+
+func TestNative(t *testing.T) {
+	own, chainwide := []byte(`{"type":"object"}`), []byte(`{"type":"string"}`)
+	refused := errors.New("no enum")
+	for _, tc := range []struct {
+		name       string
+		on         bool
+		own, chain []byte
+		p          llm.Provider
+		caps       llm.Capabilities
+		want       []byte
+		problem    string
+		err        error
+	}{
+		{"off", false, own, nil, provider{}, llm.CapAll, nil, "", nil},
+		{"own", true, own, chainwide, provider{}, llm.CapAll, own, "", nil},
+		{"the chain's", true, nil, chainwide, provider{}, llm.CapAll, chainwide, "", nil},
+		{"none", true, nil, nil, provider{}, llm.CapAll, nil, "NativeSchema is set but neither the target nor the chain has a Schema; set one, or unset NativeSchema", nil},
+		{"no provider", true, own, nil, nil, llm.CapAll, nil, "", nil},
+		{"cannot", true, own, nil, provider{}, llm.CapTools, nil,
+			`NativeSchema is set but provider "p" cannot enforce a schema natively (its capabilities: tools); unset NativeSchema, the chain validates the answer all the same`, nil},
+		{"checker refuses", true, own, nil, provider{refuse: refused}, llm.CapAll, nil,
+			"NativeSchema is set but the provider cannot take the Schema natively; change the schema as the error says, or unset NativeSchema", refused},
+	} {
+		got, problem, err := capability.Native(tc.on, tc.own, tc.chain, tc.p, tc.caps)
+		if string(got) != string(tc.want) || problem != tc.problem || err != tc.err {
+			t.Errorf("%s: %s, %q, %v; want %s, %q, %v", tc.name, got, problem, err, tc.want, tc.problem, tc.err)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	got := capability.Warnings([]capability.Named{
+		{Name: "sees", Tier: "primary", Caps: llm.CapAll},
+		{Name: "blind", Tier: "provider", Caps: llm.CapAll &^ (llm.CapImages | llm.CapTools)},
+		{Name: "last", Tier: "provider", Caps: llm.CapAll},
+	})
+	want := []string{
+		`target "blind" (provider) cannot carry tools, which "sees" takes: a request that carries them skips it`,
+		`target "blind" (provider) cannot carry images, which "sees" takes: a request that carries them skips it`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Warnings:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
