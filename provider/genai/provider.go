@@ -94,12 +94,7 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(c.Region) != c.Region {
 		found.Addf("Config.Region %q has leading or trailing spaces; trim them", c.Region)
 	}
-	if c.APIKey != "" {
-		if err := wire.Key(c.APIKey); err != nil {
-			found.Addf("%v", err)
-		}
-	}
-	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+	for _, err := range wire.SDKConfig(c.APIKey, c.MaxResponseBytes) {
 		found.Addf("%v", err)
 	}
 	return found.Err()

@@ -116,12 +116,7 @@ func (c Config) Validate() error {
 		strings.TrimSpace(c.Region) != c.Region {
 		found.Addf("Config.Platform, Name or Region has leading or trailing spaces; trim them")
 	}
-	if c.APIKey != "" {
-		if err := wire.Key(c.APIKey); err != nil {
-			found.Addf("%v", err)
-		}
-	}
-	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
+	for _, err := range wire.SDKConfig(c.APIKey, c.MaxResponseBytes) {
 		found.Addf("%v", err)
 	}
 	return found.Err()

@@ -126,3 +126,20 @@ func Header(h http.Header) []error {
 	}
 	return errs
 }
+
+// SDKConfig checks what every SDK adapter's Config holds alike: its
+// optional APIKey (redacted wherever it appears, so it must be written as
+// it is sent) and its MaxResponseBytes. It returns each problem, in the
+// words the adapters' Validate reports.
+func SDKConfig(apiKey string, maxBytes int64) []error {
+	var errs []error
+	if apiKey != "" {
+		if err := Key(apiKey); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := MaxBytes(maxBytes); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
