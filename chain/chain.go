@@ -9,9 +9,9 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/answer"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
-	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -39,7 +39,7 @@ type Chain struct {
 	warnings        []string           // see Warnings
 
 	// layout is the groups as the walk ranks them; nil unless spreads.
-	layout *spread.Layout
+	layout *rank.Layout
 }
 
 // Warnings lists what Build found legal but likely unintended: today, a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/policy"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -14,7 +15,6 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -51,7 +51,7 @@ type target struct {
 	// or hedging reads them (nil otherwise); hedge the hedging of its
 	// attempts (nil when off).
 	group *group
-	load  *spread.Load
+	load  *rank.Load
 	hedge *hedger
 	// prober sends the active probe (Probe); nil when off.
 	prober *prober

@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 )
@@ -136,7 +137,7 @@ func (p *build) checkGroups() {
 // hedging; then the layout the walk ranks them by.
 func (p *build) compileGroups() {
 	c := p.c
-	var tiers []spread.Tier
+	var tiers []rank.Tier
 	for lo := 0; lo < len(c.targets); {
 		gi := groupOf(c.targets[lo].tier)
 		hi := lo
@@ -149,7 +150,7 @@ func (p *build) compileGroups() {
 		for _, t := range c.targets[lo:hi] {
 			t.group = g
 			if g.strategy == spread.LeastLoaded || g.strategy == spread.Latency {
-				t.load = &spread.Load{}
+				t.load = &rank.Load{}
 			}
 			h := setup.hedge
 			if t.Hedge.On() {
@@ -179,21 +180,21 @@ func (p *build) compileGroups() {
 		}
 		c.groups = append(c.groups, g)
 		c.spreads = c.spreads || g.spreads()
-		tiers = append(tiers, spread.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
+		tiers = append(tiers, rank.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
 		lo = hi
 	}
 	if c.spreads {
 		var err error
-		c.layout, err = spread.NewLayout(c.epoch, tiers...)
+		c.layout, err = rank.NewLayout(c.epoch, tiers...)
 		p.wrap("", "Spread is invalid", err)
 	}
 }
 
 // members returns ts as their tier's ranking reads them.
-func members(ts []*target) []spread.Member {
-	ms := make([]spread.Member, len(ts))
+func members(ts []*target) []rank.Member {
+	ms := make([]rank.Member, len(ts))
 	for i, t := range ts {
-		ms[i] = spread.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
+		ms[i] = rank.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
 		if lim := t.throttle; lim != nil && t.group.strategy == spread.Headroom {
 			ms[i].Room = func(now time.Time) (float64, time.Duration) {
 				h := lim.Headroom(now) // before the first headers: the provisional pace
