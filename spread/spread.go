@@ -153,4 +153,3 @@ func (c Choice) String() string {
 	}
 	return b.String()
 }
-
