@@ -6,7 +6,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/policy"
 
@@ -57,7 +57,7 @@ type target struct {
 	prober *prober
 	// answers and firsts are its latest answer times, whole and (a
 	// stream's) to the first chunk, that its patience learns from.
-	answers, firsts hedge.Window
+	answers, firsts latency.Window
 }
 
 // assemble lists t's policies, in the order the walk asks them: whether t

@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
@@ -109,7 +110,7 @@ type group struct {
 	// window holds the tier's recent answer times (a stream's: its first
 	// chunk), for adaptive hedge delays; nil when no target of the tier
 	// hedges.
-	window *hedge.Window
+	window *latency.Window
 }
 
 // spreads reports whether g orders its targets per call.
@@ -160,9 +161,9 @@ func (p *build) compileGroups() {
 				continue
 			}
 			if g.window == nil {
-				g.window = &hedge.Window{}
+				g.window = &latency.Window{}
 			}
-			hr := &hedger{cfg: h.WithDefaults(), budget: h.Budget}
+			hr := &hedger{cfg: h, budget: h.Budget}
 			switch {
 			case h.Budget != nil:
 			case t.Hedge.On(): // the target's own hedging, its own budget
