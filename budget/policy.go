@@ -13,7 +13,7 @@ import (
 // retry (a first attempt spends nothing), refusing with b's error when
 // b refuses (softly on the call's last target: the breaker's probe may
 // still take the call after the backoff); every attempt sent is recorded
-// as it ends; a retry withdrawn and not sent is refunded when b is a
+// as it ends; a retry withdrawn and not sent is refunded when b has a
 // Refund method.
 func Retries(b Budget) policy.Policy { return retries{b} }
 
