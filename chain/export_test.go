@@ -26,3 +26,14 @@ func ProbesStoppedForTest(c *Chain) func() bool {
 		return true
 	}
 }
+
+// Figures of the package that its external tests read; they are not part
+// of the API.
+const (
+	DefaultDegradeTimeout = defaultDegradeTimeout
+	DefaultTimeout        = defaultTimeout
+	DefaultIdleTimeout    = defaultIdleTimeout
+	DefaultPatience       = defaultPatience
+	DefaultStreamPatience = defaultStreamPatience
+	DefaultSharedPrefix   = defaultSharedPrefix
+)
