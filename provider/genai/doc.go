@@ -7,7 +7,7 @@
 //
 // The translation between llm's vocabulary and the SDK's types, the
 // classification of every SDK error into an *llm.Error (through
-// llm.Classify with llm.VendorGoogle, the table backstop's own adapters
+// classify.Classify with classify.VendorGoogle, the table backstop's own adapters
 // use), the redaction of every credential, the caps on what a response
 // may make it hold, and the guarantee that one Complete or Stream is one
 // HTTP request to the configured origin. It does not own the
@@ -164,7 +164,7 @@
 // toolUsePromptTokenCount; output: candidatesTokenCount plus
 // thoughtsTokenCount, since thinking is billed as output), Model from
 // modelVersion, ID from responseId, RequestID from the response's
-// X-Goog-Request-Id header, or else X-Request-Id (llm.VendorGoogle's
+// X-Goog-Request-Id header, or else X-Request-Id (classify.VendorGoogle's
 // names: Google documents no request-id header for these APIs, so it is
 // often empty). The adapter reads it from the response itself, so that
 // errors, an error event mid-stream and a cut attempt carry it as answers

@@ -6,6 +6,7 @@ import (
 
 	gg "google.golang.org/genai"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -38,7 +39,7 @@ func (a *answer) add(r *gg.GenerateContentResponse) (string, []llm.ToolCall) {
 		a.id = r.ResponseID
 	}
 	if a.requestID == "" && r.SDKHTTPResponse != nil && r.SDKHTTPResponse.Headers != nil {
-		a.requestID = llm.VendorGoogle.RequestID(r.SDKHTTPResponse.Headers)
+		a.requestID = classify.VendorGoogle.RequestID(r.SDKHTTPResponse.Headers)
 	}
 	if u := r.UsageMetadata; u != nil {
 		// A stream's usage is a running total: the latest replaces it.

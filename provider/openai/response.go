@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -89,7 +90,7 @@ func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Er
 }
 
 // rateLimit reads the x-ratelimit-* headers, as every adapter of OpenAI's
-// API reads them (llm.Vendor.RateLimit).
+// API reads them (classify.Vendor.RateLimit).
 func rateLimit(h http.Header, received time.Time) llm.RateLimit {
-	return llm.VendorOpenAI.RateLimit(h, received)
+	return classify.VendorOpenAI.RateLimit(h, received)
 }
