@@ -72,7 +72,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
 		ToolCalls: toolCalls(b.Content, ids),
-		Finish:    llm.FinishOf(b.StopReason),
+		Finish:    classify.FinishOf(b.StopReason),
 	}), nil
 }
 

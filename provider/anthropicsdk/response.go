@@ -54,7 +54,7 @@ func (c *call) answer(raw *http.Response, msg *anthropic.Message) (*llm.Response
 		},
 		RateLimit: classify.VendorAnthropic.RateLimit(r.Header, r.Received),
 		ToolCalls: c.toolCalls(msg.Content),
-		Finish:    llm.FinishOf(string(msg.StopReason)),
+		Finish:    classify.FinishOf(string(msg.StopReason)),
 	}), nil
 }
 

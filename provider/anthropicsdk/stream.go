@@ -346,7 +346,7 @@ func (s *stream) handle(ev *anthropic.MessageStreamEventUnion) (string, error) {
 	case "message_delta":
 		if r := string(ev.Delta.StopReason); r != "" {
 			s.res.FinishReason = r
-			s.res.Finish = llm.FinishOf(r)
+			s.res.Finish = classify.FinishOf(r)
 		}
 		u := &ev.Usage
 		s.usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)

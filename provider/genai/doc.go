@@ -159,7 +159,7 @@
 //
 // The first candidate's text (thought summaries left out), its function
 // calls as ToolCalls (Arguments the JSON of args; numbers pass through the
-// SDK's float64), Finish by llm.FinishOf of finishReason (STOP with tool
+// SDK's float64), Finish by classify.FinishOf of finishReason (STOP with tool
 // calls is FinishToolUse), usage (input: promptTokenCount plus
 // toolUsePromptTokenCount; output: candidatesTokenCount plus
 // thoughtsTokenCount, since thinking is billed as output), Model from

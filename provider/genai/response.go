@@ -113,7 +113,7 @@ func (a *answer) blocked(p *Provider, at *attempt) *llm.Error {
 		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
 			Type: reason, Message: "the prompt was blocked (" + reason + ")",
 			Detail: at.x.Detail(a.feedback.BlockReasonMessage)})
-	case llm.FinishOf(a.finish) == llm.FinishContentFilter:
+	case classify.FinishOf(a.finish) == llm.FinishContentFilter:
 		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
 			Type: a.finish, Message: "the answer was blocked (" + a.finish + ")", Detail: at.x.Detail(a.finishMsg)})
 	}
@@ -130,7 +130,7 @@ func (a *answer) response() *llm.Response {
 		RequestID:    a.requestID,
 		FinishReason: a.finish,
 		Usage:        a.usage,
-		Finish:       llm.FinishOf(a.finish),
+		Finish:       classify.FinishOf(a.finish),
 	}
 	if len(a.calls) > 0 {
 		r.ToolCalls = append([]llm.ToolCall(nil), a.calls...)

@@ -72,7 +72,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		ID:           b.ID,
 		RequestID:    r.Header.Get(p.ep.RequestID),
 		FinishReason: c.FinishReason,
-		Finish:       llm.FinishOf(c.FinishReason),
+		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage: llm.Usage{
 			InputTokens:  b.Usage.PromptTokens,

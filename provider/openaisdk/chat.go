@@ -164,7 +164,7 @@ func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r classify.Reply, ids *w
 		ID:           cc.ID,
 		RequestID:    classify.VendorOpenAI.RequestID(r.Header),
 		FinishReason: c.FinishReason,
-		Finish:       llm.FinishOf(c.FinishReason),
+		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
 		RateLimit:    classify.VendorOpenAI.RateLimit(r.Header, r.Received),
@@ -254,7 +254,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		}
 		if choice.FinishReason != "" {
 			s.res.FinishReason = choice.FinishReason
-			s.res.Finish = llm.FinishOf(choice.FinishReason)
+			s.res.Finish = classify.FinishOf(choice.FinishReason)
 			c.finishCalls()
 		}
 		return choice.Delta.Content, false, nil

@@ -23,7 +23,7 @@
 //     temperature, top_p, stop; Params.Extra merged at the top level
 //     (option.WithJSONSet: a key replaces the SDK's, nil sends null). The
 //     answer's text, tool calls (arguments always valid JSON), finish
-//     reason (llm.FinishOf), usage, model and id; a refusal or a
+//     reason (classify.FinishOf), usage, model and id; a refusal or a
 //     content_filter finish is a KindContentFilter error.
 //   - "responses": the Responses API, with the equivalent input items:
 //     System as instructions, messages as input messages (input_text,

@@ -205,7 +205,7 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 	case reason == "completed":
 		return reason, llm.FinishStop
 	}
-	return reason, llm.FinishOf(reason)
+	return reason, classify.FinishOf(reason)
 }
 
 // responseFailed classifies a failed response by its error code, with the
