@@ -89,7 +89,7 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Timeout is %v; it must not be negative (0 means defaultTimeout, %v)", t.Timeout, defaultTimeout)
 	}
 	if t.Patience < 0 {
-		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least %v, or %v for a stream's first chunk)", t.Patience, defaultPatience, defaultStreamPatience)
+		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least 30s, or 10s for a stream's first chunk)", t.Patience)
 	}
 	if t.ContextWindow < 0 {
 		p.fail(label, "ContextWindow is %d; it must not be negative (0 means unknown)", t.ContextWindow)

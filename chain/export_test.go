@@ -33,7 +33,5 @@ const (
 	DefaultDegradeTimeout = defaultDegradeTimeout
 	DefaultTimeout        = defaultTimeout
 	DefaultIdleTimeout    = defaultIdleTimeout
-	DefaultPatience       = defaultPatience
-	DefaultStreamPatience = defaultStreamPatience
 	DefaultSharedPrefix   = defaultSharedPrefix
 )

@@ -29,15 +29,15 @@ import (
 // The default patience (see Target's Patience). docs/concepts.md gives
 // each its reason and the figure that chose it.
 const (
-	// defaultPatience is the least patience of a target whose Patience is
+	// DefaultPatience is the least patience of a target whose Patience is
 	// 0, for a whole answer: after it, a later target is raced. Thirty
 	// seconds: a silent primary with a healthy fallback is served within
 	// 35 s, and a long answer still arriving keeps its attempt.
-	defaultPatience = 30 * time.Second
-	// defaultStreamPatience is the least patience for a stream's first
+	DefaultPatience = 30 * time.Second
+	// DefaultStreamPatience is the least patience for a stream's first
 	// chunk: a first token 20 s away is raced at 10 s and served by the
 	// next target at once, while the slow one keeps its chance.
-	defaultStreamPatience = 10 * time.Second
+	DefaultStreamPatience = 10 * time.Second
 	// patienceFactor times the target's p99 answer time (or first-chunk
 	// time), once it has MinSamples of them, is its learned patience
 	// when that is longer than the floor: a reasoning model whose first
@@ -54,9 +54,9 @@ func (t *target) patienceFor(stream bool) time.Duration {
 	if t.Patience > 0 {
 		return t.Patience
 	}
-	floor, w := defaultPatience, &t.answers
+	floor, w := DefaultPatience, &t.answers
 	if stream {
-		floor, w = defaultStreamPatience, &t.firsts
+		floor, w = DefaultStreamPatience, &t.firsts
 	}
 	if q, ok := w.Quantile(patienceQuantile); ok {
 		return max(floor, patienceFactor*q)

@@ -74,8 +74,8 @@ type Target struct {
 	// raced, and the slow target is waited for up to its Timeout and the
 	// call's deadline. 0 means learned: twice the target's p99 answer
 	// time (first-chunk time for streams) over its latest answers, once
-	// it has given 20, and never less than 30s for a
-	// whole answer or 10s for a first chunk. Set
+	// it has given 20, and never less than DefaultPatience (30s) for a
+	// whole answer or DefaultStreamPatience (10s) for a first chunk. Set
 	// it for a target that is slow by nature from its first call (a
 	// reasoning model whose first token routinely takes longer than 10s).
 	// It must not be negative.
