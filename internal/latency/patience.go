@@ -1,7 +1,7 @@
 package latency
 
 // Patience: how long a target's attempt may go unanswered before the
-// chain races it with a later target (chain.Target.Patience), moved here with the Window it reads. It is a
+// chain races it with a later target (chain.Target.Patience). It is a
 // hedge delay learned from the target's own answer times: the chain runs
 // the race, arms it only when the attempt's hard limit and the call's
 // deadline leave room, and records the times in the Windows read here.
