@@ -26,12 +26,3 @@ func ProbesStoppedForTest(c *Chain) func() bool {
 		return true
 	}
 }
-
-// Figures of the package that its external tests read; they are not part
-// of the API.
-const (
-	DefaultDegradeTimeout = defaultDegradeTimeout
-	DefaultTimeout        = defaultTimeout
-	DefaultIdleTimeout    = defaultIdleTimeout
-	DefaultSharedPrefix   = defaultSharedPrefix
-)
