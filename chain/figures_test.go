@@ -6,5 +6,4 @@ const (
 	DefaultDegradeTimeout = defaultDegradeTimeout
 	DefaultTimeout        = defaultTimeout
 	DefaultIdleTimeout    = defaultIdleTimeout
-	DefaultSharedPrefix   = defaultSharedPrefix
 )

@@ -13,9 +13,9 @@ import (
 	"github.com/backstop-llm/backstop/hedge"
 )
 
-// defaultSharedPrefix begins every key of a shared chain when
+// DefaultSharedPrefix begins every key of a shared chain when
 // SharedConfig.Prefix is empty.
-const defaultSharedPrefix = "backstop"
+const DefaultSharedPrefix = "backstop"
 
 // SharedConfig configures Builder.Shared. The zero value means every
 // default.
@@ -23,7 +23,7 @@ type SharedConfig struct {
 	// Prefix begins every key the chain writes: "<Prefix>:<chain>:breakers"
 	// (one hash: the breakers and Retry-After gates of all its targets)
 	// and "<Prefix>:<chain>:<target>:budget" (one hash per target's
-	// budget). Empty means "backstop". Replicas share
+	// budget). Empty means DefaultSharedPrefix ("backstop"). Replicas share
 	// state when they build chains of the same name on the same Redis with
 	// the same Prefix.
 	Prefix string
@@ -155,7 +155,7 @@ func (c *Chain) buildShared(cfg *sharedSetup, targets []*target, problem func(ta
 	}
 	prefix := o.Prefix
 	if prefix == "" {
-		prefix = defaultSharedPrefix
+		prefix = DefaultSharedPrefix
 	}
 	if err := o.Budget.Validate(); err != nil {
 		problem("", "Shared: Budget is invalid", err)
