@@ -23,6 +23,11 @@ type Budget interface {
 	Withdraw(ctx context.Context) error
 }
 
+// A Budget may also have a method Refund(ctx context.Context): the chain
+// then calls it to take back a retry it granted when the retry was not
+// sent after all (the caller canceled during the wait, the breaker opened
+// meanwhile). Ratio, TokenBucket and Shared have it.
+
 // Outcome is what Record is told about one attempt.
 type Outcome struct {
 	// Retry reports that the attempt was a retry (a Withdraw granted it);
@@ -58,9 +63,10 @@ type unlimited struct{}
 func (unlimited) Record(context.Context, Outcome) {}
 func (unlimited) Withdraw(context.Context) error  { return nil }
 
-// Refunder is a Budget that can take back a retry it granted when the
+// refunder is a Budget that can take back a retry it granted when the
 // retry was not sent after all (the caller canceled during the wait, the
-// breaker opened meanwhile). The chain calls Refund when a Budget has it.
-type Refunder interface {
+// breaker opened meanwhile). The chain calls Refund when a Budget has it
+// (see Budget).
+type refunder interface {
 	Refund(ctx context.Context)
 }

@@ -203,8 +203,8 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 var (
-	_ Refunder = (*Ratio)(nil)
-	_ Refunder = (*TokenBucket)(nil)
+	_ refunder = (*Ratio)(nil)
+	_ refunder = (*TokenBucket)(nil)
 )
 
 func TestRefundGivesBackAGrantedRetry(t *testing.T) {

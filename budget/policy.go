@@ -13,8 +13,8 @@ import (
 // retry (a first attempt spends nothing), refusing with b's error when
 // b refuses (softly on the call's last target: the breaker's probe may
 // still take the call after the backoff); every attempt sent is recorded
-// as it ends; a retry withdrawn and not sent is refunded when b is a
-// Refunder.
+// as it ends; a retry withdrawn and not sent is refunded when b has a
+// Refund method.
 func Retries(b Budget) policy.Policy { return retries{b} }
 
 type retries struct{ b Budget }
@@ -34,7 +34,7 @@ func (r retries) Settle(ctx context.Context, a *policy.Attempt, h policy.Hold, o
 	case o.Sent && !o.Lost:
 		r.b.Record(ctx, Outcome{Retry: a.N > 1, Success: o.Success, At: o.At})
 	case !o.Sent && h.N == 1:
-		if rf, ok := r.b.(Refunder); ok {
+		if rf, ok := r.b.(refunder); ok {
 			rf.Refund(ctx)
 		}
 	}
@@ -43,7 +43,7 @@ func (r retries) Settle(ctx context.Context, a *policy.Attempt, h policy.Hold, o
 // Hedges makes b the hedge budget of a hedged tier: asked for a hedge
 // (a.Hedge, in Send), it withdraws one, refusing for every target of the
 // tier when b refuses. A hedge withdrawn and not sent is refunded when b
-// is a Refunder. (The calls a hedge may be sent for are recorded by the
+// has a Refund method. (The calls a hedge may be sent for are recorded by the
 // race, as each first attempt of the tier starts.)
 func Hedges(b Budget) policy.Policy { return hedges{b} }
 
@@ -61,7 +61,7 @@ func (hb hedges) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 
 func (hb hedges) Settle(ctx context.Context, _ *policy.Attempt, h policy.Hold, o *policy.Outcome) {
 	if !o.Sent && h.N == 1 {
-		if rf, ok := hb.b.(Refunder); ok {
+		if rf, ok := hb.b.(refunder); ok {
 			rf.Refund(ctx)
 		}
 	}

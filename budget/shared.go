@@ -170,7 +170,7 @@ type Shared struct {
 	flushing  atomic.Bool  // a Record is writing a batch
 }
 
-var _ Refunder = (*Shared)(nil)
+var _ refunder = (*Shared)(nil)
 
 // NewShared returns a retry budget that the replicas whose stores are on
 // the same key share, configured by opts (the zero SharedConfig for every
@@ -316,7 +316,7 @@ func (s *Shared) Withdraw(ctx context.Context) error {
 // Refund takes back a retry Withdraw granted that was not sent, from the
 // budget that decides now: the shared window while Redis answers (one
 // round trip, bounded by the Timeout and not by ctx's cancellation, so a
-// canceled call can refund), the Local budget, if it is a Refunder, while
+// canceled call can refund), the Local budget, if it has a Refund method, while
 // Redis is unavailable. In the shared window the retry comes off the
 // newest bucket that counts one, so that it leaves the window no later than
 // the grant it cancels, and the window's retries never go below zero. If
@@ -326,7 +326,7 @@ func (s *Shared) Refund(ctx context.Context) {
 		s.decide(context.WithoutCancel(ctx), remote.BudgetRefund, 0)
 		return
 	}
-	if r, ok := s.local.(Refunder); ok {
+	if r, ok := s.local.(refunder); ok {
 		r.Refund(ctx)
 	}
 }

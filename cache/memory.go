@@ -171,8 +171,8 @@ func (m *Memory) Set(ctx context.Context, key string, e Entry, ttl time.Duration
 	return nil
 }
 
-// Len returns how many entries the Memory holds, expired ones that have not
+// size returns how many entries the Memory holds, expired ones that have not
 // been read since they expired included. It is at most maxEntries.
-func (m *Memory) Len() int {
+func (m *Memory) size() int {
 	return m.lru.Len()
 }

@@ -100,8 +100,8 @@ func TestExpiryBoundary(t *testing.T) {
 		if present(t, m, "q") {
 			t.Fatal("entry served at exactly its Set time + ttl")
 		}
-		if m.Len() != 0 {
-			t.Fatalf("Len = %d after reading the expired entry; want 0 (removed on read)", m.Len())
+		if m.size() != 0 {
+			t.Fatalf("Len = %d after reading the expired entry; want 0 (removed on read)", m.size())
 		}
 	})
 }
@@ -113,14 +113,14 @@ func TestExpiredCountsUntilRead(t *testing.T) {
 		mustSet(t, m, "a", "1", 0)
 		mustSet(t, m, "b", "2", 0)
 		time.Sleep(time.Hour)
-		if m.Len() != 2 {
-			t.Fatalf("Len = %d; want 2 (expired entries stay until read)", m.Len())
+		if m.size() != 2 {
+			t.Fatalf("Len = %d; want 2 (expired entries stay until read)", m.size())
 		}
 		if present(t, m, "a") {
 			t.Fatal("expired entry served")
 		}
-		if m.Len() != 1 {
-			t.Fatalf("Len = %d after reading one expired entry; want 1", m.Len())
+		if m.size() != 1 {
+			t.Fatalf("Len = %d after reading one expired entry; want 1", m.size())
 		}
 	})
 }
@@ -189,8 +189,8 @@ func TestDefaultMaxEntries(t *testing.T) {
 	for i := range defaultMaxEntries + 5 {
 		mustSet(t, m, fmt.Sprint(i), "v", 0)
 	}
-	if m.Len() != defaultMaxEntries {
-		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.Len(), defaultMaxEntries)
+	if m.size() != defaultMaxEntries {
+		t.Fatalf("Len = %d, want DefaultMaxEntries (%d)", m.size(), defaultMaxEntries)
 	}
 	for i := range 5 {
 		if present(t, m, fmt.Sprint(i)) {
@@ -209,8 +209,8 @@ func TestLRUEviction(t *testing.T) {
 	mustSet(t, m, "c", "3", 0) // oldest to newest: a b c
 	wantValue(t, m, "a", "1")  // b c a
 	mustSet(t, m, "d", "4", 0) // evicts b: c a d
-	if m.Len() != 3 {
-		t.Fatalf("Len = %d, want 3", m.Len())
+	if m.size() != 3 {
+		t.Fatalf("Len = %d, want 3", m.size())
 	}
 	if present(t, m, "b") {
 		t.Fatal("b was the least recently used (a was read after it) and should have been evicted")
@@ -273,7 +273,7 @@ func TestSetNegativeTTL(t *testing.T) {
 	if !errors.Is(err, ErrInvalidTTL) || !strings.Contains(err.Error(), "ttl is -1s") {
 		t.Fatalf("Set with ttl -1s = %v; want ErrInvalidTTL naming the ttl", err)
 	}
-	if present(t, m, "q") || m.Len() != 0 {
+	if present(t, m, "q") || m.size() != 0 {
 		t.Fatal("Set with a negative ttl stored the entry")
 	}
 }
@@ -322,7 +322,7 @@ func TestRemoveExpiredKeepsNewerEntry(t *testing.T) {
 		cur, _ := m.lru.Peek("q")
 		time.Sleep(time.Hour)
 		m.removeExpired("q", cur.seq)
-		if m.Len() != 0 {
+		if m.size() != 0 {
 			t.Fatal("removeExpired left the entry it was asked to remove")
 		}
 	})
@@ -377,7 +377,7 @@ func TestConcurrent(t *testing.T) {
 						}
 						e.Value[0] = 'X' // the caller's copy
 					}
-					if n := m.Len(); n > maxEntries {
+					if n := m.size(); n > maxEntries {
 						t.Errorf("Len = %d > maxEntries %d", n, maxEntries)
 						return
 					}

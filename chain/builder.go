@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// DefaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
+// defaultDegradeTimeout bounds each degradation when Builder.DegradeTimeout
 // is not set.
-const DefaultDegradeTimeout = 2 * time.Second
+const defaultDegradeTimeout = 2 * time.Second
 
 // Builder assembles a Chain. Its methods record the configuration and return
 // the builder, so calls chain; nothing is checked until Build, which reports
@@ -50,7 +50,7 @@ func New(name string) *Builder { return &Builder{name: name} }
 // (the default) leaves the caller's context as the only bound.
 func (b *Builder) Deadline(d time.Duration) *Builder { b.deadline = d; return b }
 
-// DegradeTimeout bounds each degradation. 0 means DefaultDegradeTimeout.
+// DegradeTimeout bounds each degradation. 0 means 2s.
 func (b *Builder) DegradeTimeout(d time.Duration) *Builder { b.degradeTimeout = d; return b }
 
 // ContentFallback lets a content-policy refusal (KindContentFilter) move on

@@ -10,9 +10,9 @@ import (
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/capability"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
-	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -42,7 +42,7 @@ type Chain struct {
 	probes          []func()         // stop the targets' active probes (Target.Probe): see Close
 
 	// layout is the groups as the walk ranks them; nil unless spreads.
-	layout *spread.Layout
+	layout *rank.Layout
 }
 
 // Warnings lists what Build found legal but likely unintended: today, a

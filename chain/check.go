@@ -20,7 +20,7 @@ func (p *build) checkChain() {
 		p.fail("", "Deadline is %v; it must not be negative (0 means none)", b.deadline)
 	}
 	if b.degradeTimeout < 0 {
-		p.fail("", "DegradeTimeout is %v; it must not be negative (0 means %v)", b.degradeTimeout, DefaultDegradeTimeout)
+		p.fail("", "DegradeTimeout is %v; it must not be negative (0 means %v)", b.degradeTimeout, defaultDegradeTimeout)
 	}
 	if len(b.entries) == 0 {
 		p.fail("", "the chain is empty; add a target with Primary")
@@ -83,10 +83,10 @@ func (p *build) checkTarget(label string, t *Target) {
 		p.fail(label, "Model is empty; name the model to request")
 	}
 	if t.FirstChunkTimeout < 0 || t.IdleTimeout < 0 {
-		p.fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means the defaults: Timeout's bound, and DefaultIdleTimeout %v)", t.FirstChunkTimeout, t.IdleTimeout, DefaultIdleTimeout)
+		p.fail(label, "FirstChunkTimeout (%v) and IdleTimeout (%v) must not be negative (0 means the defaults: Timeout's bound, and defaultIdleTimeout %v)", t.FirstChunkTimeout, t.IdleTimeout, defaultIdleTimeout)
 	}
 	if t.Timeout < 0 {
-		p.fail(label, "Timeout is %v; it must not be negative (0 means DefaultTimeout, %v)", t.Timeout, DefaultTimeout)
+		p.fail(label, "Timeout is %v; it must not be negative (0 means defaultTimeout, %v)", t.Timeout, defaultTimeout)
 	}
 	if t.Patience < 0 {
 		p.fail(label, "Patience is %v; it must not be negative (0 means learned from the target's answer times, at least 30s, or 10s for a stream's first chunk)", t.Patience)

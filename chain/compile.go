@@ -35,7 +35,7 @@ func (b *Builder) Build() (*Chain, error) {
 	}}
 	c := p.c
 	if c.degradeTimeout == 0 {
-		c.degradeTimeout = DefaultDegradeTimeout
+		c.degradeTimeout = defaultDegradeTimeout
 	}
 	p.checkChain()
 	p.checkGroups()

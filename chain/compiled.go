@@ -5,8 +5,9 @@ package chain
 import (
 	"time"
 
-	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/capability"
+	"github.com/backstop-llm/backstop/internal/latency"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/policy"
 
 	"github.com/backstop-llm/backstop/breaker"
@@ -14,7 +15,6 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -52,11 +52,11 @@ type target struct {
 	// or hedging reads them (nil otherwise); hedge the hedging of its
 	// attempts (nil when off).
 	group *group
-	load  *spread.Load
+	load  *rank.Load
 	hedge *hedger
 	// answers and firsts are its latest answer times, whole and (a
 	// stream's) to the first chunk, that its patience learns from.
-	answers, firsts hedge.Window
+	answers, firsts latency.Window
 }
 
 // assemble lists t's policies, in the order the walk asks them (after

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
@@ -28,7 +29,7 @@ var ErrLostRace = errors.New("lost the race: another attempt of the hedged race 
 
 // hedger is a target's hedging as Build compiled it.
 type hedger struct {
-	cfg    hedge.Config // with its defaults
+	cfg    hedge.Config
 	budget budget.Budget
 	// admit is budget as the policy a hedge is asked of (assemble).
 	admit policy.Policy
@@ -47,7 +48,8 @@ func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 	if a.n == 1 {
 		t.hedge.budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
 	}
-	d, ok := t.hedge.cfg.DelayFrom(t.group.window)
+	c := &t.hedge.cfg
+	d, ok := latency.Delay(c.Delay, c.Adaptive, c.Quantile, t.group.window)
 	if !ok {
 		return 0, false
 	}

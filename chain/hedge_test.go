@@ -13,6 +13,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
@@ -238,13 +239,13 @@ func TestAdaptiveHedgeWaitsForSamplesThenUsesTheQuantile(t *testing.T) {
 		a := &timed{name: "eu-1", delay: 200 * time.Millisecond}
 		b := &timed{name: "eu-2", delay: 200 * time.Millisecond}
 		c := hedged(t, hedge.Config{Adaptive: true}, a, b)
-		for range hedge.MinSamples {
+		for range latency.MinSamples {
 			if _, err := c.Call(t.Context(), question); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if b.count() != 0 {
-			t.Fatalf("%d hedges before the tier had %d answers", b.count(), hedge.MinSamples)
+			t.Fatalf("%d hedges before the tier had %d answers", b.count(), latency.MinSamples)
 		}
 		a.delay = 5 * time.Second // now slower than every answer so far
 		start := time.Now()

@@ -1,9 +1,9 @@
 package chain
 
 // Time limits: how long an attempt may take before it is ended
-// (KindTimeout): Timeout (DefaultTimeout when 0) on a whole answer or, for
+// (KindTimeout): Timeout (10 minutes when 0) on a whole answer or, for
 // a stream, on the wait for its first chunk; FirstChunkTimeout;
-// IdleTimeout (DefaultIdleTimeout when 0) between two chunks of a stream.
+// IdleTimeout (a minute when 0) between two chunks of a stream.
 // A timed-out target is left for the next target that can take the call,
 // and retried only when none can (retry.Rule.ElsewhereFirst). A slow
 // attempt is raced before its limit (patience.go).
@@ -16,18 +16,18 @@ import (
 // The default time limits (see Target's Timeout and IdleTimeout).
 // docs/concepts.md gives each its reason and the figure that chose it.
 const (
-	// DefaultTimeout bounds an attempt of a target whose Timeout is 0: a
+	// defaultTimeout bounds an attempt of a target whose Timeout is 0: a
 	// whole answer, or a stream until its first chunk (a stream that has
 	// begun is bounded by IdleTimeout between chunks instead, so that a
 	// long answer is never cut for being long). Ten minutes: longer than
 	// any single answer a chat service waits for, short enough that a
 	// request the provider lost does not hold a call for good.
-	DefaultTimeout = 10 * time.Minute
-	// DefaultIdleTimeout bounds the gap between two chunks of a stream
+	defaultTimeout = 10 * time.Minute
+	// defaultIdleTimeout bounds the gap between two chunks of a stream
 	// when IdleTimeout is 0. A minute: models pause for seconds between
 	// chunks while they think or call tools, never for a minute on a
 	// healthy connection; a stream stalled 30 s still completes.
-	DefaultIdleTimeout = time.Minute
+	defaultIdleTimeout = time.Minute
 )
 
 // hardLimit is how long an attempt of t may take before it is ended: a
@@ -42,11 +42,11 @@ func (t *target) hardLimit(stream bool) time.Duration {
 	if stream {
 		return 0
 	}
-	return DefaultTimeout
+	return defaultTimeout
 }
 
 // firstChunkLimit is the hard limit on a stream's wait for its first
-// chunk: FirstChunkTimeout, or DefaultTimeout when neither it nor Timeout
+// chunk: FirstChunkTimeout, or defaultTimeout when neither it nor Timeout
 // is set.
 func (t *target) firstChunkLimit() time.Duration {
 	switch {
@@ -55,7 +55,7 @@ func (t *target) firstChunkLimit() time.Duration {
 	case t.Timeout > 0:
 		return 0 // Timeout bounds the whole stream
 	}
-	return DefaultTimeout
+	return defaultTimeout
 }
 
 // idleLimit is the hard limit on the gap between two chunks.
@@ -63,7 +63,7 @@ func (t *target) idleLimit() time.Duration {
 	if t.IdleTimeout > 0 {
 		return t.IdleTimeout
 	}
-	return DefaultIdleTimeout
+	return defaultIdleTimeout
 }
 
 // bounds reports whether attempt limit must bound an attempt of t under

@@ -16,14 +16,14 @@ package chain
 // goroutine only if the attempt has not answered by then (race.Race.Arm).
 // That timer holds the walk, so Call's walk comes from a pool, not its
 // stack. How long the attempt waits is the target's patience, set or
-// learned from its answer times (hedge.Patience); this file arms the race
+// learned from its answer times (latency.Patience); this file arms the race
 // when the attempt's hard limit and the call's deadline leave room for it.
 
 import (
 	"context"
 	"time"
 
-	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/policy"
@@ -31,7 +31,7 @@ import (
 
 // learned returns t's latest answer times (stream: times to the first
 // chunk), which its patience learns from.
-func (t *target) learned(stream bool) *hedge.Window {
+func (t *target) learned(stream bool) *latency.Window {
 	if stream {
 		return &t.firsts
 	}
@@ -47,7 +47,7 @@ func (w *walk) patience(a *attempt) time.Duration {
 		return 0
 	}
 	stream := w.send.commits(t)
-	p := hedge.Patience(t.Patience, t.learned(stream), stream)
+	p := latency.Patience(t.Patience, t.learned(stream), stream)
 	limit := t.hardLimit(stream)
 	if stream {
 		if fc := t.firstChunkLimit(); fc > 0 && (limit == 0 || fc < limit) {

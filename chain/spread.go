@@ -10,6 +10,8 @@ import (
 
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
 )
@@ -108,7 +110,7 @@ type group struct {
 	// window holds the tier's recent answer times (a stream's: its first
 	// chunk), for adaptive hedge delays; nil when no target of the tier
 	// hedges.
-	window *hedge.Window
+	window *latency.Window
 }
 
 // spreads reports whether g orders its targets per call.
@@ -136,7 +138,7 @@ func (p *build) checkGroups() {
 // hedging; then the layout the walk ranks them by.
 func (p *build) compileGroups() {
 	c := p.c
-	var tiers []spread.Tier
+	var tiers []rank.Tier
 	for lo := 0; lo < len(c.targets); {
 		gi := groupOf(c.targets[lo].tier)
 		hi := lo
@@ -149,7 +151,7 @@ func (p *build) compileGroups() {
 		for _, t := range c.targets[lo:hi] {
 			t.group = g
 			if g.strategy == spread.LeastLoaded || g.strategy == spread.Latency {
-				t.load = &spread.Load{}
+				t.load = &rank.Load{}
 			}
 			h := setup.hedge
 			if t.Hedge.On() {
@@ -159,9 +161,9 @@ func (p *build) compileGroups() {
 				continue
 			}
 			if g.window == nil {
-				g.window = &hedge.Window{}
+				g.window = &latency.Window{}
 			}
-			hr := &hedger{cfg: h.WithDefaults(), budget: h.Budget}
+			hr := &hedger{cfg: h, budget: h.Budget}
 			switch {
 			case h.Budget != nil:
 			case t.Hedge.On(): // the target's own hedging, its own budget
@@ -179,21 +181,21 @@ func (p *build) compileGroups() {
 		}
 		c.groups = append(c.groups, g)
 		c.spreads = c.spreads || g.spreads()
-		tiers = append(tiers, spread.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
+		tiers = append(tiers, rank.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
 		lo = hi
 	}
 	if c.spreads {
 		var err error
-		c.layout, err = spread.NewLayout(c.epoch, tiers...)
+		c.layout, err = rank.NewLayout(c.epoch, tiers...)
 		p.wrap("", "Spread is invalid", err)
 	}
 }
 
 // members returns ts as their tier's ranking reads them.
-func members(ts []*target) []spread.Member {
-	ms := make([]spread.Member, len(ts))
+func members(ts []*target) []rank.Member {
+	ms := make([]rank.Member, len(ts))
 	for i, t := range ts {
-		ms[i] = spread.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
+		ms[i] = rank.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
 		if lim := t.throttle; lim != nil && t.group.strategy == spread.Headroom {
 			ms[i].Room = func(now time.Time) (float64, time.Duration) {
 				h := lim.Headroom(now) // before the first headers: the provisional pace

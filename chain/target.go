@@ -52,7 +52,7 @@ type Target struct {
 	// Retry-After honoured plus up to 1s, at most 30s of Retry-After.
 	Retry retry.Policy
 	// Timeout bounds each attempt, a stream's whole length included. 0
-	// means DefaultTimeout (10 minutes) on a whole answer, or on a
+	// means 10 minutes on a whole answer, or on a
 	// stream's wait for its first chunk, after which IdleTimeout bounds
 	// it: a long answer is not cut for being long. An attempt that times
 	// out fails with KindTimeout, and the call moves on to the next
@@ -62,7 +62,7 @@ type Target struct {
 	Timeout time.Duration
 	// FirstChunkTimeout bounds, in a Stream, the wait for an attempt's
 	// first chunk (0: Timeout's bound); IdleTimeout the longest gap
-	// between two chunks (0: DefaultIdleTimeout, a minute). Both failures
+	// between two chunks (0: a minute). Both failures
 	// are KindTimeout, handled as Timeout's.
 	FirstChunkTimeout, IdleTimeout time.Duration
 	// Patience is how long an attempt may go unanswered (a stream: without
@@ -75,7 +75,7 @@ type Target struct {
 	// call's deadline. 0 means learned: twice the target's p99 answer
 	// time (first-chunk time for streams) over its latest answers, once
 	// it has given 20, and never less than 30s for a whole answer or
-	// 10s for a first chunk (hedge.Patience). Set
+	// 10s for a first chunk (internal/latency's Patience). Set
 	// it for a target that is slow by nature from its first call (a
 	// reasoning model whose first token routinely takes longer than 10s).
 	// It must not be negative.

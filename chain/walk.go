@@ -10,10 +10,10 @@ import (
 
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/race"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
-	"github.com/backstop-llm/backstop/spread"
 )
 
 // walk is one call's way through the chain: the model targets in order,
@@ -44,7 +44,7 @@ type walk struct {
 	// group that spreads is ranked when the walk enters it. hedged marks
 	// the targets (by index) already tried in this call as racers: the
 	// walk passes them over.
-	rank   spread.Ranking
+	rank   rank.Ranking
 	hedged race.Set
 
 	// now is when the policies were asked about the first attempt on the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstop-llm/backstop/cache"
 	"github.com/backstop-llm/backstop/internal/check"
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/validate"
@@ -278,5 +279,5 @@ func (l *lastGood) Recall(ctx context.Context, req llm.Request) (*llm.Response, 
 		return nil, age, fmt.Errorf("the remembered answer is not readable: %w", err)
 	}
 	return &llm.Response{Text: r.Text, Model: r.Model, ID: r.ID, RequestID: r.RequestID,
-		FinishReason: r.FinishReason, Finish: llm.FinishOf(r.FinishReason), Usage: r.Usage, ToolCalls: r.ToolCalls}, age, nil
+		FinishReason: r.FinishReason, Finish: classify.FinishOf(r.FinishReason), Usage: r.Usage, ToolCalls: r.ToolCalls}, age, nil
 }

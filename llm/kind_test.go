@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -69,7 +70,7 @@ func TestKindOfAStatus(t *testing.T) {
 		504: llm.KindServer, 529: llm.KindOverloaded, 599: llm.KindServer,
 	}
 	for status, k := range want {
-		if got := llm.VendorOther.Kind(status, "", "", "", nil); got != k {
+		if got := classify.VendorOther.Kind(status, "", "", "", nil); got != k {
 			t.Errorf("VendorOther.Kind(%d) = %v, want %v", status, got, k)
 		}
 	}

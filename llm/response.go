@@ -69,23 +69,6 @@ func (f Finish) String() string {
 	return "unknown"
 }
 
-// FinishOf normalizes a provider's finish or stop reason as sent.
-func FinishOf(raw string) Finish {
-	switch raw {
-	case "end_turn", "stop", "stop_sequence", "STOP":
-		return FinishStop
-	case "max_tokens", "length", "model_context_window_exceeded", "MAX_TOKENS":
-		return FinishLength
-	case "tool_use", "tool_calls", "function_call":
-		return FinishToolUse
-	case "content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII":
-		return FinishContentFilter
-	case "pause_turn":
-		return FinishPause
-	}
-	return FinishUnknown
-}
-
 // Usage counts the tokens of one call.
 type Usage struct {
 	// InputTokens includes cached input tokens (read and written), as the

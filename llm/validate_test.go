@@ -89,16 +89,6 @@ func TestNeeds(t *testing.T) {
 	}
 }
 
-func TestFinishOf(t *testing.T) {
-	for raw, want := range map[string]Finish{"end_turn": FinishStop, "stop": FinishStop, "stop_sequence": FinishStop, "max_tokens": FinishLength,
-		"length": FinishLength, "model_context_window_exceeded": FinishLength, "tool_use": FinishToolUse, "tool_calls": FinishToolUse,
-		"function_call": FinishToolUse, "content_filter": FinishContentFilter, "refusal": FinishContentFilter, "pause_turn": FinishPause, "": FinishUnknown, "new": FinishUnknown} {
-		if got := FinishOf(raw); got != want {
-			t.Errorf("FinishOf(%q) = %v, want %v", raw, got, want)
-		}
-	}
-}
-
 // BenchmarkValidate is the check every call makes of its request, on the
 // commonest one: a single text message.
 func BenchmarkValidate(b *testing.B) {

@@ -19,12 +19,12 @@ import (
 // takes a slot now or none. An idle limiter (one that paces nothing)
 // admits without a clock read; Plan and Peek always admit.
 func (l *Limiter) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
-	if a.Phase != policy.Send || !l.Paces() || a.Request == nil {
+	if a.Phase != policy.Send || !l.paces() || a.Request == nil {
 		return policy.Admission{}
 	}
-	tokens := EstimateTokens(*a.Request)
+	tokens := estimateTokens(*a.Request)
 	if a.Hedge {
-		if _, _, ok := l.Reserve(time.Now(), tokens, 0); !ok { // a limit of 0: a slot now or none
+		if _, _, ok := l.reserve(time.Now(), tokens, 0); !ok { // a limit of 0: a slot now or none
 			return policy.Admission{Err: ErrThrottled, Reason: "self-throttled: no slot now", Cause: observe.SkipThrottle}
 		}
 		return policy.Admission{}
@@ -44,7 +44,7 @@ func (l *Limiter) Admit(ctx context.Context, a *policy.Attempt) policy.Admission
 	// asked.
 	for now := asked; ; now = time.Now() {
 		waited := now.Sub(asked)
-		wait, r, ok := l.Reserve(now, tokens, limit-waited)
+		wait, r, ok := l.reserve(now, tokens, limit-waited)
 		if ok && wait <= 0 {
 			return policy.Admission{Waited: waited}
 		}
@@ -52,13 +52,13 @@ func (l *Limiter) Admit(ctx context.Context, a *policy.Attempt) policy.Admission
 			return policy.Admission{Err: ErrThrottled, Cause: observe.SkipThrottle, Waited: waited,
 				Reason: "self-throttled: the next slot is " + wait.Round(time.Millisecond).String() + " away"}
 		}
-		stale, err := sleepUnless(ctx, wait, r.Stale())
+		stale, err := sleepUnless(ctx, wait, r.stale())
 		if stale {
-			r.Cancel(time.Now())
+			r.release(time.Now())
 			continue
 		}
 		if err != nil {
-			r.Cancel(time.Now())
+			r.release(time.Now())
 			return policy.Admission{Err: ErrThrottled, Cause: observe.SkipThrottle, Waited: time.Since(asked),
 				Reason: "self-throttled: the wait for the next slot was cut short"}
 		}
@@ -71,7 +71,7 @@ func (l *Limiter) Admit(ctx context.Context, a *policy.Attempt) policy.Admission
 // attempt not sent, or canceled by a race, teaches nothing.
 func (l *Limiter) Settle(_ context.Context, _ *policy.Attempt, _ policy.Hold, o *policy.Outcome) {
 	if o.Sent && !o.Lost {
-		l.Observe(o.At, o.RateLimit, o.Kind == llm.KindRateLimited)
+		l.observe(o.At, o.RateLimit, o.Kind == llm.KindRateLimited)
 	}
 }
 

@@ -41,7 +41,7 @@
 // provider bucket is used at once rather than a second's worth at a time.
 // Learning a limit, or a change of it, rebuilds the limiter from what the
 // provider said, and every slot granted before goes stale
-// (Reservation.Stale): whoever waits on one takes another at the new pace,
+// (see Limiter.Admit): whoever waits on one takes another at the new pace,
 // as the chain does, instead of keeping a queue spaced at the old pace.
 //
 // Limiter.Headroom reports a limiter's room (the limit in force, the
@@ -136,7 +136,7 @@ type Config struct {
 	// provider you know announces its limits, so that the first instant's
 	// requests are not sent to be rejected. A learned limit is kept as a
 	// bucket of its per-minute size (see Burst), and learning one makes
-	// the slots granted before it Stale.
+	// the slots granted before it stale.
 	Learn bool
 	// Burst is how many requests may go at once. 0 means, for a
 	// configured RequestsPerMinute, one second's worth of it, at least 1
@@ -150,7 +150,7 @@ type Config struct {
 	// whatever Burst is. Burst counts requests: a learned token limit's
 	// bucket is always the announced limit.
 	Burst int
-	// MaxWait is the longest a request waits for its slot; a longer wait
+	// maxWait is the longest a request waits for its slot; a longer wait
 	// moves the call to the next target. 0 means 5s.
 	MaxWait time.Duration
 	// Backoff is the share of its rate a limiter keeps after a 429. 0
@@ -230,8 +230,8 @@ type Limiter struct {
 	auto     bool // the default pacing: nothing configured, Learn off
 
 	// idle is set while the limiter paces nothing (no bucket, the
-	// adaptive throttle not engaged): Reserve grants every slot at once,
-	// and Observe of an answer that announces nothing only counts it, in
+	// adaptive throttle not engaged): reserve grants every slot at once,
+	// and observe of an answer that announces nothing only counts it, in
 	// fresh (folded into accepted under mu at least once a second, by
 	// fade), without taking mu, so that a target that says nothing pays
 	// next to nothing for its pacing.
@@ -333,7 +333,7 @@ func New(s Config) (*Limiter, error) {
 	}
 	if s.TokensPerMinute > 0 {
 		// One request may need many tokens: allow a second's worth, and
-		// never less than the largest request seen (see Reserve).
+		// never less than the largest request seen (see reserve).
 		l.tokens.set(now, s.TokensPerMinute/60, int(math.Max(1, s.TokensPerMinute/60)))
 		l.tokens.known = true
 	}
@@ -357,41 +357,41 @@ func (b *bucket) set(now time.Time, perSecond float64, burst int) {
 	b.lim = fill(now, perSecond, burst, float64(burst))
 }
 
-// Reservation is a slot a limiter granted. Cancel it if the request is
-// not sent after all; take another if it goes Stale while you wait.
-type Reservation struct {
+// reservation is a slot a limiter granted. Release it if the request is
+// not sent after all; take another if it goes stale while you wait.
+type reservation struct {
 	l       *Limiter
 	r, t, a *rate.Reservation // requests, tokens, the adaptive throttle
 	e       *epoch            // the epoch it was taken in; nil when it can never go stale
 }
 
-// Stale returns a channel that is closed when the slot no longer
+// stale returns a channel that is closed when the slot no longer
 // reflects the limiter: the limiter learned a new limit from the
 // provider's headers and rebuilt its buckets after the reservation was
 // taken. A stale slot was spaced at the old pace (before the first
 // headers, Learn's provisional one request a second); the limiter's
 // buckets no longer count it, so a request sent at its time is one the
 // limiter does not know of. Whoever waits for the slot should select on
-// Stale beside its timer and, when Stale is closed first, Cancel the
-// reservation (which then changes nothing) and Reserve again. Once the
-// request is sent, Stale no longer matters.
+// stale beside its timer and, when stale is closed first, release the
+// reservation (which then changes nothing) and reserve again. Once the
+// request is sent, stale no longer matters.
 //
-// Stale returns nil, a channel that is never ready, for a reservation
-// that can never go stale: the zero Reservation, one granted at once by a
+// stale returns nil, a channel that is never ready, for a reservation
+// that can never go stale: the zero reservation, one granted at once by a
 // limiter that paced nothing then (the default pacing before the
 // provider says or does anything), or one from a limiter that learns
 // nothing (a limit configured without Learn, or both).
-func (r Reservation) Stale() <-chan struct{} {
+func (r reservation) stale() <-chan struct{} {
 	if r.e == nil {
 		return nil
 	}
 	return r.e.stale
 }
 
-// Cancel gives the slot back. Cancelling a stale reservation changes
+// release gives the slot back. Cancelling a stale reservation changes
 // nothing: its slot was in buckets the limiter has since rebuilt without
 // it.
-func (r Reservation) Cancel(now time.Time) {
+func (r reservation) release(now time.Time) {
 	if r.l == nil {
 		return
 	}
@@ -406,9 +406,9 @@ func (r Reservation) Cancel(now time.Time) {
 // key is what keys r's slot in its epoch's pending (see epoch): its
 // request bucket's reservation, else its token bucket's; nil when it took
 // from neither.
-func (r Reservation) key() *rate.Reservation { return cmp.Or(r.r, r.t) }
+func (r reservation) key() *rate.Reservation { return cmp.Or(r.r, r.t) }
 
-func (r Reservation) cancel(now time.Time) {
+func (r reservation) cancel(now time.Time) {
 	if r.r != nil {
 		r.r.CancelAt(now)
 	}
@@ -420,18 +420,18 @@ func (r Reservation) cancel(now time.Time) {
 	}
 }
 
-// Reserve takes a slot for one request of about tokens tokens and returns
+// reserve takes a slot for one request of about tokens tokens and returns
 // how long to wait before sending it, rounded up to the millisecond (so
 // that float arithmetic never sends a request a hair before the provider
-// has its token). A slot further away than limit is not taken: Reserve
+// has its token). A slot further away than limit is not taken: reserve
 // returns ok false, with that wait, and leaves the limiter as it was (a
 // slot taken and given back later could not always be restored exactly,
 // and leaked slots would stall the target). Under the default pacing the
 // adaptive throttle's bucket paces requests too while it is engaged (see
 // adaptiveK), its slots refused alike.
-func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res Reservation, ok bool) {
+func (l *Limiter) reserve(now time.Time, tokens int, limit time.Duration) (wait time.Duration, res reservation, ok bool) {
 	if l.idle.Load() {
-		return 0, Reservation{}, true
+		return 0, reservation{}, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -456,7 +456,7 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 	wait = ceilMillis(wait)
 	if wait > limit {
 		res.cancel(now) // the latest reservations: restored exactly
-		return wait, Reservation{}, false
+		return wait, reservation{}, false
 	}
 	if l.epoch != nil {
 		res.e = l.epoch
@@ -471,17 +471,17 @@ func (l *Limiter) Reserve(now time.Time, tokens int, limit time.Duration) (wait 
 	return wait, res, true
 }
 
-// Observe adapts the limiter to a response: rl is what the provider
+// observe adapts the limiter to a response: rl is what the provider
 // announced (from a success or a failure), throttled whether it answered
 // 429.
 //
 // A limit the headers announce for the first time, or
 // differently from before, rebuilds the limiter's buckets from what the
-// provider said, and every reservation taken before goes Stale. So do the
+// provider said, and every reservation taken before goes stale. So do the
 // first headers that announce a token limit and no request limit: they
 // end the provisional request pace. Every response counts, as an accept
 // or a 429, toward the adaptive throttle (see adaptiveK).
-func (l *Limiter) Observe(now time.Time, rl llm.RateLimit, throttled bool) {
+func (l *Limiter) observe(now time.Time, rl llm.RateLimit, throttled bool) {
 	if !throttled && l.idle.Load() && !rl.Requests.Reported() && !rl.Tokens.Reported() && !rl.InputTokens.Reported() &&
 		now.UnixNano()-l.folded.Load() < int64(time.Second) {
 		l.fresh.Add(1) // an accept, with nothing to learn
@@ -566,7 +566,7 @@ func (l *Limiter) adaptiveRate() rate.Limit {
 }
 
 // adapt returns the adaptive throttle's bucket at now, its rate brought
-// to the accepts counted, or nil. Observe engages it when overLimit; it
+// to the accepts counted, or nil. observe engages it when overLimit; it
 // lets go when no 429 came within adaptiveWindow, or when the 429s fall
 // under half of K-1 times the accepts (hysteresis: at its pace the target
 // answers about K-1 429s per accept).
@@ -591,7 +591,7 @@ func adaptiveBurst(r rate.Limit) int { return int(math.Max(1, float64(r))) }
 
 // learnt returns the per-minute limit a announces for b when the limiter
 // is to learn it (b's limit was not configured, and a differs from what b
-// paces at), else 0. Observe calls it only on a learning limiter (one with
+// paces at), else 0. observe calls it only on a learning limiter (one with
 // an epoch, which New gives only to one that learns).
 func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 	if configured != 0 || !a.Reported() || a.Limit <= 0 {
@@ -607,9 +607,9 @@ func (l *Limiter) learnt(b *bucket, a llm.Allowance, configured float64) int32 {
 // endPace is set: a bucket whose limit was learned (requests
 // or tokens per minute, 0 for none) is rebuilt as the provider keeps it, a
 // bucket of the per-minute limit (a configured Burst wins for requests),
-// full (Observe then drains it to what the provider says remains); any
+// full (observe then drains it to what the provider says remains); any
 // other bucket is rebuilt holding what it holds now plus what the slots
-// not yet reached took, since their holders, seeing Stale, take them
+// not yet reached took, since their holders, seeing stale, take them
 // again.
 func (l *Limiter) rebuild(now time.Time, requests, tokens int32, endPace bool) {
 	owedR, owedT := l.epoch.owed(now)
@@ -710,7 +710,7 @@ type Headroom struct {
 	// limit (a token limit only).
 	Available float64
 	// Wait is how long the next request would wait for its slot, as
-	// Reserve would return it: 0 when one could go now. It counts the
+	// reserve would return it: 0 when one could go now. It counts the
 	// request bucket and the token bucket for a request of one token; a
 	// larger request may wait longer for a token limit.
 	Wait time.Duration
@@ -750,14 +750,11 @@ func until(lim *rate.Limiter, tokens float64) time.Duration {
 	return time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second))
 }
 
-// MaxWait is the longest this limiter lets a request wait.
-func (l *Limiter) MaxWait() time.Duration { return l.s.MaxWait }
-
-// Paces reports whether Reserve may make a request wait now: false while
+// paces reports whether reserve may make a request wait now: false while
 // the limiter knows no limit and has seen no rejections (the default's
 // state for a provider that says nothing), when a caller may skip
-// estimating the request's tokens for a Reserve that grants a slot at once.
-func (l *Limiter) Paces() bool { return !l.idle.Load() }
+// estimating the request's tokens for a reserve that grants a slot at once.
+func (l *Limiter) paces() bool { return !l.idle.Load() }
 
 // currentFactor returns the share of the limits in force now, for tests and
 // telemetry: 1 when no 429 was seen recently.
@@ -767,10 +764,10 @@ func (l *Limiter) currentFactor() float64 {
 	return l.factor
 }
 
-// EstimateTokens estimates the tokens a request counts against a
+// estimateTokens estimates the tokens a request counts against a
 // tokens-per-minute limit: about four bytes per token of its text, plus
 // the answer it may generate (providers count max_tokens up front).
-func EstimateTokens(req llm.Request) int {
+func estimateTokens(req llm.Request) int {
 	n := len(req.System)
 	for _, m := range req.Messages {
 		n += len(m.Content)

@@ -4,8 +4,8 @@
 // github.com/santhosh-tekuri/jsonschema/v6), describing every violation
 // (ValidationError, with a Feedback for the model when the chain re-asks
 // it, and a Summary that never quotes the answer, for logs), checking a
-// tool call's arguments against its tool's input schema (SchemaCache,
-// ToolCallError, ErrUnknownTool), and decoding the validated JSON into a Go
+// tool call's arguments against its tool's input schema (Compile and
+// Schema.ValidateJSON; ToolCallError, ErrUnknownTool), and decoding the validated JSON into a Go
 // type (Decode).
 //
 // Every answer, whichever target or degradation produced it, goes through

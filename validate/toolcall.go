@@ -21,7 +21,7 @@ type ToolCallError struct {
 	Call     int
 	ID, Name string
 	// Err says what is wrong: ErrUnknownTool, or the error of the
-	// arguments' check (SchemaCache.Arguments).
+	// arguments' check against the tool's input schema (Schema.ValidateJSON).
 	Err error
 }
 

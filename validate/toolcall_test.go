@@ -59,8 +59,7 @@ func TestToolCallError(t *testing.T) {
 		t.Errorf("unknown tool: matches ErrUnknownTool %v, ErrInvalid %v", errors.Is(unknown, validate.ErrUnknownTool), errors.Is(unknown, validate.ErrInvalid))
 	}
 
-	var c validate.SchemaCache
-	args := c.Arguments([]byte(`{"type":"object","properties":{"city":{"const":"Paris"}}}`), []byte(`{"city":"Secret Town"}`))
+	args := validate.MustCompile([]byte(`{"type":"object","properties":{"city":{"const":"Paris"}}}`)).ValidateJSON([]byte(`{"city":"Secret Town"}`))
 	bad := &validate.ToolCallError{Call: 0, ID: "toolu_1", Name: "get_weather", Err: args}
 	if got, want := bad.Error(), "tool call 0 (get_weather): the arguments fail the tool's InputSchema: the answer does not match the schema: at /city (const)"; got != want {
 		t.Errorf("bad arguments: %q, want %q", got, want)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/fake"
 	"github.com/backstop-llm/backstop/spread"
@@ -183,10 +184,10 @@ func TestStormTail(t *testing.T) {
 	tb.note("the requests all deployments received beyond one per call (hedges: the calls never fail), per call. Spreading is")
 	tb.note("least-loaded (two deployments drawn, the one with fewer requests in flight first) in every row: it reads nothing of")
 	tb.note("latency, so the rows differ by hedging alone (Latency's peak EWMA would also steer calls off the slow deployment).")
-	tb.note("An adaptive hedge waits the p95 of the tier's recent answer times (the last %d; none before %d) and spends from the", hedge.WindowSize, hedge.MinSamples)
+	tb.note("An adaptive hedge waits the p95 of the tier's recent answer times (the last %d; none before %d) and spends from the", latency.WindowSize, latency.MinSamples)
 	tb.note("default hedge budget (10%% of the calls over 10s, at least 10 per window): it hedges the slow requests and also the")
 	tb.note("5%% of healthy ones slower than the p95, most of which then answer first anyway (hedges sent but not won). The")
-	tb.note("adaptive row's calls of 8s are slow requests left unhedged: sent before the tier had %d answers, or when the budget", hedge.MinSamples)
+	tb.note("adaptive row's calls of 8s are slow requests left unhedged: sent before the tier had %d answers, or when the budget", latency.MinSamples)
 	tb.note("was spent (refused). A hedged slow request costs its call the delay plus a second draw, which sets the hedged p99.")
 	tb.note("Goal: p99 with adaptive hedging at most 1.5x the healthy p99, with at most 15%% extra requests.")
 	tb.print(t)

@@ -1,6 +1,6 @@
 // Package answer checks a model's answer for package chain, in llm's
 // vocabulary: its tool calls against the request's tools (each tool's
-// InputSchema compiled once per chain, in validate.SchemaCache), its text
+// InputSchema compiled once per chain), its text
 // against the schema; the *llm.Error that says what failed without quoting
 // the answer; and the conversation that re-asks the model with the
 // problems.
@@ -25,7 +25,7 @@ import (
 // Checker checks answers: a chain keeps one for its life, so that each
 // tool's InputSchema is compiled once. The zero value is ready to use; it
 // is safe for concurrent use.
-type Checker struct{ schemas validate.SchemaCache }
+type Checker struct{ schemas schemaCache }
 
 // Check validates an answer (resp, from provider) to a request with tools:
 // its tool calls against the tools, or, when it calls none, its text
@@ -66,7 +66,7 @@ func (c *Checker) toolCalls(tools []llm.Tool, calls []llm.ToolCall) *validate.To
 		if tool == nil {
 			return &validate.ToolCallError{Call: i, ID: call.ID, Name: call.Name, Err: validate.ErrUnknownTool}
 		}
-		if err := c.schemas.Arguments(tool.InputSchema, call.Arguments); err != nil {
+		if err := c.schemas.arguments(tool.InputSchema, call.Arguments); err != nil {
 			return &validate.ToolCallError{Call: i, ID: call.ID, Name: call.Name, Err: err}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -48,9 +49,9 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 		}
 	}
 	if f.Code == "" {
-		f.Code = llm.SpendLimit(r.Body)
+		f.Code = classify.SpendLimit(r.Body)
 	}
-	// One table for every adapter of Anthropic's models (llm.Classify).
-	f.Kind = llm.VendorAnthropic.Kind(r.Status, f.Type, f.Code, msg, r.Body)
+	// One table for every adapter of Anthropic's models (classify.Classify).
+	f.Kind = classify.VendorAnthropic.Kind(r.Status, f.Type, f.Code, msg, r.Body)
 	return p.ep.Redact(f)
 }

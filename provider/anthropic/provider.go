@@ -23,13 +23,13 @@ import (
 )
 
 const (
-	// DefaultBaseURL is the Anthropic API used when Config.BaseURL is empty.
-	DefaultBaseURL = "https://api.anthropic.com"
-	// APIVersion is the anthropic-version header sent with every request.
-	APIVersion = "2023-06-01"
-	// DefaultMaxTokens is the max_tokens sent when llm.Params.MaxTokens is
+	// defaultBaseURL is the Anthropic API used when Config.BaseURL is empty.
+	defaultBaseURL = "https://api.anthropic.com"
+	// apiVersion is the anthropic-version header sent with every request.
+	apiVersion = "2023-06-01"
+	// defaultMaxTokens is the max_tokens sent when llm.Params.MaxTokens is
 	// 0: the Messages API requires a value.
-	DefaultMaxTokens = 1024
+	defaultMaxTokens = 1024
 )
 
 // Config configures a Provider. Every field's zero value is its documented
@@ -51,7 +51,7 @@ type Config struct {
 	// BaseURL is the scheme, host and optional path prefix of the API, to
 	// which "/v1/messages" is appended (a trailing slash is ignored). It must
 	// be an absolute http or https URL with a host, and carry no query,
-	// fragment, or leading or trailing spaces. Empty means DefaultBaseURL.
+	// fragment, or leading or trailing spaces. Empty means https://api.anthropic.com.
 	BaseURL string
 
 	// HTTPClient sends the requests. Nil means http.DefaultClient. Give it
@@ -110,7 +110,7 @@ func (c Config) Validate() error {
 	if err := wire.Key(c.APIKey); err != nil {
 		found.Addf("%v", err)
 	}
-	if _, err := wire.URL(c.BaseURL, DefaultBaseURL, messagesPath); err != nil {
+	if _, err := wire.URL(c.BaseURL, defaultBaseURL, messagesPath); err != nil {
 		found.Addf("%v", err)
 	}
 	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
@@ -131,11 +131,11 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	url, _ := wire.URL(cfg.BaseURL, DefaultBaseURL, messagesPath)
+	url, _ := wire.URL(cfg.BaseURL, defaultBaseURL, messagesPath)
 	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
 	h := http.Header{
 		"X-Api-Key":         {cfg.APIKey},
-		"Anthropic-Version": {APIVersion},
+		"Anthropic-Version": {apiVersion},
 		"Content-Type":      {"application/json"},
 		"Accept":            {"application/json"},
 	}
@@ -164,7 +164,7 @@ func (p *Provider) Name() string { return p.ep.Provider }
 // as sent and normalized (Finish); the usage with cached input counted as
 // input; and the rate limit announced in the headers.
 //
-// The body carries model; max_tokens (DefaultMaxTokens when
+// The body carries model; max_tokens (1024 when
 // Params.MaxTokens is 0); system when not empty; messages; temperature,
 // top_p and stop_sequences when set; tools, tool_choice and output_config
 // when the request has tools, a tool choice or a ResponseSchema; then

@@ -110,7 +110,7 @@ func (p *Provider) newRequest(req llm.Request, ids *wire.ToolIDs) (*request, err
 		StopSequences: req.Params.Stop,
 	}
 	if r.MaxTokens == 0 {
-		r.MaxTokens = DefaultMaxTokens
+		r.MaxTokens = defaultMaxTokens
 	}
 	for i := range req.Messages {
 		m := &req.Messages[i]

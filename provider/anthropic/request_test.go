@@ -80,7 +80,7 @@ func TestTextOnlyBodyUnchanged(t *testing.T) {
 			old := oldRequest{Model: req.Model, MaxTokens: req.Params.MaxTokens, System: req.System,
 				Temperature: req.Params.Temperature, TopP: req.Params.TopP, StopSequences: req.Params.Stop}
 			if old.MaxTokens == 0 {
-				old.MaxTokens = DefaultMaxTokens
+				old.MaxTokens = defaultMaxTokens
 			}
 			for _, m := range req.Messages {
 				old.Messages = append(old.Messages, oldMessage{Role: m.Role, Content: m.Content})

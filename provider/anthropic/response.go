@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -71,7 +72,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
 		ToolCalls: toolCalls(b.Content, ids),
-		Finish:    llm.FinishOf(b.StopReason),
+		Finish:    classify.FinishOf(b.StopReason),
 	}), nil
 }
 
@@ -128,7 +129,7 @@ func text(blocks []block) string {
 }
 
 // rateLimit reads the anthropic-ratelimit-* headers, as every adapter of
-// Anthropic's API reads them (llm.Vendor.RateLimit).
+// Anthropic's API reads them (classify.Vendor.RateLimit).
 func rateLimit(h http.Header, received time.Time) llm.RateLimit {
-	return llm.VendorAnthropic.RateLimit(h, received)
+	return classify.VendorAnthropic.RateLimit(h, received)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -292,7 +293,7 @@ func (s *eventState) handle(ev wire.Event, res *llm.Response) (string, bool, err
 		}
 		if e.Delta.StopReason != "" {
 			res.FinishReason = e.Delta.StopReason
-			res.Finish = llm.FinishOf(e.Delta.StopReason)
+			res.Finish = classify.FinishOf(e.Delta.StopReason)
 		}
 		s.usage(&e.Usage, res)
 	case "message_stop":

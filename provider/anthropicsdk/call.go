@@ -15,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -216,19 +217,19 @@ type errorBody struct {
 }
 
 // apiError classifies an error reply, as the native adapter's parseError
-// does for the Messages API's bodies: llm.Classify with the vendor whose
+// does for the Messages API's bodies: classify.Classify with the vendor whose
 // shape the body has (Anthropic's on every platform; Bedrock's and
 // Google's own for the errors those platforms raise themselves), the
 // provider's message in Detail, the spend cap named anywhere in the body as
 // the Code, a body that is not the expected JSON quoted.
 func (c *call) apiError(status int, h http.Header, body []byte) *llm.Error {
 	var b errorBody
-	vendor := llm.VendorAnthropic
+	vendor := classify.VendorAnthropic
 	var typ, code, msg string
 	var malformed error
 	switch err := json.Unmarshal(body, &b); {
 	case c.p.platform == PlatformBedrock && (h.Get("X-Amzn-Errortype") != "" || err == nil && b.Error == nil && (b.Message != "" || b.AWSType != "")):
-		vendor, typ, msg = llm.VendorBedrock, h.Get("X-Amzn-Errortype"), b.Message
+		vendor, typ, msg = classify.VendorBedrock, h.Get("X-Amzn-Errortype"), b.Message
 		if typ == "" {
 			typ = b.AWSType
 		}
@@ -237,7 +238,7 @@ func (c *call) apiError(status int, h http.Header, body []byte) *llm.Error {
 	case b.Error == nil:
 		malformed = errors.New(`no "error" object`)
 	case c.p.platform == PlatformVertex && b.Error.Type == "" && b.Error.Status != "":
-		vendor, typ, msg = llm.VendorGoogle, b.Error.Status, b.Error.Message
+		vendor, typ, msg = classify.VendorGoogle, b.Error.Status, b.Error.Message
 	default:
 		typ, msg = b.Error.Type, b.Error.Message
 		if d := b.Error.Details; len(d) > 0 && d[0] == '{' {
@@ -252,20 +253,20 @@ func (c *call) apiError(status int, h http.Header, body []byte) *llm.Error {
 		// Messages API's shape, the exception name as the type.
 		// Their names are the event stream's members, in lowerCamelCase
 		// (throttlingException), which llm's table knows capitalized.
-		if c.p.platform == PlatformBedrock && llm.VendorAnthropic.Kind(0, typ, code, msg, body) == llm.KindUnknown &&
-			llm.VendorBedrock.Kind(0, exceptionName(typ), "", msg, nil) != llm.KindUnknown {
-			vendor = llm.VendorBedrock
+		if c.p.platform == PlatformBedrock && classify.VendorAnthropic.Kind(0, typ, code, msg, body) == llm.KindUnknown &&
+			classify.VendorBedrock.Kind(0, exceptionName(typ), "", msg, nil) != llm.KindUnknown {
+			vendor = classify.VendorBedrock
 		}
 	}
 	sentType := typ
-	if vendor == llm.VendorBedrock {
+	if vendor == classify.VendorBedrock {
 		typ = exceptionName(typ)
 	}
-	if code == "" && vendor == llm.VendorAnthropic {
-		code = llm.SpendLimit(body)
+	if code == "" && vendor == classify.VendorAnthropic {
+		code = classify.SpendLimit(body)
 	}
 	r := &wire.Reply{Status: status, Header: h, Body: body, Received: c.received()}
-	f := llm.Classify(c.p.ep.Provider, vendor, llm.Reply{Status: status, Header: h, Type: typ, Code: code,
+	f := classify.Classify(c.p.ep.Provider, vendor, classify.Reply{Status: status, Header: h, Type: typ, Code: code,
 		Message: msg, Body: body, Received: r.Received})
 	f.Type = sentType
 	f.Detail = ""

@@ -19,7 +19,7 @@
 // native adapter does; it translates the SDK's Message and stream events
 // back into llm.Response and llm.Chunk (text, tool calls, finish reason,
 // usage with cached input, model, id, request id, rate limit); and it turns
-// every error the SDK returns into an *llm.Error classified by llm.Classify
+// every error the SDK returns into an *llm.Error classified by classify.Classify
 // with the same vendor tables as the native adapter, so that a chain
 // decides alike whichever adapter a target uses. The tests run the shared
 // error classes (suite.Classes("anthropic")) and compare the bodies, the

@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
@@ -195,7 +196,7 @@ func New(client anthropic.Client, cfg Config) (*Provider, error) {
 			MaxBytes:  maxBytes,
 			Secret:    cfg.APIKey,
 			RequestID: "Request-Id",
-			RateLimit: llm.VendorAnthropic.RateLimit,
+			RateLimit: classify.VendorAnthropic.RateLimit,
 		}}, nil
 }
 
@@ -314,9 +315,9 @@ func (p *Provider) CheckResponseSchema(schema []byte) error {
 // the native adapter sends a string: the API reads both alike.
 //
 // Every failure is an *llm.Error classified as the native adapter
-// classifies it (llm.Classify with llm.VendorAnthropic, and for Bedrock
-// and Vertex replies in their own shapes llm.VendorBedrock or
-// llm.VendorGoogle), the key redacted: an API error, a refusal
+// classifies it (classify.Classify with classify.VendorAnthropic, and for Bedrock
+// and Vertex replies in their own shapes classify.VendorBedrock or
+// classify.VendorGoogle), the key redacted: an API error, a refusal
 // (KindContentFilter), a body that is not the expected JSON (KindServer for
 // a 2xx), a transport failure (its llm.KindOf, KindConnection when nothing
 // classifies it), KindCanceled or KindTimeout for ctx, or a panic of the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
@@ -51,9 +52,9 @@ func (c *call) answer(raw *http.Response, msg *anthropic.Message) (*llm.Response
 			InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 			OutputTokens: int(u.OutputTokens),
 		},
-		RateLimit: llm.VendorAnthropic.RateLimit(r.Header, r.Received),
+		RateLimit: classify.VendorAnthropic.RateLimit(r.Header, r.Received),
 		ToolCalls: c.toolCalls(msg.Content),
-		Finish:    llm.FinishOf(string(msg.StopReason)),
+		Finish:    classify.FinishOf(string(msg.StopReason)),
 	}), nil
 }
 

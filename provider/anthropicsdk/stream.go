@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -90,7 +91,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request) (st llm.Stream, 
 	}
 	s := &stream{c: c, ctx: ctx, sdk: sdk, raw: raw}
 	s.res.RequestID = requestID(raw.Header)
-	s.res.RateLimit = llm.VendorAnthropic.RateLimit(raw.Header, c.received())
+	s.res.RateLimit = classify.VendorAnthropic.RateLimit(raw.Header, c.received())
 	if body := c.x.Body(); body != nil || isJSON(raw.Header) {
 		// An answer that arrived whole: the Exchange read it.
 		sdk.Close()
@@ -345,7 +346,7 @@ func (s *stream) handle(ev *anthropic.MessageStreamEventUnion) (string, error) {
 	case "message_delta":
 		if r := string(ev.Delta.StopReason); r != "" {
 			s.res.FinishReason = r
-			s.res.Finish = llm.FinishOf(r)
+			s.res.Finish = classify.FinishOf(r)
 		}
 		u := &ev.Usage
 		s.usage(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)

@@ -48,8 +48,7 @@
 //     from the model's name: 4096 for claude-3-*, 8192 for claude-3-5-*,
 //     64000 for claude-3-7-*, 32000 for claude-opus-4-0, claude-opus-4-1 and
 //     claude-opus-4-2025*, 64000 for claude-opus-4-5*, 128000 for any other
-//     name containing "opus", and 64000 for every other model;
-//     MaxOutputTokens overrides them.
+//     name containing "opus", and 64000 for every other model.
 //   - messages: a non-empty list of user or assistant turns. Consecutive
 //     turns of one role are accepted (the API merges them), and so is a
 //     first turn from the assistant. content is a string or a list of

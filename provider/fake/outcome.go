@@ -231,11 +231,11 @@ func (o Outcome) Model(served string) Outcome {
 	return o
 }
 
-// ID sets the message or completion id in an answer's body; by default
+// withID sets the message or completion id in an answer's body; by default
 // msg_fake_N (Anthropic, Bedrock, Vertex), chatcmpl-fake-N (OpenAI, Azure)
 // or resp_fake_N (Gemini's responseId), where N is the server's request
 // sequence number.
-func (o Outcome) ID(id string) Outcome {
+func (o Outcome) withID(id string) Outcome {
 	o.id = id
 	return o
 }

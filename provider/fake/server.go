@@ -43,10 +43,10 @@ type Server struct {
 	awsRegion string             // Region; "" is defaultRegion
 }
 
-// MaxOutputTokens sets the largest max_tokens the fake accepts in an
+// setMaxOutputTokens sets the largest max_tokens the fake accepts in an
 // Anthropic request for model, overriding the limit it assumes from the
 // model's name (see the package documentation); n <= 0 restores that limit.
-func (s *Server) MaxOutputTokens(model string, n int) {
+func (s *Server) setMaxOutputTokens(model string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n <= 0 {
@@ -503,7 +503,7 @@ func (s *Server) Client() *http.Client {
 }
 
 // URL returns the base URL to give an adapter: the loopback server's
-// (http://127.0.0.1:port) between Start and Close, else InProcessURL. An
+// (http://127.0.0.1:port) between Start and Close, else http://fake.backstop.invalid. An
 // adapter appends /v1/messages or /v1/chat/completions to it.
 func (s *Server) URL() string {
 	s.mu.Lock()
@@ -511,7 +511,7 @@ func (s *Server) URL() string {
 	if s.loop != nil {
 		return s.loop.url
 	}
-	return InProcessURL
+	return inProcessURL
 }
 
 // loopback is a real HTTP server on 127.0.0.1 serving the fake.

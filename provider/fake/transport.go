@@ -15,11 +15,11 @@ import (
 	"time"
 )
 
-// InProcessURL is the base URL URL returns before Start: requests sent
+// inProcessURL is the base URL URL returns before Start: requests sent
 // through the in-process Transport reach the fake whatever their host, and
 // the .invalid top-level domain guarantees that a request sent by mistake
 // through a real client goes nowhere.
-const InProcessURL = "http://fake.backstop.invalid"
+const inProcessURL = "http://fake.backstop.invalid"
 
 // errConnReset is what the in-process transport returns for ConnReset: the
 // error a real connection reset produces.

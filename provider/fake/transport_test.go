@@ -187,7 +187,7 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
 
 func TestTransportRequestBodyError(t *testing.T) {
-	req, _ := http.NewRequest(http.MethodPost, InProcessURL+"/v1/messages", io.NopCloser(failingReader{}))
+	req, _ := http.NewRequest(http.MethodPost, inProcessURL+"/v1/messages", io.NopCloser(failingReader{}))
 	_, err := (&transport{h: New()}).RoundTrip(req)
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("err = %v", err)
@@ -196,7 +196,7 @@ func TestTransportRequestBodyError(t *testing.T) {
 
 func TestTransportCanonicalisesHeaders(t *testing.T) {
 	s := New()
-	req, _ := http.NewRequest(http.MethodPost, InProcessURL+"/v1/messages",
+	req, _ := http.NewRequest(http.MethodPost, inProcessURL+"/v1/messages",
 		strings.NewReader(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`))
 	req.Header = http.Header{"x-api-key": {"k"}, "anthropic-version": {"2023-06-01"}} // as sent on the wire
 	resp, err := s.Client().Do(req)

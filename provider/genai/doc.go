@@ -7,7 +7,7 @@
 //
 // The translation between llm's vocabulary and the SDK's types, the
 // classification of every SDK error into an *llm.Error (through
-// llm.Classify with llm.VendorGoogle, the table backstop's own adapters
+// classify.Classify with classify.VendorGoogle, the table backstop's own adapters
 // use), the redaction of every credential, the caps on what a response
 // may make it hold, and the guarantee that one Complete or Stream is one
 // HTTP request to the configured origin. It does not own the
@@ -159,12 +159,12 @@
 //
 // The first candidate's text (thought summaries left out), its function
 // calls as ToolCalls (Arguments the JSON of args; numbers pass through the
-// SDK's float64), Finish by llm.FinishOf of finishReason (STOP with tool
+// SDK's float64), Finish by classify.FinishOf of finishReason (STOP with tool
 // calls is FinishToolUse), usage (input: promptTokenCount plus
 // toolUsePromptTokenCount; output: candidatesTokenCount plus
 // thoughtsTokenCount, since thinking is billed as output), Model from
 // modelVersion, ID from responseId, RequestID from the response's
-// X-Goog-Request-Id header, or else X-Request-Id (llm.VendorGoogle's
+// X-Goog-Request-Id header, or else X-Request-Id (classify.VendorGoogle's
 // names: Google documents no request-id header for these APIs, so it is
 // often empty). The adapter reads it from the response itself, so that
 // errors, an error event mid-stream and a cut attempt carry it as answers

@@ -8,6 +8,7 @@ import (
 
 	gg "google.golang.org/genai"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -17,7 +18,7 @@ import (
 // the Exchange refused or cut (a redirect, a body over the cap, a second
 // request) first, whatever the SDK made of it; then a failed read the SDK
 // was not shown; an APIError (an error status, or an error event in a
-// stream) through llm.Classify with Google's vocabulary; anything else by
+// stream) through classify.Classify with Google's vocabulary; anything else by
 // its cause. The SDK's text, which may quote the response body and so the
 // prompt, goes only to Detail (cut and redacted); Err is the SDK's error
 // made opaque (wire.Opaque), so that Error() never shows it.
@@ -97,7 +98,7 @@ func (p *Provider) apiError(a *attempt, ae gg.APIError) *llm.Error {
 		body, _ = json.Marshal(map[string]any{"error": map[string]any{
 			"code": ae.Code, "status": typ, "details": ae.Details}})
 	}
-	f := llm.Classify(p.name, llm.VendorGoogle, llm.Reply{Status: status, Header: rep.Header, Type: typ,
+	f := classify.Classify(p.name, classify.VendorGoogle, classify.Reply{Status: status, Header: rep.Header, Type: typ,
 		Message: ae.Message, Body: body, Received: rep.Received})
 	f.Detail = a.x.Detail(ae.Message)
 	if plain && ae.Message != "" {

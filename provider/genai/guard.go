@@ -13,7 +13,7 @@ import (
 )
 
 // altRequestID is the request-id header read when X-Goog-Request-Id (the
-// endpoint's) is absent: llm.VendorGoogle's second name.
+// endpoint's) is absent: classify.VendorGoogle's second name.
 const altRequestID = "X-Request-Id"
 
 // rebuild returns the Models the adapter sends through: those of a client

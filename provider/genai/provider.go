@@ -203,7 +203,7 @@ func (p *Provider) CheckResponseSchema(schema []byte) error {
 //
 // See the package documentation for how the request and the answer are
 // translated. Every failure is an *llm.Error: the API's error classified
-// by its google.rpc.Status (llm.VendorGoogle, RetryInfo's retryDelay as
+// by its google.rpc.Status (classify.VendorGoogle, RetryInfo's retryDelay as
 // RetryAfter), a blocked prompt or candidate (KindContentFilter), a request
 // the adapter cannot translate (KindBadRequest, nothing sent), a transport
 // failure (by llm.KindOf; KindCanceled when ctx was canceled), or a panic

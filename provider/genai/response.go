@@ -6,6 +6,7 @@ import (
 
 	gg "google.golang.org/genai"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 )
@@ -38,7 +39,7 @@ func (a *answer) add(r *gg.GenerateContentResponse) (string, []llm.ToolCall) {
 		a.id = r.ResponseID
 	}
 	if a.requestID == "" && r.SDKHTTPResponse != nil && r.SDKHTTPResponse.Headers != nil {
-		a.requestID = llm.VendorGoogle.RequestID(r.SDKHTTPResponse.Headers)
+		a.requestID = classify.VendorGoogle.RequestID(r.SDKHTTPResponse.Headers)
 	}
 	if u := r.UsageMetadata; u != nil {
 		// A stream's usage is a running total: the latest replaces it.
@@ -112,7 +113,7 @@ func (a *answer) blocked(p *Provider, at *attempt) *llm.Error {
 		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
 			Type: reason, Message: "the prompt was blocked (" + reason + ")",
 			Detail: at.x.Detail(a.feedback.BlockReasonMessage)})
-	case llm.FinishOf(a.finish) == llm.FinishContentFilter:
+	case classify.FinishOf(a.finish) == llm.FinishContentFilter:
 		return at.x.Redact(&llm.Error{Provider: p.name, Kind: llm.KindContentFilter, RequestID: a.requestID,
 			Type: a.finish, Message: "the answer was blocked (" + a.finish + ")", Detail: at.x.Detail(a.finishMsg)})
 	}
@@ -129,7 +130,7 @@ func (a *answer) response() *llm.Response {
 		RequestID:    a.requestID,
 		FinishReason: a.finish,
 		Usage:        a.usage,
-		Finish:       llm.FinishOf(a.finish),
+		Finish:       classify.FinishOf(a.finish),
 	}
 	if len(a.calls) > 0 {
 		r.ToolCalls = append([]llm.ToolCall(nil), a.calls...)

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -15,9 +16,9 @@ func (p *Provider) parseError(r *wire.Reply) *llm.Error {
 	case err != nil:
 		f = p.ep.Malformed(r, err)
 	default:
-		// One table for every adapter of OpenAI's models (llm.Classify);
+		// One table for every adapter of OpenAI's models (classify.Classify);
 		// a message alone ({"error":"message"}) is classified by status.
-		f = p.ep.Failure(r, llm.VendorOpenAI.Kind(r.Status, e.Type, e.Code, e.Message, nil))
+		f = p.ep.Failure(r, classify.VendorOpenAI.Kind(r.Status, e.Type, e.Code, e.Message, nil))
 		f.Type, f.Code, f.Detail = e.Type, e.Code, p.ep.Detail(e.Message)
 	}
 	return p.ep.Redact(f)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -65,7 +66,7 @@ func FuzzParseResponse(f *testing.F) {
 			return p.parse(fuzzReply(200, body), &calls)
 		},
 		Check: func(t *testing.T, body []byte, res *llm.Response) {
-			if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != llm.FinishOf(res.FinishReason) {
+			if !json.Valid(body) || res.RequestID != "req_1" || !res.RateLimit.Requests.Reported() || res.Finish != classify.FinishOf(res.FinishReason) {
 				t.Fatalf("accepted %q as %+v", body, res)
 			}
 			for _, c := range res.ToolCalls {

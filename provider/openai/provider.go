@@ -52,12 +52,12 @@ import (
 )
 
 const (
-	// DefaultBaseURL is the OpenAI API used when Config.BaseURL is empty.
-	DefaultBaseURL = "https://api.openai.com"
-	// DefaultPath is the endpoint path used when Config.Path is empty.
-	DefaultPath = "/v1/chat/completions"
-	// DefaultName is what Name returns when Config.Name is empty.
-	DefaultName = "openai"
+	// defaultBaseURL is the OpenAI API used when Config.BaseURL is empty.
+	defaultBaseURL = "https://api.openai.com"
+	// defaultPath is the endpoint path used when Config.Path is empty.
+	defaultPath = "/v1/chat/completions"
+	// defaultName is what Name returns when Config.Name is empty.
+	defaultName = "openai"
 )
 
 // Config configures a Provider. Every field's zero value is its documented
@@ -81,11 +81,11 @@ type Config struct {
 	// BaseURL is the scheme, host and optional path prefix of the server,
 	// to which Path is appended (a trailing slash is ignored). It must be
 	// an absolute http or https URL with a host, and carry no query,
-	// fragment, or leading or trailing spaces. Empty means DefaultBaseURL.
+	// fragment, or leading or trailing spaces. Empty means https://api.openai.com.
 	BaseURL string
 
 	// Path is the endpoint's path under BaseURL, starting with "/"; it may
-	// carry a query. Empty means DefaultPath ("/v1/chat/completions"). Set
+	// carry a query. Empty means "/v1/chat/completions". Set
 	// it for compatible servers mounted elsewhere: "/chat/completions",
 	// "/openai/v1/chat/completions", or for Azure OpenAI's deployment URLs
 	// "/openai/deployments/NAME/chat/completions?api-version=2024-10-21".
@@ -95,7 +95,7 @@ type Config struct {
 
 	// Name is what Name returns, labelling errors and telemetry: the
 	// OpenTelemetry GenAI provider name of the endpoint, such as
-	// "azure.ai.openai". Empty means DefaultName ("openai"). Leading or
+	// "azure.ai.openai". Empty means "openai". Leading or
 	// trailing spaces are an error.
 	Name string
 
@@ -168,15 +168,15 @@ func (c Config) Validate() error {
 	switch {
 	case strings.TrimSpace(path) != path:
 		found.Addf("Config.Path %q has leading or trailing spaces; trim them", c.Path)
-		path = DefaultPath // so that BaseURL is still checked
+		path = defaultPath // so that BaseURL is still checked
 	case !strings.HasPrefix(path, "/"):
 		found.Addf("Config.Path %q must start with /", c.Path)
-		path = DefaultPath
+		path = defaultPath
 	case strings.Contains(path, "#"):
 		found.Addf("Config.Path %q has a fragment, which is never sent; remove it", c.Path)
-		path = DefaultPath
+		path = defaultPath
 	}
-	if _, err := wire.URL(c.BaseURL, DefaultBaseURL, path); err != nil {
+	if _, err := wire.URL(c.BaseURL, defaultBaseURL, path); err != nil {
 		found.Addf("%v", err)
 	}
 	if _, err := wire.MaxBytes(c.MaxResponseBytes); err != nil {
@@ -194,10 +194,10 @@ func (c Config) Validate() error {
 	return found.Err()
 }
 
-// path is c.Path, or DefaultPath when it is empty.
+// path is c.Path, or defaultPath when it is empty.
 func (c Config) path() string {
 	if c.Path == "" {
-		return DefaultPath
+		return defaultPath
 	}
 	return c.Path
 }
@@ -208,11 +208,11 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	url, _ := wire.URL(cfg.BaseURL, DefaultBaseURL, cfg.path())
+	url, _ := wire.URL(cfg.BaseURL, defaultBaseURL, cfg.path())
 	maxBytes, _ := wire.MaxBytes(cfg.MaxResponseBytes)
 	name := cfg.Name
 	if name == "" {
-		name = DefaultName
+		name = defaultName
 	}
 	h := http.Header{
 		"Content-Type": {"application/json"},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -71,7 +72,7 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		ID:           b.ID,
 		RequestID:    r.Header.Get(p.ep.RequestID),
 		FinishReason: c.FinishReason,
-		Finish:       llm.FinishOf(c.FinishReason),
+		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage: llm.Usage{
 			InputTokens:  b.Usage.PromptTokens,
@@ -89,7 +90,7 @@ func (p *Provider) withheld(r *wire.Reply, finishReason, refusal string) *llm.Er
 }
 
 // rateLimit reads the x-ratelimit-* headers, as every adapter of OpenAI's
-// API reads them (llm.Vendor.RateLimit).
+// API reads them (classify.Vendor.RateLimit).
 func rateLimit(h http.Header, received time.Time) llm.RateLimit {
-	return llm.VendorOpenAI.RateLimit(h, received)
+	return classify.VendorOpenAI.RateLimit(h, received)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -207,7 +208,7 @@ func (s *eventState) handle(ev wire.Event, res *llm.Response) (string, bool, err
 		}
 		if ch.FinishReason != "" {
 			res.FinishReason = ch.FinishReason
-			res.Finish = llm.FinishOf(ch.FinishReason)
+			res.Finish = classify.FinishOf(ch.FinishReason)
 			s.finishCalls()
 		}
 		return ch.Delta.Content, false, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -141,7 +142,7 @@ func FuzzStreamToolCallEvents(f *testing.F) {
 			}
 			size += len(tc.Arguments) + len(tc.Name)
 		}
-		if res := st.Response(); res.Finish != llm.FinishOf(res.FinishReason) {
+		if res := st.Response(); res.Finish != classify.FinishOf(res.FinishReason) {
 			t.Fatalf("Response %+v: Finish not of FinishReason", res)
 		}
 		// Arguments kept as a JSON string grow by their quoting; the raw

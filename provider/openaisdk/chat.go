@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -140,7 +141,7 @@ func (a *attempt) completeChat(ctx context.Context, req llm.Request, ids *wire.T
 // chatAnswer turns a decoded completion into the answer: the first
 // choice's text and tool calls (named by ids: see wire.CallIDs), or the
 // error it stands for.
-func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
+func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r classify.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if cc == nil || len(cc.Choices) == 0 {
 		var body []byte
 		if cc != nil {
@@ -161,12 +162,12 @@ func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r llm.Reply, ids *wire.C
 		Text:         c.Message.Content,
 		Model:        cc.Model,
 		ID:           cc.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(r.Header),
+		RequestID:    classify.VendorOpenAI.RequestID(r.Header),
 		FinishReason: c.FinishReason,
-		Finish:       llm.FinishOf(c.FinishReason),
+		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(r.Header, r.Received),
+		RateLimit:    classify.VendorOpenAI.RateLimit(r.Header, r.Received),
 	}), nil
 }
 
@@ -181,7 +182,7 @@ func (a *attempt) streamChat(ctx context.Context, req llm.Request, ids *wire.Too
 	var done *doneWatch
 	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Chat.Completions.NewStreaming,
-		func(cc *openai.ChatCompletion, r llm.Reply) (*llm.Response, error) {
+		func(cc *openai.ChatCompletion, r classify.Reply) (*llm.Response, error) {
 			return a.chatAnswer(cc, r, &calls)
 		},
 		watchDone(&done))
@@ -253,7 +254,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		}
 		if choice.FinishReason != "" {
 			s.res.FinishReason = choice.FinishReason
-			s.res.Finish = llm.FinishOf(choice.FinishReason)
+			s.res.Finish = classify.FinishOf(choice.FinishReason)
 			c.finishCalls()
 		}
 		return choice.Delta.Content, false, nil

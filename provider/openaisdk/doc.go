@@ -23,7 +23,7 @@
 //     temperature, top_p, stop; Params.Extra merged at the top level
 //     (option.WithJSONSet: a key replaces the SDK's, nil sends null). The
 //     answer's text, tool calls (arguments always valid JSON), finish
-//     reason (llm.FinishOf), usage, model and id; a refusal or a
+//     reason (classify.FinishOf), usage, model and id; a refusal or a
 //     content_filter finish is a KindContentFilter error.
 //   - "responses": the Responses API, with the equivalent input items:
 //     System as instructions, messages as input messages (input_text,
@@ -46,7 +46,7 @@
 // call_<n> (see wire.CallIDs), so that no two calls share an id.
 //
 // Every failure is an *llm.Error. An SDK error (*openai.Error) is
-// classified by llm.Classify with the llm.VendorOpenAI table, from its
+// classified by classify.Classify with the classify.VendorOpenAI table, from its
 // status, headers, type, code, message and raw body: the same Kind,
 // RetryAfter, RequestID and rate limit the native adapter gives the same
 // reply (the shared table, suite.Classes("openai"), is tested). A body the
@@ -219,7 +219,7 @@
 // check the bodies sent, the one-request rule, the error classes, the
 // caps, the redirects and the redaction against loopback servers on every
 // platform. The error-code table is
-// llm's (llm.VendorOpenAI), shared with the native adapter: new codes the
+// llm's (classify.VendorOpenAI), shared with the native adapter: new codes the
 // SDK documents belong there.
 //
 // # Testing against the fake provider

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -23,7 +24,7 @@ import (
 //     over the cap, a second request) is its Failure, whatever the SDK
 //     made of it;
 //   - an *openai.Error (a status of 400 or more with an error object) is
-//     classified by llm.Classify with the VendorOpenAI table, exactly as
+//     classified by classify.Classify with the VendorOpenAI table, exactly as
 //     the native adapter classifies the same reply;
 //   - a status of 400 or more whose body is not an error object (a proxy's
 //     HTML page), or a 2xx whose body the SDK could not decode, is
@@ -64,7 +65,7 @@ func (a *attempt) fail(ctx context.Context, err error) *llm.Error {
 // bodyError classifies r by the error object its body holds; by its
 // status when it holds none, why (the adapter's words) saying what was
 // wrong and cause (the SDK's error, if any) kept as Err.
-func (a *attempt) bodyError(r llm.Reply, why string, cause error) *llm.Error {
+func (a *attempt) bodyError(r classify.Reply, why string, cause error) *llm.Error {
 	if e, ok := errorObject(r.Body); ok {
 		r.Type, r.Code, r.Message = e.Type, e.Code, e.Message
 		return a.classified(r, "", nil)
@@ -72,13 +73,13 @@ func (a *attempt) bodyError(r llm.Reply, why string, cause error) *llm.Error {
 	return a.classified(r, why, cause)
 }
 
-// classified is llm.Classify's error for r, with the provider's message
+// classified is classify.Classify's error for r, with the provider's message
 // (cut, redacted) as Detail. A non-empty why means the body was not the
 // expected JSON: the message says so in the adapter's words, Detail quotes
 // the body instead, and cause, whose text may quote the body, is kept as
 // Err behind wire.Opaque.
-func (a *attempt) classified(r llm.Reply, why string, cause error) *llm.Error {
-	f := llm.Classify(a.p.Name(), llm.VendorOpenAI, r)
+func (a *attempt) classified(r classify.Reply, why string, cause error) *llm.Error {
+	f := classify.Classify(a.p.Name(), classify.VendorOpenAI, r)
 	f.Detail = a.x.Detail(r.Message)
 	if why != "" {
 		if f.Message == "" {
@@ -111,8 +112,8 @@ func (a *attempt) transport(ctx context.Context, err error) *llm.Error {
 	if res := a.x.Response(); res != nil {
 		rp := a.reply()
 		f.Status = rp.Status
-		f.RequestID = llm.VendorOpenAI.RequestID(rp.Header)
-		f.RateLimit = llm.VendorOpenAI.RateLimit(rp.Header, rp.Received)
+		f.RequestID = classify.VendorOpenAI.RequestID(rp.Header)
+		f.RateLimit = classify.VendorOpenAI.RateLimit(rp.Header, rp.Received)
 	}
 	var ue *url.Error
 	switch {
@@ -147,7 +148,7 @@ func errorObject(body []byte) (openaiwire.ErrorObject, bool) {
 // withheld returns the error for an answer withheld by the content filter
 // (finish_reason content_filter) or refused by the model (a refusal text),
 // as the native adapter reports them; nil for neither.
-func (a *attempt) withheld(r llm.Reply, finishReason, refusal string) *llm.Error {
+func (a *attempt) withheld(r classify.Reply, finishReason, refusal string) *llm.Error {
 	f := openaiwire.Withheld(&a.p.ep, func(k llm.Kind) *llm.Error { return a.answerFailure(r, k) }, finishReason, refusal)
 	if f == nil {
 		return nil
@@ -160,8 +161,8 @@ func (a *attempt) withheld(r llm.Reply, finishReason, refusal string) *llm.Error
 
 // answerFailure starts the error for an answer that arrived but cannot be
 // used: the status and what the headers say. The caller redacts it.
-func (a *attempt) answerFailure(r llm.Reply, kind llm.Kind) *llm.Error {
-	f := llm.Classify(a.p.Name(), llm.VendorOpenAI, r)
+func (a *attempt) answerFailure(r classify.Reply, kind llm.Kind) *llm.Error {
+	f := classify.Classify(a.p.Name(), classify.VendorOpenAI, r)
 	f.Kind = kind
 	return f
 }
@@ -169,9 +170,9 @@ func (a *attempt) answerFailure(r llm.Reply, kind llm.Kind) *llm.Error {
 // reply is what an answer is read with: the header and the status of the
 // response the Exchange saw (none and 200 when none arrived), and when it
 // arrived; no body.
-func (a *attempt) reply() llm.Reply {
+func (a *attempt) reply() classify.Reply {
 	r := a.x.Reply()
-	rp := llm.Reply{Header: r.Header, Status: r.Status, Received: r.Received}
+	rp := classify.Reply{Header: r.Header, Status: r.Status, Received: r.Received}
 	if rp.Header == nil {
 		rp.Header = http.Header{}
 	}
@@ -182,7 +183,7 @@ func (a *attempt) reply() llm.Reply {
 }
 
 // withBody is r with body, for classification.
-func withBody(r llm.Reply, body []byte) llm.Reply {
+func withBody(r classify.Reply, body []byte) classify.Reply {
 	r.Body = body
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
@@ -150,7 +151,7 @@ func New(client openai.Client, cfg Config) (*Provider, error) {
 	max, _ := wire.MaxBytes(cfg.MaxResponseBytes)
 	return &Provider{client: client, responses: cfg.API == APIResponses,
 		dep: llm.Deployment{Platform: platform, Region: cfg.Region},
-		ep:  wire.Endpoint{Provider: name, Secret: cfg.APIKey, MaxBytes: max, RequestID: "X-Request-Id", RateLimit: llm.VendorOpenAI.RateLimit},
+		ep:  wire.Endpoint{Provider: name, Secret: cfg.APIKey, MaxBytes: max, RequestID: "X-Request-Id", RateLimit: classify.VendorOpenAI.RateLimit},
 	}, nil
 }
 
@@ -336,15 +337,15 @@ func (a *attempt) redirected(res *http.Response, msg string) *llm.Error {
 // every call. It returns the decoded answer and the reply that carried
 // it; a failure is classified (see fail).
 func send[P, R any](ctx context.Context, a *attempt, extra map[string]any, params P,
-	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, llm.Reply, error) {
+	call func(context.Context, P, ...option.RequestOption) (R, error)) (R, classify.Reply, error) {
 	var res R
 	opts, err := a.callOptions(extra)
 	if err != nil {
-		return res, llm.Reply{}, err
+		return res, classify.Reply{}, err
 	}
 	res, err = call(ctx, params, opts...)
 	if err != nil {
-		return res, llm.Reply{}, a.fail(ctx, err)
+		return res, classify.Reply{}, a.fail(ctx, err)
 	}
 	return res, a.reply(), nil
 }
@@ -356,7 +357,7 @@ func send[P, R any](ctx context.Context, a *attempt, extra map[string]any, param
 // answer the stream then delivers, and the SDK's stream is nil.
 func openStream[P, E, W any](ctx context.Context, a *attempt, extra map[string]any, params P,
 	call func(context.Context, P, ...option.RequestOption) *ssestream.Stream[E],
-	whole func(*W, llm.Reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
+	whole func(*W, classify.Reply) (*llm.Response, error), more ...option.RequestOption) (*stream, *ssestream.Stream[E], error) {
 	opts, err := a.callOptions(extra, more...)
 	if err != nil {
 		return nil, nil, err

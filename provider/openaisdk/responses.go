@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
@@ -140,7 +141,7 @@ func (a *attempt) completeResponses(ctx context.Context, req llm.Request, ids *w
 // output messages, its function calls (named by ids: see wire.CallIDs),
 // the finish (see finish), or the error it stands for (a failed response,
 // a refusal, a content filter).
-func (a *attempt) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire.CallIDs) (*llm.Response, error) {
+func (a *attempt) responsesAnswer(r *responses.Response, rp classify.Reply, ids *wire.CallIDs) (*llm.Response, error) {
 	if r == nil || r.ID == "" && len(r.Output) == 0 {
 		var body []byte
 		if r != nil {
@@ -178,12 +179,12 @@ func (a *attempt) responsesAnswer(r *responses.Response, rp llm.Reply, ids *wire
 		Text:         text.String(),
 		Model:        string(r.Model),
 		ID:           r.ID,
-		RequestID:    llm.VendorOpenAI.RequestID(rp.Header),
+		RequestID:    classify.VendorOpenAI.RequestID(rp.Header),
 		FinishReason: reason,
 		Finish:       fin,
 		ToolCalls:    calls,
 		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
-		RateLimit:    llm.VendorOpenAI.RateLimit(rp.Header, rp.Received),
+		RateLimit:    classify.VendorOpenAI.RateLimit(rp.Header, rp.Received),
 	}), nil
 }
 
@@ -204,12 +205,12 @@ func finish(r *responses.Response, calls bool) (string, llm.Finish) {
 	case reason == "completed":
 		return reason, llm.FinishStop
 	}
-	return reason, llm.FinishOf(reason)
+	return reason, classify.FinishOf(reason)
 }
 
 // responseFailed classifies a failed response by its error code, with the
 // status of the reply that carried it (200).
-func (a *attempt) responseFailed(r *responses.Response, rp llm.Reply) *llm.Error {
+func (a *attempt) responseFailed(r *responses.Response, rp classify.Reply) *llm.Error {
 	f := withBody(rp, []byte(r.Error.RawJSON()))
 	f.Code, f.Type, f.Message = string(r.Error.Code), r.Error.Type, r.Error.Message
 	return a.classified(f, "", nil)
@@ -223,7 +224,7 @@ func (a *attempt) streamResponses(ctx context.Context, req llm.Request, ids *wir
 	}
 	calls := wire.NewCallIDs(req.Messages, ids)
 	s, sdk, err := openStream(ctx, a, req.Params.Extra, params, a.p.client.Responses.NewStreaming,
-		func(r *responses.Response, rp llm.Reply) (*llm.Response, error) {
+		func(r *responses.Response, rp classify.Reply) (*llm.Response, error) {
 			return a.responsesAnswer(r, rp, &calls)
 		})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/wire"
 	"github.com/openai/openai-go/v3/option"
@@ -24,7 +25,7 @@ import (
 // at a time on the caller's goroutine; the tool calls they complete wait
 // in ready and are delivered before the next text.
 type stream struct {
-	rp    llm.Reply // what the answer is read with (attempt.reply)
+	rp    classify.Reply // what the answer is read with (attempt.reply)
 	a     *attempt
 	ctx   context.Context
 	close func() error
@@ -45,10 +46,10 @@ type stream struct {
 	closed    atomic.Bool
 }
 
-func newStream(a *attempt, ctx context.Context, r llm.Reply, close func() error) *stream {
+func newStream(a *attempt, ctx context.Context, r classify.Reply, close func() error) *stream {
 	s := &stream{rp: r, a: a, ctx: ctx, close: close, max: int(min(a.p.ep.MaxBytes, int64(^uint(0)>>1)))}
-	s.res.RequestID = llm.VendorOpenAI.RequestID(r.Header)
-	s.res.RateLimit = llm.VendorOpenAI.RateLimit(r.Header, r.Received)
+	s.res.RequestID = classify.VendorOpenAI.RequestID(r.Header)
+	s.res.RateLimit = classify.VendorOpenAI.RateLimit(r.Header, r.Received)
 	return s
 }
 

@@ -227,7 +227,7 @@ var adapters = []adapter{
 		open: opener(anthropic.New, func(c config) anthropic.Config {
 			return anthropic.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes, Header: c.header}
 		}),
-		defaultURL: anthropic.DefaultBaseURL + "/v1/messages",
+		defaultURL: "https://api.anthropic.com" + "/v1/messages",
 		requestID:  "Request-Id",
 		rateHeaders: []string{"anthropic-ratelimit-tokens-limit", "1000", "anthropic-ratelimit-tokens-remaining", "0",
 			"anthropic-ratelimit-tokens-reset", "2026-11-30T16:00:00Z"},
@@ -315,7 +315,7 @@ var adapters = []adapter{
 			"stop_sequences": []any{"END"},
 			"metadata":       map[string]any{"user_id": "u1"},
 		},
-		plain: map[string]any{"model": "m", "max_tokens": float64(anthropic.DefaultMaxTokens),
+		plain: map[string]any{"model": "m", "max_tokens": float64(1024),
 			"messages": []any{map[string]any{"role": "user", "content": prompt}}},
 		streamFields: map[string]any{"stream": true},
 		multiLine:    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\ndata: \"index\":0,\"delta\":{\"type\":\"text_delta\",\ndata: \"text\":\"two\\nlines\"}}\n\n",
@@ -337,7 +337,7 @@ var adapters = []adapter{
 		open: opener(openai.New, func(c config) openai.Config {
 			return openai.Config{APIKey: c.key, BaseURL: c.base, HTTPClient: c.client, MaxResponseBytes: c.maxBytes, Header: c.header}
 		}),
-		defaultURL: openai.DefaultBaseURL + openai.DefaultPath,
+		defaultURL: "https://api.openai.com/v1/chat/completions",
 		requestID:  "X-Request-Id",
 		rateHeaders: []string{"x-ratelimit-limit-tokens", "1000", "x-ratelimit-remaining-tokens", "0",
 			"x-ratelimit-reset-tokens", "1.574s"},

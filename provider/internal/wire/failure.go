@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/backstop-llm/backstop/internal/classify"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -20,9 +21,9 @@ const redactedMark = "[redacted]"
 // StatusKind classifies a status whose body says nothing more specific: a
 // 2xx that could not be used is KindServer (the provider answered with
 // something that is not an answer); any other status is classified by the
-// status alone, as llm.Classify does when no vendor table knows the error.
+// status alone, as classify.Classify does when no vendor table knows the error.
 func StatusKind(status int) llm.Kind {
-	return llm.VendorOther.Kind(status, "", "", "", nil)
+	return classify.VendorOther.Kind(status, "", "", "", nil)
 }
 
 // Failure starts the error for reply r: Provider, Status, the request id,
@@ -33,12 +34,12 @@ func (e *Endpoint) Failure(r *Reply, kind llm.Kind) *llm.Error {
 		Provider:    e.Provider,
 		Status:      r.Status,
 		Kind:        kind,
-		ShouldRetry: llm.ShouldRetry(r.Header),
+		ShouldRetry: classify.ShouldRetry(r.Header),
 	}
 	if e.RequestID != "" {
 		f.RequestID = r.Header.Get(e.RequestID)
 	}
-	f.RetryAfter, _ = llm.RetryAfter(r.Header, r.Received)
+	f.RetryAfter, _ = classify.RetryAfter(r.Header, r.Received)
 	if e.RateLimit != nil {
 		f.RateLimit = e.RateLimit(r.Header, r.Received)
 	}

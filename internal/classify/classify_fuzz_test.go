@@ -1,9 +1,11 @@
-package llm
+package classify
 
 import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // FuzzClassify: whatever a reply holds, Classify returns an error of a
@@ -20,7 +22,7 @@ func FuzzClassify(f *testing.F) {
 		h.Set("Anthropic-Ratelimit-Requests-Limit", retryAfter)
 		h.Set("X-Ratelimit-Reset-Tokens", retryAfter)
 		e := Classify("p", Vendor(v%5), Reply{Status: status, Header: h, Type: typ, Code: code, Message: msg, Body: []byte(body), Received: time.Unix(1_800_000_000, 0)})
-		if e.Kind > KindCanceled || e.RetryAfter < 0 || e.RetryAfter > maxRetryAfter {
+		if e.Kind > llm.KindCanceled || e.RetryAfter < 0 || e.RetryAfter > maxRetryAfter {
 			t.Fatalf("kind %d, wait %v", e.Kind, e.RetryAfter)
 		}
 		if e.RateLimit.Requests.Limit < 0 {

@@ -1,13 +1,15 @@
-package validate
+package answer
 
 import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/backstop-llm/backstop/validate"
 )
 
 func TestSchemaCacheCompilesOnce(t *testing.T) {
-	var c SchemaCache
+	var c schemaCache
 	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 	a, err := c.get(schema)
 	if err != nil {
@@ -23,21 +25,21 @@ func TestSchemaCacheCompilesOnce(t *testing.T) {
 }
 
 func TestSchemaCacheArguments(t *testing.T) {
-	var c SchemaCache
+	var c schemaCache
 	schema := []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 	for _, tc := range []struct {
 		schema, args string
 		want         error
 	}{
 		{string(schema), `{"city":"Paris"}`, nil},
-		{string(schema), `{"town":"Paris"}`, ErrInvalid},
-		{string(schema), `{"city":`, ErrBadJSON},
-		{string(schema), ``, ErrInvalid}, // {} lacks city
+		{string(schema), `{"town":"Paris"}`, validate.ErrInvalid},
+		{string(schema), `{"city":`, validate.ErrBadJSON},
+		{string(schema), ``, validate.ErrInvalid}, // {} lacks city
 		{``, ``, nil},                    // no schema: any object
-		{``, `[1]`, ErrInvalid},          // but an object
-		{`{"type": 12}`, `{}`, ErrBadSchema},
+		{``, `[1]`, validate.ErrInvalid}, // but an object
+		{`{"type": 12}`, `{}`, validate.ErrBadSchema},
 	} {
-		err := c.Arguments([]byte(tc.schema), []byte(tc.args))
+		err := c.arguments([]byte(tc.schema), []byte(tc.args))
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("Arguments(%s, %s) = %v, want %v", tc.schema, tc.args, err, tc.want)
 		}
@@ -45,7 +47,7 @@ func TestSchemaCacheArguments(t *testing.T) {
 }
 
 func TestSchemaCacheIsBounded(t *testing.T) {
-	var c SchemaCache
+	var c schemaCache
 	for i := range maxCached + 10 {
 		if _, err := c.get(fmt.Appendf(nil, `{"type":"object","title":"s%d"}`, i)); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,9 @@
-package llm
+// Package classify reads a failed attempt as the adapters see it (status,
+// headers, the vendor's error type, code and message, the body) into an
+// *llm.Error with its Kind, Retry-After, x-should-retry, request id and rate
+// limit: one table per vendor, shared by backstop's own adapters and those
+// over the official SDKs (which live under provider/ and so may import it).
+package classify
 
 import (
 	"bytes"
@@ -8,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/backstop-llm/backstop/llm"
 )
 
 // Vendor is a provider's error vocabulary: the table Classify reads its
@@ -65,12 +72,12 @@ type Reply struct {
 // Classify does not redact: an adapter that holds the API key removes it
 // from Detail (and from anything else it quotes) before returning the
 // error.
-func Classify(provider string, v Vendor, r Reply) *Error {
+func Classify(provider string, v Vendor, r Reply) *llm.Error {
 	now := r.Received
 	if now.IsZero() {
 		now = time.Now()
 	}
-	e := &Error{Provider: provider, Status: r.Status, Type: r.Type, Code: r.Code, Detail: r.Message,
+	e := &llm.Error{Provider: provider, Status: r.Status, Type: r.Type, Code: r.Code, Detail: r.Message,
 		Kind: v.Kind(r.Status, r.Type, r.Code, r.Message, r.Body)}
 	if r.Header != nil {
 		e.RetryAfter, _ = RetryAfter(r.Header, now)
@@ -91,8 +98,8 @@ func Classify(provider string, v Vendor, r Reply) *Error {
 // 5xx server, ...; a 2xx is KindServer, an answer that was not one).
 // VendorOther has no table: the status decides. body, when given, is
 // searched for spend caps.
-func (v Vendor) Kind(status int, typ, code, message string, body []byte) Kind {
-	var k Kind
+func (v Vendor) Kind(status int, typ, code, message string, body []byte) llm.Kind {
+	var k llm.Kind
 	var ok bool
 	switch v {
 	case VendorAnthropic:
@@ -108,9 +115,9 @@ func (v Vendor) Kind(status int, typ, code, message string, body []byte) Kind {
 		return k
 	}
 	if status >= 200 && status <= 299 {
-		return KindServer
+		return llm.KindServer
 	}
-	return kindFromStatus(status)
+	return llm.KindOf(&llm.Error{Status: status}) // the status alone, as KindOf reads it
 }
 
 // RequestID returns the request id the vendor sends in h.
@@ -135,27 +142,27 @@ var requestIDHeaders = [...][]string{
 
 // RateLimit reads the rate-limit headers v sends (anthropic-ratelimit-*,
 // x-ratelimit-*); Google and Bedrock send none.
-func (v Vendor) RateLimit(h http.Header, received time.Time) RateLimit {
+func (v Vendor) RateLimit(h http.Header, received time.Time) llm.RateLimit {
 	switch v {
 	case VendorAnthropic:
-		b := func(name string) Allowance {
+		b := func(name string) llm.Allowance {
 			p := "Anthropic-Ratelimit-" + name
 			return allowance(h, p+"-Limit", p+"-Remaining", p+"-Reset", received, resetRFC3339)
 		}
-		return RateLimit{Requests: b("Requests"), Tokens: b("Tokens"), InputTokens: b("Input-Tokens"), OutputTokens: b("Output-Tokens")}
+		return llm.RateLimit{Requests: b("Requests"), Tokens: b("Tokens"), InputTokens: b("Input-Tokens"), OutputTokens: b("Output-Tokens")}
 	case VendorOpenAI, VendorOther:
-		b := func(name string) Allowance {
+		b := func(name string) llm.Allowance {
 			return allowance(h, "X-Ratelimit-Limit-"+name, "X-Ratelimit-Remaining-"+name, "X-Ratelimit-Reset-"+name, received, resetDuration)
 		}
-		return RateLimit{Requests: b("Requests"), Tokens: b("Tokens")}
+		return llm.RateLimit{Requests: b("Requests"), Tokens: b("Tokens")}
 	}
-	return RateLimit{}
+	return llm.RateLimit{}
 }
 
 // allowance reads one bucket from the headers named limit, remaining and
 // reset.
-func allowance(h http.Header, limit, remaining, reset string, received time.Time, parse func(string, time.Time) (time.Time, bool)) Allowance {
-	var a Allowance
+func allowance(h http.Header, limit, remaining, reset string, received time.Time, parse func(string, time.Time) (time.Time, bool)) llm.Allowance {
+	var a llm.Allowance
 	if n, ok := headerCount(h, limit); ok {
 		a.Limit = n
 	}

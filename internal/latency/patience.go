@@ -1,4 +1,4 @@
-package hedge
+package latency
 
 // Patience: how long a target's attempt may go unanswered before the
 // chain races it with a later target (chain.Target.Patience). It is a

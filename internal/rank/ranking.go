@@ -1,21 +1,23 @@
-package spread
+package rank
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/backstop-llm/backstop/spread"
 )
 
 // Member is one target of a tier as its strategy reads it, live: a
 // Ranking reads its figures when it ranks the tier, once per call.
 type Member struct {
 	Name string
-	// Weight is its weight (Weighted); 0 counts as 1.
+	// Weight is its weight (spread.Weighted); 0 counts as 1.
 	Weight float64
-	// Load is its load (LeastLoaded, Latency); nil counts as nothing in
+	// Load is its load (spread.LeastLoaded, spread.Latency); nil counts as nothing in
 	// flight and no latency known.
 	Load *Load
 	// Room reports the requests it could take at now without waiting and,
-	// when it has none, how long until its next slot (Headroom), as
+	// when it has none, how long until its next slot (spread.Headroom), as
 	// throttle.Limiter.Headroom's Available and Wait do; nil when nothing
 	// paces the target (it then counts as room for one).
 	Room func(now time.Time) (room float64, wait time.Duration)
@@ -24,7 +26,7 @@ type Member struct {
 // Tier is one tier of a Layout: its strategy and its members, a run of
 // the layout's positions.
 type Tier struct {
-	Strategy Strategy
+	Strategy spread.Strategy
 	Members  []Member
 }
 
@@ -47,13 +49,13 @@ type Layout struct {
 // tier is one tier of a Layout, compiled.
 type tier struct {
 	lo, hi   int
-	strategy Strategy
+	strategy spread.Strategy
 	weights  []float64 // Weighted: its members' weights, as its figures
 	total    float64   // their sum
 }
 
 // spreads reports whether t orders its members per call.
-func (t *tier) spreads() bool { return t.strategy != Ordered && t.hi-t.lo > 1 }
+func (t *tier) spreads() bool { return t.strategy != spread.Ordered && t.hi-t.lo > 1 }
 
 // NewLayout returns the layout of tiers, whose members' figures are read
 // on one monotonic clock: durations since epoch (Load's times), or times
@@ -72,7 +74,7 @@ func NewLayout(epoch time.Time, tiers ...Tier) (*Layout, error) {
 		for _, m := range ts.Members {
 			l.members = append(l.members, m)
 			l.of = append(l.of, uint8(i))
-			if ts.Strategy == Weighted {
+			if ts.Strategy == spread.Weighted {
 				f := weightOf(&Candidate{Weight: m.Weight})
 				t.weights = append(t.weights, f)
 				t.total += f
@@ -98,8 +100,8 @@ type slot struct {
 // Ranking is one call's order of a Layout's positions: each tier that
 // spreads is ranked by its strategy when the call enters it (Enter), and
 // the call then tries, at each position, the member At says, recording
-// the Choice that sent it there. Tiers the call has not entered, and
-// those that do not spread (Ordered, or of one member), keep the layout's
+// the spread.Choice that sent it there. Tiers the call has not entered, and
+// those that do not spread (spread.Ordered, or of one member), keep the layout's
 // order.
 //
 // The zero value follows the layout's order; Start gives it a layout.
@@ -109,7 +111,7 @@ type slot struct {
 // Choices that no spare held.
 type Ranking struct {
 	layout *Layout
-	spare  *Choice
+	spare  *spread.Choice
 	// ranked marks the tiers (by index) ranked for this call; 0 while
 	// the call follows the layout's order. order (big, past inline
 	// positions) is then the member at each position and figs the figure
@@ -122,9 +124,9 @@ type Ranking struct {
 }
 
 // Start starts r for a call over l: r must be zero. spare, when not nil,
-// is the Choice the first Choice call returns (a caller allocates it
+// is the spread.Choice the first Choice call returns (a caller allocates it
 // with what else the call needs: one allocation for both).
-func (r *Ranking) Start(l *Layout, spare *Choice) {
+func (r *Ranking) Start(l *Layout, spare *spread.Choice) {
 	r.layout, r.spare = l, spare
 }
 
@@ -194,15 +196,15 @@ func (r *Ranking) Enter(pos int) {
 	}
 	order, figs = order[:n], figs[:n]
 	switch t.strategy {
-	case Weighted:
-		t.strategy.RankFigures(t.weights, order, nil) // read, never written
+	case spread.Weighted:
+		RankFigures(t.strategy, t.weights, order, nil) // read, never written
 		figs = t.weights
-	case LeastLoaded:
+	case spread.LeastLoaded:
 		for k := range l.members[t.lo:t.hi] {
 			figs[k] = float64(inFlight(l.members[t.lo+k].Load))
 		}
-		t.strategy.RankFigures(figs, order, nil)
-	default: // Latency and Headroom compare more than one figure each
+		RankFigures(t.strategy, figs, order, nil)
+	default: // spread.Latency and spread.Headroom compare more than one figure each
 		r.rankCandidates(t, order, figs)
 	}
 	for k, i := range order {
@@ -211,7 +213,7 @@ func (r *Ranking) Enter(pos int) {
 }
 
 // rankCandidates ranks t's members by strategies that read more than a
-// figure of each (Latency, Headroom), into order and figs.
+// figure of each (spread.Latency, spread.Headroom), into order and figs.
 func (r *Ranking) rankCandidates(t *tier, order []int, figs []float64) {
 	l := r.layout
 	n := t.hi - t.lo
@@ -225,20 +227,20 @@ func (r *Ranking) rankCandidates(t *tier, order []int, figs []float64) {
 		cands = append(cands, Candidate{})
 		candidate(&cands[len(cands)-1], &l.members[t.lo+k], t.strategy, l.epoch, now)
 	}
-	t.strategy.Rank(cands, order, figs, nil)
+	Rank(t.strategy, cands, order, figs, nil)
 }
 
 // candidate fills cand (zero) with what s compares of m, at now on the
 // clock that starts at epoch.
-func candidate(cand *Candidate, m *Member, s Strategy, epoch time.Time, now time.Duration) {
+func candidate(cand *Candidate, m *Member, s spread.Strategy, epoch time.Time, now time.Duration) {
 	cand.Name = m.Name
 	if m.Load != nil {
 		cand.InFlight = m.Load.InFlight()
-		if s == Latency {
+		if s == spread.Latency {
 			cand.Latency = m.Load.Latency(now)
 		}
 	}
-	if s == Headroom && m.Room != nil {
+	if s == spread.Headroom && m.Room != nil {
 		cand.Room, cand.Wait = m.Room(epoch.Add(now))
 		cand.RoomKnown = true
 	}
@@ -252,10 +254,10 @@ func inFlight(l *Load) int {
 	return l.InFlight()
 }
 
-// Choice returns the Choice that sent the call to position pos: nil in a
+// Choice returns the spread.Choice that sent the call to position pos: nil in a
 // tier that was not ranked. The first it returns is Start's spare, when
 // given; each later one is allocated.
-func (r *Ranking) Choice(pos int) *Choice {
+func (r *Ranking) Choice(pos int) *spread.Choice {
 	if r.ranked == 0 {
 		return nil // the call follows the layout's order: it pays for no more
 	}
@@ -263,7 +265,7 @@ func (r *Ranking) Choice(pos int) *Choice {
 }
 
 // choice is Choice in a call that ranked some tier.
-func (r *Ranking) choice(pos int) *Choice {
+func (r *Ranking) choice(pos int) *spread.Choice {
 	l := r.layout
 	ti := int(l.of[pos]) // positions keep to their tier's range
 	if !r.Ranked(ti) {
@@ -274,12 +276,12 @@ func (r *Ranking) choice(pos int) *Choice {
 	if ch != nil {
 		r.spare = nil
 	} else {
-		ch = new(Choice)
+		ch = new(spread.Choice)
 	}
-	*ch = Choice{Strategy: t.strategy, Rank: pos - t.lo + 1, Of: t.hi - t.lo, Figure: r.fig(pos)}
+	*ch = spread.Choice{Strategy: t.strategy, Rank: pos - t.lo + 1, Of: t.hi - t.lo, Figure: r.fig(pos)}
 	switch {
 	case ch.Rank != 1:
-	case t.strategy == Weighted:
+	case t.strategy == spread.Weighted:
 		ch.AgainstFigure = t.total // a draw compares with the total
 	default:
 		// Every other strategy compared the first with the second (a

@@ -1,4 +1,4 @@
-package spread_test
+package rank_test
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 )
 
 // loaded returns members named a, b, c... with the in-flight counts given.
-func loaded(inflight ...int) []spread.Member {
-	ms := make([]spread.Member, len(inflight))
+func loaded(inflight ...int) []rank.Member {
+	ms := make([]rank.Member, len(inflight))
 	for i, n := range inflight {
-		ms[i] = spread.Member{Name: string(rune('a' + i)), Load: &spread.Load{}}
+		ms[i] = rank.Member{Name: string(rune('a' + i)), Load: &rank.Load{}}
 		for range n {
 			ms[i].Load.Start()
 		}
@@ -21,9 +22,9 @@ func loaded(inflight ...int) []spread.Member {
 	return ms
 }
 
-func layout(t *testing.T, tiers ...spread.Tier) *spread.Layout {
+func layout(t *testing.T, tiers ...rank.Tier) *rank.Layout {
 	t.Helper()
-	l, err := spread.NewLayout(time.Now(), tiers...)
+	l, err := rank.NewLayout(time.Now(), tiers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +33,10 @@ func layout(t *testing.T, tiers ...spread.Tier) *spread.Layout {
 
 func TestRankingFollowsTheLayoutUntilItEntersATierThatSpreads(t *testing.T) {
 	l := layout(t,
-		spread.Tier{Strategy: spread.Ordered, Members: loaded(0, 0)},
-		spread.Tier{Strategy: spread.LeastLoaded, Members: loaded(3, 0, 5)},
+		rank.Tier{Strategy: spread.Ordered, Members: loaded(0, 0)},
+		rank.Tier{Strategy: spread.LeastLoaded, Members: loaded(3, 0, 5)},
 	)
-	var r spread.Ranking
+	var r rank.Ranking
 	r.Start(l, nil)
 	for pos := range 2 {
 		r.Enter(pos)
@@ -77,9 +78,9 @@ func TestRankingFollowsTheLayoutUntilItEntersATierThatSpreads(t *testing.T) {
 }
 
 func TestRankingWeightedComparesWithTheTotal(t *testing.T) {
-	l := layout(t, spread.Tier{Strategy: spread.Weighted, Members: []spread.Member{{Name: "a", Weight: 1e9}, {Name: "b", Weight: 0}, {Name: "c", Weight: 3}}})
+	l := layout(t, rank.Tier{Strategy: spread.Weighted, Members: []rank.Member{{Name: "a", Weight: 1e9}, {Name: "b", Weight: 0}, {Name: "c", Weight: 3}}})
 	var spare spread.Choice
-	var r spread.Ranking
+	var r rank.Ranking
 	r.Start(l, &spare)
 	r.Enter(0)
 	if r.At(0) != 0 || r.At(1) != 2 || r.At(2) != 1 {
@@ -96,12 +97,12 @@ func TestRankingWeightedComparesWithTheTotal(t *testing.T) {
 
 func TestRankingHeadroomReadsTheRoomOfEachMember(t *testing.T) {
 	rooms := map[string]float64{"a": 2, "b": 40, "c": 0.5}
-	ms := make([]spread.Member, 0, 3)
+	ms := make([]rank.Member, 0, 3)
 	for _, name := range []string{"a", "b", "c"} {
-		ms = append(ms, spread.Member{Name: name, Room: func(time.Time) (float64, time.Duration) { return rooms[name], time.Second }})
+		ms = append(ms, rank.Member{Name: name, Room: func(time.Time) (float64, time.Duration) { return rooms[name], time.Second }})
 	}
-	l := layout(t, spread.Tier{Strategy: spread.Headroom, Members: ms})
-	var r spread.Ranking
+	l := layout(t, rank.Tier{Strategy: spread.Headroom, Members: ms})
+	var r rank.Ranking
 	r.Start(l, nil)
 	r.Enter(0)
 	ch := r.Choice(0)
@@ -112,8 +113,8 @@ func TestRankingHeadroomReadsTheRoomOfEachMember(t *testing.T) {
 
 func TestRankingMembersWithNoFigures(t *testing.T) {
 	for _, s := range []spread.Strategy{spread.LeastLoaded, spread.Latency, spread.Headroom} {
-		l := layout(t, spread.Tier{Strategy: s, Members: []spread.Member{{Name: "a"}, {Name: "b"}}})
-		var r spread.Ranking
+		l := layout(t, rank.Tier{Strategy: s, Members: []rank.Member{{Name: "a"}, {Name: "b"}}})
+		var r rank.Ranking
 		r.Start(l, nil)
 		r.Enter(0)
 		if ch := r.Choice(0); ch == nil || ch.Of != 2 || ch.Against == "" {
@@ -131,10 +132,10 @@ func TestRankingOverManyPositions(t *testing.T) {
 			ms[i].Name = fmt.Sprint(i)
 		}
 		l := layout(t,
-			spread.Tier{Strategy: spread.Ordered, Members: ms[:n/2]},
-			spread.Tier{Strategy: spread.Latency, Members: ms[n/2:]},
+			rank.Tier{Strategy: spread.Ordered, Members: ms[:n/2]},
+			rank.Tier{Strategy: spread.Latency, Members: ms[n/2:]},
 		)
-		var r spread.Ranking
+		var r rank.Ranking
 		r.Start(l, nil)
 		for pos := range n {
 			r.Enter(pos)
@@ -161,10 +162,10 @@ func TestRankingAllocatesNothing(t *testing.T) {
 		for i := range ms {
 			ms[i].Room = func(time.Time) (float64, time.Duration) { return float64(i), 0 }
 		}
-		l := layout(t, spread.Tier{Strategy: s, Members: ms})
+		l := layout(t, rank.Tier{Strategy: s, Members: ms})
 		var spare spread.Choice
 		allocs := testing.AllocsPerRun(100, func() {
-			var r spread.Ranking
+			var r rank.Ranking
 			r.Start(l, &spare)
 			r.Enter(0)
 			if r.Choice(0) != &spare || r.At(7) < 0 {
@@ -178,13 +179,13 @@ func TestRankingAllocatesNothing(t *testing.T) {
 }
 
 func TestNewLayoutRefuses(t *testing.T) {
-	if _, err := spread.NewLayout(time.Now(), spread.Tier{Strategy: spread.Headroom + 1}); err == nil || !strings.Contains(err.Error(), "use one of") {
+	if _, err := rank.NewLayout(time.Now(), rank.Tier{Strategy: spread.Headroom + 1}); err == nil || !strings.Contains(err.Error(), "use one of") {
 		t.Errorf("an unknown strategy: %v", err)
 	}
-	if _, err := spread.NewLayout(time.Now(), make([]spread.Tier, 65)...); err == nil || !strings.Contains(err.Error(), "at most 64") {
+	if _, err := rank.NewLayout(time.Now(), make([]rank.Tier, 65)...); err == nil || !strings.Contains(err.Error(), "at most 64") {
 		t.Errorf("65 tiers: %v", err)
 	}
-	if _, err := spread.NewLayout(time.Now(), make([]spread.Tier, 64)...); err != nil {
+	if _, err := rank.NewLayout(time.Now(), make([]rank.Tier, 64)...); err != nil {
 		t.Errorf("64 tiers: %v", err)
 	}
 }

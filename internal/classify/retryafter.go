@@ -1,4 +1,4 @@
-package llm
+package classify
 
 // The waits a server asks for: the Retry-After header of RFC 9110
 // (delay-seconds or an HTTP-date in any of its three forms) and the

@@ -1,4 +1,4 @@
-package llm
+package classify
 
 import (
 	"net/http"
