@@ -489,16 +489,16 @@ func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 	return c.ConsecutiveFailures >= b.settings.ConsecutiveFailures
 }
 
-// Allow asks to send one attempt. It returns a Ticket on which to report
+// Allow asks to send one attempt. It returns a ticket on which to report
 // the attempt's outcome, or an error matching ErrOpen when the attempt must
 // not be sent (ErrOpenElsewhere when another replica holds it open). Once
 // the open interval has passed, the first attempt Allow lets through is the
 // half-open probe; with Config.ActiveProbe none is: only StartProbing's
 // probes take it.
-func (b *Breaker) Allow() (Ticket, error) {
+func (b *Breaker) allowNow() (ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
 		b.window.Add(0)                                     // counted as it starts: see readyToTrip
-		return Ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
+		return ticket{b: b, changes: b.changes.Load()}, nil // the healthy path
 	}
 	return b.allowWatched()
 }
@@ -507,10 +507,10 @@ func (b *Breaker) Allow() (Ticket, error) {
 // when the attempt starts, from time.Now or derived from it with Add (it
 // must carry a monotonic reading). It spares the healthy path a clock
 // read, which costs more than the rest of it on some machines.
-func (b *Breaker) AllowAt(now time.Time) (Ticket, error) {
+func (b *Breaker) allowAt(now time.Time) (ticket, error) {
 	if b.cb != nil && b.elsewhere.Load() == nil && b.quiet() {
 		b.window.AddAt(0, now)
-		return Ticket{b: b, changes: b.changes.Load()}, nil
+		return ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	return b.allowWatched()
 }
@@ -521,23 +521,23 @@ func (b *Breaker) quiet() bool { return b.closed.Load() && b.fails.Load() == b.c
 
 // allowWatched is Allow off the healthy path: a breaker that is off, open
 // here or elsewhere, or has failures to tell gobreaker of.
-func (b *Breaker) allowWatched() (Ticket, error) {
+func (b *Breaker) allowWatched() (ticket, error) {
 	if b.cb == nil {
-		return Ticket{}, nil
+		return ticket{}, nil
 	}
 	if b.elsewhere.Load() != nil && b.closed.Load() && b.heldElsewhere() {
-		return Ticket{}, ErrOpenElsewhere
+		return ticket{}, ErrOpenElsewhere
 	}
 	if b.quiet() {
 		b.window.Add(0)
-		return Ticket{b: b, changes: b.changes.Load()}, nil
+		return ticket{b: b, changes: b.changes.Load()}, nil
 	}
 	if !b.closed.Load() {
 		if b.settings.ActiveProbe || b.held() {
-			return Ticket{}, ErrOpen
+			return ticket{}, ErrOpen
 		}
 		if b.elsewhere.Load() != nil && b.deferring() {
-			return Ticket{}, ErrOpenElsewhere
+			return ticket{}, ErrOpenElsewhere
 		}
 		b.tellDeferred()
 	}
@@ -547,22 +547,22 @@ func (b *Breaker) allowWatched() (Ticket, error) {
 // allow asks gobreaker for a ticket. closedOnly refuses (with ErrOpen) a
 // ticket granted while the breaker is not closed: the breaker opened, and
 // its interval passed, since the caller saw it closed.
-func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
+func (b *Breaker) allow(closedOnly bool) (ticket, error) {
 	done, err := b.cb.Allow()
 	switch err {
 	case nil:
 		if closedOnly && !b.closed.Load() {
 			done(errExcluded) // frees the probe slot, if it was one
-			return Ticket{}, ErrOpen
+			return ticket{}, ErrOpen
 		}
 		b.window.Add(0) // counted as it starts: see readyToTrip
 		// changes is read after Allow, which may itself have moved an open
 		// breaker to half-open: it is the state this ticket counts in.
-		return Ticket{b: b, done: done, changes: b.changes.Load()}, nil
+		return ticket{b: b, done: done, changes: b.changes.Load()}, nil
 	case gobreaker.ErrTooManyRequests:
-		return Ticket{}, errProbing
+		return ticket{}, errProbing
 	default:
-		return Ticket{}, ErrOpen
+		return ticket{}, ErrOpen
 	}
 }
 
@@ -570,30 +570,30 @@ func (b *Breaker) allow(closedOnly bool) (Ticket, error) {
 // (StartProbing): a small request of the caller's choosing that finds out
 // whether the target has recovered without risking a user's call (see
 // Config.ActiveProbe). Report
-// its outcome on the Ticket like any attempt's: retry.NotFailure closes the
+// its outcome on the ticket like any attempt's: retry.NotFailure closes the
 // breaker (once Probes probes in a row have succeeded), retry.Failure or
 // retry.Trip opens it again for twice as long (up to OpenFor),
 // retry.Excluded (the probe was canceled) frees the slot for another. A
-// Ticket that is never reported keeps the slot: report every one.
+// ticket that is never reported keeps the slot: report every one.
 //
 // probe returns an error matching ErrOpen while the open interval has not
 // passed (see ProbeAt) and while a probe is already in flight, and
 // errNotOpen when the breaker is closed or disabled: there is nothing to
 // probe. It reads the clock. It works with or without ActiveProbe; without
 // it, a user's attempt may take the slot first.
-func (b *Breaker) probe() (Ticket, error) {
+func (b *Breaker) probe() (ticket, error) {
 	if b.cb == nil || b.closed.Load() {
-		return Ticket{}, errNotOpen
+		return ticket{}, errNotOpen
 	}
 	if b.held() || b.elsewhere.Load() != nil && b.deferring() {
-		return Ticket{}, errNotDue
+		return ticket{}, errNotDue
 	}
 	b.tellDeferred()
 	t, err := b.allow(false)
 	if err == nil && b.closed.Load() {
 		// Granted as closed: another probe closed the breaker meanwhile.
 		t.done(errExcluded)
-		return Ticket{}, errNotOpen
+		return ticket{}, errNotOpen
 	}
 	return t, err
 }
@@ -607,7 +607,7 @@ func (b *Breaker) probe() (Ticket, error) {
 // (see Shared.Sync) keeps its own due time, passed: its probe waits until
 // that replica's publication is withdrawn or ends. It reads no clock; its result carries a monotonic
 // reading, so time.Until measures it correctly.
-func (b *Breaker) ProbeAt() time.Time {
+func (b *Breaker) probeAt() time.Time {
 	if b.cb == nil || b.closed.Load() {
 		return time.Time{}
 	}
@@ -618,7 +618,7 @@ func (b *Breaker) ProbeAt() time.Time {
 // last state change and no other replica holds it open: false while it is
 // open or half-open. It reads the clock only while another replica's
 // publication holds it open. A disabled breaker is always closed.
-func (b *Breaker) Closed() bool { return b.Refusal() == nil }
+func (b *Breaker) isClosed() bool { return b.refusalNow() == nil }
 
 // State returns the breaker's state now: Open until the current open
 // interval has passed (see ProbeAt), and while another replica holds it
@@ -766,7 +766,7 @@ func (b *Breaker) published(d time.Duration) {
 // probe slot: ErrOpenElsewhere while another replica holds the breaker
 // open, ErrOpen while it is open or half-open itself, nil while it is
 // closed (or disabled). It reads no lock on the healthy path.
-func (b *Breaker) Refusal() error {
+func (b *Breaker) refusalNow() error {
 	switch {
 	case b.cb == nil:
 		return nil
@@ -806,16 +806,16 @@ func (b *Breaker) maxOpenFor() time.Duration { return b.settings.OpenFor }
 // FirstOpenFor. A breaker that a Shared tracks lengthens each opening by
 // a random share of up to a quarter (jitterShare), included here (the doubling
 // ignores it). 0 when it is disabled.
-func (b *Breaker) OpenInterval() time.Duration {
+func (b *Breaker) openInterval() time.Duration {
 	if b.cb == nil {
 		return 0
 	}
 	return time.Duration(b.interval.Load() + b.extra.Load())
 }
 
-// Ticket is the permission to send one attempt. Report its outcome exactly
-// once; a zero Ticket (from a disabled breaker) ignores reports.
-type Ticket struct {
+// ticket is the permission to send one attempt. Report its outcome exactly
+// once; a zero ticket (from a disabled breaker) ignores reports.
+type ticket struct {
 	b       *Breaker
 	done    func(error) // nil on the healthy path
 	changes uint64      // b.changes when it was issued
@@ -824,12 +824,12 @@ type Ticket struct {
 // Held reports whether the ticket holds a place in gobreaker (a counted
 // request, or a half-open probe slot) that only Report releases. A ticket
 // from the healthy path holds none: losing it loses nothing.
-func (t Ticket) Held() bool { return t.done != nil }
+func (t ticket) Held() bool { return t.done != nil }
 
 // Report records the attempt's outcome: retry.NotFailure for a success or
 // a failure that is not the target's fault, retry.Failure, retry.Trip to
 // open the breaker at once, retry.Excluded to count nothing.
-func (t Ticket) Report(v retry.BreakerVerdict) {
+func (t ticket) Report(v retry.BreakerVerdict) {
 	if t.b != nil {
 		t.ReportAt(v, time.Now())
 	}
@@ -838,7 +838,7 @@ func (t Ticket) Report(v retry.BreakerVerdict) {
 // ReportAt is Report for callers that have already read the clock: now is
 // when the attempt ended, from time.Now or derived from it with Add (it
 // must carry a monotonic reading).
-func (t Ticket) ReportAt(v retry.BreakerVerdict, now time.Time) {
+func (t ticket) ReportAt(v retry.BreakerVerdict, now time.Time) {
 	if v == retry.NotFailure && t.done == nil {
 		return // the healthy path: counted when it started, nothing to tell gobreaker
 	}
@@ -846,7 +846,7 @@ func (t Ticket) ReportAt(v retry.BreakerVerdict, now time.Time) {
 }
 
 // reportWatched is ReportAt off the healthy path.
-func (t Ticket) reportWatched(v retry.BreakerVerdict, now time.Time) {
+func (t ticket) reportWatched(v retry.BreakerVerdict, now time.Time) {
 	b := t.b
 	if b == nil {
 		return
@@ -896,7 +896,7 @@ func (t Ticket) reportWatched(v retry.BreakerVerdict, now time.Time) {
 
 // current reports whether the breaker has made no state change since t
 // was issued.
-func (t Ticket) current() bool { return t.b.changes.Load() == t.changes }
+func (t ticket) current() bool { return t.b.changes.Load() == t.changes }
 
 // trip reports a failure through done (a ticket issued when the breaker
 // had made changes state changes) that opens the breaker at once: a spend

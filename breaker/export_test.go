@@ -1,6 +1,9 @@
 package breaker
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hooks into the protocol Shared runs internally (Sync, Publish), for the
 // tests of package breaker_test.
@@ -45,3 +48,23 @@ const (
 func (b *Breaker) MaxOpenFor() time.Duration   { return b.maxOpenFor() }
 func (g *Gate) ClosedUntil() (time.Time, bool) { return g.closedUntil() }
 func (s *Shared) SlackBound() time.Duration    { return s.slackBound() }
+
+// The breaker's ticket-level methods, which the policy seam (Admit,
+// Settle) and Shared's own poller use, for the tests that drive them
+// directly.
+
+type Ticket = ticket
+
+func (b *Breaker) Allow() (Ticket, error)                   { return b.allowNow() }
+func (b *Breaker) AllowAt(now time.Time) (Ticket, error)    { return b.allowAt(now) }
+func (b *Breaker) ProbeAt() time.Time                       { return b.probeAt() }
+func (b *Breaker) Closed() bool                             { return b.isClosed() }
+func (b *Breaker) Refusal() error                           { return b.refusalNow() }
+func (b *Breaker) OpenInterval() time.Duration              { return b.openInterval() }
+func (b *Breaker) Wait(ctx context.Context) (Ticket, error) { return b.wait(ctx) }
+func (s *Shared) Sync(ctx context.Context) error            { return s.syncOnce(ctx) }
+func (s *Shared) Poll(ctx context.Context) error            { return s.pollOnce(ctx) }
+func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
+	return s.publish(ctx, b)
+}
+func (s *Shared) PublishLater(b *Breaker) bool { return s.publishLater(b) }

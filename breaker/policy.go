@@ -15,7 +15,7 @@ import (
 
 // Admit admits attempt a while the breaker is closed, and the half-open
 // probe; it refuses with ErrOpen (ErrOpenElsewhere) while the breaker is
-// open. In Send it takes the attempt's Ticket, held until Settle; on the
+// open. In Send it takes the attempt's ticket, held until Settle; on the
 // call's last target (a.Last) it waits for the breaker's probe (Wait)
 // instead of refusing. In Plan it refuses a retry the open breaker would
 // refuse after its backoff, unless the call may wait for the probe then:
@@ -23,20 +23,20 @@ import (
 func (b *Breaker) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
 	switch a.Phase {
 	case policy.Peek:
-		return b.refusal(b.Refusal())
+		return b.refusal(b.refusalNow())
 	case policy.Plan:
-		err := b.Refusal()
+		err := b.refusalNow()
 		if err != nil && a.Last {
 			return policy.Admission{Defer: true} // Send waits for the probe; nothing is spent on it
 		}
 		return b.refusal(err)
 	}
-	var t Ticket
+	var t ticket
 	var err error
 	if a.At.IsZero() {
-		t, err = b.Allow()
+		t, err = b.allowNow()
 	} else {
-		t, err = b.AllowAt(a.At)
+		t, err = b.allowAt(a.At)
 	}
 	var waited time.Duration
 	awaited := false
@@ -46,7 +46,7 @@ func (b *Breaker) Admit(ctx context.Context, a *policy.Attempt) policy.Admission
 		if b.shared != nil {
 			t, err = b.shared.poller.waitFor(ctx, b)
 		} else {
-			t, err = b.Wait(ctx)
+			t, err = b.wait(ctx)
 		}
 		waited = time.Since(start)
 	}
@@ -74,7 +74,7 @@ func (b *Breaker) refusal(err error) policy.Admission {
 	return policy.Admission{Err: err, Reason: reason, Cause: observe.SkipBreaker}
 }
 
-// Settle reports the attempt's outcome on the Ticket Admit took: its
+// Settle reports the attempt's outcome on the ticket Admit took: its
 // verdict when it was sent (or lost a race), nothing when it was not (a
 // probe slot it held is free again). A change it causes is published to
 // the other replicas when the breaker is shared.
@@ -82,7 +82,7 @@ func (b *Breaker) Settle(_ context.Context, a *policy.Attempt, h policy.Hold, o 
 	if b.cb == nil {
 		return // disabled: it took no ticket
 	}
-	t := Ticket{b: b, changes: h.N}
+	t := ticket{b: b, changes: h.N}
 	if h.Ref != nil {
 		t.done = h.Ref.(func(error))
 	}
@@ -94,7 +94,7 @@ func (b *Breaker) Settle(_ context.Context, a *policy.Attempt, h policy.Hold, o 
 	}
 	t.ReportAt(o.Verdict, o.At)
 	if b.shared != nil {
-		b.shared.PublishLater(b)
+		b.shared.publishLater(b)
 	}
 }
 

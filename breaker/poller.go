@@ -93,7 +93,7 @@ func (p *poller) poll(stop chan struct{}) {
 	defer tick.Stop()
 	for {
 		began := p.now()
-		err := p.s.Poll(context.Background())
+		err := p.s.pollOnce(context.Background())
 		p.mu.Lock()
 		if stop != p.stop || !p.running {
 			p.mu.Unlock()
@@ -165,14 +165,14 @@ func (s *Shared) Fresh(ctx context.Context) bool {
 // waitFor is b.Wait, keeping the poller reading while the call waits: the
 // wait for another replica's probe ends when a read finds its publication
 // withdrawn.
-func (p *poller) waitFor(ctx context.Context, b *Breaker) (Ticket, error) {
+func (p *poller) waitFor(ctx context.Context, b *Breaker) (ticket, error) {
 	p.waiting.Add(1)
 	p.ensure()
 	defer func() {
 		p.used.Store(p.now())
 		p.waiting.Add(-1)
 	}()
-	return b.Wait(ctx)
+	return b.wait(ctx)
 }
 
 // Settle waits, at most until ctx ends, for the poller's read in flight

@@ -88,7 +88,7 @@ type prober struct {
 // opened schedules a probe for when the breaker's open interval ends. It
 // is called from the breaker's onStateChange, under its lock: it reads
 // the breaker's atomics only.
-func (p *prober) opened() { p.schedule(time.Until(p.b.ProbeAt())) }
+func (p *prober) opened() { p.schedule(time.Until(p.b.probeAt())) }
 
 // schedule sends a probe after d, replacing one scheduled.
 func (p *prober) schedule(d time.Duration) {
@@ -117,11 +117,11 @@ func (p *prober) fire() {
 	p.mu.Unlock()
 	defer p.flying.Done()
 	b := p.b
-	var ticket Ticket
+	var ticket ticket
 	defer func() {
 		if recover() != nil { // a bug in send must not end the process from a timer
 			ticket.Report(retry.Excluded) // the probe slot is free again
-			p.schedule(b.OpenInterval())
+			p.schedule(b.openInterval())
 		}
 	}()
 	ticket, err := b.probe()
@@ -129,7 +129,7 @@ func (p *prober) fire() {
 	case errors.Is(err, errNotOpen):
 		return // closed meanwhile, or held by the replica that probes
 	case err != nil:
-		p.schedule(max(time.Until(b.ProbeAt()), probeRetry))
+		p.schedule(max(time.Until(b.probeAt()), probeRetry))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
@@ -137,7 +137,7 @@ func (p *prober) fire() {
 	verdict := send(ctx)
 	ticket.ReportAt(verdict, time.Now())
 	if b.shared != nil {
-		_ = b.shared.Publish(context.Background(), b)
+		_ = b.shared.publish(context.Background(), b)
 	}
 	if verdict == retry.Excluded {
 		p.schedule(probeRetry) // the slot is free again: not the target's verdict

@@ -317,7 +317,7 @@ func (s *Shared) tracks() []*tracked {
 // breakers and gates then keep what this replica knows. A change told
 // again that the store does not take either is kept for the next Sync or
 // Flush, and not reported.
-func (s *Shared) Sync(ctx context.Context) error { return s.sync(ctx, false) }
+func (s *Shared) syncOnce(ctx context.Context) error { return s.sync(ctx, false) }
 
 // Poll is Sync for the one goroutine that keeps a replica's breakers and
 // gates in step with the store in the background (a shared chain's; see
@@ -327,7 +327,7 @@ func (s *Shared) Sync(ctx context.Context) error { return s.sync(ctx, false) }
 // what PublishLater and PublishGateLater kept. It records the outcome as
 // every round trip does: Available, OnError and the Logger say when the
 // store fails and when it answers again.
-func (s *Shared) Poll(ctx context.Context) error { return s.sync(ctx, true) }
+func (s *Shared) pollOnce(ctx context.Context) error { return s.sync(ctx, true) }
 
 func (s *Shared) sync(ctx context.Context, force bool) error {
 	if force {
@@ -401,7 +401,7 @@ func (s *Shared) sync(ctx context.Context, force bool) error {
 // Flush: a lost withdrawal would otherwise have every replica skip a
 // healthy target until the publication ends. Publish returns that round
 // trip's error; nil when the store took the change or there was none.
-func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
+func (s *Shared) publish(ctx context.Context, b *Breaker) error {
 	if b == nil || b.cb == nil || b.change.Load() == 0 {
 		return nil
 	}
@@ -422,7 +422,7 @@ func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
 // older one, and wakes the poller (see Fresh) to tell it at once. It
 // reports whether anything is kept to tell. It costs one atomic load when
 // b made no change.
-func (s *Shared) PublishLater(b *Breaker) bool {
+func (s *Shared) publishLater(b *Breaker) bool {
 	if b == nil || b.cb == nil || b.change.Load() == 0 {
 		return false
 	}
@@ -529,7 +529,7 @@ func (s *Shared) tellForced(ctx context.Context, t *tracked, to State, again, fo
 		// The current interval, then as long again for the probe. A change
 		// told again late publishes the interval of the breaker's opening
 		// at that time: the last one, as a later change overrides.
-		d := t.b.OpenInterval()
+		d := t.b.openInterval()
 		d += min(d, math.MaxInt64-d)
 		if _, err = s.run(ctx, opOpen, t.name, d, force); err == nil {
 			t.b.published(d)

@@ -41,15 +41,15 @@ const pollProbe = 100 * time.Millisecond
 // same way, then for its own probe.
 //
 // Otherwise it waits until the probe is due. Without Config.ActiveProbe
-// the first waiter to ask then takes the probe slot: its Ticket is the
+// the first waiter to ask then takes the probe slot: its ticket is the
 // probe, its attempt finds out. The others wait for the outcome: a probe
 // that fails opens the breaker again and they return ErrOpen; one that
 // succeeds closes it, and they are released on a slow-start ramp (see
-// 250ms) with a Ticket each. A caller that waited is not retrying into
+// 250ms) with a ticket each. A caller that waited is not retrying into
 // a failing target: the probe found it healthy. Wait returns ErrOpen when
 // ctx ends, or when no outcome came within 30s of ProbeAt.
-func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
-	t, err := b.Allow()
+func (b *Breaker) wait(ctx context.Context) (ticket, error) {
+	t, err := b.allowNow()
 	if err == nil || b.cb == nil {
 		return t, err
 	}
@@ -57,29 +57,29 @@ func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 		return b.waitElsewhere(ctx, err)
 	}
 	opens := b.opens.Load()
-	due := b.ProbeAt()
+	due := b.probeAt()
 	if due.IsZero() {
 		return t, err // closed since: the caller may ask again
 	}
 	if dl, ok := ctx.Deadline(); ok && !dl.After(due) {
-		return Ticket{}, err
+		return ticket{}, err
 	}
 	giveUp := due.Add(maxProbeWait)
 	for {
 		changed := *b.changed.Load()
 		if b.opens.Load() != opens {
-			return Ticket{}, err // the probe failed
+			return ticket{}, err // the probe failed
 		}
 		if b.closed.Load() {
 			return b.ramp(ctx, opens, err)
 		}
 		now := time.Now()
 		if !now.Before(giveUp) {
-			return Ticket{}, err
+			return ticket{}, err
 		}
 		wake := due.Sub(now)
 		if wake <= 0 {
-			if t, aerr := b.Allow(); aerr == nil {
+			if t, aerr := b.allowNow(); aerr == nil {
 				return t, nil // the probe, or closed meanwhile
 			}
 			wake = pollProbe
@@ -90,7 +90,7 @@ func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return Ticket{}, err
+			return ticket{}, err
 		}
 		timer.Stop()
 	}
@@ -99,7 +99,7 @@ func (b *Breaker) Wait(ctx context.Context) (Ticket, error) {
 // ramp releases a waiter after the probe closed the breaker: the k-th
 // (from 0) to ask since the close goes rampStep x floor(log2(k+1)) after
 // it, or at once when its deadline comes sooner (it has no time to queue).
-func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket, error) {
+func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (ticket, error) {
 	k := b.released.Add(1) - 1
 	at := b.base.Add(time.Duration(b.recovered.Load()) + rampStep*time.Duration(bits.Len64(k+1)-1))
 	if dl, ok := ctx.Deadline(); ok && dl.Before(at) {
@@ -111,13 +111,13 @@ func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return Ticket{}, refused
+			return ticket{}, refused
 		}
 	}
 	if b.opens.Load() != opens {
-		return Ticket{}, refused // it failed again meanwhile
+		return ticket{}, refused // it failed again meanwhile
 	}
-	return b.Allow()
+	return b.allowNow()
 }
 
 // waitElsewhere is Wait while another replica's publication holds the
@@ -125,13 +125,13 @@ func (b *Breaker) ramp(ctx context.Context, opens uint64, refused error) (Ticket
 // replica's probe succeeded) or ends, at most until ctx ends or
 // maxProbeWait has passed, then releases the caller on the ramp from the
 // withdrawal. A breaker that opened here meanwhile refuses it.
-func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (Ticket, error) {
+func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (ticket, error) {
 	opens := b.opens.Load()
 	giveUp := time.Now().Add(maxProbeWait)
 	for {
 		changed := *b.changed.Load()
 		if b.opens.Load() != opens || !b.closed.Load() {
-			return Ticket{}, refused // opened here meanwhile: its own probe decides
+			return ticket{}, refused // opened here meanwhile: its own probe decides
 		}
 		p := b.elsewhere.Load()
 		if p == nil || !b.heldElsewhere() {
@@ -139,7 +139,7 @@ func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (Ticket, err
 		}
 		now := time.Now()
 		if !now.Before(giveUp) {
-			return Ticket{}, refused
+			return ticket{}, refused
 		}
 		timer := time.NewTimer(min(p.until.Sub(now), giveUp.Sub(now)))
 		select {
@@ -147,7 +147,7 @@ func (b *Breaker) waitElsewhere(ctx context.Context, refused error) (Ticket, err
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return Ticket{}, refused
+			return ticket{}, refused
 		}
 		timer.Stop()
 	}

@@ -102,13 +102,13 @@ type Store interface {
 //     read the publication); replicas whose breakers opened on their own
 //     leave the probe to one of them, so a target is probed at most 12
 //     times a minute by all replicas together; a call with nowhere else to
-//     go waits for that replica's probe (breaker.Breaker.Wait);
+//     go waits for that replica's probe (breaker.Breaker.Admit);
 //   - Retry-After gates: a Retry-After one replica does not wait out closes
 //     the target on every replica, each for at most its own MaxGate.
 //
 // What a replica reads is applied once, within its own limits, however
 // often it reads it again or however far ahead it ends (see
-// breaker.Shared.Sync).
+// breaker.Shared.Fresh).
 //
 // Each replica keeps its own breakers; no lock is held across a model call.
 // One poller per chain reads the breakers and gates every

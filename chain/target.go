@@ -108,7 +108,7 @@ type Target struct {
 	// recovered target serves again within 5s, at most 12 probes a
 	// minute), then one probe. Without a fallback (the last target, no
 	// degradation) a refused call with time left waits for the probe
-	// (breaker.Breaker.Wait); Disabled switches it off.
+	// (breaker.Breaker.Admit); Disabled switches it off.
 	Breaker breaker.Config
 	// Policies are this target's own policies (package policy): a money
 	// budget, a per-tenant limit. The walk asks them before each attempt,
