@@ -161,7 +161,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 			return w.notSent(t, n+1, 0, &s, owed)
 		}
 		w.record(a.record(&s, DecisionRetry, st.Reason))
-		w.obs.retry(&t.ob, n, s.kind, st.Wait, s.retryAfter, st.Reason)
+		w.obs.Retry(&t.ob, n, s.kind, st.Wait, s.retryAfter, st.Reason)
 		if s.invalid != nil {
 			// Re-ask at once, with the problems added to the conversation.
 			req.Messages = answer.Reask(req.Messages, req.Tools, s.invalid, s.err)

@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/answer"
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/llm"
@@ -78,7 +79,7 @@ func (c *Chain) Name() string { return c.name }
 // when ctx was canceled. The Result is returned in every case, with the
 // attempts made.
 func (c *Chain) Call(ctx context.Context, req llm.Request) (*Result, error) {
-	ctx, obs := c.startCall(ctx, false)
+	ctx, obs := callobs.Start(ctx, c.observer, observe.CallStart{Chain: c.name})
 	w := walks.Get().(*walk)
 	w.start(c, ctx, obs, sender{})
 	s, err := w.run(&req)

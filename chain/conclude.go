@@ -34,7 +34,7 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
 	if w.obs != nil {
-		w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
+		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
 	}
 	w.po = policy.Outcome{Sent: true, Verdict: retry.NotFailure, Success: true, Response: resp,
 		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed}
@@ -75,10 +75,10 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	if s.requestID == "" {
 		s.requestID = a.opened
 	}
-	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
+	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
 		Kind: s.kind, Err: err, Duration: s.elapsed})
 	if s.invalid != nil {
-		w.obs.validationFailed(&t.ob, err)
+		w.obs.ValidationFailed(&t.ob, err)
 	}
 	verdict := t.table.Rule(s.kind).Breaker
 	if verdict == retry.Failure && w.ctx.Err() != nil && !c.fair(w.ctx, a.start, w.begin) {
@@ -139,7 +139,7 @@ func (w *walk) observeStart(ctx context.Context, a *attempt, e observe.AttemptSt
 			}
 		}()
 	}
-	ctx, a.obs = w.obs.startAttempt(ctx, &a.t.ob, e)
+	ctx, a.obs = w.obs.StartAttempt(ctx, &a.t.ob, e)
 	started = true
 	return ctx
 }

@@ -81,7 +81,7 @@ func (w *walk) notSent(t *target, n int, wait time.Duration, s *sent, adm policy
 		return tried{err: cerr, kind: llm.KindCanceled}
 	}
 	w.record(skipped(t, n, wait, adm.Err, adm.Reason))
-	w.obs.skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)
+	w.obs.Skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)
 	return tried{err: &refusedError{s.err, adm.Err}, kind: s.kind}
 }
 

@@ -53,7 +53,7 @@ func (w *walk) degrade(req *llm.Request) *degrader {
 // the answer, a remembered answer's age, its JSON and the attempt's record.
 func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.Response, time.Duration, json.RawMessage, Attempt) {
 	c := w.c
-	ctx, obs := w.obs.startAttempt(context.WithoutCancel(w.ctx), &g.ob, observe.AttemptStart{N: 1, Request: *req})
+	ctx, obs := w.obs.StartAttempt(context.WithoutCancel(w.ctx), &g.ob, observe.AttemptStart{N: 1, Request: *req})
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	start := c.clock()
 	var resp *llm.Response
@@ -78,10 +78,10 @@ func (w *walk) ask(g *degrader, timeout time.Duration, req *llm.Request) (*llm.R
 	a := Attempt{Target: g.name, Tier: TierDegrade, N: 1, Duration: elapsed}
 	if err != nil {
 		a.Kind, a.Err, a.Decision, a.Reason = llm.KindOf(err), err, DecisionNext, degradeReason(err, timeout)
-		w.obs.endAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Kind: a.Kind, Err: err, Duration: elapsed})
+		w.obs.EndAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Kind: a.Kind, Err: err, Duration: elapsed})
 		return nil, 0, nil, a
 	}
-	w.obs.endAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Response: resp, RequestID: resp.RequestID, Duration: elapsed})
+	w.obs.EndAttempt(obs, &g.ob, observe.AttemptEnd{N: 1, Response: resp, RequestID: resp.RequestID, Duration: elapsed})
 	a.RequestID, a.Decision = resp.RequestID, DecisionServed
 	return resp, age, js, a
 }

@@ -195,7 +195,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 				rec := skipped(h, 1, 0, adm.Err, adm.Reason)
 				rec.Choice = w.rank.Choice(pos)
 				w.record(rec)
-				w.obs.skip(&h.ob, 1, adm.Cause, adm.Reason, adm.Err)
+				w.obs.Skip(&h.ob, 1, adm.Cause, adm.Reason, adm.Err)
 			}
 			return nil
 		}
@@ -320,7 +320,7 @@ func (w *walk) lose(r *racer, panicked bool) {
 		verdict = retry.Failure // it did not answer within its patience
 	}
 	r.release(a.start+r.s.elapsed, verdict, panicked)
-	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
+	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
 		Duration: r.s.elapsed, Lost: true})
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -24,11 +25,11 @@ func (e *refusedError) Unwrap() []error { return []error{e.last, e.why} }
 // closeGate closes t for a Retry-After that this call does not wait out, so
 // that concurrent calls skip t instead of each rediscovering the 429.
 // With Builder.Shared, the other replicas are told too.
-func (c *Chain) closeGate(ctx context.Context, obs *callObs, t *target, retryAfter time.Duration) {
+func (c *Chain) closeGate(ctx context.Context, obs *callobs.Call, t *target, retryAfter time.Duration) {
 	d := min(retryAfter, t.maxGate)
 	until := time.Now().Add(d)
 	t.gate.CloseUntil(until)
-	obs.gateClosed(&t.ob, until)
+	obs.GateClosed(&t.ob, until)
 	if c.shared != nil {
 		c.shared.PublishGateLater(t.Name, d)
 	}

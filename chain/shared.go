@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/share"
 )
 
@@ -181,9 +182,9 @@ func (p *build) share(cfg *sharedSetup) {
 // sync makes sure the call decides on a fresh mirror of what the other
 // replicas published about the chain's targets (breaker.Shared.Fresh),
 // and says so when it decides on this replica's own state instead.
-func (c *Chain) sync(ctx context.Context, obs *callObs) {
+func (c *Chain) sync(ctx context.Context, obs *callobs.Call) {
 	if !c.shared.Fresh(ctx) {
-		obs.sharedLocal()
+		obs.SharedLocal()
 	}
 }
 

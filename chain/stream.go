@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/relay"
 	"github.com/backstop-llm/backstop/llm"
@@ -150,7 +151,7 @@ func (st *streamState) release() {
 // the call's error.
 func (s *Stream) run(yield func(Chunk, error) bool) error {
 	c := s.c
-	ctx, obs := c.startCall(s.ctx, true)
+	ctx, obs := callobs.Start(s.ctx, c.observer, observe.CallStart{Chain: c.name, Stream: true})
 	w := &walk{}
 	w.start(c, ctx, obs, sender{stream: s})
 	defer w.done()
@@ -169,13 +170,13 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 func (s *Stream) outcome(err error) string {
 	switch {
 	case s.abandoned:
-		return streamAbandoned
+		return callobs.StreamAbandoned
 	case errors.Is(err, ErrIncomplete):
-		return streamIncomplete
+		return callobs.StreamIncomplete
 	case err == nil && s.restarts > 0:
-		return streamRestarted
+		return callobs.StreamRestarted
 	case err == nil:
-		return streamComplete
+		return callobs.StreamComplete
 	}
 	return ""
 }
@@ -275,7 +276,7 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	a := st.a
 	t := a.t
 	defer st.release()
-	s.w.obs.firstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
+	s.w.obs.FirstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
 	text, err, stopped := st.rs.Relay(s.w.caller, func(ch llm.Chunk) bool {
 		return yield(Chunk{Text: ch.Text, ToolCall: ch.ToolCall}, nil)
 	})
@@ -288,7 +289,7 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	if err == nil && (t.schema != nil || len(r.ToolCalls) > 0) {
 		var js json.RawMessage
 		if js, err = s.c.checkAnswer(t, a.tools, &r); err != nil && llm.KindOf(err) == llm.KindInvalidOutput {
-			s.w.obs.validationFailed(&t.ob, err)
+			s.w.obs.ValidationFailed(&t.ob, err)
 		}
 		res.JSON = js
 	}
@@ -340,7 +341,7 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	w.po = policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
 		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed}
 	w.settle(a)
-	w.obs.endAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
+	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
 		Kind: kind, Err: err, Duration: elapsed})
 	w.record(rec)
 }

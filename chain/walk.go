@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/internal/rank"
@@ -28,7 +29,7 @@ type walk struct {
 	caller context.Context // the caller's context, as the observers returned it
 	ctx    context.Context // caller bounded by the chain's Deadline
 	res    *Result
-	obs    *callObs // nil when nobody observes the call
+	obs    *callobs.Call // nil when nobody observes the call
 	send   sender
 
 	from      int                // the first position of the walk to try
@@ -94,7 +95,7 @@ var walks = sync.Pool{New: func() any { return new(walk) }}
 // start starts the walk of req, bounded by c's deadline; the walk's done
 // releases the deadline's timer. w must be new (zero); it lives on its
 // caller's stack.
-func (w *walk) start(c *Chain, ctx context.Context, obs *callObs, send sender) {
+func (w *walk) start(c *Chain, ctx context.Context, obs *callobs.Call, send sender) {
 	// Field by field: w is new (zero) and large, and a composite literal
 	// would be built aside and copied.
 	w.c, w.caller, w.ctx, w.obs, w.send = c, ctx, ctx, obs, send
@@ -211,7 +212,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 func (w *walk) passOver(t *target, cause observe.SkipCause, err error, reason string, wait time.Duration) {
 	w.record(Attempt{Target: t.Name, Tier: t.tier, Model: t.Model, Wait: wait, Err: err, Decision: DecisionSkip, Reason: reason, Choice: w.rank.Choice(w.pos)})
 	if cause != observe.SkipDeadline {
-		w.obs.skip(&t.ob, 0, cause, reason, err)
+		w.obs.Skip(&t.ob, 0, cause, reason, err)
 	}
 }
 
@@ -254,17 +255,17 @@ func (w *walk) serve(t *target, resp *llm.Response, js json.RawMessage, req *llm
 func outcome(res *Result, err error) (string, string) {
 	switch {
 	case err == nil && res.Degraded:
-		return outcomeDegraded, ""
+		return callobs.Degraded, ""
 	case err == nil:
-		return outcomeServed, ""
+		return callobs.Served, ""
 	case errors.Is(err, context.Canceled):
-		return outcomeCanceled, "canceled"
+		return callobs.Canceled, "canceled"
 	case errors.Is(err, ErrIncomplete):
-		return outcomeFailed, "incomplete"
+		return callobs.Failed, "incomplete"
 	case errors.Is(err, ErrExhausted):
-		return outcomeFailed, "exhausted"
+		return callobs.Failed, "exhausted"
 	}
-	return outcomeFailed, llm.KindOf(err).String()
+	return callobs.Failed, llm.KindOf(err).String()
 }
 
 // end reports the end of the call to its observers.
@@ -286,5 +287,5 @@ func (w *walk) ended(s served, err error, stream string) {
 			e.Attempts++
 		}
 	}
-	w.obs.end(e)
+	w.obs.End(e)
 }
