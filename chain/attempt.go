@@ -184,8 +184,8 @@ func (w *walk) plan(a *attempt, s *sent, prev time.Duration) plan.Step {
 	t := a.t
 	f := plan.Failure{Kind: s.kind, N: a.n, RetryAfter: s.retryAfter, ShouldRetry: s.shouldRetry, Invalid: s.invalid != nil}
 	l := plan.Limits{Table: t.table, Policy: t.policy, ContentFallback: w.c.contentFallback}
-	if t.group.spreads() && w.later(t) {
-		l.Elsewhere = t.group.name
+	if t.group.Spreads() && w.later(t) {
+		l.Elsewhere = t.group.Name
 	}
 	if t.table.Rule(s.kind).ElsewhereFirst {
 		l.Onward = w.onward(t)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/tracing"
 	"go.opentelemetry.io/otel/metric"
@@ -31,8 +32,8 @@ type Builder struct {
 	observers       []observe.Observer
 	shared          *sharedSetup
 	entries         []entry
-	groups          [groups]groupSetup // Spread and Hedge, by tier
-	groupTiers      []Tier             // the tiers they named, checked at Build
+	groups          [rank.Groups]rank.Setup // Spread and Hedge, by group
+	groupTiers      []Tier                  // the tiers they named, checked at Build
 }
 
 type entry struct {

@@ -27,7 +27,6 @@ type Chain struct {
 	restart         bool
 	targets         []*target
 	fits            []*capability.Target // each target's fit, for the chain-wide media check
-	groups          []*group             // the model tiers, each a run of targets
 	spreads         bool                 // a group spreads its calls
 	lacks           bool                 // a model target cannot carry everything a request may hold
 	picky           bool                 // a model target takes only some media types

@@ -181,7 +181,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	br, err := breaker.New(t.Name, bs)
 	p.wrap(label, "Breaker is invalid", err)
 	tc := t.Throttle
-	if p.b.groups[groupOf(tier)].strategy == spread.Headroom && tc == (throttle.Config{}) {
+	if p.b.groups[groupOf(tier)].Strategy == spread.Headroom && tc == (throttle.Config{}) {
 		tc = headroomThrottle // Headroom reads the limits the headers announce, from the first request
 	}
 	lim, err := throttle.New(tc)

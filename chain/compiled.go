@@ -51,9 +51,9 @@ type target struct {
 	// load its in-flight count and latency, kept when the tier's strategy
 	// or hedging reads them (nil otherwise); hedge the hedging of its
 	// attempts (nil when off).
-	group *group
+	group *rank.Group
 	load  *rank.Load
-	hedge *hedger
+	hedge *rank.Hedging
 	// answers and firsts are its latest answer times, whole and (a
 	// stream's) to the first chunk, that its patience learns from.
 	answers, firsts latency.Window
@@ -74,7 +74,7 @@ func (t *target) assemble() {
 	ps = append(ps, budget.Retries(t.budget))
 	t.policies = append(ps, t.Policies...)
 	if t.hedge != nil {
-		t.hedge.admit = budget.Hedges(t.hedge.budget)
+		t.hedge.Admit = budget.Hedges(t.hedge.Budget)
 	}
 }
 

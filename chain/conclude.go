@@ -22,8 +22,8 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		err = w.inspect(a, resp, s)
 	}
 	now := c.epoch.Add(a.start + s.elapsed) // carries the monotonic reading
-	if t.load != nil || t.group.window != nil {
-		w.sample(a, s.elapsed, err)
+	if t.load != nil || t.group.Window != nil {
+		t.group.Sample(t.load, a.start, s.elapsed, err, w.send.commits(t))
 	}
 	if err == nil && len(c.targets) > 1 { // a chain of one races nothing: no patience to learn
 		t.answers.Add(s.elapsed)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/budget"
-	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/race"
@@ -20,24 +19,11 @@ import (
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
-	"github.com/backstop-llm/backstop/spread"
 )
 
 // ErrLostRace is the Err of an attempt canceled because another attempt of
 // its hedged race answered first (DecisionLost).
 var ErrLostRace = errors.New("lost the race: another attempt of the hedged race answered first")
-
-// hedger is a target's hedging as Build compiled it.
-type hedger struct {
-	cfg    hedge.Config
-	budget budget.Budget
-	// admit is budget as the policy a hedge is asked of (assemble).
-	admit policy.Policy
-	// shareKey names the budget among the chain's when Build made it (the
-	// tier's, "tier:<tier>", or the target's own, its name), for
-	// Builder.Shared to share it; "" for one the user gave.
-	shareKey string
-}
 
 // hedgeDelay returns how long attempt a may go unanswered before it is
 // hedged; ok is false when it will not be: an adaptive delay with too few
@@ -46,10 +32,10 @@ type hedger struct {
 func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
 	t := a.t
 	if a.n == 1 {
-		t.hedge.budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
+		t.hedge.Budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
 	}
-	c := &t.hedge.cfg
-	d, ok := latency.Delay(c.Delay, c.Adaptive, c.Quantile, t.group.window)
+	c := &t.hedge.Config
+	d, ok := latency.Delay(c.Delay, c.Adaptive, c.Quantile, t.group.Window)
 	if !ok {
 		return 0, false
 	}
@@ -104,7 +90,7 @@ func (w *walk) race(ctx context.Context, a *attempt, req, caller *llm.Request, s
 		w.alone(r, s)
 		return
 	}
-	h := w.sendRacer(a, req, caller, delay, rc, a.t.group.hi, a.t.hedge.admit, nil)
+	h := w.sendRacer(a, req, caller, delay, rc, a.t.group.Hi, a.t.hedge.Admit, nil)
 	if h == nil {
 		w.alone(rc.Next(), s)
 		return
@@ -353,30 +339,13 @@ func (w *walk) recordLoser(r, winner *racer) {
 }
 
 // firstChunkAt notes that attempt a, a stream, sent its first chunk now:
-// a sample of its tier's answer times for adaptive hedges.
+// a sample of its tier's answer times for adaptive hedges, and of its
+// target's first-chunk times for its patience (a chain of one races
+// nothing).
 func (w *walk) firstChunkAt(a *attempt) {
-	took := w.c.clock() - a.start
-	if g := a.t.group; g.window != nil {
-		g.window.Add(took)
+	var firsts *latency.Window
+	if len(w.c.targets) > 1 {
+		firsts = &a.t.firsts
 	}
-	if len(w.c.targets) > 1 { // for its patience; a chain of one races nothing
-		a.t.firsts.Add(took)
-	}
-}
-
-// sample gives attempt a's end, after took, to what reads its target's
-// latency: its load (an answer or a timeout is a sample, another failure
-// none) and its tier's answer times (an acceptable answer).
-func (w *walk) sample(a *attempt, took time.Duration, err error) {
-	t := a.t
-	if t.load != nil {
-		sample := took // only Latency reads it
-		if t.group.strategy != spread.Latency || err != nil && llm.KindOf(err) != llm.KindTimeout {
-			sample = 0
-		}
-		t.load.End(a.start+took, sample)
-	}
-	if err == nil && t.group.window != nil && !w.send.commits(t) {
-		t.group.window.Add(took)
-	}
+	a.t.group.FirstChunk(firsts, w.c.clock()-a.start)
 }

@@ -67,11 +67,11 @@ func (w *walk) patience(a *attempt) time.Duration {
 // within t's tier, or a later tier's (ranked when the walk entered it,
 // the chain's order when it has not yet).
 func (w *walk) ahead(t *target, pos int) *target {
-	if pos < t.group.hi {
+	if pos < t.group.Hi {
 		return w.target(pos)
 	}
 	u := w.c.targets[pos]
-	if w.rank.Ranked(u.group.index) {
+	if w.rank.Ranked(u.group.Index) {
 		return w.target(pos)
 	}
 	return u

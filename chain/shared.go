@@ -154,7 +154,7 @@ func (p *build) share(cfg *sharedSetup) {
 	for i, t := range c.targets {
 		ts[i] = share.Target{Name: t.Name, Breaker: t.breaker, Gate: &t.gate, MaxGate: t.maxGate, OwnBudget: t.Budget != nil}
 		if t.hedge != nil {
-			ts[i].HedgeKey = t.hedge.shareKey
+			ts[i].HedgeKey = t.hedge.ShareKey
 		}
 	}
 	got, problems := share.Build(cfg.store, share.Config{
@@ -173,8 +173,8 @@ func (p *build) share(cfg *sharedSetup) {
 		}
 	}
 	for _, t := range c.targets {
-		if h := t.hedge; h != nil && got.Hedges[h.shareKey] != nil {
-			h.budget = got.Hedges[h.shareKey]
+		if h := t.hedge; h != nil && got.Hedges[h.ShareKey] != nil {
+			h.Budget = got.Hedges[h.ShareKey]
 		}
 	}
 }
@@ -220,7 +220,7 @@ func (c *Chain) Flush(ctx context.Context) error {
 	for _, t := range c.targets {
 		flush(t.budget)
 		if t.hedge != nil {
-			flush(t.hedge.budget)
+			flush(t.hedge.Budget)
 		}
 	}
 	for _, m := range c.memories {

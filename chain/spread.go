@@ -5,12 +5,8 @@ package chain
 // tier first.
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
-	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
@@ -32,7 +28,7 @@ import (
 // the figures it compared (Attempt.Choice).
 func (b *Builder) Spread(s spread.Strategy, tiers ...Tier) *Builder {
 	for _, g := range groupsOf(tiers) {
-		b.groups[g].strategy = s
+		b.groups[g].Strategy = s
 	}
 	b.groupTiers = append(b.groupTiers, tiers...)
 	return b
@@ -52,43 +48,30 @@ func (b *Builder) Spread(s spread.Strategy, tiers ...Tier) *Builder {
 // Target.Hedge replaces h for its attempts.
 func (b *Builder) Hedge(h hedge.Config, tiers ...Tier) *Builder {
 	for _, g := range groupsOf(tiers) {
-		b.groups[g].hedge = h
+		b.groups[g].Hedge = h
 	}
 	b.groupTiers = append(b.groupTiers, tiers...)
 	return b
 }
 
-// groupSetup is what Spread and Hedge set for one tier.
-type groupSetup struct {
-	strategy spread.Strategy
-	hedge    hedge.Config
-}
-
-// The groups: the primary's model on its deployments, the siblings, the
+// groupOf returns the group (rank.Deployments, Siblings, Providers) of
+// a model tier: the primary's model on its deployments, the siblings, the
 // other providers.
-const (
-	groupDeployments = iota
-	groupSiblings
-	groupProviders
-	groups
-)
-
-// groupOf returns the group of a model tier.
 func groupOf(t Tier) int {
 	switch t {
 	case TierSibling:
-		return groupSiblings
+		return rank.Siblings
 	case TierProvider:
-		return groupProviders
+		return rank.Providers
 	}
-	return groupDeployments
+	return rank.Deployments
 }
 
 // groupsOf returns the groups tiers name; every group when none. A
 // degradation tier names none (Build reports it).
 func groupsOf(tiers []Tier) []int {
 	if len(tiers) == 0 {
-		return []int{groupDeployments, groupSiblings, groupProviders}
+		return []int{rank.Deployments, rank.Siblings, rank.Providers}
 	}
 	var out []int
 	for _, t := range tiers {
@@ -99,23 +82,6 @@ func groupsOf(tiers []Tier) []int {
 	return out
 }
 
-// group is one tier's targets as the walk sees them: c.targets[lo:hi],
-// their strategy (c.layout's tier index), and their hedging's shared
-// parts.
-type group struct {
-	name     string // "deployment", "sibling" or "provider", for records
-	index    int    // its place among the chain's groups, and c.layout's tiers
-	lo, hi   int
-	strategy spread.Strategy
-	// window holds the tier's recent answer times (a stream's: its first
-	// chunk), for adaptive hedge delays; nil when no target of the tier
-	// hedges.
-	window *latency.Window
-}
-
-// spreads reports whether g orders its targets per call.
-func (g *group) spreads() bool { return g.strategy != spread.Ordered && g.hi-g.lo > 1 }
-
 // checkGroups checks what Spread and Hedge were given.
 func (p *build) checkGroups() {
 	for _, t := range p.b.groupTiers {
@@ -125,85 +91,29 @@ func (p *build) checkGroups() {
 	}
 	for g := range p.b.groups {
 		s := &p.b.groups[g]
-		if !s.strategy.Valid() {
-			p.fail("", "Spread was given %v; use one of spread.Ordered, Weighted, LeastLoaded, Latency, Headroom", s.strategy)
+		if !s.Strategy.Valid() {
+			p.fail("", "Spread was given %v; use one of spread.Ordered, Weighted, LeastLoaded, Latency, Headroom", s.Strategy)
 		}
-		p.wrap("", "Hedge is invalid", s.hedge.Validate())
+		p.wrap("", "Hedge is invalid", s.Hedge.Validate())
 	}
 }
 
-// compileGroups makes the groups of c's targets (in tier order, so each
-// group is a run of them) and gives each target its group, its load
-// figures when the group's strategy or hedging reads them, and its
-// hedging; then the layout the walk ranks them by.
+// compileGroups gives each of c's targets its group, its load figures
+// when the group's strategy reads them, and its hedging (rank.Compile);
+// then the layout the walk ranks them by.
 func (p *build) compileGroups() {
 	c := p.c
-	var tiers []rank.Tier
-	for lo := 0; lo < len(c.targets); {
-		gi := groupOf(c.targets[lo].tier)
-		hi := lo
-		for hi < len(c.targets) && groupOf(c.targets[hi].tier) == gi {
-			hi++
-		}
-		setup := p.b.groups[gi]
-		g := &group{name: [...]string{"deployment", "sibling", "provider"}[gi], index: len(c.groups), lo: lo, hi: hi, strategy: setup.strategy}
-		var tierBudget budget.Budget // the tier's hedge budget, made once
-		for _, t := range c.targets[lo:hi] {
-			t.group = g
-			if g.strategy == spread.LeastLoaded || g.strategy == spread.Latency {
-				t.load = &rank.Load{}
-			}
-			h := setup.hedge
-			if t.Hedge.On() {
-				h = t.Hedge
-			}
-			if !h.On() {
-				continue
-			}
-			if g.window == nil {
-				g.window = &latency.Window{}
-			}
-			hr := &hedger{cfg: h, budget: h.Budget}
-			switch {
-			case h.Budget != nil:
-			case t.Hedge.On(): // the target's own hedging, its own budget
-				hr.budget, hr.shareKey = p.hedgeBudget(t.Name), t.Name
-			default:
-				if tierBudget == nil {
-					tierBudget = p.hedgeBudget("")
-				}
-				hr.budget, hr.shareKey = tierBudget, "tier:"+g.name
-			}
-			t.hedge = hr
-		}
-		if g.window != nil && hi-lo == 1 {
-			c.warnings = append(c.warnings, fmt.Sprintf("target %q hedges but is the only target of its tier: a hedge goes to the next target of the tier, so none is ever sent", c.targets[lo].Name))
-		}
-		c.groups = append(c.groups, g)
-		c.spreads = c.spreads || g.spreads()
-		tiers = append(tiers, rank.Tier{Strategy: g.strategy, Members: members(c.targets[lo:hi])})
-		lo = hi
+	es := make([]rank.Entry, len(c.targets))
+	for i, t := range c.targets {
+		es[i] = rank.Entry{Name: t.Name, Group: groupOf(t.tier), Weight: t.Weight, Hedge: t.Hedge, Throttle: t.throttle}
 	}
-	if c.spreads {
-		var err error
-		c.layout, err = rank.NewLayout(c.epoch, tiers...)
-		p.wrap("", "Spread is invalid", err)
+	g, err := rank.Compile(c.epoch, &p.b.groups, es, p.hedgeBudget)
+	p.wrap("", "Spread is invalid", err)
+	for i, t := range c.targets {
+		t.group, t.load, t.hedge = g.Places[i].Group, g.Places[i].Load, g.Places[i].Hedge
 	}
-}
-
-// members returns ts as their tier's ranking reads them.
-func members(ts []*target) []rank.Member {
-	ms := make([]rank.Member, len(ts))
-	for i, t := range ts {
-		ms[i] = rank.Member{Name: t.Name, Weight: t.Weight, Load: t.load}
-		if lim := t.throttle; lim != nil && t.group.strategy == spread.Headroom {
-			ms[i].Room = func(now time.Time) (float64, time.Duration) {
-				h := lim.Headroom(now) // before the first headers: the provisional pace
-				return h.Available, h.Wait
-			}
-		}
-	}
-	return ms
+	c.layout, c.spreads = g.Layout, g.Layout != nil
+	c.warnings = append(c.warnings, g.Warnings...)
 }
 
 // hedgeBudget returns a hedge budget of hedge.DefaultRatio, for target

@@ -333,7 +333,7 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	elapsed := c.clock() - a.start
 	now := c.epoch.Add(a.start + elapsed)
 	if t.load != nil {
-		w.sample(a, elapsed, err)
+		t.group.Sample(t.load, a.start, elapsed, err, w.send.commits(t))
 	}
 	kind, verdict, success := relay.Verdict(err, excluded, w.ctx, &t.table)
 	resp := st.rs.Response()

@@ -80,7 +80,7 @@ func (w *walk) target(pos int) *target { return w.c.targets[w.rank.At(pos)] }
 // later reports whether a target of t's tier after the walk's position
 // is still to be tried in this call (not yet sent a hedge).
 func (w *walk) later(t *target) bool {
-	for pos := w.pos + 1; pos < t.group.hi; pos++ {
+	for pos := w.pos + 1; pos < t.group.Hi; pos++ {
 		if !w.triedAsHedge(w.target(pos)) {
 			return true
 		}
