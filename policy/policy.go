@@ -1,12 +1,18 @@
 // Package policy is the seam between a chain's walk and the policies that
 // decide for it. Before an attempt on a target, the walk asks the target's
 // policies in order whether it may be sent (Admit); after the attempt, it
-// tells each policy that admitted it how it ended (Settle). The walk never
+// tells each policy it asked how it ended (Settle). The walk never
 // calls a policy by name: the circuit breaker, the Retry-After gate, the
 // retry budget, the hedge budget, self-throttling and the capability check
 // are all policies on this seam, in their own packages, and a new one (a
 // money budget, a per-tenant limit) is a new package and one line where
-// the chain is built.
+// the chain is built (or a user's chain.Target.Policies).
+//
+// The walk asks in three phases: Send, before an attempt is sent; Plan,
+// before a retry's backoff (a budget spends here, an open breaker refuses
+// here and spares the call the wait); Peek, to choose where to go (a
+// hedge's target, whether a later target could take the call), holding
+// nothing.
 //
 // A policy answers with an Admission. A refusal carries the error the walk
 // records among the call's causes (matched with errors.Is, as
@@ -17,7 +23,7 @@
 // and says how long it waited; the walk counts it in the attempt's Wait.
 //
 // What a policy holds for an admitted attempt (a half-open breaker's probe
-// slot, a retry withdrawn from a budget, a throttle's reservation) it puts
+// slot, a retry withdrawn from a budget) it puts
 // in the Admission's Hold; the walk gives the Hold back to Settle, once,
 // whether the attempt was sent or not (Outcome.Sent), so that nothing is
 // held for good.
