@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/internal/answer"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -264,4 +266,35 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	}
 	resp, err := w.send.send(ctx, a, req, nil)
 	w.unraced(a, resp, err, s)
+}
+
+// hedgeDelay returns how long attempt a may go unanswered before it is
+// hedged; ok is false when it will not be: an adaptive delay with too few
+// answers to go by, or no later target in the tier to hedge to. A first
+// attempt counts as a call in the hedge budget.
+func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
+	t := a.t
+	if a.n == 1 {
+		t.hedge.Budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
+	}
+	c := &t.hedge.Config
+	d, ok := latency.Delay(c.Delay, c.Adaptive, c.Quantile, t.group.Window)
+	if !ok {
+		return 0, false
+	}
+	return d, w.later(t)
+}
+
+// unraced ends attempt a, which was not raced, as attempt does: a stream
+// that committed is left running, anything else concluded.
+func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
+	if err == nil && resp != nil && w.send.commits(a.t) {
+		s.resp, s.committed = resp, true
+		w.firstChunkAt(a)
+		return
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	w.conclude(a, resp, err, s)
 }

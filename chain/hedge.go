@@ -1,18 +1,15 @@
 package chain
 
 // Hedged requests: an attempt raced, after the hedge delay, by the same
-// request sent to the next target of its tier. Only the sends run on
-// goroutines of their own; the walk's goroutine observes, settles and
-// records every attempt of the race, and waits for all of them before it
-// goes on, so nothing outlives the call.
+// request sent to the next target of its tier (walk.go's hedgeTarget).
+// Package race runs the sends; the walk's goroutine observes, settles and
+// records every attempt of the race.
 
 import (
 	"context"
 	"errors"
 	"time"
 
-	"github.com/backstop-llm/backstop/budget"
-	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
@@ -24,26 +21,6 @@ import (
 // ErrLostRace is the Err of an attempt canceled because another attempt of
 // its hedged race answered first (DecisionLost).
 var ErrLostRace = errors.New("lost the race: another attempt of the hedged race answered first")
-
-// hedgeDelay returns how long attempt a may go unanswered before it is
-// hedged; ok is false when it will not be: an adaptive delay with too few
-// answers to go by, or no later target in the tier to hedge to. A first
-// attempt counts as a call in the hedge budget.
-func (w *walk) hedgeDelay(a *attempt) (time.Duration, bool) {
-	t := a.t
-	if a.n == 1 {
-		t.hedge.Budget.Record(w.ctx, budget.Outcome{At: w.c.epoch.Add(a.start)}) // At spares the budget a clock read
-	}
-	c := &t.hedge.Config
-	d, ok := latency.Delay(c.Delay, c.Adaptive, c.Quantile, t.group.Window)
-	if !ok {
-		return 0, false
-	}
-	return d, w.later(t)
-}
-
-// triedAsHedge reports whether t was sent a racer in this call.
-func (w *walk) triedAsHedge(t *target) bool { return w.hedged.Has(t.ob.Index) }
 
 // racer is one attempt of a race (package race runs it): its own copies
 // of the attempt and the request (the walk's stay on the walk's stack),
@@ -208,74 +185,29 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 	return w.launch(rc, ctx, &b, &hreq, rival)
 }
 
-// hedgeRequest is the request a hedge of an attempt sending req sends to
-// h: the caller's, with the conversation as req's (a re-ask's included),
-// prepared for h.
-func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
-	hreq := *caller
-	hreq.Messages = req.Messages
-	h.prepare(&hreq)
-	return hreq
-}
-
-// hedgeTarget returns the first target after the walk's position in its
-// tier (in this call's order) that may take a hedge of an attempt sending
-// req now, at position pos: one not yet tried as a hedge whose policies
-// admit a hedge (policy.Attempt.Hedge: a slot now or none) of the request
-// the hedge would send it, hreq; holds is what they hold for it. When take
-// is false, the policies are only asked whether they would (Peek), and
-// hold nothing. Nothing is recorded of those that may not: the walk
-// records them if it comes to them.
-func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds policy.Holds) {
-	if w.ctx.Err() != nil {
-		return 0, nil, hreq, holds // the deadline passed: no hedge
-	}
-	for pos = w.pos + 1; pos < hi; pos++ {
-		t := w.ahead(from, pos)
-		if w.triedAsHedge(t) {
-			continue
-		}
-		if !take {
-			if w.consult(t, policy.Peek, 1, nil, nil).Err == nil {
-				return pos, t, hreq, holds
-			}
-			continue
-		}
-		hreq = hedgeRequest(t, req, caller)
-		pa := w.policyAttempt(t, policy.Send, 1)
-		pa.Hedge, pa.Last, pa.Request = true, false, &hreq
-		if t.policies.Admit(w.ctx, pa, &holds).Err == nil {
-			return pos, t, hreq, holds
-		}
-	}
-	return 0, nil, hreq, holds
-}
-
 // settleRace waits for the race rc of attempt a (first) and its racer h:
 // the first acceptable answer wins, the other is canceled and waited for.
 // Every attempt but a's own is recorded here; a's outcome goes to s (s.by
 // naming h when h answered), and a's record, when it lost, here too.
 func (w *walk) settleRace(a *attempt, s *sent, rc *race.Race[*racer], first, h *racer) {
-	winner, _ := rc.Winner(func(r *racer) bool {
+	winner, loser, won := rc.Settle(func(r *racer) bool {
 		if w.committed(r) {
 			return true
 		}
 		w.concludeRacer(r, &r.s)
 		return r.s.err == nil
-	})
-	rc.Stop(w.lose)
-	switch winner {
-	case first:
-		w.recordLoser(h, first)
-		w.take(first, s)
-	case h:
-		w.recordLoser(first, h)
-		w.take(h, s)
-		s.by = &h.a
-	default: // both failed: a's failure decides; the hedge leaves its target
+	}, w.lose)
+	if !won { // both failed: a's failure decides; the hedge leaves its target
 		*s = first.s
 		w.causes = append(w.causes, &TargetError{Target: h.a.t.Name, Tier: h.a.t.tier, Err: h.s.err})
 		w.leave(&h.a, &h.s, plan.Step{Decision: plan.Next, Reason: "the hedge failed too", CloseGate: h.s.retryAfter > h.a.t.policy.MaxRetryAfter})
+		return
+	}
+	reason := race.Reason(winner.a.t.Name, loser.s.err != ErrLostRace, loser.overdue)
+	w.record(loser.a.record(&loser.s, DecisionLost, reason))
+	w.take(winner, s)
+	if winner == h {
+		s.by = &h.a
 	}
 }
 
@@ -300,7 +232,7 @@ func (w *walk) take(r *racer, s *sent) {
 // observers told it lost, with the request-id it had.
 func (w *walk) lose(r *racer, panicked bool) {
 	a, t := &r.a, r.a.t
-	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: r.requestID()}
+	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: race.RequestID(r.resp, r.err, r.a.opened)}
 	verdict := retry.Excluded // the race, not the target, ended it
 	if r.overdue > 0 {
 		verdict = retry.Failure // it did not answer within its patience
@@ -308,44 +240,4 @@ func (w *walk) lose(r *racer, panicked bool) {
 	r.release(a.start+r.s.elapsed, verdict, panicked)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
 		Duration: r.s.elapsed, Lost: true})
-}
-
-// requestID is the provider's request id for racer r, ended by the race:
-// its answer's (a stream it committed, or an answer that came as it was
-// canceled), its failure's, or the one its stream's headers carried
-// before it was canceled; "" when none arrived.
-func (r *racer) requestID() string {
-	if r.resp != nil {
-		return r.resp.RequestID
-	}
-	var le *llm.Error
-	if r.err != nil && errors.As(r.err, &le) && le.RequestID != "" {
-		return le.RequestID
-	}
-	return r.a.opened
-}
-
-// recordLoser records r, which lost the race to winner: canceled, or
-// failed before winner answered.
-func (w *walk) recordLoser(r, winner *racer) {
-	reason := "lost the race to " + winner.a.t.Name
-	switch {
-	case r.overdue > 0 && r.s.err == ErrLostRace:
-		reason = overdueReason(r, winner)
-	case r.s.err != ErrLostRace:
-		reason = "failed; " + winner.a.t.Name + " answered"
-	}
-	w.record(r.a.record(&r.s, DecisionLost, reason))
-}
-
-// firstChunkAt notes that attempt a, a stream, sent its first chunk now:
-// a sample of its tier's answer times for adaptive hedges, and of its
-// target's first-chunk times for its patience (a chain of one races
-// nothing).
-func (w *walk) firstChunkAt(a *attempt) {
-	var firsts *latency.Window
-	if len(w.c.targets) > 1 {
-		firsts = &a.t.firsts
-	}
-	a.t.group.FirstChunk(firsts, w.c.clock()-a.start)
 }

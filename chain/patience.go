@@ -8,16 +8,13 @@ package chain
 // up to its hard limit (limits.go) and the call's deadline.
 //
 // The patience race is the hedged race (hedge.go) with a wider field: its
-// racer may be any later target of the chain, it spends no hedge budget,
-// and the slow attempt, when it loses, is its breaker's failure. It is
-// armed on every attempt that has a later target to race, so it must cost
-// little until it fires: the slow attempt runs on the walk's goroutine as
-// any attempt does, and a timer sends the racer from the timer's own
-// goroutine only if the attempt has not answered by then (race.Race.Arm).
-// That timer holds the walk, so Call's walk comes from a pool, not its
-// stack. How long the attempt waits is the target's patience, set or
-// learned from its answer times (latency.Patience); this file arms the race
-// when the attempt's hard limit and the call's deadline leave room for it.
+// racer may be any later target, it spends no hedge budget, and the slow
+// attempt, when it loses, is its breaker's failure. Armed on every attempt
+// with a later target to race, it costs a timer until it fires
+// (race.Race.Arm): the slow attempt runs on the walk's goroutine, and the
+// timer's sends the racer. That timer holds the walk, so Call's walk comes
+// from a pool. The wait is the target's patience (latency.Patience), armed
+// when the hard limit and the call's deadline leave room for it.
 
 import (
 	"context"
@@ -26,17 +23,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/policy"
 )
-
-// learned returns t's latest answer times (stream: times to the first
-// chunk), which its patience learns from.
-func (t *target) learned(stream bool) *latency.Window {
-	if stream {
-		return &t.firsts
-	}
-	return &t.answers
-}
 
 // patience returns how long attempt a may go unanswered before a later
 // target races it; 0 when it will not be raced: its hard limit comes
@@ -63,44 +50,15 @@ func (w *walk) patience(a *attempt) time.Duration {
 	return p
 }
 
-// ahead returns the target at position pos, after t's: the walk's order
-// within t's tier, or a later tier's (ranked when the walk entered it,
-// the chain's order when it has not yet).
-func (w *walk) ahead(t *target, pos int) *target {
-	if pos < t.group.Hi {
-		return w.target(pos)
-	}
-	u := w.c.targets[pos]
-	if w.rank.Ranked(u.group.Index) {
-		return w.target(pos)
-	}
-	return u
-}
-
-// onward reports whether a target after the walk's position can take the
-// call now: it has not been sent it as a racer, and its policies would
-// admit it (it carries the request, its gate and breaker are open).
-func (w *walk) onward(t *target) bool {
-	for pos := w.pos + 1; pos < len(w.c.targets); pos++ {
-		u := w.ahead(t, pos)
-		if w.triedAsHedge(u) || w.consult(u, policy.Peek, 1, nil, nil).Err != nil {
-			continue
-		}
-		return true
-	}
-	return false
-}
-
 // patient is the patience race of the walk's attempt in flight, armed:
 // copies of what its racer is sent (the attempt and its request stay on
-// try's stack), the race, and, once its timer fired, the racer.
+// try's stack), and the race (its Rival, once its timer fired).
 type patient struct {
 	a      attempt
 	req    llm.Request
 	caller *llm.Request
 	delay  time.Duration
 	race   race.Race[*racer]
-	racer  *racer
 }
 
 // Fire sends the racer of the slow attempt (race.Firer): the same request
@@ -110,7 +68,7 @@ type patient struct {
 // meanwhile; the walk reads what it wrote once Disarm has waited for it.
 func (w *walk) Fire() {
 	p := &w.pat
-	p.racer = w.sendRacer(&p.a, &p.req, p.caller, p.delay, &p.race, len(w.c.targets), nil, p.a.cancel)
+	w.sendRacer(&p.a, &p.req, p.caller, p.delay, &p.race, len(w.c.targets), nil, p.a.cancel)
 }
 
 // patiently makes attempt a, sending req under ctx, raced after delay by
@@ -122,7 +80,7 @@ func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Reque
 		ctx, a.cancel = context.WithCancel(ctx)
 	}
 	p := &w.pat
-	p.a, p.req, p.caller, p.delay, p.racer = *a, *req, caller, delay, nil
+	p.a, p.req, p.caller, p.delay = *a, *req, caller, delay
 	p.race.Arm(delay, w)
 	defer p.race.Abandon(abandoned)
 	resp, err := w.send.send(ctx, a, req, nil)
@@ -138,26 +96,5 @@ func (w *walk) patiently(ctx context.Context, a *attempt, req, caller *llm.Reque
 		w.send.stream.st = streamState{}
 	}
 	p.race.Enter(first, a.cancel)
-	w.settleRace(a, s, &p.race, first, p.racer)
-	p.racer = nil
-}
-
-// unraced ends attempt a, which was not raced, as attempt does: a stream
-// that committed is left running, anything else concluded.
-func (w *walk) unraced(a *attempt, resp *llm.Response, err error, s *sent) {
-	if err == nil && resp != nil && w.send.commits(a.t) {
-		s.resp, s.committed = resp, true
-		w.firstChunkAt(a)
-		return
-	}
-	if a.cancel != nil {
-		a.cancel()
-	}
-	w.conclude(a, resp, err, s)
-}
-
-// overdueReason is the record's reason for an attempt that lost its
-// patience race.
-func overdueReason(r, winner *racer) string {
-	return "no answer within its patience of " + r.overdue.String() + "; " + winner.a.t.Name + " answered first"
+	w.settleRace(a, s, &p.race, first, p.race.Rival())
 }

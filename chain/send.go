@@ -5,6 +5,7 @@ package chain
 import (
 	"context"
 
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -68,4 +69,16 @@ func (s sender) commits(t *target) bool {
 	}
 	_, ok := t.Provider.(llm.StreamProvider)
 	return ok
+}
+
+// firstChunkAt notes that attempt a, a stream, sent its first chunk now:
+// a sample of its tier's answer times for adaptive hedges, and of its
+// target's first-chunk times for its patience (a chain of one races
+// nothing).
+func (w *walk) firstChunkAt(a *attempt) {
+	var firsts *latency.Window
+	if len(w.c.targets) > 1 {
+		firsts = &a.t.firsts
+	}
+	a.t.group.FirstChunk(firsts, w.c.clock()-a.start)
 }

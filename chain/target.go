@@ -6,6 +6,7 @@ import (
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
@@ -209,4 +210,13 @@ func (t Tier) method() string {
 		return "OrProvider"
 	}
 	return "OrDegrade"
+}
+
+// learned returns t's latest answer times (stream: times to the first
+// chunk), which its patience learns from.
+func (t *target) learned(stream bool) *latency.Window {
+	if stream {
+		return &t.firsts
+	}
+	return &t.answers
 }

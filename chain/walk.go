@@ -88,6 +88,37 @@ func (w *walk) later(t *target) bool {
 	return false
 }
 
+// triedAsHedge reports whether t was sent a racer in this call.
+func (w *walk) triedAsHedge(t *target) bool { return w.hedged.Has(t.ob.Index) }
+
+// onward reports whether a target after the walk's position can take the
+// call now: it has not been sent it as a racer, and its policies would
+// admit it (it carries the request, its gate and breaker are open).
+func (w *walk) onward(t *target) bool {
+	for pos := w.pos + 1; pos < len(w.c.targets); pos++ {
+		u := w.ahead(t, pos)
+		if w.triedAsHedge(u) || w.consult(u, policy.Peek, 1, nil, nil).Err != nil {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// ahead returns the target at position pos, after t's: the walk's order
+// within t's tier, or a later tier's (ranked when the walk entered it,
+// the chain's order when it has not yet).
+func (w *walk) ahead(t *target, pos int) *target {
+	if pos < t.group.Hi {
+		return w.target(pos)
+	}
+	u := w.c.targets[pos]
+	if w.rank.Ranked(u.group.Index) {
+		return w.target(pos)
+	}
+	return u
+}
+
 // walks are Call's walks: a patience race's timer holds the walk, which
 // would otherwise move every call's walk to the heap.
 var walks = sync.Pool{New: func() any { return new(walk) }}
@@ -288,4 +319,47 @@ func (w *walk) ended(s served, err error, stream string) {
 		}
 	}
 	w.obs.End(e)
+}
+
+// hedgeTarget returns the first target after the walk's position in its
+// tier (in this call's order) that may take a hedge of an attempt sending
+// req now, at position pos: one not yet tried as a hedge whose policies
+// admit a hedge (policy.Attempt.Hedge: a slot now or none) of the request
+// the hedge would send it, hreq; holds is what they hold for it. When take
+// is false, the policies are only asked whether they would (Peek), and
+// hold nothing. Nothing is recorded of those that may not: the walk
+// records them if it comes to them.
+func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds policy.Holds) {
+	if w.ctx.Err() != nil {
+		return 0, nil, hreq, holds // the deadline passed: no hedge
+	}
+	for pos = w.pos + 1; pos < hi; pos++ {
+		t := w.ahead(from, pos)
+		if w.triedAsHedge(t) {
+			continue
+		}
+		if !take {
+			if w.consult(t, policy.Peek, 1, nil, nil).Err == nil {
+				return pos, t, hreq, holds
+			}
+			continue
+		}
+		hreq = hedgeRequest(t, req, caller)
+		pa := w.policyAttempt(t, policy.Send, 1)
+		pa.Hedge, pa.Last, pa.Request = true, false, &hreq
+		if t.policies.Admit(w.ctx, pa, &holds).Err == nil {
+			return pos, t, hreq, holds
+		}
+	}
+	return 0, nil, hreq, holds
+}
+
+// hedgeRequest is the request a hedge of an attempt sending req sends to
+// h: the caller's, with the conversation as req's (a re-ask's included),
+// prepared for h.
+func hedgeRequest(h *target, req, caller *llm.Request) llm.Request {
+	hreq := *caller
+	hreq.Messages = req.Messages
+	h.prepare(&hreq)
+	return hreq
 }

@@ -132,16 +132,25 @@ func (r *Race[T]) out(l *lane[T]) T {
 	return l.v
 }
 
-// Winner hands out the entrants as they end until accept takes one, and
-// returns it; ok is false when every one ended and none was accepted.
-func (r *Race[T]) Winner(accept func(T) bool) (v T, ok bool) {
+// Settle runs the race to its end: it hands out the entrants as they end
+// until accept takes one, then stops the other (Stop, lose). It
+// returns the winner and the other entrant, the loser; won is false when
+// every one ended and none was accepted.
+func (r *Race[T]) Settle(accept func(T) bool, lose func(v T, panicked bool)) (winner, loser T, won bool) {
 	for r.pending > 0 {
-		if v = r.Next(); accept(v) {
-			return v, true
+		l := <-r.done
+		if v := r.out(l); accept(v) {
+			winner, won = v, true
+			for i := range r.entered {
+				if o := &r.lanes[i]; o != l {
+					loser = o.v
+				}
+			}
+			break
 		}
 	}
-	var zero T
-	return zero, false
+	r.Stop(lose)
+	return winner, loser, won
 }
 
 // Stop cancels the entrants still running, waits for each and hands it to
@@ -217,4 +226,14 @@ func (r *Race[T]) Disarm() (raced bool) {
 	}
 	r.timer, r.firer = nil, nil
 	return r.entered > 0
+}
+
+// Rival is the rival an armed race started (Go, from Fire), once Disarm
+// has reported it did; the zero T otherwise.
+func (r *Race[T]) Rival() T {
+	var zero T
+	if r.entered == 0 {
+		return zero
+	}
+	return r.lanes[0].v
 }

@@ -45,12 +45,12 @@ func TestWinnerIsTheFirstAcceptedAndTheLoserIsWaitedFor(t *testing.T) {
 			t.Fatal("an entrant ended within 500ms; neither answers that soon")
 		}
 		r.Go(t.Context(), fast, nil)
-		won, ok := r.Winner(func(e *entrant) bool { return e.answered })
-		if !ok || won != fast {
-			t.Fatalf("winner %+v, %v; want the fast entrant", won, ok)
-		}
 		var lost []*entrant
-		r.Stop(func(e *entrant, panicked bool) { lost = append(lost, e) })
+		won, loser, ok := r.Settle(func(e *entrant) bool { return e.answered },
+			func(e *entrant, panicked bool) { lost = append(lost, e) })
+		if !ok || won != fast || loser != slow {
+			t.Fatalf("winner %+v, loser %+v, %v; want the fast entrant winning over the slow", won, loser, ok)
+		}
 		if len(lost) != 1 || lost[0] != slow || !slow.canceled {
 			t.Fatalf("lost %v (slow canceled: %v); want the slow entrant, canceled", lost, slow.canceled)
 		}
@@ -97,7 +97,7 @@ func TestArmedRaceStartsItsRivalOnlyOnceTheTimerFires(t *testing.T) {
 		f := &firer{r: &r, rival: &entrant{delay: time.Second}}
 		r.Arm(time.Minute, f)
 		time.Sleep(time.Second)
-		if r.Disarm() {
+		if r.Disarm() || r.Rival() != nil {
 			t.Fatal("Disarm before the delay reported a rival")
 		}
 		r.Arm(time.Second, f)
@@ -105,12 +105,14 @@ func TestArmedRaceStartsItsRivalOnlyOnceTheTimerFires(t *testing.T) {
 		if !r.Disarm() {
 			t.Fatal("Disarm at the delay reported no rival; the timer had fired")
 		}
+		if r.Rival() != f.rival {
+			t.Fatalf("Rival %+v; want the rival the timer started", r.Rival())
+		}
 		slow := &entrant{}
 		r.Enter(slow, func() {})
-		won, ok := r.Winner(func(e *entrant) bool { return e.answered })
-		if !ok || won != f.rival {
-			t.Fatalf("winner %+v; want the rival", won)
+		won, loser, ok := r.Settle(func(e *entrant) bool { return e.answered }, func(*entrant, bool) {})
+		if !ok || won != f.rival || loser != slow {
+			t.Fatalf("winner %+v, loser %+v; want the rival winning over the armed attempt", won, loser)
 		}
-		r.Stop(func(*entrant, bool) {})
 	})
 }
