@@ -34,7 +34,7 @@ type Chain struct {
 	memories        []degrade.Rememberer // told of every validated model answer
 	schema          *validate.Schema
 	observer        observe.Observer // the tracing observer, then Builder.Observe's, joined
-	state           stateObservers   // the state events' share of observer
+	state           callobs.State    // the state events' share of observer
 	shared          *breaker.Shared  // nil unless Builder.Shared
 	epoch           time.Time        // origin of clock
 	answers         answer.Checker   // checks answers; keeps the tools' InputSchemas compiled

@@ -7,14 +7,14 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
-	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/capability"
+	"github.com/backstop-llm/backstop/internal/check"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
-	"github.com/backstop-llm/backstop/tracing"
 	"github.com/backstop-llm/backstop/validate"
 )
 
@@ -88,23 +88,12 @@ func (p *build) wrap(target, problem string, err error) {
 
 // compileObservers joins the OpenTelemetry observer, first, and Observe's.
 func (p *build) compileObservers() {
-	c := p.c
-	var obs []observe.Observer
-	if tel, err := tracing.New(p.b.telemetry); err != nil {
-		p.wrap("", "the telemetry providers failed", err)
-	} else {
-		obs = append(obs, tel)
+	obs, err, nils := callobs.Join(p.b.telemetry, p.b.observers)
+	p.wrap("", "the telemetry providers failed", err)
+	for _, i := range nils {
+		p.fail("", "Observe was given a nil Observer (#%d)", i)
 	}
-	for i, o := range p.b.observers {
-		if isNil(o) {
-			p.fail("", "Observe was given a nil Observer (#%d)", i+1)
-			continue
-		}
-		obs = append(obs, o)
-	}
-	c.observer = observe.Join(obs...)
-	c.state.chain = c.name
-	c.state.obs, _ = c.observer.(observe.StateObserver)
+	p.c.observer, p.c.state = obs, callobs.StateOf(p.c.name, obs)
 }
 
 // entries checks and compiles the targets and degradations in order.
@@ -125,7 +114,7 @@ func (p *build) entries() {
 		}
 		t := e.target
 		p.checkTarget(label, &t)
-		p.catalogue(&t)
+		capability.Catalogue(p.b.catalog, servedModel(&t), t.Takes, &t.ContextWindow, &t.Lacks)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
@@ -137,23 +126,6 @@ func (p *build) entries() {
 		p.c.targets = append(p.c.targets, ct)
 		p.c.fits = append(p.c.fits, &ct.fit)
 	}
-}
-
-// catalogue completes t from the chain's catalogue (Builder.Catalog): its
-// ContextWindow when 0, and what its model lacks, less what t Takes.
-func (p *build) catalogue(t *Target) {
-	cat := p.b.catalog
-	if cat == nil {
-		cat = catalog.Default()
-	}
-	m, ok := cat.Lookup(servedModel(t))
-	if !ok {
-		return
-	}
-	if t.ContextWindow == 0 {
-		t.ContextWindow = m.ContextWindow
-	}
-	t.Lacks |= m.Lacks &^ t.Takes
 }
 
 // compileTarget makes what a call needs of target t: its breaker
@@ -170,14 +142,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	}
 	// The callback holds the chain's state observers, not the chain: the
 	// breaker outlives a call, and a probe's timer holds it (startProbes).
-	if user, notify := bs.OnStateChange, c.state; notify.obs != nil {
-		bs.OnStateChange = func(name string, from, to breaker.State) {
-			notify.breakerChanged(ob, from, to)
-			if user != nil {
-				user(name, from, to)
-			}
-		}
-	}
+	bs.OnStateChange = c.state.OnBreakerChange(ob, bs.OnStateChange)
 	br, err := breaker.New(t.Name, bs)
 	p.wrap(label, "Breaker is invalid", err)
 	tc := t.Throttle
@@ -191,12 +156,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		sch, err = validate.Compile(t.Schema)
 		p.wrap(label, "Schema is invalid", err)
 	}
-	caps := llm.CapAll
-	var media llm.MediaTypes
-	if t.Provider != nil {
-		caps = llm.CapabilitiesOf(t.Provider) &^ t.Lacks
-		media = llm.MediaTypesOf(t.Provider)
-	}
+	caps, media := capability.Of(t.Provider, t.Lacks)
 	native, problem, err := capability.Native(t.NativeSchema, t.Schema, p.b.schema, t.Provider, caps)
 	if problem != "" {
 		p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Problem: problem, Err: err})
@@ -207,20 +167,19 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		p.wrap(label, "the default budget", err)
 	}
 	ct := &target{
-		Target:   t,
-		tier:     tier,
-		policy:   t.Retry.WithDefaults(),
-		table:    t.Retry.Table(),
-		budget:   bud,
-		breaker:  br,
-		maxGate:  t.Breaker.WithDefaults().MaxGate,
-		schema:   sch,
-		ob:       ob,
-		throttle: lim,
-		fit:      capability.Target{Caps: caps, Media: media, ContextWindow: t.ContextWindow, Model: servedModel(&t)},
-		native:   native,
-		hasParams: t.Params.MaxTokens != 0 || t.Params.Temperature != nil || t.Params.TopP != nil ||
-			t.Params.Stop != nil || len(t.Params.Extra) != 0,
+		Target:    t,
+		tier:      tier,
+		policy:    t.Retry.WithDefaults(),
+		table:     t.Retry.Table(),
+		budget:    bud,
+		breaker:   br,
+		maxGate:   t.Breaker.WithDefaults().MaxGate,
+		schema:    sch,
+		ob:        ob,
+		throttle:  lim,
+		fit:       capability.Target{Caps: caps, Media: media, ContextWindow: t.ContextWindow, Model: servedModel(&t)},
+		native:    native,
+		hasParams: check.Params(&t.Params),
 	}
 	return ct
 }
@@ -262,28 +221,4 @@ func (c *Chain) bind() error {
 		return b.Bind(c.name, all)
 	}
 	return nil
-}
-
-// stateObservers are a chain's observers of the changes that belong to no
-// call (observe.StateObserver), with the chain's name. The callbacks of
-// breakers and shared stores hold a copy, never the Chain, which must stay
-// collectable while they live on (see startProbes).
-type stateObservers struct {
-	chain string
-	obs   observe.StateObserver // nil when none observes state
-}
-
-// breakerChanged tells the state observers that t's breaker changed.
-func (s stateObservers) breakerChanged(t observe.Target, from, to breaker.State) {
-	if s.obs != nil {
-		s.obs.Event(observe.BreakerChange{Chain: s.chain, Target: t, From: from.String(), To: to.String()})
-	}
-}
-
-// sharedUnavailable tells the state observers that a shared store
-// stopped answering.
-func (s stateObservers) sharedUnavailable(store, target string) {
-	if s.obs != nil {
-		s.obs.Event(observe.SharedUnavailable{Chain: s.chain, Store: store, Target: target})
-	}
 }

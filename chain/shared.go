@@ -161,7 +161,7 @@ func (p *build) share(cfg *sharedSetup) {
 		Prefix: cmp.Or(o.Prefix, DefaultSharedPrefix), Chain: c.name,
 		Timeout: o.Timeout, ProbeEvery: o.ProbeEvery, Refresh: o.Refresh,
 		Budget: o.Budget, Hedge: o.Hedge, Logger: o.Logger,
-		Unavailable: c.state.sharedUnavailable, // its observers, not c: the callbacks may outlive c
+		Unavailable: c.state.SharedUnavailable, // its observers, not c: the callbacks may outlive c
 	}, ts)
 	for _, pr := range problems {
 		p.errs = append(p.errs, &ConfigError{Chain: c.name, Target: pr.Target, Problem: pr.What, Err: pr.Err})

@@ -8,12 +8,9 @@ import (
 	"iter"
 
 	"github.com/backstop-llm/backstop/internal/callobs"
-	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/relay"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
-	"github.com/backstop-llm/backstop/policy"
-	"github.com/backstop-llm/backstop/retry"
 )
 
 // Chunk is a piece of a streamed answer.
@@ -157,28 +154,12 @@ func (s *Stream) run(yield func(Chunk, error) bool) error {
 	defer w.done()
 	s.w, s.res = w, w.res
 	sv, err := s.walk(yield)
-	w.end(sv, err, s.outcome(err))
+	w.end(sv, err, relay.Outcome(s.abandoned, errors.Is(err, ErrIncomplete), err, s.restarts))
 	if s.abandoned {
 		// Not yielded (the caller has left the loop): Result says it.
 		err = fmt.Errorf("chain %q: %w", c.name, ErrAbandoned)
 	}
 	return err
-}
-
-// outcome is how the stream ended, for telemetry; "" when it failed
-// before its first chunk.
-func (s *Stream) outcome(err error) string {
-	switch {
-	case s.abandoned:
-		return callobs.StreamAbandoned
-	case errors.Is(err, ErrIncomplete):
-		return callobs.StreamIncomplete
-	case err == nil && s.restarts > 0:
-		return callobs.StreamRestarted
-	case err == nil:
-		return callobs.StreamComplete
-	}
-	return ""
 }
 
 // walk runs the walk, relays the answer it commits, and restarts it after
@@ -190,7 +171,7 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 			// the breaker's ticket (a half-open probe slot would be held for
 			// good), end the span, close the stream; then panic on.
 			if s.st.a != nil && !s.st.done {
-				s.finish(errPanicked, DecisionStop, "the stream panicked", true)
+				s.finish(relay.ErrPanicked, DecisionStop, "the stream panicked", true)
 				s.st.release()
 			}
 			panic(p)
@@ -246,27 +227,6 @@ func (s *Stream) failed(t *target, ferr error, yield func(Chunk, error) bool) er
 	return err
 }
 
-// restarts reports whether, after the committed stream on t failed with
-// kind, the walk may go on: RestartStreams is on, the caller did not
-// cancel, the decision table's next-target column allows it, and there is
-// something left to try.
-func (s *Stream) restartable(t *target, kind llm.Kind) bool {
-	c := s.c
-	if kind == llm.KindCanceled || !c.restart || s.w.from >= len(c.targets) && len(c.degrades) == 0 {
-		return false
-	}
-	st := plan.Leave(plan.Failure{Kind: kind}, plan.Limits{Table: t.table, ContentFallback: c.contentFallback}, "")
-	if st.Decision == plan.Stop {
-		return false
-	}
-	if t.table.Rule(kind).Fallback == retry.LargerContext {
-		s.w.minWindow = max(s.w.minWindow, t.ContextWindow)
-	}
-	return true
-}
-
-var errPanicked = errors.New("the stream panicked")
-
 // relay streams the committed attempt to yield. It returns the failure
 // that ended it (nil for a complete, valid answer) and the decision
 // recorded for it (DecisionNext when the walk restarts), or stopped when
@@ -296,8 +256,13 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	d, reason := DecisionServed, ""
 	if err != nil {
 		d, reason = DecisionStop, "the stream failed after it started"
-		if s.restartable(t, llm.KindOf(err)) {
+		// Restart when RestartStreams allows and something is left to try.
+		on := s.c.restart && (s.w.from < len(s.c.targets) || len(s.c.degrades) > 0)
+		if ok, larger := relay.Restart(llm.KindOf(err), on, &t.table, s.c.contentFallback); ok {
 			d, reason = DecisionNext, "restarted on the next target"
+			if larger {
+				s.w.minWindow = max(s.w.minWindow, t.ContextWindow)
+			}
 		}
 	}
 	s.finish(err, d, reason, false)
@@ -331,15 +296,12 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	c, w, a := s.c, s.w, st.a
 	t := a.t
 	elapsed := c.clock() - a.start
-	now := c.epoch.Add(a.start + elapsed)
 	if t.load != nil {
 		t.group.Sample(t.load, a.start, elapsed, err, w.send.commits(t))
 	}
-	kind, verdict, success := relay.Verdict(err, excluded, w.ctx, &t.table)
-	resp := st.rs.Response()
+	w.po = st.rs.Settled(err, excluded, w.ctx, &t.table, c.epoch.Add(a.start+elapsed), elapsed)
+	resp, kind := w.po.Response, w.po.Kind
 	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
-	w.po = policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
-		Response: resp, RateLimit: rateLimitOf(resp, err), At: now, Elapsed: elapsed}
 	w.settle(a)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
 		Kind: kind, Err: err, Duration: elapsed})

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -135,6 +136,33 @@ func describe(md *llm.Media) string {
 		return fmt.Sprintf("document media type %q", md.MediaType)
 	}
 	return fmt.Sprintf("image media type %q", md.MediaType)
+}
+
+// Catalogue completes a target that serves model from cat (catalog.Default
+// when nil): its window when 0, and its lacks with what the model lacks,
+// less what the target takes. A model cat does not know leaves both.
+func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, window *int, lacks *llm.Capabilities) {
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	m, ok := cat.Lookup(model)
+	if !ok {
+		return
+	}
+	if *window == 0 {
+		*window = m.ContextWindow
+	}
+	*lacks |= m.Lacks &^ takes
+}
+
+// Of is what a target on provider p carries: p's capabilities less lacks,
+// and the media types p takes; everything, and any media, for a nil p
+// (reported already).
+func Of(p llm.Provider, lacks llm.Capabilities) (caps llm.Capabilities, media llm.MediaTypes) {
+	if p == nil {
+		return llm.CapAll, media
+	}
+	return llm.CapabilitiesOf(p) &^ lacks, llm.MediaTypesOf(p)
 }
 
 // Native returns the schema a target sends as Request.ResponseSchema (nil

@@ -55,3 +55,9 @@ func nameOf(p llm.Provider) (name string, err error) {
 	}()
 	return p.Name(), nil
 }
+
+// Params reports whether p sets anything: false for the zero Params,
+// which a target sends as no parameters at all.
+func Params(p *llm.Params) bool {
+	return p.MaxTokens != 0 || p.Temperature != nil || p.TopP != nil || p.Stop != nil || len(p.Extra) != 0
+}

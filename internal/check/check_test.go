@@ -73,3 +73,16 @@ func TestIsNil(t *testing.T) {
 }
 
 func typedNil() llm.Provider { var p *ptr; return p }
+
+// TestParams: only the zero Params sets nothing.
+func TestParams(t *testing.T) {
+	temp := 0.5
+	for _, p := range []llm.Params{{MaxTokens: 1}, {Temperature: &temp}, {TopP: &temp}, {Stop: []string{}}, {Extra: map[string]any{"k": 1}}} {
+		if !Params(&p) {
+			t.Errorf("Params(%+v) = false; want true", p)
+		}
+	}
+	if Params(&llm.Params{}) {
+		t.Error("Params(zero) = true; want false")
+	}
+}

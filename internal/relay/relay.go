@@ -14,7 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/callobs"
+	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/llm"
+	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
 )
 
@@ -25,6 +28,10 @@ var (
 	// ErrIdle ends a stream that sent no chunk for its idle limit.
 	ErrIdle = &llm.Error{Provider: "backstop", Kind: llm.KindTimeout, Message: "no chunk within the target's IdleTimeout (when 0: DefaultIdleTimeout)"}
 )
+
+// ErrPanicked ends, in its record, a stream whose provider or whose
+// caller's loop panicked while it was relayed.
+var ErrPanicked = errors.New("the stream panicked")
 
 // Timer reports whether err is one of the relay's own timers' failures
 // (ErrFirstChunk, ErrIdle), rather than a deadline's or the provider's.
@@ -218,6 +225,49 @@ func Verdict(err error, excluded bool, call context.Context, table *retry.Table)
 		v = retry.Excluded
 	}
 	return kind, v, false
+}
+
+// Settled is the policy.Outcome of a relayed stream's attempt that ended
+// with err (classified by Verdict, under the call's context call and
+// table) at at, elapsed after it started. s must have opened.
+func (s *Stream) Settled(err error, excluded bool, call context.Context, table *retry.Table, at time.Time, elapsed time.Duration) policy.Outcome {
+	kind, verdict, success := Verdict(err, excluded, call, table)
+	resp := s.Response()
+	return policy.Outcome{Sent: true, Verdict: verdict, Success: success, Kind: kind, Err: err,
+		Response: resp, RateLimit: resp.RateLimit, At: at, Elapsed: elapsed}
+}
+
+// Restart reports whether, after a committed stream failed with kind, the
+// walk may go on to the next target: on (restarts are allowed and
+// something is left to try), the caller did not cancel, and the decision
+// table's next-target column allows it (plan.Leave). larger says that the
+// kind's rule falls back to a larger context window.
+func Restart(kind llm.Kind, on bool, table *retry.Table, contentFallback bool) (ok, larger bool) {
+	if kind == llm.KindCanceled || !on {
+		return false, false
+	}
+	if plan.Leave(plan.Failure{Kind: kind}, plan.Limits{Table: *table, ContentFallback: contentFallback}, "").Decision == plan.Stop {
+		return false, false
+	}
+	return true, table.Rule(kind).Fallback == retry.LargerContext
+}
+
+// Outcome is how a stream ended, for telemetry (observe.CallEnd's
+// Stream): abandoned (the caller left the loop), incomplete (cut short
+// after its first chunk), or, when err is nil, restarted (after restarts
+// restarts) or complete; "" when it failed before its first chunk.
+func Outcome(abandoned, incomplete bool, err error, restarts int) string {
+	switch {
+	case abandoned:
+		return callobs.StreamAbandoned
+	case incomplete:
+		return callobs.StreamIncomplete
+	case err == nil && restarts > 0:
+		return callobs.StreamRestarted
+	case err == nil:
+		return callobs.StreamComplete
+	}
+	return ""
 }
 
 // Release ends what s holds, once: its idle timer, the provider's stream

@@ -243,3 +243,72 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestRestart: a committed stream that failed is restarted only when
+// restarts are on, the caller did not cancel, and the table lets the
+// failure move on; a context-length failure asks for a larger window.
+func TestRestart(t *testing.T) {
+	table := retry.DefaultTable()
+	for _, tt := range []struct {
+		name           string
+		kind           llm.Kind
+		on, content    bool
+		ok, wantLarger bool
+	}{
+		{"timeout", llm.KindTimeout, true, false, true, false},
+		{"off", llm.KindTimeout, false, false, false, false},
+		{"canceled", llm.KindCanceled, true, false, false, false},
+		{"bad request", llm.KindBadRequest, true, false, false, false},
+		{"context length", llm.KindContextLength, true, false, true, true},
+		{"content filter, not allowed", llm.KindContentFilter, true, false, false, false},
+		{"content filter, allowed", llm.KindContentFilter, true, true, true, false},
+	} {
+		ok, larger := Restart(tt.kind, tt.on, &table, tt.content)
+		if ok != tt.ok || larger != tt.wantLarger {
+			t.Errorf("%s: %v, %v; want %v, %v", tt.name, ok, larger, tt.ok, tt.wantLarger)
+		}
+	}
+}
+
+// TestOutcome: how a stream ended, for telemetry.
+func TestOutcome(t *testing.T) {
+	cut := errors.New("cut")
+	for _, tt := range []struct {
+		abandoned, incomplete bool
+		err                   error
+		restarts              int
+		want                  string
+	}{
+		{true, false, nil, 0, "abandoned"},
+		{false, true, cut, 0, "incomplete"},
+		{false, false, nil, 1, "restarted"},
+		{false, false, nil, 0, "complete"},
+		{false, false, cut, 2, ""},
+	} {
+		if got := Outcome(tt.abandoned, tt.incomplete, tt.err, tt.restarts); got != tt.want {
+			t.Errorf("Outcome(%v, %v, %v, %d) = %q; want %q", tt.abandoned, tt.incomplete, tt.err, tt.restarts, got, tt.want)
+		}
+	}
+}
+
+// TestSettled: a relayed attempt's outcome carries its verdict, its
+// stream's response and the allowance that response announced.
+func TestSettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		table := retry.DefaultTable()
+		var s Stream
+		if _, _, err := s.Open(context.Background(), &fake{steps: []step{{text: "a"}}}, &llm.Request{}, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Release()
+		at := time.Now()
+		o := s.Settled(ErrIdle, false, context.Background(), &table, at, time.Second)
+		if !o.Sent || o.Success || o.Kind != llm.KindTimeout || o.Verdict != table.Rule(llm.KindTimeout).Breaker ||
+			o.Err != ErrIdle || o.Response.RequestID != "req-1" || !o.At.Equal(at) || o.Elapsed != time.Second {
+			t.Errorf("Settled(ErrIdle) = %+v", o)
+		}
+		if o := s.Settled(nil, false, context.Background(), &table, at, time.Second); !o.Success || o.Verdict != retry.NotFailure {
+			t.Errorf("Settled(nil) = %+v; want a success", o)
+		}
+	})
+}

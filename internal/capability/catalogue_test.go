@@ -1,0 +1,52 @@
+package capability_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/backstop-llm/backstop/catalog"
+	"github.com/backstop-llm/backstop/internal/capability"
+	"github.com/backstop-llm/backstop/llm"
+)
+
+// TestCatalogue: a known model fills a window left 0 and adds what it
+// lacks, less what the target takes; a window set, and a model the
+// catalogue does not know, are left as they are.
+func TestCatalogue(t *testing.T) {
+	cat, err := catalog.New(catalog.Model{ID: "m-1", Family: "anthropic", ContextWindow: 1000, Lacks: llm.CapImages | llm.CapTools, Source: "test", AsOf: "2026-01-01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window, lacks := 0, llm.Capabilities(0)
+	capability.Catalogue(cat, "m-1", llm.CapTools, &window, &lacks)
+	if window != 1000 || lacks != llm.CapImages {
+		t.Errorf("known model: window %d, lacks %v; want 1000, %v", window, lacks, llm.CapImages)
+	}
+	window, lacks = 50, 0
+	capability.Catalogue(cat, "m-1", 0, &window, &lacks)
+	if window != 50 || lacks != llm.CapImages|llm.CapTools {
+		t.Errorf("window set: window %d, lacks %v; want 50, %v", window, lacks, llm.CapImages|llm.CapTools)
+	}
+	window, lacks = 0, 0
+	capability.Catalogue(cat, "unknown", 0, &window, &lacks)
+	if window != 0 || lacks != 0 {
+		t.Errorf("unknown model: window %d, lacks %v; want both left 0", window, lacks)
+	}
+}
+
+// plain is a provider that declares nothing: it carries everything.
+type plain struct{}
+
+func (plain) Name() string                                                 { return "plain" }
+func (plain) Complete(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
+
+// TestOf: a provider's capabilities less what the target lacks; a nil
+// provider (reported already) carries everything.
+func TestOf(t *testing.T) {
+	if caps, media := capability.Of(nil, llm.CapTools); caps != llm.CapAll || !media.IsZero() {
+		t.Errorf("Of(nil) = %v, %v; want CapAll and no media types", caps, media)
+	}
+	if caps, _ := capability.Of(plain{}, llm.CapTools); caps != llm.CapAll&^llm.CapTools {
+		t.Errorf("Of(plain, CapTools) = %v; want %v", caps, llm.CapAll&^llm.CapTools)
+	}
+}
