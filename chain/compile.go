@@ -133,7 +133,7 @@ func (p *build) entries() {
 		}
 		ct := p.compileTarget(label, e.tier, t)
 		p.c.lacks = p.c.lacks || ct.fit.Caps != llm.CapAll
-		p.c.picky = p.c.picky || !ct.fit.Media.IsZero()
+		p.c.picky = p.c.picky || !capability.Unlimited(ct.fit.Media)
 		p.c.targets = append(p.c.targets, ct)
 		p.c.fits = append(p.c.fits, &ct.fit)
 	}
@@ -194,8 +194,8 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 	caps := llm.CapAll
 	var media llm.MediaTypes
 	if t.Provider != nil {
-		caps = llm.CapabilitiesOf(t.Provider) &^ t.Lacks
-		media = llm.MediaTypesOf(t.Provider)
+		caps = capability.Of(t.Provider) &^ t.Lacks
+		media = capability.MediaOf(t.Provider)
 	}
 	native, problem, err := capability.Native(t.NativeSchema, t.Schema, p.b.schema, t.Provider, caps)
 	if problem != "" {

@@ -61,7 +61,7 @@ func (t *Target) Admit(_ context.Context, a *policy.Attempt) policy.Admission {
 		return policy.Admission{Err: fmt.Errorf("%w: %s", ErrCapability, miss), Reason: "cannot carry " + miss.String(), Cause: observe.SkipCapability}
 	}
 	if a.Media != nil {
-		if md := t.Media.Refused(a.Media); md != nil {
+		if md := Refused(t.Media, a.Media); md != nil {
 			what := describe(md)
 			return policy.Admission{Err: fmt.Errorf("%w: %s", ErrCapability, what), Reason: "cannot carry " + what, Cause: observe.SkipCapability}
 		}
@@ -103,7 +103,7 @@ func Untaken(req *llm.Request, targets []*Target) error {
 // takenBySome reports whether one of targets takes md's media type.
 func takenBySome(targets []*Target, md *llm.Media) bool {
 	for _, t := range targets {
-		if t.Media.Takes(md) {
+		if Takes(t.Media, md) {
 			return true
 		}
 	}
