@@ -13,9 +13,9 @@ import (
 	"github.com/backstop-llm/backstop/internal/share"
 )
 
-// DefaultSharedPrefix begins every key of a shared chain when
+// defaultSharedPrefix begins every key of a shared chain when
 // SharedConfig.Prefix is empty.
-const DefaultSharedPrefix = "backstop"
+const defaultSharedPrefix = "backstop"
 
 // SharedConfig configures Builder.Shared. The zero value means every
 // default.
@@ -23,7 +23,7 @@ type SharedConfig struct {
 	// Prefix begins every key the chain writes: "<Prefix>:<chain>:breakers"
 	// (one hash: the breakers and Retry-After gates of all its targets)
 	// and "<Prefix>:<chain>:<target>:budget" (one hash per target's
-	// budget). Empty means DefaultSharedPrefix ("backstop"). Replicas share
+	// budget). Empty means "backstop". Replicas share
 	// state when they build chains of the same name on the same Redis with
 	// the same Prefix.
 	Prefix string
@@ -157,7 +157,7 @@ func (p *build) share(cfg *sharedSetup) {
 		}
 	}
 	got, problems := share.Build(cfg.store, share.Config{
-		Prefix: cmp.Or(o.Prefix, DefaultSharedPrefix), Chain: c.name,
+		Prefix: cmp.Or(o.Prefix, defaultSharedPrefix), Chain: c.name,
 		Timeout: o.Timeout, ProbeEvery: o.ProbeEvery, Refresh: o.Refresh,
 		Budget: o.Budget, Hedge: o.Hedge, Logger: o.Logger,
 		Unavailable: c.state.sharedUnavailable, // its observers, not c: the callbacks may outlive c
