@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/residency"
+	"github.com/backstop-llm/backstop/internal/residency"
 )
 
 // deployed is an llm.DeployedProvider: a provider that says where it is
