@@ -49,7 +49,7 @@ type SharedConfig struct {
 	// 100ms). A call whose mirror is older than 2 x Refresh + Timeout
 	// (Redis did not answer) decides on local state, and says so (the
 	// observe.SharedLocal event, the backstop.shared.local span
-	// event). 0 means breaker.DefaultRefresh (100ms): in a load test of 2
+	// event). 0 means 100ms: in a load test of 2
 	// replicas, 50 concurrent callers and 2,000 calls on a loopback
 	// redis-server, a read on every call made 1.07 Redis commands a call
 	// and, in 4 of 14 runs, one timed-out read left 1,930-2,000 calls on
