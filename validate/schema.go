@@ -118,16 +118,6 @@ func depth(b []byte) int {
 	return deepest
 }
 
-// MustCompile is like Compile but panics on a bad schema. Use it for schemas
-// that are constants of the program.
-func MustCompile(schema []byte) *Schema {
-	s, err := Compile(schema)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // noLoader refuses every document but the one being compiled (the
 // metaschemas are embedded in the library and never reach a loader).
 type noLoader struct{}

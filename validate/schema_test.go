@@ -158,16 +158,6 @@ func TestCompileBadSchema(t *testing.T) {
 			t.Fatalf("a remote $ref: %v; want a *jsonschema.LoadURLError from backstop's loader", err)
 		}
 	})
-	t.Run("MustCompile panics", func(t *testing.T) {
-		defer func() {
-			if r := recover(); r == nil {
-				t.Fatal("MustCompile of a bad schema did not panic")
-			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrBadSchema) {
-				t.Fatalf("MustCompile panicked with %v; want an ErrBadSchema", r)
-			}
-		}()
-		MustCompile([]byte(`{"type": 1}`))
-	})
 }
 
 func TestSource(t *testing.T) {
