@@ -68,3 +68,7 @@ func (s *Shared) Publish(ctx context.Context, b *Breaker) error {
 	return s.publish(ctx, b)
 }
 func (s *Shared) PublishLater(b *Breaker) bool { return s.publishLater(b) }
+
+// Refusal is what the gate's Admit reads: while g is closed, until when
+// and why (ErrGateClosed, ErrGateClosedElsewhere); a nil error while open.
+func (g *Gate) Refusal() (time.Time, error) { return g.refused() }

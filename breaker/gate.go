@@ -44,7 +44,7 @@ func (g *Gate) CloseUntil(t time.Time) { g.close(closure{until: t}) }
 // closeUntilElsewhere applies to g, for Shared.Sync, a closure another
 // replica published: its provider asked for no request until until, as
 // this replica estimates it (when the read returned, from time.Now, plus
-// the time the store says is left). Refusal tells it apart from a closure
+// the time the store says is left). refused tells it apart from a closure
 // of this replica's own (ErrGateClosedElsewhere).
 //
 // What another replica asked for is capped by this replica's own limit
@@ -88,15 +88,15 @@ func (g *Gate) close(c closure) {
 // closedUntil reports whether the gate is closed now, and until when. It
 // reads the clock only while the gate is closed.
 func (g *Gate) closedUntil() (time.Time, bool) {
-	until, err := g.Refusal()
+	until, err := g.refused()
 	return until, err != nil
 }
 
-// Refusal returns, while the gate is closed, until when and why:
+// refused returns, while the gate is closed, until when and why:
 // ErrGateClosed, or ErrGateClosedElsewhere when the closure that ends last
 // came from another replica. It returns a nil error while the gate is
 // open, and reads the clock only while it is closed.
-func (g *Gate) Refusal() (time.Time, error) {
+func (g *Gate) refused() (time.Time, error) {
 	c := g.until.Load()
 	if c == nil {
 		return time.Time{}, nil // open: the path every call takes
@@ -104,7 +104,7 @@ func (g *Gate) Refusal() (time.Time, error) {
 	return g.refusal(c)
 }
 
-// refusal is Refusal for a gate closed until c (or that was).
+// refusal is refused for a gate closed until c (or that was).
 func (g *Gate) refusal(c *closure) (time.Time, error) {
 	if !time.Now().Before(c.until) {
 		g.until.CompareAndSwap(c, nil) // passed: reopen, and skip the clock next time

@@ -105,7 +105,7 @@ func (g *Gate) Admit(_ context.Context, a *policy.Attempt) policy.Admission {
 	if a.Phase == policy.Plan {
 		return policy.Admission{}
 	}
-	until, err := g.Refusal()
+	until, err := g.refused()
 	if err == nil {
 		return policy.Admission{}
 	}

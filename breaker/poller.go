@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// DefaultRefresh is how often a Shared's poller reads the other replicas'
+// defaultRefresh is how often a Shared's poller reads the other replicas'
 // breakers and gates, and so how stale what a call decides on may be,
 // when SharedConfig.Refresh is 0.
-const DefaultRefresh = 100 * time.Millisecond
+const defaultRefresh = 100 * time.Millisecond
 
 // poller keeps a Shared's breakers and gates in step with the store: it
 // reads the store every refresh while calls come, writes what the calls

@@ -17,9 +17,9 @@ import (
 
 // Defaults of SharedConfig's zero fields.
 const (
-	// DefaultSharedTimeout bounds each round trip of a Shared to its store
+	// defaultSharedTimeout bounds each round trip of a Shared to its store
 	// when SharedConfig.Timeout is 0.
-	DefaultSharedTimeout = 50 * time.Millisecond
+	defaultSharedTimeout = 50 * time.Millisecond
 	// defaultProbeEvery is how long a Shared leaves its store alone after a
 	// failure when SharedConfig.ProbeEvery is 0.
 	defaultProbeEvery = time.Second
@@ -86,7 +86,7 @@ type SharedConfig struct {
 	OnError func(err error)
 	// Refresh is how often the poller (one goroutine, running while calls
 	// come: see Fresh) reads the other replicas' breakers and gates. 0
-	// means DefaultRefresh (100ms); negative is an error.
+	// means 100ms; negative is an error.
 	Refresh time.Duration
 	// Logger receives a Warn record "backstop: shared breaker state
 	// unavailable, using local state" and an Info record "backstop: shared
@@ -155,19 +155,19 @@ func NewShared(store Store, opts SharedConfig) (*Shared, error) {
 	} else if key = store.Key(); key == "" {
 		found.Addf(`key is empty; name it, one per chain, such as "backstop:" + chain + ":breakers"`)
 	}
-	problems.NotNegative(found, "Timeout", opts.Timeout, DefaultSharedTimeout)
+	problems.NotNegative(found, "Timeout", opts.Timeout, defaultSharedTimeout)
 	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultProbeEvery)
-	problems.NotNegative(found, "Refresh", opts.Refresh, DefaultRefresh)
+	problems.NotNegative(found, "Refresh", opts.Refresh, defaultRefresh)
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
 	s := &Shared{
 		store:   store,
 		key:     key,
-		timeout: cmp.Or(opts.Timeout, DefaultSharedTimeout),
+		timeout: cmp.Or(opts.Timeout, defaultSharedTimeout),
 		base:    time.Now(),
 	}
-	s.poller = poller{s: s, refresh: cmp.Or(opts.Refresh, DefaultRefresh), timeout: s.timeout, base: s.base, kick: make(chan struct{}, 1)}
+	s.poller = poller{s: s, refresh: cmp.Or(opts.Refresh, defaultRefresh), timeout: s.timeout, base: s.base, kick: make(chan struct{}, 1)}
 	probe := cmp.Or(opts.ProbeEvery, defaultProbeEvery)
 	s.health = remote.NewHealth("shared breaker state", key, probe, opts.OnError, opts.Logger)
 	s.leftAlone = fmt.Errorf("%w: key %q: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, key, probe)

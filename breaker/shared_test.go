@@ -118,7 +118,7 @@ func TestSharedOnAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.SlackBound() != breaker.DefaultSharedTimeout+time.Millisecond {
+	if s.SlackBound() != 50*time.Millisecond+time.Millisecond {
 		t.Fatalf("Slack() = %v; want the default Timeout plus a millisecond", s.SlackBound())
 	}
 	for _, err := range []error{s.PublishOpen(ctx, "a", time.Minute), s.PublishGate(ctx, "b", time.Second),

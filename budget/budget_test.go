@@ -142,8 +142,8 @@ func TestStormTokenBucket(t *testing.T) {
 	if want := int64(defaultCapacity / defaultCost); got != want {
 		t.Fatalf("%d retries granted from a full bucket of %v at %v each, want exactly %d", got, defaultCapacity, defaultCost, want)
 	}
-	if tb.Tokens() != 0 {
-		t.Fatalf("tokens = %v after the storm, want 0", tb.Tokens())
+	if tb.tokensNow() != 0 {
+		t.Fatalf("tokens = %v after the storm, want 0", tb.tokensNow())
 	}
 }
 
@@ -210,13 +210,13 @@ var (
 func TestRefundGivesBackAGrantedRetry(t *testing.T) {
 	ctx := context.Background()
 	tb, _ := NewTokenBucket(TokenBucketConfig{Capacity: 10, Cost: 5, Refund: 1})
-	if tb.Withdraw(ctx) != nil || tb.Tokens() != 5 {
-		t.Fatalf("withdraw: %v tokens", tb.Tokens())
+	if tb.Withdraw(ctx) != nil || tb.tokensNow() != 5 {
+		t.Fatalf("withdraw: %v tokens", tb.tokensNow())
 	}
 	tb.Refund(ctx)
 	tb.Refund(ctx) // never above capacity
-	if tb.Tokens() != 10 {
-		t.Fatalf("after refunds: %v tokens, want 10", tb.Tokens())
+	if tb.tokensNow() != 10 {
+		t.Fatalf("after refunds: %v tokens, want 10", tb.tokensNow())
 	}
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := NewRatio(RatioConfig{MinRetries: 1})

@@ -73,16 +73,16 @@ func ExampleNewTokenBucket() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(b.Withdraw(ctx), b.Withdraw(ctx), b.Tokens())
+	fmt.Println(b.Withdraw(ctx), b.Withdraw(ctx)) // 10 tokens: two retries
 	fmt.Println(errors.Is(b.Withdraw(ctx), budget.ErrExhausted))
 	for range 5 {
-		b.Record(ctx, budget.Outcome{Success: true})
+		b.Record(ctx, budget.Outcome{Success: true}) // a token back for each
 	}
-	fmt.Println(b.Withdraw(ctx), b.Tokens())
+	fmt.Println(b.Withdraw(ctx), errors.Is(b.Withdraw(ctx), budget.ErrExhausted))
 	// Output:
-	// <nil> <nil> 0
+	// <nil> <nil>
 	// true
-	// <nil> 0
+	// <nil> true
 }
 
 func ExampleNewRatio_invalid() {

@@ -154,9 +154,8 @@ func (t *TokenBucket) add(n int64) {
 	}
 }
 
-// Tokens returns the tokens in the bucket now. It is meant for tests and
-// telemetry.
-func (t *TokenBucket) Tokens() float64 {
+// tokensNow returns the tokens in the bucket now.
+func (t *TokenBucket) tokensNow() float64 {
 	return float64(t.tokens.Load()) / milli
 }
 

@@ -16,8 +16,8 @@ func TestTokenBucketDefaults(t *testing.T) {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}
 	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{})
-	if tb.settings() != want || tb.Tokens() != 500 {
-		t.Fatalf("Config = %+v, Tokens = %v; want %+v and a full bucket", tb.settings(), tb.Tokens(), want)
+	if tb.settings() != want || tb.tokensNow() != 500 {
+		t.Fatalf("Config = %+v, Tokens = %v; want %+v and a full bucket", tb.settings(), tb.tokensNow(), want)
 	}
 	if got := drain(tb); got != 100 {
 		t.Fatalf("a full default bucket granted %d retries, want 100", got)
@@ -75,7 +75,7 @@ func TestTokenBucketArithmetic(t *testing.T) {
 	tb := mustNew(t, NewTokenBucket, TokenBucketConfig{Capacity: 10, Cost: 3, Refund: 0.5})
 	step := func(what string, want float64) {
 		t.Helper()
-		if got := tb.Tokens(); got != want {
+		if got := tb.tokensNow(); got != want {
 			t.Fatalf("after %s: %v tokens, want %v", what, got, want)
 		}
 	}
@@ -178,5 +178,5 @@ func TestTokenBucketConcurrent(t *testing.T) {
 		t.Fatalf("granted %d", g)
 	}
 	t.Logf("%d goroutines: %d retries granted, %v tokens left, sampled range [%v, %v]",
-		n, granted.Load(), tb.Tokens(), float64(lo.Load())/milli, float64(hi.Load())/milli)
+		n, granted.Load(), tb.tokensNow(), float64(lo.Load())/milli, float64(hi.Load())/milli)
 }

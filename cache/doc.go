@@ -11,8 +11,8 @@
 // serves the remembered answer instead of an error, marked as degraded. The
 // store treats the answer as opaque bytes.
 //
-// Memory keeps at most 10,000 answers for DefaultTTL
-// (24h) by default, evicting the least recently used beyond that. Expiry is
+// Memory keeps at most 10,000 answers for 24h
+// by default, evicting the least recently used beyond that. Expiry is
 // checked when an entry is read: nothing runs in the background, so a Memory
 // starts no goroutine, needs no Close, and runs on a testing/synctest
 // bubble's virtual clock when built inside one. (golang-lru's expirable
@@ -20,7 +20,7 @@
 // exits, which leaks and makes a testing/synctest bubble panic.)
 //
 // redisstore.Cache keeps each answer under a prefix ("backstop:lastgood:")
-// for DefaultTTL by default, expired by Redis itself, so replicas share
+// for 24h by default, expired by Redis itself, so replicas share
 // what any of them remembered and nothing lingers. Each Get and Set waits
 // for Redis at most the store's Timeout (50ms by default): a Redis that is
 // slow or down makes them return an error matching ErrUnavailable, and a

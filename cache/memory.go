@@ -20,9 +20,9 @@ const (
 	// 200 bytes of bookkeeping: 10,000 answers of 1 KiB under keys from Key
 	// take about 13 MB.
 	defaultMaxEntries = 10_000
-	// DefaultTTL is how long a Memory keeps an answer when NewMemory is
+	// defaultTTL is how long a Memory keeps an answer when NewMemory is
 	// given ttl 0 and Set is given ttl 0.
-	DefaultTTL = 24 * time.Hour
+	defaultTTL = 24 * time.Hour
 )
 
 // Memory is a Store in process memory: a least-recently-used cache of at
@@ -88,7 +88,7 @@ type MemoryConfig struct {
 // withDefaults returns c with every zero field set to its default.
 func (c MemoryConfig) withDefaults() MemoryConfig {
 	c.MaxEntries = cmp.Or(c.MaxEntries, defaultMaxEntries)
-	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.TTL = cmp.Or(c.TTL, defaultTTL)
 	return c
 }
 
@@ -97,7 +97,7 @@ func (c MemoryConfig) withDefaults() MemoryConfig {
 func (c MemoryConfig) Validate() error {
 	found := problems.In(errHead, "memory store")
 	problems.NotNegative(found, "MaxEntries", c.MaxEntries, defaultMaxEntries)
-	problems.NotNegative(found, "TTL", c.TTL, DefaultTTL)
+	problems.NotNegative(found, "TTL", c.TTL, defaultTTL)
 	return found.Err()
 }
 

@@ -175,11 +175,11 @@ func TestDefaultTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemory(t, 0, 0)
 		mustSet(t, m, "q", "a", 0)
-		time.Sleep(DefaultTTL - time.Nanosecond)
+		time.Sleep(defaultTTL - time.Nanosecond)
 		wantValue(t, m, "q", "a")
 		time.Sleep(time.Nanosecond)
 		if present(t, m, "q") {
-			t.Fatalf("served at DefaultTTL (%v)", DefaultTTL)
+			t.Fatalf("served at the default TTL (%v)", defaultTTL)
 		}
 	})
 }

@@ -94,7 +94,6 @@ func (m Model) Capabilities() llm.Capabilities { return llm.CapAll &^ m.Lacks }
 // Catalog is a set of models, looked up by any of their ids. It is
 // immutable and safe for concurrent use. A nil *Catalog knows no model.
 type Catalog struct {
-	asOf   string
 	models []Model
 	index  map[string][]ref // by family, as modelid.Canonical reduces ids
 }
@@ -145,7 +144,7 @@ func (c *Catalog) With(models ...Model) (*Catalog, error) {
 	if c == nil {
 		return add, nil
 	}
-	out := &Catalog{asOf: c.asOf}
+	out := &Catalog{}
 	for _, m := range models {
 		out.add(m)
 	}
@@ -202,15 +201,6 @@ func (c *Catalog) Models() []Model {
 		out[i].Aliases = slices.Clone(out[i].Aliases)
 	}
 	return out
-}
-
-// AsOf is the date the catalogue's data was last checked (YYYY-MM-DD); ""
-// for one made with New.
-func (c *Catalog) AsOf() string {
-	if c == nil {
-		return ""
-	}
-	return c.asOf
 }
 
 // claims reports whether an entry of c has an identity id also has.
@@ -340,7 +330,7 @@ func Parse(data []byte) (*Catalog, error) {
 	if !isDay(f.AsOf) {
 		errs = append(errs, fmt.Sprintf("as_of is %q; give the date the data was checked, as YYYY-MM-DD", f.AsOf))
 	}
-	c := &Catalog{asOf: f.AsOf}
+	c := &Catalog{}
 	for i, fam := range f.Families {
 		if fam.Family == "" {
 			errs = append(errs, fmt.Sprintf("family #%d has no name", i+1))

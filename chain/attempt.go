@@ -192,8 +192,8 @@ func (w *walk) plan(a *attempt, s *sent, prev time.Duration) plan.Step {
 	if t.table.Rule(s.kind).ElsewhereFirst {
 		l.Onward = w.onward(t)
 	}
-	if !f.Invalid && f.N < t.table.Attempts(s.kind, t.policy, s.shouldRetry) {
-		l.Backoff = t.policy.Wait(a.n-1, prev, s.retryAfter)
+	if !f.Invalid && f.N < plan.Attempts(t.table, s.kind, t.policy, s.shouldRetry) {
+		l.Backoff = plan.Wait(t.policy, a.n-1, prev, s.retryAfter)
 	}
 	if dl, ok := w.ctx.Deadline(); ok {
 		l.Left, l.HasDeadline = time.Until(dl), true

@@ -122,7 +122,7 @@ func (p *build) entries() {
 		}
 		ct := p.compileTarget(label, e.tier, t)
 		p.c.lacks = p.c.lacks || ct.fit.Caps != llm.CapAll
-		p.c.picky = p.c.picky || !ct.fit.Media.IsZero()
+		p.c.picky = p.c.picky || !capability.Unlimited(ct.fit.Media)
 		p.c.targets = append(p.c.targets, ct)
 		p.c.fits = append(p.c.fits, &ct.fit)
 	}
@@ -156,7 +156,7 @@ func (p *build) compileTarget(label string, tier Tier, t Target) *target {
 		sch, err = validate.Compile(t.Schema)
 		p.wrap(label, "Schema is invalid", err)
 	}
-	caps, media := capability.Of(t.Provider, t.Lacks)
+	caps, media := capability.Carried(t.Provider, t.Lacks)
 	native, problem, err := capability.Native(t.NativeSchema, t.Schema, p.b.schema, t.Provider, caps)
 	if problem != "" {
 		p.errs = append(p.errs, &ConfigError{Chain: p.b.name, Target: label, Problem: problem, Err: err})

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/backstop-llm/backstop/internal/modelid"
-	"github.com/backstop-llm/backstop/residency"
+	"github.com/backstop-llm/backstop/internal/residency"
 )
 
 // This file holds Build's calls about deployments: which model a target

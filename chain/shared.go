@@ -14,9 +14,9 @@ import (
 	"github.com/backstop-llm/backstop/internal/share"
 )
 
-// DefaultSharedPrefix begins every key of a shared chain when
+// defaultSharedPrefix begins every key of a shared chain when
 // SharedConfig.Prefix is empty.
-const DefaultSharedPrefix = "backstop"
+const defaultSharedPrefix = "backstop"
 
 // SharedConfig configures Builder.Shared. The zero value means every
 // default.
@@ -24,7 +24,7 @@ type SharedConfig struct {
 	// Prefix begins every key the chain writes: "<Prefix>:<chain>:breakers"
 	// (one hash: the breakers and Retry-After gates of all its targets)
 	// and "<Prefix>:<chain>:<target>:budget" (one hash per target's
-	// budget). Empty means DefaultSharedPrefix ("backstop"). Replicas share
+	// budget). Empty means "backstop". Replicas share
 	// state when they build chains of the same name on the same Redis with
 	// the same Prefix.
 	Prefix string
@@ -50,7 +50,7 @@ type SharedConfig struct {
 	// 100ms). A call whose mirror is older than 2 x Refresh + Timeout
 	// (Redis did not answer) decides on local state, and says so (the
 	// observe.SharedLocal event, the backstop.shared.local span
-	// event). 0 means breaker.DefaultRefresh (100ms): in a load test of 2
+	// event). 0 means 100ms: in a load test of 2
 	// replicas, 50 concurrent callers and 2,000 calls on a loopback
 	// redis-server, a read on every call made 1.07 Redis commands a call
 	// and, in 4 of 14 runs, one timed-out read left 1,930-2,000 calls on
@@ -158,7 +158,7 @@ func (p *build) share(cfg *sharedSetup) {
 		}
 	}
 	got, problems := share.Build(cfg.store, share.Config{
-		Prefix: cmp.Or(o.Prefix, DefaultSharedPrefix), Chain: c.name,
+		Prefix: cmp.Or(o.Prefix, defaultSharedPrefix), Chain: c.name,
 		Timeout: o.Timeout, ProbeEvery: o.ProbeEvery, Refresh: o.Refresh,
 		Budget: o.Budget, Hedge: o.Hedge, Logger: o.Logger,
 		Unavailable: c.state.SharedUnavailable, // its observers, not c: the callbacks may outlive c

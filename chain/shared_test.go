@@ -147,7 +147,7 @@ const sharedTestTimeout = 10 * time.Second
 // synctest bubble: a Refresh for their pollers' next read (or, idle, for
 // their next call's), then the writes and reads on their way.
 func propagate() {
-	time.Sleep(breaker.DefaultRefresh + time.Millisecond)
+	time.Sleep(defaultRefresh + time.Millisecond)
 	synctest.Wait()
 }
 
@@ -1322,10 +1322,14 @@ func TestSharedCloseAsThePollerGoesIdle(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			f := newFleet(t, m.Addr(), fleetOptions{n: 1, shared: &chain.SharedConfig{}})
 			f.call(t, 0)
-			time.Sleep(3 * breaker.DefaultRefresh) // the tick at which it goes idle
+			time.Sleep(3 * defaultRefresh) // the tick at which it goes idle
 			f.replicas[0].Close()
 			f.call(t, 0) // a poller again
 			f.replicas[0].Close()
 		})
 	}
 }
+
+// defaultRefresh is SharedConfig.Refresh's default: how often the poller
+// reads the other replicas' breakers and gates.
+const defaultRefresh = 100 * time.Millisecond

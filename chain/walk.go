@@ -182,7 +182,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, err)
 	}
 	if c.lacks || c.picky { // otherwise every target carries whatever the request needs
-		w.needs = req.Needs()
+		w.needs = capability.Needs(req)
 	}
 	if c.picky && w.needs&capability.Media != 0 {
 		if err := capability.Untaken(req, c.fits); err != nil {

@@ -19,18 +19,18 @@ import (
 
 // Defaults of LastGood.
 const (
-	// DefaultMaxAge is the oldest answer LastGood serves when
+	// defaultMaxAge is the oldest answer LastGood serves when
 	// LastGoodConfig.MaxAge is 0.
-	DefaultMaxAge = 24 * time.Hour
-	// LastGoodQueue is how many answers a LastGood on a store that is not
+	defaultMaxAge = 24 * time.Hour
+	// lastGoodQueue is how many answers a LastGood on a store that is not
 	// in-process keeps waiting to be written, per chain; an answer served
 	// while that many wait is not remembered (chain.Chain.Flush counts
 	// them).
-	LastGoodQueue = 256
+	lastGoodQueue = 256
 )
 
 // writeTimeout bounds each write behind the call to a store that does not
-// bound its own (not a cache.Bounded): chain.DefaultDegradeTimeout.
+// bound its own (not a cache.Bounded): the chain's DegradeTimeout default, 2s.
 const writeTimeout = 2 * time.Second
 
 var (
@@ -64,7 +64,7 @@ type LastGoodConfig struct {
 	// fields (a normalised question) or more.
 	Key func(ctx context.Context, chain string, req llm.Request) string
 	// MaxAge is the oldest remembered answer LastGood serves. 0 means
-	// DefaultMaxAge (24h); a negative value means no limit.
+	// 24h; a negative value means no limit.
 	MaxAge time.Duration
 	// TTL is how long the store keeps a remembered answer. 0 means the
 	// store's default; it must not be negative.
@@ -102,14 +102,14 @@ func (c LastGoodConfig) Validate() error {
 // each write with the call's context values but not its cancellation or
 // deadline, bounded by the store's own Timeout (a cache.Bounded such as
 // redisstore.Cache) or, for a store of another kind, by 2s
-// (chain.DefaultDegradeTimeout). The goroutine exits as soon as the queue
-// is empty. At most LastGoodQueue answers wait; an answer served while the
+// (chain.Builder.DegradeTimeout's default). The goroutine exits as soon as the queue
+// is empty. At most 256 answers wait per chain; an answer served while the
 // queue is full is not remembered. Call chain.Chain.Flush before a replica
 // stops: it waits for the answers still waiting, so that none is lost, and
 // reports those that were not remembered.
 func LastGood(cfg LastGoodConfig) Degradation {
 	if cfg.MaxAge == 0 {
-		cfg.MaxAge = DefaultMaxAge
+		cfg.MaxAge = defaultMaxAge
 	}
 	return &lastGood{cfg: cfg}
 }

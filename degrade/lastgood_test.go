@@ -76,7 +76,7 @@ func TestLastGoodConfigValidate(t *testing.T) {
 }
 
 // A store that is not in-process gets one writer per chain, in call order,
-// with the call's values but not its cancellation; at most LastGoodQueue
+// with the call's values but not its cancellation; at most lastGoodQueue
 // answers wait, the rest are dropped and counted; Flush bounded by its
 // context says what is still waiting, and the writer is gone once the
 // queue is empty (the bubble would not end otherwise).
@@ -90,22 +90,22 @@ func TestLastGoodWriteBehindQueue(t *testing.T) {
 			defer cancel() // the call's context ends with the call
 			req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint(i)}}}
 			err := r.Remember(ctx, req, "primary", &llm.Response{Text: "ok"})
-			if i <= degrade.LastGoodQueue && err != nil {
+			if i <= lastGoodQueue && err != nil {
 				t.Fatalf("answer %d: %v", i, err)
 			}
 		}
 		remember(0)
 		<-store.started // the writer holds answer 0
 		const extra = 43
-		for i := 1; i <= degrade.LastGoodQueue+extra; i++ {
+		for i := 1; i <= lastGoodQueue+extra; i++ {
 			remember(i)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := r.Flush(ctx)
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), fmt.Sprintf("%d answers were still waiting", degrade.LastGoodQueue)) ||
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), fmt.Sprintf("%d answers were still waiting", lastGoodQueue)) ||
 			!strings.Contains(err.Error(), fmt.Sprintf("%d answers were not remembered", extra)) {
-			t.Fatalf("Flush with the store stuck = %v; want DeadlineExceeded, %d waiting and %d dropped", err, degrade.LastGoodQueue, extra)
+			t.Fatalf("Flush with the store stuck = %v; want DeadlineExceeded, %d waiting and %d dropped", err, lastGoodQueue, extra)
 		}
 		close(store.release)
 		if err := r.Flush(context.Background()); err != nil {
@@ -113,14 +113,14 @@ func TestLastGoodWriteBehindQueue(t *testing.T) {
 		}
 		store.mu.Lock()
 		defer store.mu.Unlock()
-		if len(store.keys) != degrade.LastGoodQueue+1 || store.most != 1 {
-			t.Fatalf("the store got %d Sets, at most %d at once; want %d, one at a time", len(store.keys), store.most, degrade.LastGoodQueue+1)
+		if len(store.keys) != lastGoodQueue+1 || store.most != 1 {
+			t.Fatalf("the store got %d Sets, at most %d at once; want %d, one at a time", len(store.keys), store.most, lastGoodQueue+1)
 		}
 		for i, k := range store.keys {
 			if k != fmt.Sprint(i) {
 				t.Fatalf("Set %d was of answer %q; want the answers in call order", i, k)
 			}
-			// 2s is chain.DefaultDegradeTimeout.
+			// 2s is the chain's DegradeTimeout default.
 			if got := store.ctxs[i]; got.err != nil || got.value != i || got.deadline != 2*time.Second {
 				t.Fatalf("Set %d: ctx err %v, value %v, deadline in %v; want live, the call's value, bounded by 2s", i, got.err, got.value, got.deadline)
 			}
@@ -249,9 +249,9 @@ func TestLastGoodMaxAge(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(degrade.DefaultMaxAge)
-		if resp, age, err := def.Recall(ctx, askAs("", "hi")); err != nil || resp.Text != "then" || age != degrade.DefaultMaxAge {
-			t.Fatalf("at MaxAge: %+v, %v, %v; want the answer, %v old", resp, age, err, degrade.DefaultMaxAge)
+		time.Sleep(defaultMaxAge)
+		if resp, age, err := def.Recall(ctx, askAs("", "hi")); err != nil || resp.Text != "then" || age != defaultMaxAge {
+			t.Fatalf("at MaxAge: %+v, %v, %v; want the answer, %v old", resp, age, err, defaultMaxAge)
 		}
 		time.Sleep(time.Second)
 		if _, _, err := def.Recall(ctx, askAs("", "hi")); !errors.Is(err, degrade.ErrLastGoodTooOld) {
@@ -310,3 +310,10 @@ func TestLastGoodKeyCoversToolsAndAttachments(t *testing.T) {
 		t.Errorf("the same tools: %+v %v", resp, err)
 	}
 }
+
+// lastGoodQueue is how many answers a LastGood on a store that is not
+// in-process keeps waiting to be written, per chain (LastGood's doc).
+const lastGoodQueue = 256
+
+// defaultMaxAge is LastGoodConfig.MaxAge's default.
+const defaultMaxAge = 24 * time.Hour

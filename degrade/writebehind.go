@@ -20,7 +20,7 @@ type writeBehind struct {
 	mu      sync.Mutex
 	queue   []pending // queue[head:] waits, oldest first
 	head    int
-	waiting int  // answers in the queue (not barriers), at most LastGoodQueue
+	waiting int  // answers in the queue (not barriers), at most lastGoodQueue
 	running bool // the writer runs: the queue is not empty, or a Set is on its way
 
 	// Since the last flush: answers dropped with the queue full, answers
@@ -41,12 +41,12 @@ type pending struct {
 
 // errQueueFull is Remember's error for an answer dropped with the queue
 // full.
-var errQueueFull = fmt.Errorf("last-known-good: %d answers are waiting for the store already; this one is not remembered", LastGoodQueue)
+var errQueueFull = fmt.Errorf("last-known-good: %d answers are waiting for the store already; this one is not remembered", lastGoodQueue)
 
 // add queues an answer and starts the writer if none runs.
 func (w *writeBehind) add(ctx context.Context, key string, e cache.Entry, ttl time.Duration) error {
 	w.mu.Lock()
-	if w.waiting >= LastGoodQueue {
+	if w.waiting >= lastGoodQueue {
 		w.dropped++
 		w.mu.Unlock()
 		return errQueueFull
@@ -125,7 +125,7 @@ func (w *writeBehind) flush(ctx context.Context) error {
 	w.dropped, w.failed, w.lastErr = 0, 0, nil
 	w.mu.Unlock()
 	if dropped > 0 {
-		errs = append(errs, fmt.Errorf("last-known-good: %d answers were not remembered: %d were waiting for the store already (LastGoodQueue); a faster store, or a Timeout that fails sooner, keeps up", dropped, LastGoodQueue))
+		errs = append(errs, fmt.Errorf("last-known-good: %d answers were not remembered: %d were waiting for the store already (lastGoodQueue); a faster store, or a Timeout that fails sooner, keeps up", dropped, lastGoodQueue))
 	}
 	if failed > 0 {
 		errs = append(errs, fmt.Errorf("last-known-good: %d answers were not remembered; the store's last error: %w", failed, lastErr))

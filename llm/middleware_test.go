@@ -274,7 +274,7 @@ func ExampleWrap() {
 	})
 	_, streams := counted.(llm.StreamProvider)
 	fmt.Println("streams:", streams)
-	fmt.Println("documents:", llm.MediaTypesOf(counted).Documents)
+	fmt.Println("documents:", counted.(llm.MediaProvider).MediaTypes().Documents)
 
 	c, err := chain.New("hello").
 		Primary(chain.Target{Name: "sonnet", Provider: counted, Model: "claude-sonnet-5-5"}).

@@ -75,15 +75,7 @@ func TestValidateAllocatesNothingForText(t *testing.T) {
 	}
 }
 
-func TestNeeds(t *testing.T) {
-	req := Request{Messages: []Message{{Role: RoleUser, Content: "hi", Parts: []Part{ImagePart("image/png", []byte{1}), DocumentURLPart("https://x/a.pdf")}}},
-		ResponseSchema: json.RawMessage(`{}`)}
-	if got, want := req.Needs(), CapImages|CapDocumentURLs|CapNativeSchema; got != want {
-		t.Fatalf("Needs = %v, want %v", got, want)
-	}
-	if got := (&Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}).Needs(); got != 0 {
-		t.Fatalf("text needs %v", got)
-	}
+func TestCapabilitiesString(t *testing.T) {
 	if s := (CapTools | CapImages).String(); s != "tools, images" {
 		t.Fatalf("String = %q", s)
 	}

@@ -144,9 +144,6 @@ type Admission struct {
 	Hold Hold
 }
 
-// Admitted reports whether the admission admits the attempt.
-func (a *Admission) Admitted() bool { return a.Err == nil }
-
 // Hold is what a policy holds for an attempt it admitted: its own words,
 // given back to Settle. Ref holds a pointer (or a func, a map, a channel:
 // anything pointer-shaped, which an interface holds without allocating);

@@ -41,7 +41,7 @@ func TestSetAsksInOrderAndStopsAtTheFirstRefusal(t *testing.T) {
 	s := policy.Set{a, b, c}
 	var holds policy.Holds
 	adm := s.Admit(t.Context(), &policy.Attempt{Phase: policy.Send, N: 1}, &holds)
-	if !errors.Is(adm.Err, no) || adm.Reason != "b says no" || adm.Admitted() {
+	if !errors.Is(adm.Err, no) || adm.Reason != "b says no" || adm.Err == nil {
 		t.Fatalf("got %+v; want b's refusal", adm)
 	}
 	want := []string{"a admit 0", "b admit 0", "a settle sent=false", "b settle sent=false", "c settle sent=false"}
@@ -130,7 +130,7 @@ func TestDeferInPlanSpendsNothingAfterIt(t *testing.T) {
 	s := policy.Set{breaker, budget}
 	var holds policy.Holds
 	adm := s.Admit(t.Context(), &policy.Attempt{Phase: policy.Plan, N: 2}, &holds)
-	if !adm.Admitted() {
+	if adm.Err != nil {
 		t.Fatalf("a deferring policy admits: %+v", adm)
 	}
 	if fmt.Sprint(log) != "[breaker admit 1]" {

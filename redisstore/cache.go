@@ -23,6 +23,9 @@ const (
 	// defaultCacheTimeout bounds each Get and Set of a Redis store when
 	// CacheConfig.Timeout is 0.
 	defaultCacheTimeout = 50 * time.Millisecond
+	// defaultCacheTTL is how long a Redis store keeps an answer when
+	// CacheConfig.TTL and Set's ttl are 0.
+	defaultCacheTTL = 24 * time.Hour
 	// defaultCacheProbeEvery is how long a Redis store leaves Redis alone
 	// after a failure when CacheConfig.ProbeEvery is 0.
 	defaultCacheProbeEvery = time.Second
@@ -36,7 +39,7 @@ type CacheConfig struct {
 	// and a Prefix share their answers: replicas of one service should.
 	Prefix string
 	// TTL is how long an answer is kept when Set is given ttl 0. 0 means
-	// cache.DefaultTTL (24h); negative is an error. Every key the store writes
+	// 24h; negative is an error. Every key the store writes
 	// expires: nothing lingers in Redis.
 	TTL time.Duration
 	// Timeout bounds each Get and Set, on top of the caller's context: a
@@ -136,7 +139,7 @@ func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 	if p := checkClient(client, "the store's Timeout"); p != "" {
 		found.Addf("%s", p)
 	}
-	problems.NotNegative(found, "TTL", opts.TTL, cache.DefaultTTL)
+	problems.NotNegative(found, "TTL", opts.TTL, defaultCacheTTL)
 	problems.NotNegative(found, "Timeout", opts.Timeout, defaultCacheTimeout)
 	problems.NotNegative(found, "ProbeEvery", opts.ProbeEvery, defaultCacheProbeEvery)
 	if err := found.Err(); err != nil {
@@ -145,7 +148,7 @@ func NewCache(client redis.UniversalClient, opts CacheConfig) (*Cache, error) {
 	r := &Cache{
 		client:  client,
 		prefix:  cmp.Or(opts.Prefix, defaultCachePrefix),
-		ttl:     cmp.Or(opts.TTL, cache.DefaultTTL),
+		ttl:     cmp.Or(opts.TTL, defaultCacheTTL),
 		timeout: cmp.Or(opts.Timeout, defaultCacheTimeout),
 		base:    time.Now(),
 	}

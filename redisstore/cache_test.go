@@ -63,8 +63,8 @@ func newMiniRedis(t testing.TB, opts CacheConfig) (*Cache, *miniredis.Miniredis)
 
 func TestNewCacheDefaults(t *testing.T) {
 	r := newRedis(t, newRedisClient(t, miniredis.RunT(t).Addr()), CacheConfig{})
-	if r.prefix != defaultCachePrefix || r.ttl != cache.DefaultTTL || r.timeout != defaultCacheTimeout {
-		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, defaultCachePrefix, cache.DefaultTTL, defaultCacheTimeout)
+	if r.prefix != defaultCachePrefix || r.ttl != defaultCacheTTL || r.timeout != defaultCacheTimeout {
+		t.Fatalf("defaults: prefix %q ttl %v timeout %v; want %q %v %v", r.prefix, r.ttl, r.timeout, defaultCachePrefix, defaultCacheTTL, defaultCacheTimeout)
 	}
 	r, _ = newMiniRedis(t, CacheConfig{Prefix: "p:", TTL: time.Minute, Timeout: time.Second})
 	if r.prefix != "p:" || r.ttl != time.Minute || r.timeout != time.Second {

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"cmp"
-	"math/rand/v2"
 	"time"
 
 	"github.com/backstop-llm/backstop/internal/problems"
@@ -119,56 +118,4 @@ func (p Policy) Validate() error {
 		}
 	}
 	return found.Err()
-}
-
-// backoff returns the wait before retry n (n = 0 before the first retry),
-// given the previous wait (used only by DecorrelatedJitter; pass 0 before the
-// first retry). Zero fields of p take their defaults.
-func (p Policy) backoff(n int, prev time.Duration) time.Duration {
-	p = p.WithDefaults()
-	exp := p.Cap
-	if n < 62 {
-		if e := p.Base << n; e > 0 && e>>n == p.Base && e < p.Cap {
-			exp = e
-		}
-	}
-	switch p.Jitter {
-	case NoJitter:
-		return exp
-	case EqualJitter:
-		return exp/2 + uniform(exp-exp/2)
-	case DecorrelatedJitter:
-		if prev < p.Base {
-			prev = p.Base
-		}
-		hi := min(p.Cap, 3*prev)
-		if hi <= p.Base {
-			return hi
-		}
-		return p.Base + uniform(hi-p.Base)
-	default:
-		return uniform(exp)
-	}
-}
-
-// Wait returns the wait before retry n (n = 0 before the first retry)
-// after a failure that asked for retryAfter (0 when it asked for none):
-// retryAfter plus up to Pad at random, never less than retryAfter; or,
-// when no wait was asked for, a backoff by p's Jitter, prev being the
-// previous wait (used only by DecorrelatedJitter; 0 before the first
-// retry). Zero fields of p take their defaults.
-func (p Policy) Wait(n int, prev, retryAfter time.Duration) time.Duration {
-	if retryAfter <= 0 {
-		return p.backoff(n, prev)
-	}
-	p = p.WithDefaults()
-	return retryAfter + uniform(p.Pad)
-}
-
-// uniform returns a random duration in [0, d]; 0 when d <= 0.
-func uniform(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
 }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestPolicyDefaults(t *testing.T) {
 		p.MaxRetryAfter != want.MaxRetryAfter || p.Jitter != want.Jitter {
 		t.Fatalf("defaults = %+v, want %+v", p, want)
 	}
-	if p := (Policy{Pad: -1}).WithDefaults(); p.WithDefaults().Pad != p.Pad || p.Wait(0, 0, time.Second) != time.Second {
+	if p := (Policy{Pad: -1}).WithDefaults(); p.WithDefaults().Pad != p.Pad {
 		t.Fatalf("WithDefaults must be idempotent and keep a negative Pad meaning none: %+v", p)
 	}
 }
@@ -46,71 +47,8 @@ func TestPolicyValidate(t *testing.T) {
 	}
 }
 
-func TestBackoffBounds(t *testing.T) {
-	base, capd := 500*time.Millisecond, 20*time.Second
-	for n := range 70 {
-		exp := capd
-		if n < 6 {
-			exp = base << n
-		}
-		for range 200 {
-			if d := (Policy{Jitter: NoJitter}).backoff(n, 0); d != exp {
-				t.Fatalf("no jitter n=%d: %v want %v", n, d, exp)
-			}
-			if d := (Policy{}).backoff(n, 0); d < 0 || d > exp {
-				t.Fatalf("full jitter n=%d: %v outside [0, %v]", n, d, exp)
-			}
-			if d := (Policy{Jitter: EqualJitter}).backoff(n, 0); d < exp/2 || d > exp {
-				t.Fatalf("equal jitter n=%d: %v outside [%v, %v]", n, d, exp/2, exp)
-			}
-		}
-	}
-	prev := time.Duration(0)
-	for n := range 50 {
-		d := (Policy{Jitter: DecorrelatedJitter}).backoff(n, prev)
-		lo, hi := base, min(capd, 3*max(prev, base))
-		if d < lo || d > hi {
-			t.Fatalf("decorrelated n=%d prev=%v: %v outside [%v, %v]", n, prev, d, lo, hi)
-		}
-		prev = d
-	}
-}
-
-func TestFullJitterSpreads(t *testing.T) {
-	// 1000 draws of U(0, 1s) must not bunch: every tenth of the range gets
-	// some of them (the chance that one is empty is ~1000 * 0.9^1000).
-	var buckets [10]int
-	for range 1000 {
-		d := (Policy{Base: time.Second}).backoff(0, 0)
-		buckets[min(9, int(d/(100*time.Millisecond)))]++
-	}
-	for i, c := range buckets {
-		if c == 0 {
-			t.Fatalf("bucket %d empty: %v", i, buckets)
-		}
-	}
-}
-
-func TestWaitHonoursRetryAfterAsFloor(t *testing.T) {
-	p := Policy{}
-	for range 1000 {
-		d := p.Wait(0, 0, 4*time.Second)
-		if d < 4*time.Second || d > 5*time.Second {
-			t.Fatalf("wait %v outside [4s, 5s]", d)
-		}
-	}
-	if d := (Policy{Pad: -1}).Wait(3, 0, 4*time.Second); d != 4*time.Second {
-		t.Fatalf("no pad: %v", d)
-	}
-	if d := (Policy{Jitter: NoJitter}).Wait(1, 0, 0); d != time.Second {
-		t.Fatalf("no retry-after: backoff expected, got %v", d)
-	}
-}
-
 func TestDefaultTable(t *testing.T) {
 	tab := DefaultTable()
-	p := Policy{}
-	yes, no := true, false
 	cases := []struct {
 		k        llm.Kind
 		attempts int
@@ -138,39 +76,21 @@ func TestDefaultTable(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := tab.Rule(c.k)
-		if got := tab.Attempts(c.k, p, nil); got != c.attempts || r.Breaker != c.breaker || r.Fallback != c.fallback {
+		got := 1 // the attempts of a target under the default policy (3 at most)
+		if r.Retry {
+			got = cmp.Or(r.Attempts, 3)
+		}
+		if got != c.attempts || r.Breaker != c.breaker || r.Fallback != c.fallback {
 			t.Errorf("%v: attempts %d breaker %v fallback %v; want %d %v %v",
 				c.k, got, r.Breaker, r.Fallback, c.attempts, c.breaker, c.fallback)
 		}
 	}
-	if got := tab.Attempts(llm.KindBadRequest, p, &yes); got != 3 {
-		t.Errorf("x-should-retry: true on a 400: %d attempts, want 3", got)
-	}
-	if got := tab.Attempts(llm.KindOverloaded, p, &no); got != 1 {
-		t.Errorf("x-should-retry: false on a 529: %d attempts, want 1", got)
-	}
-	if got := tab.Attempts(llm.KindServer, Policy{MaxAttempts: 1}, nil); got != 1 {
-		t.Errorf("MaxAttempts 1: %d", got)
-	}
-	over := tab.with(map[llm.Kind]Rule{llm.KindTimeout: {Retry: true, Attempts: 5}})
-	if got := over.Attempts(llm.KindTimeout, Policy{MaxAttempts: 4}, nil); got != 4 {
-		t.Errorf("row Attempts is bounded by MaxAttempts: got %d", got)
-	}
-	p5 := Policy{MaxAttempts: 5, Rules: map[llm.Kind]Rule{llm.KindRateLimited: {Retry: true, Attempts: 2}, llm.KindBadRequest: {Fallback: Next}}}
-	pt := p5.Table()
-	if pt.Attempts(llm.KindRateLimited, p5, nil) != 2 || pt.Attempts(llm.KindServer, p5, nil) != 5 || pt.Rule(llm.KindBadRequest).Fallback != Next {
+	p5 := Policy{Rules: map[llm.Kind]Rule{llm.KindBadRequest: {Fallback: Next}}}
+	if p5.Table().Rule(llm.KindBadRequest).Fallback != Next {
 		t.Error("Policy.Rules not applied by Table")
 	}
 	if tab.Rule(llm.Kind(200)) != tab.Rule(llm.KindUnknown) {
 		t.Error("out-of-range kind should read the Unknown row")
-	}
-}
-
-func BenchmarkBackoff(b *testing.B) {
-	b.ReportAllocs()
-	p := Policy{}
-	for b.Loop() {
-		_ = p.backoff(3, 0)
 	}
 }
 

@@ -149,22 +149,3 @@ func (t Table) with(rows map[llm.Kind]Rule) Table {
 	}
 	return t
 }
-
-// Attempts returns how many attempts in all a target may make while failing
-// with kind k under policy p, shouldRetry being the provider's
-// x-should-retry header (nil when absent), which overrides the Retry column.
-func (t Table) Attempts(k llm.Kind, p Policy, shouldRetry *bool) int {
-	r := t.Rule(k)
-	retry := r.Retry
-	if shouldRetry != nil {
-		retry = *shouldRetry
-	}
-	if !retry {
-		return 1
-	}
-	n := p.WithDefaults().MaxAttempts
-	if r.Attempts > 0 && r.Attempts < n {
-		n = r.Attempts
-	}
-	return n
-}

@@ -161,9 +161,9 @@ type Config struct {
 	Recovery time.Duration
 }
 
-// On reports whether s turns throttling on: every Config but a Disabled
+// on reports whether s turns throttling on: every Config but a Disabled
 // one, the zero value included.
-func (s Config) On() bool { return !s.Disabled }
+func (s Config) on() bool { return !s.Disabled }
 
 // learns reports whether a limiter of s learns limits from the headers:
 // with Learn, or with no limit configured (the default pacing), while a
@@ -316,7 +316,7 @@ func New(s Config) (*Limiter, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if !s.On() {
+	if !s.on() {
 		return nil, nil
 	}
 	l := &Limiter{s: s.withDefaults(), factor: 1, auto: s.RequestsPerMinute == 0 && s.TokensPerMinute == 0 && !s.Learn}

@@ -27,8 +27,8 @@ func TestDisabledIsOff(t *testing.T) {
 	if l, err := throttle.New(throttle.Config{Disabled: true}); l != nil || err != nil {
 		t.Fatalf("Disabled: %v %v", l, err)
 	}
-	if (throttle.Config{Disabled: true}).On() || !(throttle.Config{}).On() {
-		t.Fatal("On: want false for Disabled alone, true for the zero Config")
+	if l, err := throttle.New(throttle.Config{}); l == nil || err != nil {
+		t.Fatalf("the zero Config: %v %v; want a limiter", l, err)
 	}
 	_, err := throttle.New(throttle.Config{Disabled: true, RequestsPerMinute: 50})
 	if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "Disabled") {

@@ -2,7 +2,7 @@
 // caller: finding the JSON in the answer (Extract), checking it against the
 // chain's JSON Schema (Compile, Schema.Validate, on
 // github.com/santhosh-tekuri/jsonschema/v6), describing every violation
-// (ValidationError, with a Feedback for the model when the chain re-asks
+// (ValidationError; Feedback for the model when the chain re-asks
 // it, and a Summary that never quotes the answer, for logs), checking a
 // tool call's arguments against its tool's input schema (Compile and
 // Schema.ValidateJSON; ToolCallError, ErrUnknownTool), and decoding the validated JSON into a Go

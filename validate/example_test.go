@@ -50,8 +50,11 @@ func ExampleSchema_Validate() {
 // Feedback is what the chain appends to the conversation when it re-asks
 // the model to fix an invalid answer.
 func ExampleFeedback() {
-	schema := validate.MustCompile([]byte(answerSchema))
-	_, err := schema.Validate(`{"answer": "Restart the router.", "confidence": "high"}`)
+	schema, err := validate.Compile([]byte(answerSchema))
+	if err != nil {
+		panic(err)
+	}
+	_, err = schema.Validate(`{"answer": "Restart the router.", "confidence": "high"}`)
 	fmt.Println(validate.Feedback(err))
 	// Output:
 	// Your previous answer did not match the required JSON schema. Problems (each at a JSON Pointer into your answer; (root) is the whole answer):
@@ -67,7 +70,10 @@ type Answer struct {
 
 // Decode validates, then unmarshals into a Go type.
 func ExampleDecode() {
-	schema := validate.MustCompile([]byte(answerSchema))
+	schema, err := validate.Compile([]byte(answerSchema))
+	if err != nil {
+		panic(err)
+	}
 	ans, raw, err := validate.Decode[Answer](schema,
 		`{"answer": "Restart the router.", "confidence": 0.9, "sources": ["https://example.com/kb/42"]}`)
 	if err != nil {
@@ -80,7 +86,10 @@ func ExampleDecode() {
 	type Small struct {
 		N int8 `json:"n"`
 	}
-	loose := validate.MustCompile([]byte(`{"properties": {"n": {"type": "integer"}}}`))
+	loose, err := validate.Compile([]byte(`{"properties": {"n": {"type": "integer"}}}`))
+	if err != nil {
+		panic(err)
+	}
 	_, _, err = validate.Decode[Small](loose, `{"n": 1000}`)
 	fmt.Println(errors.Is(err, validate.ErrTypeMismatch), errors.Is(err, validate.ErrInvalid))
 	// Output:

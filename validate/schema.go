@@ -18,7 +18,6 @@ const schemaURL = "mem:///schema.json"
 // use: compile it once (at chain.Build) and share it.
 type Schema struct {
 	sch *jsonschema.Schema
-	src []byte
 }
 
 // Compile compiles a JSON Schema document.
@@ -72,7 +71,7 @@ func Compile(schema []byte) (*Schema, error) {
 	if err != nil {
 		return nil, &schemaError{Problem: "the schema does not compile", Err: err}
 	}
-	return &Schema{sch: sch, src: bytes.Clone(schema)}, nil
+	return &Schema{sch: sch}, nil
 }
 
 // Limits on the schemas Compile accepts. The JSON Schema library's
@@ -118,16 +117,6 @@ func depth(b []byte) int {
 	return deepest
 }
 
-// MustCompile is like Compile but panics on a bad schema. Use it for schemas
-// that are constants of the program.
-func MustCompile(schema []byte) *Schema {
-	s, err := Compile(schema)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
 // noLoader refuses every document but the one being compiled (the
 // metaschemas are embedded in the library and never reach a loader).
 type noLoader struct{}
@@ -136,10 +125,6 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("backstop never loads a schema from outside the document (%s): "+
 		"inline what $ref points to under $defs, and use a standard $schema", url)
 }
-
-// Source returns the schema document as it was given to Compile, for
-// telemetry and debugging. The slice is shared: do not modify it.
-func (s *Schema) Source() []byte { return s.src }
 
 // draftOf returns the draft the schema was compiled with: 2020 (for
 // 2020-12), 2019 (2019-09), 7, 6 or 4.

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -158,30 +157,6 @@ func TestCompileBadSchema(t *testing.T) {
 			t.Fatalf("a remote $ref: %v; want a *jsonschema.LoadURLError from backstop's loader", err)
 		}
 	})
-	t.Run("MustCompile panics", func(t *testing.T) {
-		defer func() {
-			if r := recover(); r == nil {
-				t.Fatal("MustCompile of a bad schema did not panic")
-			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrBadSchema) {
-				t.Fatalf("MustCompile panicked with %v; want an ErrBadSchema", r)
-			}
-		}()
-		MustCompile([]byte(`{"type": 1}`))
-	})
-}
-
-func TestSource(t *testing.T) {
-	src := []byte(`{"type": "object"}`)
-	s := mustCompile(t, string(src))
-	in := bytes.Clone(src)
-	s2, err := Compile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in[2] = 'X' // the caller reuses its buffer
-	if !bytes.Equal(s.Source(), src) || !bytes.Equal(s2.Source(), src) {
-		t.Fatalf("Source() = %s, %s; want %s", s.Source(), s2.Source(), src)
-	}
 }
 
 func TestNumbersAreExact(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // TestSummary: a failed answer is described by where and which keyword
 // failed, at most three places, and never by a message that quotes it.
 func TestSummary(t *testing.T) {
-	s := validate.MustCompile([]byte(`{"type":"object","required":["a","b","c","d"],"properties":{"name":{"const":"x"}}}`))
+	s := mustCompile(t, []byte(`{"type":"object","required":["a","b","c","d"],"properties":{"name":{"const":"x"}}}`))
 	_, verr := s.Validate(`{"name":"Jane Doe"}`)
 	_, noJSON := s.Validate("no json here")
 	for _, tc := range []struct {
@@ -42,7 +42,7 @@ func TestSummary(t *testing.T) {
 		fmt.Fprintf(&many, `"p%d":{"type":"string"}`, i)
 	}
 	many.WriteString(`}}`)
-	_, err := validate.MustCompile([]byte(many.String())).Validate(`{"p0":0,"p1":1,"p2":2,"p3":3,"p4":4}`)
+	_, err := mustCompile(t, []byte(many.String())).Validate(`{"p0":0,"p1":1,"p2":2,"p3":3,"p4":4}`)
 	if got := validate.Summary(err); !strings.HasSuffix(got, "; and 2 more") || strings.Count(got, "at /p") != 3 {
 		t.Errorf("five violations: Summary = %q, want three places and 2 more", got)
 	}
@@ -59,7 +59,7 @@ func TestToolCallError(t *testing.T) {
 		t.Errorf("unknown tool: matches ErrUnknownTool %v, ErrInvalid %v", errors.Is(unknown, validate.ErrUnknownTool), errors.Is(unknown, validate.ErrInvalid))
 	}
 
-	args := validate.MustCompile([]byte(`{"type":"object","properties":{"city":{"const":"Paris"}}}`)).ValidateJSON([]byte(`{"city":"Secret Town"}`))
+	args := mustCompile(t, []byte(`{"type":"object","properties":{"city":{"const":"Paris"}}}`)).ValidateJSON([]byte(`{"city":"Secret Town"}`))
 	bad := &validate.ToolCallError{Call: 0, ID: "toolu_1", Name: "get_weather", Err: args}
 	if got, want := bad.Error(), "tool call 0 (get_weather): the arguments fail the tool's InputSchema: the answer does not match the schema: at /city (const)"; got != want {
 		t.Errorf("bad arguments: %q, want %q", got, want)
@@ -67,4 +67,14 @@ func TestToolCallError(t *testing.T) {
 	if !errors.Is(bad, validate.ErrInvalid) || errors.Is(bad, validate.ErrUnknownTool) {
 		t.Errorf("bad arguments: matches ErrInvalid %v, ErrUnknownTool %v", errors.Is(bad, validate.ErrInvalid), errors.Is(bad, validate.ErrUnknownTool))
 	}
+}
+
+// mustCompile compiles schema, failing the test when it does not compile.
+func mustCompile(t testing.TB, schema []byte) *validate.Schema {
+	t.Helper()
+	s, err := validate.Compile(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

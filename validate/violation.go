@@ -122,7 +122,7 @@ func (e *ValidationError) Error() string {
 // Is reports whether target is ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
-// Limits of Feedback.
+// Limits of feedback.
 const (
 	feedbackMax     = 1024 // bytes in all
 	feedbackLineMax = 200  // bytes of one message
@@ -134,13 +134,8 @@ const (
 	feedbackTail = "Reply with the corrected JSON only, no other text."
 )
 
-// Feedback describes the violations to the model, for a follow-up turn that
-// asks it to fix its answer: a sentence, one line per violation (path,
-// keyword, message; a long message cut at 200 bytes), a count of the lines
-// left out, and a request for the corrected JSON alone. It never exceeds
-// 1 KiB and never quotes the schema beyond what the messages name (a
-// missing property, the allowed values of an enum).
-func (e *ValidationError) Feedback() string {
+// feedback is Feedback of e: its violations.
+func (e *ValidationError) feedback() string {
 	var b strings.Builder
 	b.Grow(feedbackMax)
 	b.WriteString(feedbackHead)
@@ -166,10 +161,15 @@ func (e *ValidationError) Feedback() string {
 }
 
 // Feedback returns what to tell the model about an invalid answer, for any
-// error Extract, Validate, ValidateJSON or Decode returned: the
-// ValidationError's Feedback, or a request for JSON alone when the answer
-// held none (ErrNoJSON) or it did not parse (ErrBadJSON). It returns "" for
-// nil and for errors that are not about the answer (ErrBadSchema,
+// error Extract, Validate, ValidateJSON or Decode returned. For a
+// ValidationError it describes the violations, for a follow-up turn that
+// asks the model to fix its answer: a sentence, one line per violation
+// (path, keyword, message; a long message cut at 200 bytes), a count of the
+// lines left out, and a request for the corrected JSON alone. It never
+// exceeds 1 KiB and never quotes the schema beyond what the messages name
+// (a missing property, the allowed values of an enum). It returns a
+// request for JSON alone when the answer held none (ErrNoJSON) or it did
+// not parse (ErrBadJSON). It returns "" for nil and for errors that are not about the answer (ErrBadSchema,
 // ErrTypeMismatch, anything else).
 func Feedback(err error) string {
 	var verr *ValidationError
@@ -177,7 +177,7 @@ func Feedback(err error) string {
 	case err == nil:
 		return ""
 	case errors.As(err, &verr):
-		return verr.Feedback()
+		return verr.feedback()
 	case errors.Is(err, ErrNoJSON):
 		return "Your previous answer contained no JSON. Reply with only a JSON value that matches the " +
 			"required schema, with no text before or after it."

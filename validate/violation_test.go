@@ -131,7 +131,7 @@ func TestFeedback(t *testing.T) {
 	if !errors.As(err, &verr) {
 		t.Fatal(err)
 	}
-	fb := verr.Feedback()
+	fb := verr.feedback()
 	for _, want := range []string{
 		"did not match the required JSON schema",
 		"- at /id: type: got number, want string\n",
@@ -162,7 +162,7 @@ func TestFeedback(t *testing.T) {
 		if !errors.As(err, &verr) || len(verr.Violations) != 600 {
 			t.Fatalf("Validate: %v; want 600 violations", err)
 		}
-		fb := verr.Feedback()
+		fb := verr.feedback()
 		if len(fb) > 1024 {
 			t.Errorf("Feedback is %d bytes; want at most 1024", len(fb))
 		}

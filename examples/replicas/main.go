@@ -29,7 +29,7 @@
 // Then the same incident runs again in this process without Builder.Shared,
 // and a summary compares the requests each provider received. Calls are
 // made one at a time, round-robin over the replicas, a little more than
-// breaker.DefaultRefresh (100ms) apart: a replica reads what the
+// chain.SharedConfig.Refresh's default (100ms) apart: a replica reads what the
 // others published every Refresh, so what one call changes reaches every
 // replica before the next call, and every run prints the same thing. It
 // takes about 8 seconds, most of it the two OpenFor waits and those pauses.
@@ -104,7 +104,7 @@ const (
 	// between is the pause before each call: a Refresh, for the others'
 	// pollers to read what the last call published (its replica's poller
 	// writes it at once), and a margin for that read's round trip.
-	between = breaker.DefaultRefresh + 10*time.Millisecond
+	between = 100*time.Millisecond + 10*time.Millisecond // the default Refresh, and a little
 )
 
 // options configure run.

@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%s: %v (kind %v); want kind %v matching %v", tc.name, err, llm.KindOf(err), tc.kind, tc.is)
 		}
 	}
-	schema := validate.MustCompile([]byte(`{"type":"object","required":["answer"]}`))
+	schema := mustCompile(t, []byte(`{"type":"object","required":["answer"]}`))
 	if js, err := c.Check("anthropic", schema, nil, &llm.Response{Text: `{"answer":"yes"}`}); err != nil || string(js) != `{"answer":"yes"}` {
 		t.Errorf("valid text: %s, %v", js, err)
 	}
@@ -93,11 +93,21 @@ func TestReaskInWords(t *testing.T) {
 // TestViolations: the paths and keywords of a failure, and "no_json" at
 // the root for an answer with none.
 func TestViolations(t *testing.T) {
-	_, err := validate.MustCompile([]byte(`{"type":"object","properties":{"n":{"type":"integer"}}}`)).Validate(`{"n":"x"}`)
+	_, err := mustCompile(t, []byte(`{"type":"object","properties":{"n":{"type":"integer"}}}`)).Validate(`{"n":"x"}`)
 	if p, k := Violations(err); !reflect.DeepEqual(p, []string{"/n"}) || !reflect.DeepEqual(k, []string{"type"}) {
 		t.Errorf("Violations = %q, %q", p, k)
 	}
 	if p, k := Violations(validate.ErrNoJSON); !reflect.DeepEqual(p, []string{""}) || !reflect.DeepEqual(k, []string{"no_json"}) {
 		t.Errorf("no JSON: Violations = %q, %q", p, k)
 	}
+}
+
+// mustCompile compiles schema, failing the test when it does not compile.
+func mustCompile(t testing.TB, schema []byte) *validate.Schema {
+	t.Helper()
+	s, err := validate.Compile(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -11,7 +11,13 @@ import (
 const maxCached = 1024
 
 // anyObject checks the arguments of a tool without an input schema.
-var anyObject = validate.MustCompile([]byte(`{"type":"object"}`))
+var anyObject = func() *validate.Schema {
+	s, err := validate.Compile([]byte(`{"type":"object"}`))
+	if err != nil {
+		panic(err) // a constant schema: a test fails first
+	}
+	return s
+}()
 
 // schemaCache checks tool-call arguments (arguments), compiling each
 // distinct schema once and keeping it, by its bytes: the tool-call argument

@@ -62,7 +62,7 @@ func (t *Target) Admit(_ context.Context, a *policy.Attempt) policy.Admission {
 		return policy.Admission{Err: fmt.Errorf("%w: %s", ErrCapability, miss), Reason: "cannot carry " + miss.String(), Cause: observe.SkipCapability}
 	}
 	if a.Media != nil {
-		if md := t.Media.Refused(a.Media); md != nil {
+		if md := Refused(t.Media, a.Media); md != nil {
 			what := describe(md)
 			return policy.Admission{Err: fmt.Errorf("%w: %s", ErrCapability, what), Reason: "cannot carry " + what, Cause: observe.SkipCapability}
 		}
@@ -104,7 +104,7 @@ func Untaken(req *llm.Request, targets []*Target) error {
 // takenBySome reports whether one of targets takes md's media type.
 func takenBySome(targets []*Target, md *llm.Media) bool {
 	for _, t := range targets {
-		if t.Media.Takes(md) {
+		if Takes(t.Media, md) {
 			return true
 		}
 	}
@@ -155,14 +155,14 @@ func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, windo
 	*lacks |= m.Lacks &^ takes
 }
 
-// Of is what a target on provider p carries: p's capabilities less lacks,
-// and the media types p takes; everything, and any media, for a nil p
-// (reported already).
-func Of(p llm.Provider, lacks llm.Capabilities) (caps llm.Capabilities, media llm.MediaTypes) {
+// Carried is what a target on provider p carries: p's capabilities less
+// lacks, and the media types p takes; everything, and any media, for a nil
+// p (reported already).
+func Carried(p llm.Provider, lacks llm.Capabilities) (caps llm.Capabilities, media llm.MediaTypes) {
 	if p == nil {
 		return llm.CapAll, media
 	}
-	return llm.CapabilitiesOf(p) &^ lacks, llm.MediaTypesOf(p)
+	return Of(p) &^ lacks, MediaOf(p)
 }
 
 // Native returns the schema a target sends as Request.ResponseSchema (nil

@@ -40,13 +40,13 @@ type plain struct{}
 func (plain) Name() string                                                 { return "plain" }
 func (plain) Complete(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
 
-// TestOf: a provider's capabilities less what the target lacks; a nil
-// provider (reported already) carries everything.
-func TestOf(t *testing.T) {
-	if caps, media := capability.Of(nil, llm.CapTools); caps != llm.CapAll || !media.IsZero() {
-		t.Errorf("Of(nil) = %v, %v; want CapAll and no media types", caps, media)
+// TestCarried: a provider's capabilities less what the target lacks; a
+// nil provider (reported already) carries everything.
+func TestCarried(t *testing.T) {
+	if caps, media := capability.Carried(nil, llm.CapTools); caps != llm.CapAll || !capability.Unlimited(media) {
+		t.Errorf("Carried(nil) = %v, %v; want CapAll and no media types", caps, media)
 	}
-	if caps, _ := capability.Of(plain{}, llm.CapTools); caps != llm.CapAll&^llm.CapTools {
-		t.Errorf("Of(plain, CapTools) = %v; want %v", caps, llm.CapAll&^llm.CapTools)
+	if caps, _ := capability.Carried(plain{}, llm.CapTools); caps != llm.CapAll&^llm.CapTools {
+		t.Errorf("Carried(plain, CapTools) = %v; want %v", caps, llm.CapAll&^llm.CapTools)
 	}
 }

@@ -86,7 +86,7 @@ type Step struct {
 // still be refused by the target's policies (breaker, budget), which the
 // walk asks next.
 func Decide(f Failure, l Limits) Step {
-	if allowed := l.Table.Attempts(f.Kind, l.Policy, f.ShouldRetry); f.N >= allowed {
+	if allowed := Attempts(l.Table, f.Kind, l.Policy, f.ShouldRetry); f.N >= allowed {
 		if allowed <= 1 {
 			return Leave(f, l, f.Kind.String()+" is not retried")
 		}

@@ -4,13 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/capability"
+
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/anthropicwire"
 )
 
 func TestCapabilities(t *testing.T) {
 	p := newProvider(t, "http://127.0.0.1")
-	if c := llm.CapabilitiesOf(p); c != llm.CapAll {
+	if c := capability.Of(p); c != llm.CapAll {
 		t.Errorf("Capabilities %v; want all", c)
 	}
 }
@@ -20,16 +22,16 @@ func TestCapabilities(t *testing.T) {
 // four the Messages API takes.
 func TestMediaTypesMatchTheTranslation(t *testing.T) {
 	p := newProvider(t, "http://127.0.0.1")
-	m := llm.MediaTypesOf(p)
+	m := capability.MediaOf(p)
 	for _, mt := range []string{"application/pdf", "text/plain", "text/markdown; charset=utf-8", "TEXT/CSV", "application/zip", "application/msword", "application/json"} {
 		md := &llm.Media{MediaType: mt, Data: []byte("x")}
 		_, err := p.media(md, 0, 0)
-		if m.Takes(md) != (err == nil) {
-			t.Errorf("%s: declared taken %v, translation error %v", mt, m.Takes(md), err)
+		if capability.Takes(m, md) != (err == nil) {
+			t.Errorf("%s: declared taken %v, translation error %v", mt, capability.Takes(m, md), err)
 		}
 	}
 	for mt, want := range map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true, "image/bmp": false, "image/tiff": false, "image/heic": false} {
-		if got := m.Takes(&llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
+		if got := capability.Takes(m, &llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
 			t.Errorf("%s: taken %v, want %v", mt, got, want)
 		}
 	}

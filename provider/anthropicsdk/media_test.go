@@ -3,6 +3,8 @@ package anthropicsdk
 import (
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/capability"
+
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -14,17 +16,17 @@ func TestMediaTypesMatchTheTranslation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := llm.MediaTypesOf(p)
+	m := capability.MediaOf(p)
 	c := p.newCall(false)
 	for _, mt := range []string{"application/pdf", "text/plain", "text/markdown; charset=utf-8", "TEXT/CSV", "application/zip", "application/msword", "application/json"} {
 		md := &llm.Media{MediaType: mt, Data: []byte("x")}
 		_, err := c.media(md, 0, 0)
-		if m.Takes(md) != (err == nil) {
-			t.Errorf("%s: declared taken %v, translation error %v", mt, m.Takes(md), err)
+		if capability.Takes(m, md) != (err == nil) {
+			t.Errorf("%s: declared taken %v, translation error %v", mt, capability.Takes(m, md), err)
 		}
 	}
 	for mt, want := range map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true, "image/bmp": false, "image/heic": false} {
-		if got := m.Takes(&llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
+		if got := capability.Takes(m, &llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
 			t.Errorf("%s: taken %v, want %v", mt, got, want)
 		}
 	}

@@ -3,6 +3,8 @@ package genai
 import (
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/capability"
+
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -13,7 +15,7 @@ func TestMediaTypes(t *testing.T) {
 	if _, ok := any(p).(llm.MediaProvider); !ok {
 		t.Fatal("the provider does not declare its media types")
 	}
-	if m := llm.MediaTypesOf(p); !m.IsZero() {
+	if m := capability.MediaOf(p); !capability.Unlimited(m) {
 		t.Errorf("media types %+v; want no limit", m)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/capability"
+
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/provider/internal/openaiwire"
 	"github.com/backstop-llm/backstop/provider/internal/suite"
@@ -302,14 +304,14 @@ func TestDocumentURLRefused(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	p := newProvider(t, "http://127.0.0.1")
-	c := llm.CapabilitiesOf(p)
+	c := capability.Of(p)
 	if c != llm.CapTools|llm.CapImages|llm.CapImageURLs|llm.CapDocuments|llm.CapNativeSchema {
 		t.Errorf("Capabilities = %v", c)
 	}
-	if need := conversation.Needs(); need&^c != 0 {
+	if need := capability.Needs(&conversation); need&^c != 0 {
 		t.Errorf("the conversation needs %v beyond %v", need&^c, c)
 	}
-	if md := llm.MediaTypesOf(p).Refused(&conversation); md != nil {
+	if md := capability.Refused(capability.MediaOf(p), &conversation); md != nil {
 		t.Errorf("the conversation carries %q, which the provider does not take", md.MediaType)
 	}
 }
@@ -319,13 +321,13 @@ func TestCapabilities(t *testing.T) {
 // refuses; images are not limited (a compatible server may take more than
 // OpenAI's PNG, JPEG, WebP and GIF).
 func TestMediaTypes(t *testing.T) {
-	m := llm.MediaTypesOf(newProvider(t, "http://127.0.0.1"))
+	m := capability.MediaOf(newProvider(t, "http://127.0.0.1"))
 	for mt, want := range map[string]bool{
 		"application/pdf": true, "text/plain": true, "text/markdown; charset=utf-8": true,
 		"application/zip": false, "application/msword": false, "audio/wav": false,
 		"image/png": true, "image/bmp": true, "image/heic": true,
 	} {
-		if got := m.Takes(&llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
+		if got := capability.Takes(m, &llm.Media{MediaType: mt, Data: []byte("x")}); got != want {
 			t.Errorf("%s: taken %v, want %v", mt, got, want)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/residency"
 	"github.com/backstop-llm/backstop/llm"
-	"github.com/backstop-llm/backstop/residency"
 )
 
 // deployed is an llm.DeployedProvider: a provider that says where it is
