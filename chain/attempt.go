@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
+	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -20,7 +21,7 @@ import (
 type attempt struct {
 	t      *target
 	n      int           // from 1
-	holds  policy.Holds  // what its target's policies hold for it, given back when it is settled
+	holds  seam.Holds    // what its target's policies hold for it, given back when it is settled
 	wait   time.Duration // waited before it (backoff and pacing)
 	start  time.Duration // on the chain's clock
 	obs    observe.Attempt
@@ -103,7 +104,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 	t.prepare(req)
 	var wait, prev time.Duration
 	var s sent                     // this attempt's outcome
-	var holds policy.Holds         // what t's policies hold for the next attempt
+	var holds seam.Holds           // what t's policies hold for the next attempt
 	var owed policy.Admission      // a soft refusal of the next retry, held until its backoff has passed
 	choice := w.rank.Choice(w.pos) // the same for every attempt on t in this call
 	for n := 1; ; n++ {
@@ -129,7 +130,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 		}
 		// On the stack: a stream keeps a copy.
 		a := &attempt{t: t, n: n, holds: holds, wait: wait, tools: req.Tools, choice: choice}
-		holds = policy.Holds{}
+		holds = seam.Holds{}
 		if n > 1 {
 			s = sent{} // the last failure is no longer needed
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/rank"
-	"github.com/backstop-llm/backstop/policy"
+	"github.com/backstop-llm/backstop/internal/seam"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
@@ -25,7 +25,7 @@ type target struct {
 	Target
 	// policies are what the walk asks before each attempt and tells after
 	// it, in order (assemble).
-	policies policy.Set
+	policies seam.Set
 	tier     Tier
 	policy   retry.Policy // Retry with defaults filled in
 	table    retry.Table  // the decision table with Retry.Rules applied
@@ -66,15 +66,15 @@ type target struct {
 // (Target.Policies). Build calls it once every policy's state is made
 // (Builder.Shared replaces a target's budget).
 func (t *target) assemble() {
-	ps := make(policy.Set, 0, 6+len(t.Policies))
+	ps := make(seam.Set, 0, 6+len(t.Policies))
 	ps = append(ps, &t.fit, &t.gate, t.breaker)
 	if t.throttle != nil {
 		ps = append(ps, t.throttle)
 	}
-	ps = append(ps, budget.Retries(t.budget))
+	ps = append(ps, seam.Retries(t.budget))
 	t.policies = append(ps, t.Policies...)
 	if t.hedge != nil {
-		t.hedge.Admit = budget.Hedges(t.hedge.Budget)
+		t.hedge.Admit = seam.Hedges(t.hedge.Budget)
 	}
 }
 

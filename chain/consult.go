@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -39,7 +40,7 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt 
 
 // consult asks t's policies about attempt n on t, which sends req (nil in
 // Plan and Peek), in phase ph; what they hold goes to holds (nil in Peek).
-func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *policy.Holds) policy.Admission {
+func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *seam.Holds) policy.Admission {
 	if ph != policy.Plan && w.ctx.Err() != nil {
 		// The call's deadline is the walk's, not a target's policy.
 		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}

@@ -68,7 +68,7 @@ type SharedConfig struct {
 	// nil, under "<Prefix>:<chain>:tier%3A<tier>:hedge" (or
 	// "<Prefix>:<chain>:<target>:hedge"): all replicas together hedge at
 	// most that share of their calls. A zero Ratio means
-	// hedge.DefaultRatio (10%); the other zero fields budget's defaults.
+	// latency.HedgeRatio (10%); the other zero fields budget's defaults.
 	Hedge budget.RatioConfig
 	// Logger receives a Warn record each time a shared store stops
 	// answering and an Info record when it answers again. nil means

@@ -7,6 +7,7 @@ package chain
 import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/spread"
 	"github.com/backstop-llm/backstop/throttle"
@@ -91,7 +92,7 @@ func (p *build) checkGroups() {
 	}
 	for g := range p.b.groups {
 		s := &p.b.groups[g]
-		if !s.Strategy.Valid() {
+		if s.Strategy > spread.Headroom {
 			p.fail("", "Spread was given %v; use one of spread.Ordered, Weighted, LeastLoaded, Latency, Headroom", s.Strategy)
 		}
 		p.wrap("", "Hedge is invalid", s.Hedge.Validate())
@@ -116,10 +117,10 @@ func (p *build) compileGroups() {
 	c.warnings = append(c.warnings, g.Warnings...)
 }
 
-// hedgeBudget returns a hedge budget of hedge.DefaultRatio, for target
+// hedgeBudget returns a hedge budget of latency.HedgeRatio, for target
 // ("" for a tier's).
 func (p *build) hedgeBudget(target string) budget.Budget {
-	b, err := budget.NewRatio(budget.RatioConfig{Ratio: hedge.DefaultRatio})
+	b, err := budget.NewRatio(budget.RatioConfig{Ratio: latency.HedgeRatio})
 	p.wrap(target, "the default hedge budget", err)
 	return b
 }

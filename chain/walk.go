@@ -12,6 +12,7 @@ import (
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/internal/rank"
+	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -329,7 +330,7 @@ func (w *walk) ended(s served, err error, stream string) {
 // is false, the policies are only asked whether they would (Peek), and
 // hold nothing. Nothing is recorded of those that may not: the walk
 // records them if it comes to them.
-func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds policy.Holds) {
+func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds seam.Holds) {
 	if w.ctx.Err() != nil {
 		return 0, nil, hreq, holds // the deadline passed: no hedge
 	}

@@ -22,11 +22,6 @@ import (
 	"github.com/backstop-llm/backstop/internal/problems"
 )
 
-// DefaultRatio is the hedge budget: hedges at most 10% of the calls in a
-// window (budget.RatioConfig's window, 10s), with its floor of 10 per
-// window.
-const DefaultRatio = 0.1
-
 // Defaults of Config's zero fields, once hedging is on: the share of the
 // tier's recent answers an attempt may take longer than before an
 // adaptive delay hedges it, and the floor of an adaptive delay.
@@ -56,7 +51,7 @@ type Config struct {
 	// Budget is asked before every hedge (Withdraw) and told of every call
 	// the hedged targets take (Record), so that hedges stay a share of the
 	// calls: an outage that slows every attempt does not double the load.
-	// Nil means a ratio budget of DefaultRatio (10% of the calls over 10s,
+	// Nil means a ratio budget of 10% of the calls (over 10s,
 	// at least 10 per window); with chain.Builder.Shared, one shared by the
 	// replicas. budget.Unlimited() hedges every attempt that waits longer
 	// than the delay.

@@ -77,9 +77,6 @@ func (s Strategy) String() string {
 	return "strategy(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Valid reports whether s is one of the strategies.
-func (s Strategy) Valid() bool { return s <= Headroom }
-
 // Choice explains why an attempt went to its target: the strategy, the
 // target's place in the call's order, and the figures the strategy
 // compared. Ordered tiers record none.

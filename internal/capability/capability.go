@@ -1,6 +1,6 @@
 // Package capability is the capability check: whether a target can carry
 // a request as the walk knows it now. Per target it is a policy, asked
-// first in every target's policy.Set (Target): it refuses a target that
+// first in every target's seam.Set (Target): it refuses a target that
 // cannot take what the request carries beyond text (tools, images,
 // documents, a native schema), one of its media types, or, after a
 // context-length failure in the call, its size. Per chain it is Untaken:

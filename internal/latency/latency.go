@@ -94,3 +94,8 @@ func (w *Window) Quantile(q float64) (time.Duration, bool) {
 	w.q, w.fresh = q, 0
 	return w.cached, true
 }
+
+// HedgeRatio is the default hedge budget: hedges at most 10% of the calls
+// in a window (budget.RatioConfig's window, 10s), with its floor of 10 per
+// window (hedge.Config.Budget's documented default).
+const HedgeRatio = 0.1

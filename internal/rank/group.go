@@ -56,7 +56,7 @@ func (g *Group) Spreads() bool { return g.Strategy != spread.Ordered && g.Hi-g.L
 type Hedging struct {
 	Config hedge.Config
 	Budget budget.Budget
-	// Admit is Budget as the policy a hedge is asked of (budget.Hedges),
+	// Admit is Budget as the policy a hedge is asked of (seam.Hedges),
 	// set once every budget is final.
 	Admit policy.Policy
 	// ShareKey names Budget among the chain's when Compile made it (the
@@ -94,7 +94,7 @@ type Grouping struct {
 
 // Compile groups es, a chain's targets in tier order (so each group is a
 // run of them), as setups say, and makes the layout they are ranked by,
-// read from epoch. newBudget makes a hedge budget of hedge.DefaultRatio
+// read from epoch. newBudget makes a hedge budget of latency.HedgeRatio
 // for a target ("" for a tier's); the error is NewLayout's.
 func Compile(epoch time.Time, setups *[Groups]Setup, es []Entry, newBudget func(target string) budget.Budget) (Grouping, error) {
 	out := Grouping{Places: make([]Place, len(es))}

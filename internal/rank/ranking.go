@@ -67,7 +67,7 @@ func NewLayout(epoch time.Time, tiers ...Tier) (*Layout, error) {
 	}
 	l := &Layout{epoch: epoch, tiers: make([]tier, 0, len(tiers))}
 	for i, ts := range tiers {
-		if !ts.Strategy.Valid() {
+		if ts.Strategy > spread.Headroom {
 			return nil, fmt.Errorf("spread: tier %d has %v; use one of Ordered, Weighted, LeastLoaded, Latency, Headroom", i, ts.Strategy)
 		}
 		t := tier{lo: len(l.members), strategy: ts.Strategy}

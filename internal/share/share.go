@@ -20,7 +20,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
-	"github.com/backstop-llm/backstop/hedge"
+	"github.com/backstop-llm/backstop/internal/latency"
 )
 
 // Store builds the stores of the keys it is given (chain.Store's
@@ -40,7 +40,7 @@ type Config struct {
 	Chain                        string
 	Timeout, ProbeEvery, Refresh time.Duration
 	// Budget is the ratio of each shared retry budget, Hedge of each
-	// shared hedge budget (a zero Ratio: hedge.DefaultRatio).
+	// shared hedge budget (a zero Ratio: latency.HedgeRatio).
 	Budget, Hedge budget.RatioConfig
 	Logger        *slog.Logger
 	// Unavailable is told each time a store stops answering: "breaker",
@@ -156,7 +156,7 @@ func Build(store Store, cfg Config, targets []Target) (Shared, []Problem) {
 	}
 	hedges := cfg.Hedge
 	if hedges.Ratio == 0 {
-		hedges.Ratio = hedge.DefaultRatio
+		hedges.Ratio = latency.HedgeRatio
 	}
 	out.Hedges = map[string]budget.Budget{} // one per key: a tier's targets share theirs
 	for _, t := range targets {

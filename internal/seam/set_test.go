@@ -1,4 +1,4 @@
-package policy_test
+package seam_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 )
@@ -38,8 +39,8 @@ func TestSetAsksInOrderAndStopsAtTheFirstRefusal(t *testing.T) {
 	a := &probe{name: "a", hold: policy.Hold{N: 7}, log: &log}
 	b := &probe{name: "b", refuse: no, log: &log}
 	c := &probe{name: "c", log: &log}
-	s := policy.Set{a, b, c}
-	var holds policy.Holds
+	s := seam.Set{a, b, c}
+	var holds seam.Holds
 	adm := s.Admit(t.Context(), &policy.Attempt{Phase: policy.Send, N: 1}, &holds)
 	if !errors.Is(adm.Err, no) || adm.Reason != "b says no" || adm.Err == nil {
 		t.Fatalf("got %+v; want b's refusal", adm)
@@ -56,8 +57,8 @@ func TestSetAsksInOrderAndStopsAtTheFirstRefusal(t *testing.T) {
 func TestSetKeepsAnEarlierPhasesHold(t *testing.T) {
 	var log []string
 	budget := &probe{name: "budget", log: &log}
-	s := policy.Set{budget}
-	var holds policy.Holds
+	s := seam.Set{budget}
+	var holds seam.Holds
 	budget.hold = policy.Hold{N: 1} // withdrawn in Plan
 	s.Admit(t.Context(), &policy.Attempt{Phase: policy.Plan, N: 2}, &holds)
 	budget.hold = policy.Hold{} // nothing more in Send
@@ -76,8 +77,8 @@ func TestPeekHoldsAndReleasesNothing(t *testing.T) {
 	var log []string
 	p := &probe{name: "p", hold: policy.Hold{Ref: &log}, refuse: nil, log: &log}
 	q := &probe{name: "q", refuse: errors.New("no"), log: &log}
-	var holds policy.Holds
-	policy.Set{p, q}.Admit(t.Context(), &policy.Attempt{Phase: policy.Peek}, &holds)
+	var holds seam.Holds
+	seam.Set{p, q}.Admit(t.Context(), &policy.Attempt{Phase: policy.Peek}, &holds)
 	if holds.Holding() || len(p.settled)+len(q.settled) != 0 {
 		t.Fatalf("a peek held %v and settled %v %v", holds.Holding(), p.settled, q.settled)
 	}
@@ -85,11 +86,11 @@ func TestPeekHoldsAndReleasesNothing(t *testing.T) {
 
 func TestHoldsBeyondSix(t *testing.T) {
 	var log []string
-	var s policy.Set
+	var s seam.Set
 	for i := range 9 {
 		s = append(s, &probe{name: fmt.Sprint(i), hold: policy.Hold{N: uint64(i + 1)}, log: &log})
 	}
-	var holds policy.Holds
+	var holds seam.Holds
 	s.Admit(t.Context(), &policy.Attempt{Phase: policy.Send}, &holds)
 	s.Settle(t.Context(), &policy.Attempt{Phase: policy.Send}, &holds, &policy.Outcome{Sent: true})
 	for i, p := range s {
@@ -100,14 +101,14 @@ func TestHoldsBeyondSix(t *testing.T) {
 }
 
 func TestHoldingSeesARef(t *testing.T) {
-	var holds policy.Holds
+	var holds seam.Holds
 	var log []string
-	s := policy.Set{&probe{name: "n", hold: policy.Hold{N: 3}, log: &log}}
+	s := seam.Set{&probe{name: "n", hold: policy.Hold{N: 3}, log: &log}}
 	s.Admit(t.Context(), &policy.Attempt{Phase: policy.Send}, &holds)
 	if holds.Holding() {
 		t.Fatal("a number alone is nothing to give back on a panic")
 	}
-	s = policy.Set{&probe{name: "r", hold: policy.Hold{Ref: &log}, log: &log}}
+	s = seam.Set{&probe{name: "r", hold: policy.Hold{Ref: &log}, log: &log}}
 	s.Admit(t.Context(), &policy.Attempt{Phase: policy.Send}, &holds)
 	if !holds.Holding() {
 		t.Fatal("a Ref must be given back")
@@ -127,8 +128,8 @@ func TestDeferInPlanSpendsNothingAfterIt(t *testing.T) {
 	var log []string
 	breaker := &deferring{probe{name: "breaker", log: &log}}
 	budget := &probe{name: "budget", hold: policy.Hold{N: 1}, log: &log}
-	s := policy.Set{breaker, budget}
-	var holds policy.Holds
+	s := seam.Set{breaker, budget}
+	var holds seam.Holds
 	adm := s.Admit(t.Context(), &policy.Attempt{Phase: policy.Plan, N: 2}, &holds)
 	if adm.Err != nil {
 		t.Fatalf("a deferring policy admits: %+v", adm)

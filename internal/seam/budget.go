@@ -1,10 +1,12 @@
-package budget
+package seam
 
-// Budgets as policies of a chain's target (package policy).
+// Budgets as policies of a chain's target: the retry budget and the
+// hedge budget, on the seam.
 
 import (
 	"context"
 
+	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 )
@@ -15,9 +17,9 @@ import (
 // still take the call after the backoff); every attempt sent is recorded
 // as it ends; a retry withdrawn and not sent is refunded when b has a
 // Refund method.
-func Retries(b Budget) policy.Policy { return retries{b} }
+func Retries(b budget.Budget) policy.Policy { return retries{b} }
 
-type retries struct{ b Budget }
+type retries struct{ b budget.Budget }
 
 func (r retries) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
 	if a.Phase != policy.Plan || a.N < 2 {
@@ -32,7 +34,7 @@ func (r retries) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 func (r retries) Settle(ctx context.Context, a *policy.Attempt, h policy.Hold, o *policy.Outcome) {
 	switch {
 	case o.Sent && !o.Lost:
-		r.b.Record(ctx, Outcome{Retry: a.N > 1, Success: o.Success, At: o.At})
+		r.b.Record(ctx, budget.Outcome{Retry: a.N > 1, Success: o.Success, At: o.At})
 	case !o.Sent && h.N == 1:
 		if rf, ok := r.b.(refunder); ok {
 			rf.Refund(ctx)
@@ -45,9 +47,9 @@ func (r retries) Settle(ctx context.Context, a *policy.Attempt, h policy.Hold, o
 // tier when b refuses. A hedge withdrawn and not sent is refunded when b
 // has a Refund method. (The calls a hedge may be sent for are recorded by the
 // race, as each first attempt of the tier starts.)
-func Hedges(b Budget) policy.Policy { return hedges{b} }
+func Hedges(b budget.Budget) policy.Policy { return hedges{b} }
 
-type hedges struct{ b Budget }
+type hedges struct{ b budget.Budget }
 
 func (hb hedges) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
 	if a.Phase != policy.Send || !a.Hedge {
@@ -66,3 +68,7 @@ func (hb hedges) Settle(ctx context.Context, _ *policy.Attempt, h policy.Hold, o
 		}
 	}
 }
+
+// refunder is a budget that gives back a retry or a hedge it granted and
+// that was not sent (budget.Ratio, budget.TokenBucket, budget.Shared).
+type refunder interface{ Refund(ctx context.Context) }
