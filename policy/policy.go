@@ -128,10 +128,6 @@ type Admission struct {
 	// is asked in Plan (nothing is spent on the retry), and the policy
 	// decides in Send.
 	Defer bool
-	// Everywhere, with Err, marks a refusal that holds for every target
-	// the walk might try instead (a budget its targets share): a hedge
-	// looks no further.
-	Everywhere bool
 	// Waited is how long the policy made the call wait before it answered
 	// (a throttle's slot, a breaker's probe), counted in the attempt's
 	// Wait.

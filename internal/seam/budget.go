@@ -56,7 +56,7 @@ func (hb hedges) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 		return policy.Admission{}
 	}
 	if err := hb.b.Withdraw(ctx); err != nil {
-		return policy.Admission{Err: err, Reason: "hedge not sent: the hedge budget is exhausted", Cause: observe.SkipBudget, Everywhere: true}
+		return policy.Admission{Err: err, Reason: "hedge not sent: the hedge budget is exhausted", Cause: observe.SkipBudget}
 	}
 	return policy.Admission{Hold: policy.Hold{N: 1}}
 }
