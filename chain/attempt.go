@@ -173,7 +173,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 		}
 		before := w.c.clock()
 		if err := sleep(w.ctx, st.Wait); err != nil {
-			t.policies.Release(w.ctx, w.policyAttempt(t, policy.Send, n+1), &holds) // a retry withdrawn is given back
+			t.policies.Release(w.ctx, w.policyAttempt(t, policy.Plan, n+1, false), &holds) // a retry withdrawn is given back
 			return w.waitCut(a, &s, w.c.clock()-before)
 		}
 		wait = st.Wait
@@ -196,8 +196,8 @@ func (w *walk) plan(a *attempt, s *sent, prev time.Duration) plan.Step {
 	if !f.Invalid && f.N < plan.Attempts(t.table, s.kind, t.policy, s.shouldRetry) {
 		l.Backoff = plan.Wait(t.policy, a.n-1, prev, s.retryAfter)
 	}
-	if dl, ok := w.ctx.Deadline(); ok {
-		l.Left, l.HasDeadline = time.Until(dl), true
+	if !w.deadline.IsZero() {
+		l.Left, l.HasDeadline = time.Until(w.deadline), true
 	}
 	return plan.Decide(f, l)
 }

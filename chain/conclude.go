@@ -92,9 +92,14 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 // settle tells attempt a's target's policies how a ended (w.po, which
 // the caller fills), giving each what it held for a.
 func (w *walk) settle(a *attempt) {
-	pa := &w.pa
+	a.t.policies.Settle(w.ctx, a.settling(&w.pa), &a.holds, &w.po)
+}
+
+// settling fills pa (field by field: it may be the walk's) with a as its
+// target's policies are told of it when it is settled, and returns it.
+func (a *attempt) settling(pa *policy.Attempt) *policy.Attempt {
 	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last, pa.Request = policy.Send, a.t.Name, a.n, a.hedge, false, nil
-	a.t.policies.Settle(w.ctx, pa, &a.holds, &w.po)
+	return pa
 }
 
 // classify fills s from the failure err: what the provider said, and the
@@ -163,8 +168,8 @@ func (a *attempt) abandon() {
 // release settles attempt a as not sent: each of its target's policies
 // gives back what it held, and counts nothing.
 func (a *attempt) release(ctx context.Context) {
-	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: a.hedge}
-	a.t.policies.Release(ctx, &pa, &a.holds)
+	var pa policy.Attempt
+	a.t.policies.Release(ctx, a.settling(&pa), &a.holds)
 }
 
 // fair reports whether an attempt that started at start (on c's clock) and

@@ -15,20 +15,21 @@ import (
 )
 
 // policyAttempt is what t's policies are asked about attempt n on t in
-// phase ph, and told of: the walk as it stands, in w.pa. A first
-// attempt's Send reads the clock once, for every policy and the attempt's
-// start.
-func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt {
+// phase ph (a hedge's or a racer's when hedge is set), and told of: the
+// walk as it stands, in w.pa. The walk's own first attempt on t reads the
+// clock once in Send, for every policy and the attempt's start (w.now); a
+// racer, sent from the race, reads its own.
+func (w *walk) policyAttempt(t *target, ph policy.Phase, n int, hedge bool) *policy.Attempt {
 	// Field by field: a composite literal would be built aside and copied.
 	pa := &w.pa
-	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last = ph, t.Name, n, false, false
+	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last = ph, t.Name, n, hedge, false
 	pa.Needs, pa.Media, pa.MinWindow, pa.Request = w.needs, w.media, w.minWindow, nil
 	pa.At, pa.Deadline = time.Time{}, w.deadline
-	if ph != policy.Peek {
+	if ph != policy.Peek && !hedge {
 		pa.Last = w.mayWait(t)
 	}
 	if ph == policy.Send {
-		if n == 1 {
+		if n == 1 && !hedge {
 			w.now, w.nowOK = w.c.clock(), true
 			pa.At = w.c.epoch.Add(w.now)
 		} else {
@@ -38,14 +39,20 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int) *policy.Attempt 
 	return pa
 }
 
-// consult asks t's policies about attempt n on t, which sends req (nil in
-// Plan and Peek), in phase ph; what they hold goes to holds (nil in Peek).
+// consult asks t's policies about the walk's attempt n on t, which sends
+// req (nil in Plan and Peek), in phase ph; what they hold goes to holds
+// (nil in Peek).
 func (w *walk) consult(t *target, ph policy.Phase, n int, req *llm.Request, holds *seam.Holds) policy.Admission {
+	return w.askPolicies(t, ph, n, false, req, holds)
+}
+
+// askPolicies is consult for the walk's attempts and for a race's (hedge set):
+// the call's deadline, which is the walk's own check, then t's policies.
+func (w *walk) askPolicies(t *target, ph policy.Phase, n int, hedge bool, req *llm.Request, holds *seam.Holds) policy.Admission {
 	if ph != policy.Plan && w.ctx.Err() != nil {
-		// The call's deadline is the walk's, not a target's policy.
 		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}
 	}
-	pa := w.policyAttempt(t, ph, n)
+	pa := w.policyAttempt(t, ph, n, hedge)
 	pa.Request = req
 	return t.policies.Admit(w.ctx, pa, holds)
 }
@@ -75,11 +82,8 @@ func (w *walk) passedOver(t *target, adm policy.Admission) tried {
 // after wait: recorded with why, and the target's last failure (s) with
 // the refusal is the target's cause.
 func (w *walk) notSent(t *target, n int, wait time.Duration, s *sent, adm policy.Admission) tried {
-	if cerr := canceled(w.caller); cerr != nil {
-		rec := skipped(t, n, wait, cerr, "the caller canceled during the wait")
-		rec.Decision = DecisionStop
-		w.record(rec)
-		return tried{err: cerr, kind: llm.KindCanceled}
+	if out, stop := w.stoppedWaiting(t, n, wait); stop {
+		return out
 	}
 	w.record(skipped(t, n, wait, adm.Err, adm.Reason))
 	w.obs.Skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)

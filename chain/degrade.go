@@ -21,8 +21,8 @@ import (
 func (w *walk) degrade(req *llm.Request) *degrader {
 	c := w.c
 	var end time.Time // when every degradation must have answered; zero for no bound in all
-	if dl, ok := w.ctx.Deadline(); ok {
-		end = dl.Add(c.degradeTimeout)
+	if !w.deadline.IsZero() {
+		end = w.deadline.Add(c.degradeTimeout)
 	}
 	for i := range c.degrades {
 		g := &c.degrades[i]

@@ -95,8 +95,8 @@ func (r *racer) release(end time.Duration, v retry.BreakerVerdict, panicked bool
 	if panicked {
 		return
 	}
-	pa := policy.Attempt{Phase: policy.Send, Target: r.a.t.Name, N: r.a.n, Hedge: r.a.hedge}
-	r.a.t.policies.Settle(context.Background(), &pa, &r.a.holds, &policy.Outcome{Sent: true, Lost: true, Verdict: v, At: time.Now()})
+	var pa policy.Attempt
+	r.a.t.policies.Settle(context.Background(), r.a.settling(&pa), &r.a.holds, &policy.Outcome{Sent: true, Lost: true, Verdict: v, At: time.Now()})
 	if t := r.a.t; t.load != nil {
 		t.load.End(end, 0)
 	}
@@ -150,7 +150,7 @@ func (w *walk) concludeRacer(r *racer, s *sent) {
 // counts. rival, when set, is called once the racer answers.
 func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Duration, rc *race.Race[*racer], hi int, bud policy.Policy, rival context.CancelFunc) *racer {
 	var spent policy.Hold
-	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: true, At: time.Now()}
+	pa := policy.Attempt{Phase: policy.Send, Target: a.t.Name, N: a.n, Hedge: true}
 	if bud != nil {
 		adm := bud.Admit(w.ctx, &pa)
 		if adm.Err != nil {

@@ -44,7 +44,7 @@ func (w *walk) patience(a *attempt) time.Duration {
 	if limit > 0 && p >= limit {
 		return 0
 	}
-	if dl, ok := w.ctx.Deadline(); ok && dl.Sub(w.c.epoch.Add(a.start)) <= p {
+	if dl := w.deadline; !dl.IsZero() && dl.Sub(w.c.epoch.Add(a.start)) <= p {
 		return 0
 	}
 	return p

@@ -38,12 +38,23 @@ func (c *Chain) closeGate(ctx context.Context, obs *callobs.Call, t *target, ret
 // waitCut ends the walk on t when the deadline or the caller ended the
 // wait before attempt a+1, after slept: the retry granted is not sent.
 func (w *walk) waitCut(a *attempt, s *sent, slept time.Duration) tried {
-	if cerr := canceled(w.caller); cerr != nil {
-		rec := skipped(a.t, a.n+1, slept, cerr, "the caller canceled during the wait")
-		rec.Decision = DecisionStop
-		w.record(rec)
-		return tried{err: cerr, kind: llm.KindCanceled}
+	if out, stop := w.stoppedWaiting(a.t, a.n+1, slept); stop {
+		return out
 	}
 	w.record(skipped(a.t, a.n+1, slept, ErrDeadline, "the deadline passed during the wait"))
 	return tried{err: s.err, kind: s.kind}
+}
+
+// stoppedWaiting ends the walk on t when the caller canceled while attempt
+// n waited (after wait): recorded as the stop it is. stop is false when
+// the caller did not cancel.
+func (w *walk) stoppedWaiting(t *target, n int, wait time.Duration) (out tried, stop bool) {
+	cerr := canceled(w.caller)
+	if cerr == nil {
+		return tried{}, false
+	}
+	rec := skipped(t, n, wait, cerr, "the caller canceled during the wait")
+	rec.Decision = DecisionStop
+	w.record(rec)
+	return tried{err: cerr, kind: llm.KindCanceled}, true
 }

@@ -331,9 +331,6 @@ func (w *walk) ended(s served, err error, stream string) {
 // hold nothing. Nothing is recorded of those that may not: the walk
 // records them if it comes to them.
 func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds seam.Holds) {
-	if w.ctx.Err() != nil {
-		return 0, nil, hreq, holds // the deadline passed: no hedge
-	}
 	for pos = w.pos + 1; pos < hi; pos++ {
 		t := w.ahead(from, pos)
 		if w.triedAsHedge(t) {
@@ -346,9 +343,7 @@ func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take 
 			continue
 		}
 		hreq = hedgeRequest(t, req, caller)
-		pa := w.policyAttempt(t, policy.Send, 1)
-		pa.Hedge, pa.Last, pa.Request = true, false, &hreq
-		if t.policies.Admit(w.ctx, pa, &holds).Err == nil {
+		if w.askPolicies(t, policy.Send, 1, true, &hreq, &holds).Err == nil {
 			return pos, t, hreq, holds
 		}
 	}
