@@ -243,7 +243,7 @@ func (w *walk) attempt(a *attempt, req, caller *llm.Request, s *sent) {
 	if w.obs != nil { // checked here: the event is not even built for nobody
 		ctx = w.observeStart(ctx, a, observe.AttemptStart{N: a.n, Request: *req, Choice: a.choice})
 	}
-	if w.nowOK && a.n == 1 {
+	if w.nowOK {
 		a.start = w.now // admitted just now, nothing waited since
 	} else {
 		a.start = c.clock()

@@ -16,9 +16,9 @@ import (
 
 // policyAttempt is what t's policies are asked about attempt n on t in
 // phase ph (a hedge's or a racer's when hedge is set), and told of: the
-// walk as it stands, in w.pa. The walk's own first attempt on t reads the
-// clock once in Send, for every policy and the attempt's start (w.now); a
-// racer, sent from the race, reads its own.
+// walk as it stands, in w.pa. The walk's own attempt reads the clock once
+// in Send, for every policy and the attempt's start (w.now); a racer, sent
+// from the race, reads its own.
 func (w *walk) policyAttempt(t *target, ph policy.Phase, n int, hedge bool) *policy.Attempt {
 	// Field by field: a composite literal would be built aside and copied.
 	pa := &w.pa
@@ -29,7 +29,7 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int, hedge bool) *pol
 		pa.Last = w.mayWait(t)
 	}
 	if ph == policy.Send {
-		if n == 1 && !hedge {
+		if !hedge {
 			w.now, w.nowOK = w.c.clock(), true
 			pa.At = w.c.epoch.Add(w.now)
 		} else {

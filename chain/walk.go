@@ -49,10 +49,10 @@ type walk struct {
 	rank   rank.Ranking
 	hedged race.Set
 
-	// now is when the policies were asked about the first attempt on the
-	// target at pos, on the chain's clock; nowOK is true until anything
-	// waited since: the attempt then starts at now, and the clock is read
-	// once per call on the healthy path, not once per policy.
+	// now is when the policies were asked (Send) about the walk's attempt
+	// in hand, on the chain's clock; nowOK is true until anything waited
+	// since: the attempt then starts at now, and the clock is read once
+	// per attempt, not once per policy and again for its start.
 	now   time.Duration
 	nowOK bool
 
