@@ -75,6 +75,13 @@ type Usage struct {
 	// OpenTelemetry GenAI conventions count them.
 	InputTokens  int
 	OutputTokens int
+	// CacheReadTokens and CacheWriteTokens are the input tokens read from
+	// and written to the provider's prompt cache, counted within
+	// InputTokens too (Anthropic's cache_read_input_tokens and
+	// cache_creation_input_tokens, OpenAI's cached_tokens, Gemini's
+	// cachedContentTokenCount). They are priced apart (catalog.Price), and
+	// 0 when the provider reported none.
+	CacheReadTokens, CacheWriteTokens int
 }
 
 // RateLimit is the allowance a provider announced in its response headers
