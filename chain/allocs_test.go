@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/degrade"
@@ -70,5 +71,14 @@ func TestHealthyCallAllocations(t *testing.T) {
 		if allocs > tc.max {
 			t.Errorf("a healthy call with %s allocates %.0f times; at most %.0f", tc.name, allocs, tc.max)
 		}
+	}
+}
+
+// TestResultKeepsItsSizeClass: a healthy call allocates one Result, and
+// 288 bytes is its allocator size class; a field added to Result or
+// Attempt that crosses it costs every call 32 bytes more.
+func TestResultKeepsItsSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(chain.Result{}); n > 288 {
+		t.Errorf("chain.Result takes %d bytes, over the 288-byte size class", n)
 	}
 }

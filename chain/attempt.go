@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/internal/plan"
@@ -49,7 +50,8 @@ type sent struct {
 	retryAfter  time.Duration
 	shouldRetry *bool
 	elapsed     time.Duration
-	committed   bool // a stream still arriving: its sender ends it
+	cost        cost.Cost // what the attempt cost (policy.Outcome.Cost)
+	committed   bool      // a stream still arriving: its sender ends it
 	// by is the hedge that answered in the attempt's stead; nil when the
 	// attempt's own outcome is this.
 	by *attempt
@@ -59,14 +61,14 @@ type sent struct {
 func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
 	return Attempt{Target: a.t.Name, Tier: a.t.tier, Model: a.t.Model, N: a.n, Wait: a.wait, Duration: s.elapsed,
 		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason,
-		Choice: a.choice, Hedge: a.hedge}
+		Choice: a.choice, Hedge: a.hedge, Cost: s.cost}
 }
 
 // served writes the record of attempt a, which answered, into rec (zero).
 func (a *attempt) served(rec *Attempt, s *sent) {
 	rec.Target, rec.Tier, rec.Model, rec.N, rec.Decision = a.t.Name, a.t.tier, a.t.Model, a.n, DecisionServed
 	rec.Wait, rec.Duration, rec.Status, rec.RequestID = a.wait, s.elapsed, s.status, s.requestID
-	rec.Hedge = a.hedge
+	rec.Hedge, rec.Cost = a.hedge, s.cost
 	if a.choice != nil { // rec is zero: a pointer store costs a write barrier while the collector runs
 		rec.Choice = a.choice
 	}

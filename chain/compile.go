@@ -114,13 +114,14 @@ func (p *build) entries() {
 		}
 		t := e.target
 		p.checkTarget(label, &t)
-		capability.Catalogue(p.b.catalog, servedModel(&t), t.Takes, &t.ContextWindow, &t.Lacks)
+		m := capability.Catalogue(p.b.catalog, servedModel(&t), t.Takes, &t.ContextWindow, &t.Price, &t.Lacks)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {
 			checkTier(e.tier, t, primary, func(f string, a ...any) { p.fail(label, f, a...) })
 		}
 		ct := p.compileTarget(label, e.tier, t)
+		ct.maxOutput = m.MaxOutput
 		p.c.lacks = p.c.lacks || ct.fit.Caps != llm.CapAll
 		p.c.picky = p.c.picky || !capability.Unlimited(ct.fit.Media)
 		p.c.targets = append(p.c.targets, ct)

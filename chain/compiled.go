@@ -36,6 +36,9 @@ type target struct {
 	// hasParams is false when Params is zero, sparing the healthy path
 	// the merge.
 	hasParams bool
+	// maxOutput is the model's output limit from the catalogue (0:
+	// unknown): a request without MaxTokens may cost that much output.
+	maxOutput int
 	// schema validates this target's answers; nil when neither the chain
 	// nor the target has one.
 	schema   *validate.Schema

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
@@ -33,11 +34,12 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		return
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
+	s.cost = cost.Of(resp.Usage, t.Price)
 	if w.obs != nil {
-		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed})
+		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed, Cost: s.cost})
 	}
 	w.po = policy.Outcome{Sent: true, Verdict: retry.NotFailure, Success: true, Response: resp,
-		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed}
+		RateLimit: resp.RateLimit, At: now, Elapsed: s.elapsed, Cost: s.cost}
 	w.settle(a)
 }
 
@@ -75,8 +77,11 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	if s.requestID == "" {
 		s.requestID = a.opened
 	}
+	if resp != nil { // an answer that failed its checks was billed
+		s.cost = cost.Of(resp.Usage, t.Price)
+	}
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
-		Kind: s.kind, Err: err, Duration: s.elapsed})
+		Kind: s.kind, Err: err, Duration: s.elapsed, Cost: s.cost})
 	if s.invalid != nil {
 		w.obs.ValidationFailed(&t.ob, err)
 	}
@@ -85,7 +90,7 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 		verdict = retry.Excluded // our deadline cut it short before it had a fair chance
 	}
 	w.po = policy.Outcome{Sent: true, Verdict: verdict, Kind: s.kind, Err: err, Response: resp,
-		RateLimit: rateLimitOf(resp, err), At: now, Elapsed: s.elapsed}
+		RateLimit: rateLimitOf(resp, err), At: now, Elapsed: s.elapsed, Cost: s.cost}
 	w.settle(a)
 }
 

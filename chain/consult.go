@@ -25,6 +25,7 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int, hedge bool) *pol
 	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last = ph, t.Name, n, hedge, false
 	pa.Needs, pa.Media, pa.MinWindow, pa.Request = w.needs, w.media, w.minWindow, nil
 	pa.At, pa.Deadline = time.Time{}, w.deadline
+	pa.Price, pa.MaxOutput = t.Price, t.maxOutput
 	if ph != policy.Peek && !hedge {
 		pa.Last = w.mayWait(t)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/race"
 	"github.com/backstop-llm/backstop/llm"
@@ -232,12 +233,27 @@ func (w *walk) take(r *racer, s *sent) {
 // observers told it lost, with the request-id it had.
 func (w *walk) lose(r *racer, panicked bool) {
 	a, t := &r.a, r.a.t
-	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: race.RequestID(r.resp, r.err, r.a.opened)}
+	r.s = sent{err: ErrLostRace, kind: llm.KindCanceled, elapsed: w.c.clock() - a.start, requestID: race.RequestID(r.resp, r.err, r.a.opened),
+		cost: r.lostCost()}
 	verdict := retry.Excluded // the race, not the target, ended it
 	if r.overdue > 0 {
 		verdict = retry.Failure // it did not answer within its patience
 	}
 	r.release(a.start+r.s.elapsed, verdict, panicked)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, RequestID: r.s.requestID, Kind: llm.KindCanceled, Err: ErrLostRace,
-		Duration: r.s.elapsed, Lost: true})
+		Duration: r.s.elapsed, Lost: true, Cost: r.s.cost})
+}
+
+// lostCost is what racer r, which lost its race, cost: its answer's usage
+// when one arrived, what its stream had sent when it committed one, else
+// the prompt the provider read (estimated).
+func (r *racer) lostCost() cost.Cost {
+	switch p := r.a.t.Price; {
+	case r.st.a != nil: // a stream it committed, read before it is released
+		return cost.Cut(r.st.rs.Response(), p)
+	case r.resp != nil:
+		return cost.Of(r.resp.Usage, p)
+	default:
+		return cost.Unanswered(&r.req, p)
+	}
 }

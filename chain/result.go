@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/spread"
 )
@@ -34,9 +35,21 @@ type Result struct {
 	Age time.Duration
 
 	// buf backs Attempts for the common one-attempt call, so that a
-	// healthy call allocates the Result alone (264 bytes, served from the
-	// 288-byte size class).
+	// healthy call allocates the Result alone (288 bytes, a size class of
+	// its own: keep it so).
 	buf [1]Attempt
+}
+
+// Cost is what the call cost: its attempts' Cost added up, the failed,
+// retried, re-asked, hedged and lost ones included. Compare it with the
+// Cost of the attempt that served (Attempts' last) to read what the
+// fallbacks, retries, hedges and re-asks added.
+func (r *Result) Cost() cost.Cost {
+	var c cost.Cost
+	for i := range r.Attempts {
+		c = c.Add(r.Attempts[i].Cost)
+	}
+	return c
 }
 
 // Served identifies what answered a call.
@@ -112,6 +125,12 @@ type Attempt struct {
 	Kind llm.Kind
 	// Decision is what the chain did next; Reason says why, in words.
 	Decision Decision
+	// Hedge is true for an attempt sent as a hedge: the same request as an
+	// attempt on another target of the tier that had not answered within
+	// the hedge delay (Builder.Hedge). A hedge its budget refused was not
+	// sent: it is a DecisionSkip on the target it would have gone to, with
+	// budget.ErrExhausted and a Reason saying so, and Hedge false.
+	Hedge bool
 	// N counts the attempts on this target, from 1. A retry refused (by
 	// the budget or the breaker) keeps the number it would have had; a
 	// target passed over has 0.
@@ -132,12 +151,11 @@ type Attempt struct {
 	// in this call's order and the figures compared. Nil in an ordered
 	// tier.
 	Choice *spread.Choice
-	// Hedge is true for an attempt sent as a hedge: the same request as an
-	// attempt on another target of the tier that had not answered within
-	// the hedge delay (Builder.Hedge). A hedge its budget refused was not
-	// sent: it is a DecisionSkip on the target it would have gone to, with
-	// budget.ErrExhausted and a Reason saying so, and Hedge false.
-	Hedge bool
+	// Cost is what the attempt cost: its answer's usage at the target's
+	// Price (an answer that failed its schema was billed too), a stream
+	// cut short priced by what it had sent; zero for a skip, a refusal
+	// and a failure without an answer.
+	Cost cost.Cost
 }
 
 // String renders the attempt on one line, for logs.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/relay"
 	"github.com/backstop-llm/backstop/llm"
@@ -301,9 +302,14 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	}
 	w.po = st.rs.Settled(err, excluded, w.ctx, &t.table, c.epoch.Add(a.start+elapsed), elapsed)
 	resp, kind := w.po.Response, w.po.Kind
-	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID}, d, reason)
+	if err == nil {
+		w.po.Cost = cost.Of(resp.Usage, t.Price)
+	} else { // cut after its first chunk: billed for what it generated
+		w.po.Cost = cost.Cut(resp, t.Price)
+	}
+	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID, cost: w.po.Cost}, d, reason)
 	w.settle(a)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
-		Kind: kind, Err: err, Duration: elapsed})
+		Kind: kind, Err: err, Duration: elapsed, Cost: w.po.Cost})
 	w.record(rec)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/budget"
+	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/latency"
 	"github.com/backstop-llm/backstop/llm"
@@ -48,6 +49,14 @@ type Target struct {
 	// (Serves, or Model; see Builder.Catalog), or unknown when the
 	// catalogue does not know it: an unknown window is never larger.
 	ContextWindow int
+	// Price is what the target's tokens cost, in dollars per million
+	// (catalog.Price). The zero value means the catalogue's price for the
+	// model (Serves, or Model; see Builder.Catalog) on this target's
+	// deployment; a Price that is set replaces it whole, so set every
+	// field you know. A target whose price is unknown still answers: its
+	// attempts' Cost is Unpriced, and a money budget reserves what its
+	// known prices say.
+	Price catalog.Price
 	// Retry is the retry policy on this target. The zero value means
 	// retry's defaults: 3 attempts, full jitter from 500ms capped at 20s,
 	// Retry-After honoured plus up to 1s, at most 30s of Retry-After.

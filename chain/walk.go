@@ -314,10 +314,11 @@ func (w *walk) ended(s served, err error, stream string) {
 	e := observe.CallEnd{Model: res.Served.Model, RequestID: res.Served.RequestID, Degraded: res.Degraded, Age: res.Age,
 		Outcome: out, ErrorType: errType, Err: err, Stream: stream}
 	e.Served = s.ob
-	for _, a := range res.Attempts {
-		if a.Decision != DecisionSkip {
+	for i := range res.Attempts {
+		if res.Attempts[i].Decision != DecisionSkip {
 			e.Attempts++
 		}
+		e.Cost = e.Cost.Add(res.Attempts[i].Cost)
 	}
 	w.obs.End(e)
 }

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/spread"
 )
@@ -170,6 +171,8 @@ type AttemptEnd struct {
 	// won: canceled when the winner answered (Err says so), or failed
 	// before it.
 	Lost bool
+	// Cost is what the attempt cost (chain.Attempt.Cost).
+	Cost cost.Cost
 }
 
 // ProviderRequestID returns the provider's request id for the attempt e
@@ -322,6 +325,8 @@ type CallEnd struct {
 	Stream string
 	// Attempts is how many requests were sent (degradations included).
 	Attempts int
+	// Cost is what the call's attempts cost together (chain.Result.Cost).
+	Cost cost.Cost
 }
 
 // BreakerChange says a target's breaker changed state.

@@ -33,6 +33,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/backstop-llm/backstop/catalog"
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
@@ -106,6 +108,23 @@ type Attempt struct {
 	Needs     llm.Capabilities
 	Media     *llm.Request
 	MinWindow int
+	// Price is the target's price (chain.Target.Price, or the
+	// catalogue's), zero fields unknown; MaxOutput its model's output
+	// limit from the catalogue (0: unknown). WorstCase reads them.
+	Price     catalog.Price
+	MaxOutput int
+}
+
+// WorstCase is the most the attempt may cost (cost.WorstCase): its
+// Request's estimated prompt and output limit at the target's Price.
+// Request is nil in Plan and Peek: it is then the request the walk sends
+// the target, which a policy that prices Plan or Peek attempts must be
+// given otherwise (a zero Cost, Unpriced, when it is not).
+func (a *Attempt) WorstCase() cost.Cost {
+	if a.Request == nil {
+		return cost.Cost{Unpriced: true}
+	}
+	return cost.WorstCase(a.Request, a.Price, a.MaxOutput)
 }
 
 // Admission is a policy's answer to Admit.
@@ -182,4 +201,9 @@ type Outcome struct {
 	// long it took.
 	At      time.Time
 	Elapsed time.Duration
+	// Cost is what the attempt cost: its answer's usage at the target's
+	// price, a stream cut short priced by what it had sent (Estimated),
+	// an answer that failed its schema priced as any answer; zero for an
+	// attempt not sent, or that failed before an answer.
+	Cost cost.Cost
 }

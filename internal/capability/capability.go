@@ -139,20 +139,26 @@ func describe(md *llm.Media) string {
 }
 
 // Catalogue completes a target that serves model from cat (catalog.Default
-// when nil): its window when 0, and its lacks with what the model lacks,
-// less what the target takes. A model cat does not know leaves both.
-func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, window *int, lacks *llm.Capabilities) {
+// when nil): its window when 0, its price when zero, and its lacks with
+// what the model lacks, less what the target takes. It returns the model's
+// entry; a model cat does not know leaves all three, and returns a zero
+// Model.
+func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, window *int, price *catalog.Price, lacks *llm.Capabilities) catalog.Model {
 	if cat == nil {
 		cat = catalog.Default()
 	}
 	m, ok := cat.Lookup(model)
 	if !ok {
-		return
+		return catalog.Model{}
 	}
 	if *window == 0 {
 		*window = m.ContextWindow
 	}
+	if *price == (catalog.Price{}) {
+		*price = m.Price
+	}
 	*lacks |= m.Lacks &^ takes
+	return m
 }
 
 // Carried is what a target on provider p carries: p's capabilities less
