@@ -32,6 +32,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -77,14 +78,47 @@ type Model struct {
 	// Lacks is what the model is known not to take. Only what the sources
 	// say it lacks is here: a capability not listed may still be missing.
 	Lacks llm.Capabilities
-	// Price is what it costs.
+	// Price is what it costs on its vendor's own API, at the standard
+	// service tier.
 	Price Price
+	// Prices are what it costs where it is served at another price; nil
+	// when the sources give no other. They are keyed by these names:
+	//
+	//   - "batch": the vendor's batch API (Anthropic Message Batches,
+	//     OpenAI Batch).
+	//   - "flex", "priority": OpenAI's service_tier "flex" and "priority".
+	//   - "us-only": Anthropic's API with inference_geo "us".
+	//   - "bedrock-regional": Amazon Bedrock on a regional endpoint (an
+	//     in-region model id or a geographic inference profile: us., eu.,
+	//     jp., au., apac.), not the global one.
+	//   - "vertex-regional": Google Vertex AI on a regional or
+	//     multi-region endpoint, not the global one.
+	//
+	// An entry is whole: a field it leaves 0 is unknown there, not the
+	// standard price. Read it through PriceFor.
+	Prices map[string]Price
 	// Note says what the figures leave out (a price tier, a limit on
 	// input), or the page they were read from when it is not the family's.
 	Note string
 	// Source is the page the family's figures were read from, AsOf the
 	// day they were read (YYYY-MM-DD).
 	Source, AsOf string
+}
+
+// priceNames are the names Model.Prices is keyed by (its doc says what
+// each means).
+var priceNames = []string{"batch", "flex", "priority", "us-only", "bedrock-regional", "vertex-regional"}
+
+// PriceFor returns what the model costs where it is served: its entry in
+// Prices named on (one of the names Prices lists), or Price when on is ""
+// or the model has no such entry: on its vendor's own API at the standard
+// tier, on a global endpoint, and wherever the sources name no other
+// price. A target's own price (chain.Target.Price) overrides both.
+func (m Model) PriceFor(on string) Price {
+	if p, ok := m.Prices[on]; ok {
+		return p
+	}
+	return m.Price
 }
 
 // Capabilities is what the model takes, as far as the catalogue knows:
@@ -186,9 +220,7 @@ func (c *Catalog) Lookup(id string) (m Model, ok bool) {
 	if best < 0 {
 		return Model{}, false
 	}
-	m = c.models[best]
-	m.Aliases = slices.Clone(m.Aliases)
-	return m, true
+	return c.models[best].clone(), true
 }
 
 // Models returns every entry, in the catalogue's order.
@@ -196,9 +228,9 @@ func (c *Catalog) Models() []Model {
 	if c == nil {
 		return nil
 	}
-	out := slices.Clone(c.models)
-	for i := range out {
-		out[i].Aliases = slices.Clone(out[i].Aliases)
+	out := make([]Model, len(c.models))
+	for i, m := range c.models {
+		out[i] = m.clone()
 	}
 	return out
 }
@@ -207,6 +239,13 @@ func (c *Catalog) Models() []Model {
 func (c *Catalog) claims(id string) bool {
 	family, date, _ := modelid.Canonical(id)
 	return slices.ContainsFunc(c.index[family], func(r ref) bool { return r.date == date })
+}
+
+// clone is m sharing no slice or map with the catalogue's entry.
+func (m Model) clone() Model {
+	m.Aliases = slices.Clone(m.Aliases)
+	m.Prices = maps.Clone(m.Prices)
+	return m
 }
 
 // ids are the ids m goes by: its ID, then its aliases.
@@ -224,13 +263,13 @@ func (c *Catalog) add(m Model) []string {
 	if m.ContextWindow < 0 || m.MaxOutput < 0 {
 		errs = append(errs, fmt.Sprintf("%s: context window %d and max output %d must not be negative (0 means unknown)", name, m.ContextWindow, m.MaxOutput))
 	}
-	for _, p := range []struct {
-		what string
-		v    float64
-	}{{"input", m.Price.Input}, {"output", m.Price.Output}, {"cache read", m.Price.CacheRead}, {"cache write", m.Price.CacheWrite}} {
-		if p.v < 0 || math.IsNaN(p.v) || math.IsInf(p.v, 0) {
-			errs = append(errs, fmt.Sprintf("%s: %s price %v must be a non-negative number (0 means unknown)", name, p.what, p.v))
+	errs = append(errs, m.Price.problems(name, "")...)
+	for _, on := range slices.Sorted(maps.Keys(m.Prices)) {
+		if !slices.Contains(priceNames, on) {
+			errs = append(errs, fmt.Sprintf("%s: price %q is no price name; use one of %s", name, on, quoted(priceNames)))
+			continue
 		}
+		errs = append(errs, m.Prices[on].problems(name, on)...)
 	}
 	if m.Lacks&^llm.CapAll != 0 {
 		errs = append(errs, fmt.Sprintf("%s: Lacks holds bits that are no capability (%#x)", name, uint8(m.Lacks&^llm.CapAll)))
@@ -275,6 +314,39 @@ func (c *Catalog) add(m Model) []string {
 	return nil
 }
 
+// problems are p's invalid fields, for the model called name (its price
+// on on, when on is not "").
+func (p Price) problems(name, on string) []string {
+	where := ""
+	if on != "" {
+		where = fmt.Sprintf(" on %q", on)
+	}
+	var errs []string
+	for _, f := range []struct {
+		what string
+		v    float64
+	}{{"input", p.Input}, {"output", p.Output}, {"cache read", p.CacheRead}, {"cache write", p.CacheWrite}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			errs = append(errs, fmt.Sprintf("%s: %s price%s %v must be a non-negative number (0 means unknown)", name, f.what, where, f.v))
+		}
+	}
+	return errs
+}
+
+// times is p with every known field multiplied by x, rounded to a
+// billionth of a dollar per million tokens; an unknown field stays unknown.
+func (p Price) times(x float64) Price {
+	mul := func(v float64) float64 { return math.Round(v*x*1e9) / 1e9 }
+	return Price{Input: mul(p.Input), Output: mul(p.Output), CacheRead: mul(p.CacheRead), CacheWrite: mul(p.CacheWrite)}
+}
+
+// priceOn is a price in models.json's "prices_on": the figures, or "times",
+// a multiple of the model's standard price.
+type priceOn struct {
+	Price
+	Times float64 `json:"times,omitempty"`
+}
+
 // file is models.json.
 type file struct {
 	AsOf     string `json:"as_of"`
@@ -282,15 +354,19 @@ type file struct {
 		Family string `json:"family"`
 		Source string `json:"source"`
 		Prices string `json:"prices"`
-		AsOf   string `json:"as_of"`
-		Models []struct {
-			ID            string   `json:"id"`
-			Aliases       []string `json:"aliases"`
-			ContextWindow int      `json:"context_window"`
-			MaxOutput     int      `json:"max_output"`
-			Lacks         []string `json:"lacks"`
-			Price         Price    `json:"price"`
-			Note          string   `json:"note"`
+		// PricesOn says, for each price name its models' prices_on
+		// use, where the figures come from.
+		PricesOn map[string]string `json:"prices_on"`
+		AsOf     string            `json:"as_of"`
+		Models   []struct {
+			ID            string             `json:"id"`
+			Aliases       []string           `json:"aliases"`
+			ContextWindow int                `json:"context_window"`
+			MaxOutput     int                `json:"max_output"`
+			Lacks         []string           `json:"lacks"`
+			Price         Price              `json:"price"`
+			PricesOn      map[string]priceOn `json:"prices_on"`
+			Note          string             `json:"note"`
 		} `json:"models"`
 	} `json:"families"`
 }
@@ -313,9 +389,16 @@ var capNames = func() map[string]llm.Capabilities {
 // optionally "aliases", "context_window", "max_output", "lacks" (names as
 // llm.Capabilities.String spells them: "images", "image URLs",
 // "documents", "document URLs", "tools", "native schema"), "price"
-// ("input", "output", "cache_read", "cache_write", per million tokens) and
-// a "note". An unknown field is an error, so that a misspelt one is not
-// silently unknown. The error names every problem found.
+// ("input", "output", "cache_read", "cache_write", per million tokens), a
+// "note" and "prices_on": the model's prices where it is served at
+// another price (Model.Prices), keyed by the names Model.Prices lists, each
+// either figures as in "price" or {"times": x}, the model's "price" times x
+// (1.1 for a 10% premium, 0.5 for half price; an unknown figure stays
+// unknown). An unknown field or price name is an error, so that a
+// misspelt one is not silently unknown. The error names every problem
+// found. A family's own "prices_on" gives, for each price name its
+// models use, the https URL the figures were read from and what it says;
+// a model's price on a name its family gives no source for is an error.
 func Parse(data []byte) (*Catalog, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -344,9 +427,38 @@ func Parse(data []byte) (*Catalog, error) {
 		} else if !isDay(asOf) {
 			errs = append(errs, fmt.Sprintf("family %q: as_of is %q; use YYYY-MM-DD", fam.Family, asOf))
 		}
+		for _, on := range slices.Sorted(maps.Keys(fam.PricesOn)) {
+			switch {
+			case !slices.Contains(priceNames, on):
+				errs = append(errs, fmt.Sprintf("family %q: prices_on names %q, which is no price name; use one of %s", fam.Family, on, quoted(priceNames)))
+			case !strings.HasPrefix(fam.PricesOn[on], "https://"):
+				errs = append(errs, fmt.Sprintf("family %q: prices_on %q is %q; give the https URL its figures were read from, then what it says", fam.Family, on, fam.PricesOn[on]))
+			}
+		}
 		for _, fm := range fam.Models {
 			m := Model{ID: fm.ID, Family: fam.Family, Aliases: fm.Aliases, ContextWindow: fm.ContextWindow,
 				MaxOutput: fm.MaxOutput, Price: fm.Price, Note: fm.Note, Source: fam.Source, AsOf: asOf}
+			for _, on := range slices.Sorted(maps.Keys(fm.PricesOn)) {
+				po := fm.PricesOn[on]
+				p := po.Price
+				switch {
+				case slices.Contains(priceNames, on) && fam.PricesOn[on] == "":
+					errs = append(errs, fmt.Sprintf("model %q: price on %q has no source; add the page it was read from to family %q's prices_on", fm.ID, on, fam.Family))
+				case po.Times == 0:
+				case po.Price != (Price{}):
+					errs = append(errs, fmt.Sprintf("model %q: price on %q gives both times and figures; give one", fm.ID, on))
+				case po.Times < 0 || math.IsNaN(po.Times) || math.IsInf(po.Times, 0):
+					errs = append(errs, fmt.Sprintf("model %q: price on %q: times %v must be a positive number", fm.ID, on, po.Times))
+				case fm.Price == (Price{}):
+					errs = append(errs, fmt.Sprintf("model %q: price on %q is times a price the model does not have; give its figures", fm.ID, on))
+				default:
+					p = fm.Price.times(po.Times)
+				}
+				if m.Prices == nil {
+					m.Prices = map[string]Price{}
+				}
+				m.Prices[on] = p
+			}
 			for _, n := range fm.Lacks {
 				bit, ok := capNames[n]
 				if !ok {
@@ -367,6 +479,15 @@ func Parse(data []byte) (*Catalog, error) {
 func isDay(s string) bool {
 	_, err := time.Parse(time.DateOnly, s)
 	return err == nil
+}
+
+// quoted lists names, quoted, for an error.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // capList lists the capability names, quoted, for an error.

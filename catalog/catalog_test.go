@@ -192,3 +192,91 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A model's price where it is served at another price: the catalogue's
+// figures, its standard price where it names none, and an unknown figure
+// kept unknown.
+func TestPriceFor(t *testing.T) {
+	c := catalog.Default()
+	opus, _ := c.Lookup("claude-opus-5")
+	for on, want := range map[string]catalog.Price{
+		"":                 {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+		"bedrock-regional": {Input: 5.5, Output: 27.5, CacheRead: 0.55, CacheWrite: 6.875},
+		"vertex-regional":  {Input: 5.5, Output: 27.5, CacheRead: 0.55, CacheWrite: 6.875},
+		"us-only":          {Input: 5.5, Output: 27.5, CacheRead: 0.55, CacheWrite: 6.875},
+		"batch":            {Input: 2.5, Output: 12.5, CacheRead: 0.25, CacheWrite: 3.125},
+		"priority":         {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25}, // none: the standard price
+		"no-such-name":     {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	} {
+		if got := opus.PriceFor(on); got != want {
+			t.Errorf("claude-opus-5 on %q: %+v; want %+v", on, got, want)
+		}
+	}
+	if m, _ := c.Lookup("claude-sonnet-5-5"); m.PriceFor("bedrock-regional") != (catalog.Price{Input: 2.2, Output: 11, CacheWrite: 2.75}) {
+		t.Errorf("claude-sonnet-5-5 regional %+v; want its unknown cache read kept unknown", m.PriceFor("bedrock-regional"))
+	}
+	if m, _ := c.Lookup("claude-haiku-4-5"); m.PriceFor("us-only") != m.Price || m.PriceFor("vertex-regional") == m.Price {
+		t.Errorf("claude-haiku-4-5: us-only %+v (no US-only price before 4.6), regional %+v", m.PriceFor("us-only"), m.PriceFor("vertex-regional"))
+	}
+	if m, _ := c.Lookup("claude-opus-4-1"); m.Prices != nil {
+		t.Errorf("claude-opus-4-1 has prices %+v; older models keep their pricing everywhere", m.Prices)
+	}
+	if m, _ := c.Lookup("gpt-5-2025-08-07"); m.PriceFor("priority") != (catalog.Price{Input: 2.5, Output: 20, CacheRead: 0.25}) {
+		t.Errorf("gpt-5 priority %+v", m.PriceFor("priority"))
+	}
+	// Every premium and discount is what its source says of the standard
+	// price, field by field.
+	for _, m := range c.Models() {
+		for on, p := range m.Prices {
+			x := map[string]float64{"bedrock-regional": 1.1, "vertex-regional": 1.1, "us-only": 1.1, "batch": 0.5}[on]
+			if x == 0 {
+				continue
+			}
+			for _, f := range [][2]float64{{p.Input, m.Price.Input}, {p.Output, m.Price.Output}, {p.CacheRead, m.Price.CacheRead}, {p.CacheWrite, m.Price.CacheWrite}} {
+				if d := f[0] - f[1]*x; d > 1e-9 || d < -1e-9 {
+					t.Errorf("%s on %s: %+v is not %v times %+v", m.ID, on, p, x, m.Price)
+				}
+			}
+		}
+	}
+	// What Lookup returns is a copy.
+	opus.Prices["batch"] = catalog.Price{}
+	if again, _ := c.Lookup("claude-opus-5"); again.PriceFor("batch").Input != 2.5 {
+		t.Error("changing a looked-up model's Prices changed the catalogue")
+	}
+}
+
+func TestPricesRejected(t *testing.T) {
+	for name, m := range map[string]catalog.Model{
+		"unknown name":   {ID: "m", Prices: map[string]catalog.Price{"regional": {Input: 1}}},
+		"negative price": {ID: "m", Prices: map[string]catalog.Price{"batch": {Output: -1}}},
+	} {
+		if _, err := catalog.New(m); err == nil {
+			t.Errorf("%s: New accepted %+v", name, m)
+		}
+	}
+	good := `{"as_of":"2026-12-04","families":[{"family":"f","source":"https://example.com","prices_on":{"batch":"https://example.com/batch: half"},` +
+		`"models":[{"id":"m","price":{"input":2,"output":4},"prices_on":{"batch":{"times":0.5}}}]}]}`
+	c, err := catalog.Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := c.Lookup("m"); m.PriceFor("batch") != (catalog.Price{Input: 1, Output: 2}) {
+		t.Errorf("times 0.5 of {2 4}: %+v", m.PriceFor("batch"))
+	}
+	for name, bad := range map[string]string{
+		"unknown name":         strings.Replace(good, `"prices_on":{"batch":{`, `"prices_on":{"batchy":{`, 1),
+		"unknown family name":  strings.Replace(good, `"prices_on":{"batch":"`, `"prices_on":{"batchy":"`, 1),
+		"no source":            strings.Replace(good, `"prices_on":{"batch":"https://example.com/batch: half"},`, ``, 1),
+		"source not a URL":     strings.Replace(good, `https://example.com/batch`, `the batch page`, 1),
+		"negative figure":      strings.Replace(good, `{"times":0.5}`, `{"input":-1}`, 1),
+		"negative times":       strings.Replace(good, `{"times":0.5}`, `{"times":-0.5}`, 1),
+		"times and figures":    strings.Replace(good, `{"times":0.5}`, `{"times":0.5,"input":1}`, 1),
+		"times of no price":    strings.Replace(good, `"price":{"input":2,"output":4},`, ``, 1),
+		"misspelt price field": strings.Replace(good, `{"times":0.5}`, `{"imput":1}`, 1),
+	} {
+		if _, err := catalog.Parse([]byte(bad)); err == nil {
+			t.Errorf("%s: Parse accepted %s", name, bad)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func TestSuccess(t *testing.T) {
 	}
 	want := llm.Response{
 		Text: "Hello, world", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_abc",
-		FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 5},
+		FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 5, CacheReadTokens: 7, CacheWriteTokens: 3},
 		ToolCalls: []llm.ToolCall{{ID: "t", Name: "x", Arguments: json.RawMessage(`{}`)}}, Finish: llm.FinishStop,
 	}
 	rl := res.RateLimit

@@ -67,8 +67,10 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		RequestID:    r.Header.Get(p.ep.RequestID),
 		FinishReason: b.StopReason,
 		Usage: llm.Usage{
-			InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-			OutputTokens: u.OutputTokens,
+			InputTokens:      u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+			OutputTokens:     u.OutputTokens,
+			CacheReadTokens:  u.CacheReadInputTokens,
+			CacheWriteTokens: u.CacheCreationInputTokens,
 		},
 		RateLimit: rateLimit(r.Header, r.Received),
 		ToolCalls: toolCalls(b.Content, ids),

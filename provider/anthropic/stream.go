@@ -392,4 +392,5 @@ func (s *eventState) usage(u *streamUsage, res *llm.Response) {
 	up(&s.cacheRead, u.CacheReadInputTokens)
 	up(&res.Usage.OutputTokens, u.OutputTokens)
 	res.Usage.InputTokens = s.input + s.cacheCreation + s.cacheRead
+	res.Usage.CacheReadTokens, res.Usage.CacheWriteTokens = s.cacheRead, s.cacheCreation
 }

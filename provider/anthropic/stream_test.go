@@ -66,7 +66,7 @@ func TestStream(t *testing.T) {
 				t.Fatalf("first chunk %q, %v", c.Text, err)
 			}
 			if res := st.Response(); res.Text != "Hello" || res.ID != "msg_01" || res.Model != "claude-test-20260101" ||
-				res.Usage != (llm.Usage{InputTokens: 20, OutputTokens: 1}) || res.FinishReason != "" {
+				res.Usage != (llm.Usage{InputTokens: 20, OutputTokens: 1, CacheReadTokens: 7, CacheWriteTokens: 3}) || res.FinishReason != "" {
 				t.Errorf("Response after one chunk: %+v", res)
 			}
 			call := llm.ToolCall{ID: "toolu_1", Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}
@@ -76,7 +76,7 @@ func TestStream(t *testing.T) {
 			}
 			reset := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
 			want := llm.Response{Text: "Hello, world", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_stream",
-				FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 15},
+				FinishReason: "end_turn", Usage: llm.Usage{InputTokens: 20, OutputTokens: 15, CacheReadTokens: 7, CacheWriteTokens: 3},
 				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 49, Reset: reset}},
 				ToolCalls: []llm.ToolCall{call}, Finish: llm.FinishStop}
 			suite.StreamEnds(t, st, want)
@@ -114,5 +114,20 @@ func TestStreamRefusal(t *testing.T) {
 	e := streamFails(t, st, "Hello")
 	if e.Kind != llm.KindContentFilter || e.Code != "refusal" || st.Response().FinishReason != "refusal" {
 		t.Errorf("got %#v; want KindContentFilter", e)
+	}
+}
+
+// TestStreamCutKeepsUsage: a stream cut after output still reports, in
+// Response, the usage message_start announced (the prompt, cache reads and
+// writes apart): a failed attempt that was billed can be priced.
+func TestStreamCutKeepsUsage(t *testing.T) {
+	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, evHello}))
+	st := openStream(t, newProvider(t, s.URL), context.Background())
+	defer st.Close()
+	if e := streamFails(t, st, "Hello"); e.Kind != llm.KindConnection {
+		t.Fatalf("got %v; want a cut stream", e)
+	}
+	if got, want := st.Response().Usage, (llm.Usage{InputTokens: 20, OutputTokens: 1, CacheReadTokens: 7, CacheWriteTokens: 3}); got != want {
+		t.Errorf("usage after the cut %+v; want %+v", got, want)
 	}
 }

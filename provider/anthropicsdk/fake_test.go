@@ -32,17 +32,20 @@ func TestFake(t *testing.T) {
 			}
 			req := userReq
 			req.Model = pl.model
-			s.Script(pl.model, fake.Answer("Hello from the fake.").Usage(12, 5))
+			// The prompt cache read and written, on every platform.
+			answer := fake.Answer("Hello from the fake.").Usage(12, 5).Cached(4).CacheWrite(3)
+			usage := llm.Usage{InputTokens: 12, OutputTokens: 5, CacheReadTokens: 4, CacheWriteTokens: 3}
+			s.Script(pl.model, answer, answer)
 			res, err := pl.p.Complete(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Text != "Hello from the fake." || res.Usage.OutputTokens != 5 || res.RequestID == "" || res.Finish != llm.FinishStop {
+			if res.Text != "Hello from the fake." || res.Usage != usage || res.RequestID == "" || res.Finish != llm.FinishStop {
 				t.Errorf("%+v", res)
 			}
 			st := suite.OpenStream(t, pl.p, context.Background(), req)
-			if got, err := suite.ReadStream(st); err != io.EOF || st.Response().Text != "Hello from the fake." {
-				t.Errorf("stream %q %v", got, err)
+			if got, err := suite.ReadStream(st); err != io.EOF || st.Response().Text != "Hello from the fake." || st.Response().Usage != usage {
+				t.Errorf("stream %q %v, usage %+v", got, err, st.Response().Usage)
 			}
 			for _, o := range suite.FakeOutcomes() {
 				s.Script(pl.model, o.Outcome)

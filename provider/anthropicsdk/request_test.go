@@ -136,7 +136,7 @@ func TestSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Response{Text: "Hello, world", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_ok",
-		FinishReason: "end_turn", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5},
+		FinishReason: "end_turn", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5, CacheReadTokens: 7, CacheWriteTokens: 3},
 		RateLimit: llm.RateLimit{Requests: llm.Allowance{Limit: 50, Remaining: 49, Reset: reset},
 			InputTokens: llm.Allowance{Limit: 30000, Remaining: 29000}}}
 	if !reflect.DeepEqual(*res, want) {

@@ -49,8 +49,10 @@ func (c *call) answer(raw *http.Response, msg *anthropic.Message) (*llm.Response
 		RequestID:    requestID(r.Header),
 		FinishReason: string(msg.StopReason),
 		Usage: llm.Usage{
-			InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-			OutputTokens: int(u.OutputTokens),
+			InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+			OutputTokens:     int(u.OutputTokens),
+			CacheReadTokens:  int(u.CacheReadInputTokens),
+			CacheWriteTokens: int(u.CacheCreationInputTokens),
 		},
 		RateLimit: classify.VendorAnthropic.RateLimit(r.Header, r.Received),
 		ToolCalls: c.toolCalls(msg.Content),

@@ -444,4 +444,5 @@ func (s *stream) usage(input, cacheCreation, cacheRead, output int64) {
 	up(&s.cacheRead, cacheRead)
 	up(&s.res.Usage.OutputTokens, output)
 	s.res.Usage.InputTokens = s.input + s.cacheCreation + s.cacheRead
+	s.res.Usage.CacheReadTokens, s.res.Usage.CacheWriteTokens = s.cacheRead, s.cacheCreation
 }

@@ -62,7 +62,7 @@ func TestStream(t *testing.T) {
 		t.Errorf("chunks %+v; want %+v", got, want)
 	}
 	res := llm.Response{Text: "Hello, world!", Model: "claude-test-20260101", ID: "msg_01", RequestID: "req_s",
-		FinishReason: "end_turn", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 15},
+		FinishReason: "end_turn", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 15, CacheReadTokens: 7, CacheWriteTokens: 3},
 		RateLimit: llm.RateLimit{Tokens: llm.Allowance{Remaining: 99}}, ToolCalls: []llm.ToolCall{call}}
 	suite.StreamEnds(t, st, res)
 	if n := s.Count.Load(); n != 1 {
@@ -220,5 +220,20 @@ func TestStreamTooLong(t *testing.T) {
 	st := suite.OpenStream(t, p, context.Background(), userReq)
 	if e := suite.StreamFails(t, st, "anthropic", testKey, piece); e.Kind != llm.KindServer || !strings.Contains(e.Message, "streamed answer is longer than 400 bytes") {
 		t.Errorf("%#v", e)
+	}
+}
+
+// TestStreamCutKeepsUsage: a stream cut after output still reports, in
+// Response, the usage message_start announced (the prompt, cache reads and
+// writes apart): a failed attempt that was billed can be priced.
+func TestStreamCutKeepsUsage(t *testing.T) {
+	s := suite.NewServer(t, suite.SSE([]string{evStart, evText0, delta(1, "Hel")}))
+	st := suite.OpenStream(t, newProvider(t, s.URL), context.Background(), userReq)
+	defer st.Close()
+	if e := suite.StreamFails(t, st, "anthropic", testKey, "Hel"); e.Kind != llm.KindConnection {
+		t.Fatalf("got %v; want a cut stream", e)
+	}
+	if got, want := st.Response().Usage, (llm.Usage{InputTokens: 20, OutputTokens: 1, CacheReadTokens: 7, CacheWriteTokens: 3}); got != want {
+		t.Errorf("usage after the cut %+v; want %+v", got, want)
 	}
 }

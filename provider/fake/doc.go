@@ -224,9 +224,11 @@
 // service_tier "standard", inference_geo "global" and speed "standard";
 // OpenAI service_tier "default", system_fingerprint "fp_fake", logprobs
 // null, message.annotations [] and usage.prompt_tokens_details and
-// completion_tokens_details. Cached sets the cached input tokens, Refusal
-// makes the model decline, and an OpenAI request with "n": k gets k
-// identical choices.
+// completion_tokens_details. Usage sets the token counts, Cached and
+// CacheWrite the input tokens read from and written to the prompt cache
+// (each wire format counting them as its API does, so that every adapter
+// reads the same llm.Usage), Refusal makes the model decline, and an
+// OpenAI request with "n": k gets k identical choices.
 //
 // CallTools (or Answer(text).ToolCalls) answers with tool calls, ids in
 // each format's style (toolu_fake_N_I, call_fake_N_I) unless set, and the

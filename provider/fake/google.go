@@ -534,7 +534,7 @@ func (s geminiStream) delta(text string) []event {
 		return nil
 	}
 	return []event{{data: marshal(s.a.geminiResponse([]any{geminiText{text}}, "",
-		geminiUsage{PromptTokenCount: s.a.in, TotalTokenCount: s.a.in}))}}
+		geminiUsage{PromptTokenCount: s.a.in, TotalTokenCount: s.a.in, CachedContentTokenCount: s.a.cached}))}}
 }
 
 func (s geminiStream) tail() []event {

@@ -92,6 +92,7 @@ type Outcome struct {
 	tools     []ToolCall // the answer's tool calls (CallTools, ToolCalls)
 	refusal   bool       // Refusal
 	cached    int        // Cached
+	written   int        // CacheWrite
 	body      optString
 	errType   optString
 	code      optString
@@ -240,9 +241,13 @@ func (o Outcome) withID(id string) Outcome {
 	return o
 }
 
-// Usage sets an answer's token counts: Anthropic usage.input_tokens and
-// output_tokens, OpenAI usage.prompt_tokens and completion_tokens (and
-// total_tokens, their sum).
+// Usage sets an answer's token counts: in is every input token, those
+// read from or written to the prompt cache (Cached, CacheWrite) included,
+// as llm.Usage.InputTokens counts them on every wire format: OpenAI
+// usage.prompt_tokens, Gemini promptTokenCount, and on Anthropic the sum of
+// input_tokens, cache_read_input_tokens and cache_creation_input_tokens;
+// out is OpenAI completion_tokens, Anthropic output_tokens, Gemini
+// candidatesTokenCount.
 func (o Outcome) Usage(in, out int) Outcome {
 	o.usageSet, o.usageIn, o.usageOut = true, in, out
 	return o

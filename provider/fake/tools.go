@@ -82,12 +82,27 @@ func Refusal(text string) Outcome {
 }
 
 // Cached sets how many of an answer's input tokens were read from the prompt
-// cache: OpenAI usage.prompt_tokens_details.cached_tokens (counted within
-// prompt_tokens, as OpenAI counts them) and Anthropic
-// usage.cache_read_input_tokens (in addition to input_tokens, as Anthropic
-// counts them). The default is 0.
+// cache, as llm.Usage.CacheReadTokens reports them: OpenAI
+// usage.prompt_tokens_details.cached_tokens, Gemini
+// cachedContentTokenCount (both counted within the prompt tokens, as those
+// APIs count them) and Anthropic usage.cache_read_input_tokens (on
+// Anthropic, Bedrock and Vertex; input_tokens is then what is left of
+// Usage's in, as Anthropic counts them apart). The default is 0; a stream
+// reports them from its first event, so a stream cut short still does.
 func (o Outcome) Cached(n int) Outcome {
 	o.cached = n
+	return o
+}
+
+// CacheWrite sets how many of an answer's input tokens were written to the
+// prompt cache, as llm.Usage.CacheWriteTokens reports them: Anthropic
+// usage.cache_creation_input_tokens and cache_creation's
+// ephemeral_5m_input_tokens (on Anthropic, Bedrock and Vertex;
+// input_tokens is then what is left of Usage's in). OpenAI and Gemini
+// report no cache writes: there they stay plain prompt tokens. The default
+// is 0.
+func (o Outcome) CacheWrite(n int) Outcome {
+	o.written = n
 	return o
 }
 

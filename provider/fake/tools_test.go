@@ -226,14 +226,14 @@ func TestRefusal(t *testing.T) {
 
 func TestCachedAndChoices(t *testing.T) {
 	s := fake.New()
-	s.Script("m", fake.Answer("hi").Usage(100, 2).Cached(80))
+	s.Script("m", fake.Answer("hi").Usage(100, 2).Cached(60).CacheWrite(30))
 	c := s.Client()
 	r := call(t, c, s.URL(), fake.OpenAI, "m")
-	if !strings.Contains(r.body, `"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,`+openaiUsageDetails(80)+`}`) {
+	if !strings.Contains(r.body, `"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,`+openaiUsageDetails(60)+`}`) {
 		t.Errorf("openai cached: %s", r.body)
 	}
 	r = call(t, c, s.URL(), fake.Anthropic, "m")
-	if !strings.Contains(r.body, `"usage":{"input_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":80,`) {
+	if !strings.Contains(r.body, `"usage":{"input_tokens":10,"cache_creation_input_tokens":30,"cache_read_input_tokens":60,"cache_creation":{"ephemeral_5m_input_tokens":30,`) {
 		t.Errorf("anthropic cached: %s", r.body)
 	}
 

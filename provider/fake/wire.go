@@ -359,17 +359,21 @@ type anthropicServerToolUse struct {
 // usage is the full usage object of a message (and of message_start).
 func (a answer) anthropicUsage(out int) anthropicUsage {
 	return anthropicUsage{
-		InputTokens: a.in, CacheReadInputTokens: a.cached,
-		CacheCreation: &anthropicCacheCreation{}, OutputTokens: out,
+		InputTokens: a.uncached(), CacheReadInputTokens: a.cached, CacheCreationInputTokens: a.written,
+		CacheCreation: &anthropicCacheCreation{Ephemeral5m: a.written}, OutputTokens: out,
 		OutputTokensDetails: &anthropicOutputDetails{}, ServerToolUse: &anthropicServerToolUse{},
 		ServiceTier: "standard", InferenceGeo: "global", Speed: "standard",
 	}
 }
 
+// uncached is Anthropic's input_tokens: the input tokens neither read
+// from nor written to the cache.
+func (a answer) uncached() int { return a.in - a.cached - a.written }
+
 // deltaUsage is the cumulative usage of message_delta.
 func (a answer) anthropicDeltaUsage() anthropicUsage {
 	return anthropicUsage{
-		InputTokens: a.in, CacheReadInputTokens: a.cached, OutputTokens: a.out,
+		InputTokens: a.uncached(), CacheReadInputTokens: a.cached, CacheCreationInputTokens: a.written, OutputTokens: a.out,
 		OutputTokensDetails: &anthropicOutputDetails{}, ServerToolUse: &anthropicServerToolUse{},
 	}
 }
@@ -488,7 +492,8 @@ type answer struct {
 	stop    *string // Anthropic stop_sequence
 	in      int     // input (prompt) tokens
 	out     int     // output (completion) tokens
-	cached  int     // cached input tokens
+	cached  int     // input tokens read from the prompt cache
+	written int     // input tokens written to the prompt cache
 	tools   []toolCall
 	refusal bool
 	n       int // OpenAI choices
@@ -496,7 +501,7 @@ type answer struct {
 
 func answerOf(o Outcome, ex exchange) answer {
 	a := answer{text: o.text.or("fake answer from " + ex.model), model: ex.model, id: o.id, finish: o.finish,
-		tools: resolveTools(o.tools, ex.format.family(), ex.seq), refusal: o.refusal, cached: o.cached, n: max(ex.n, 1)}
+		tools: resolveTools(o.tools, ex.format.family(), ex.seq), refusal: o.refusal, cached: o.cached, written: o.written, n: max(ex.n, 1)}
 	if o.model != "" {
 		a.model = o.model
 	}
@@ -508,6 +513,7 @@ func answerOf(o Outcome, ex exchange) answer {
 	if o.usageSet {
 		a.in, a.out = o.usageIn, o.usageOut
 	}
+	a.in = max(a.in, a.cached+a.written) // the cache's tokens are input tokens
 	switch ex.format.family() {
 	case Gemini:
 		return geminiAnswer(a, o, ex)

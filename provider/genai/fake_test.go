@@ -59,17 +59,31 @@ func TestFake(t *testing.T) {
 				t.Fatalf("Name %q", p.Name())
 			}
 
-			s.Script(model, fake.Answer("Hello from the fake.").Usage(12, 5))
+			// The cached content read (Gemini reports no writes: those
+			// stay plain prompt tokens), from Complete and Stream; a
+			// stream cut after its first chunk keeps the usage it sent.
+			answer := fake.Answer("Hello from the fake.").Chunks("Hello", " from the fake.").Usage(12, 5).Cached(4).CacheWrite(3)
+			usage := llm.Usage{InputTokens: 12, OutputTokens: 5, CacheReadTokens: 4}
+			s.Script(model, answer, answer, answer.CutAfter(1))
 			res, err := p.Complete(context.Background(), hello(model))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Text != "Hello from the fake." || res.Usage.InputTokens != 12 || res.Usage.OutputTokens != 5 ||
+			if res.Text != "Hello from the fake." || res.Usage != usage ||
 				res.Finish != llm.FinishStop || res.ID == "" {
 				t.Errorf("answer %+v", res)
 			}
 			if c := s.Calls(model); len(c) != 1 || c[0].Format != pl.format {
 				t.Fatalf("calls %+v; want one of format %v", c, pl.format)
+			}
+			st := suite.OpenStream(t, p, context.Background(), hello(model))
+			if _, err := suite.ReadStream(st); err != io.EOF || st.Response().Usage != usage {
+				t.Errorf("stream: %v, usage %+v; want %+v", err, st.Response().Usage, usage)
+			}
+			st = suite.OpenStream(t, p, context.Background(), hello(model))
+			cut := llm.Usage{InputTokens: 12, CacheReadTokens: 4}
+			if _, err := suite.ReadStream(st); llm.KindOf(err) != llm.KindConnection || st.Response().Usage != cut {
+				t.Errorf("cut stream: %v, usage %+v; want %+v", err, st.Response().Usage, cut)
 			}
 
 			for _, o := range outcomes {
@@ -91,7 +105,7 @@ func TestFake(t *testing.T) {
 
 			s.Script(model, fake.Answer("a b c").ErrorAfter(1))
 			n := s.Requests(model)
-			st, err := p.Stream(context.Background(), hello(model))
+			st, err = p.Stream(context.Background(), hello(model))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -167,7 +167,7 @@ func writeSSE(w http.ResponseWriter, bodies ...string) {
 const okBody = `{
  "candidates": [{"content": {"role": "model", "parts": [{"text": "Hi "}, {"text": "there", "thought": false}, {"text": "(thinking)", "thought": true}]},
    "finishReason": "STOP", "index": 0}],
- "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3, "thoughtsTokenCount": 2, "totalTokenCount": 12},
+ "usageMetadata": {"promptTokenCount": 7, "cachedContentTokenCount": 4, "candidatesTokenCount": 3, "thoughtsTokenCount": 2, "totalTokenCount": 12},
  "modelVersion": "gemini-2.5-flash-001",
  "responseId": "resp-123"
 }`

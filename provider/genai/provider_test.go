@@ -74,7 +74,7 @@ func TestCompleteSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Response{Text: "Hi there", Model: "gemini-2.5-flash-001", ID: "resp-123", RequestID: "greq-1",
-		FinishReason: "STOP", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 7, OutputTokens: 5}}
+		FinishReason: "STOP", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 7, OutputTokens: 5, CacheReadTokens: 4}}
 	if res.Text != want.Text || res.Model != want.Model || res.ID != want.ID || res.RequestID != want.RequestID ||
 		res.FinishReason != want.FinishReason || res.Finish != want.Finish || res.Usage != want.Usage || res.ToolCalls != nil {
 		t.Errorf("got %+v\nwant %+v", *res, want)

@@ -46,6 +46,8 @@ func (a *answer) add(r *gg.GenerateContentResponse) (string, []llm.ToolCall) {
 		a.usage = llm.Usage{
 			InputTokens:  int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
 			OutputTokens: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
+			// promptTokenCount counts the cached content too.
+			CacheReadTokens: int(u.CachedContentTokenCount),
 		}
 	}
 	if f := r.PromptFeedback; f != nil && f.BlockReason != "" && f.BlockReason != gg.BlockedReasonUnspecified {

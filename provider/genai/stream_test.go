@@ -49,7 +49,7 @@ func TestStream(t *testing.T) {
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking…","thought":true}]}}],"modelVersion":"gemini-2.5-flash-001","responseId":"rs"}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"lo"},{"functionCall":{"name":"f","args":{"a":1}}}]}}]}`,
-			`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}`)
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"cachedContentTokenCount":3,"candidatesTokenCount":6}}`)
 	})
 	st := startStream(t, context.Background(), s)
 	cs, err := drain(t, st)
@@ -62,7 +62,7 @@ func TestStream(t *testing.T) {
 	}
 	res := st.Response()
 	if res.Text != "Hello" || res.Model != "gemini-2.5-flash-001" || res.ID != "rs" || res.RequestID != "greq-s" ||
-		res.Usage != (llm.Usage{InputTokens: 4, OutputTokens: 6}) || res.Finish != llm.FinishToolUse || len(res.ToolCalls) != 1 {
+		res.Usage != (llm.Usage{InputTokens: 4, OutputTokens: 6, CacheReadTokens: 3}) || res.Finish != llm.FinishToolUse || len(res.ToolCalls) != 1 {
 		t.Errorf("response %+v", res)
 	}
 	if _, err := st.Next(); err != io.EOF {
@@ -112,17 +112,20 @@ func TestStreamErrorFirstEvent(t *testing.T) {
 	}
 }
 
+// TestStreamCut: a stream cut before its finishReason fails as a
+// connection failure, after one request; its Response keeps the usage
+// the last event reported, so a billed failed attempt can be priced.
 func TestStreamCut(t *testing.T) {
 	quietLog(t) // the SDK logs a failed read; the adapter hides it from the SDK
 	for name, handle := range map[string]func(http.ResponseWriter){
 		// A clean close without a finishReason: the SDK would reconnect
 		// with continuation on; the answer is incomplete.
 		"clean close": func(w http.ResponseWriter) {
-			writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}]}`)
+			writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}],"usageMetadata":{"promptTokenCount":9,"cachedContentTokenCount":5,"candidatesTokenCount":1}}`)
 		},
 		// A connection dropped mid-event.
 		"dropped": func(w http.ResponseWriter) {
-			writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}]}`)
+			writeSSE(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Par"}]}}],"usageMetadata":{"promptTokenCount":9,"cachedContentTokenCount":5,"candidatesTokenCount":1}}`)
 			w.Write([]byte(`data: {"candidates":[{"content":{"ro`))
 			w.(http.Flusher).Flush()
 			conn, _, _ := w.(http.Hijacker).Hijack()
@@ -142,6 +145,9 @@ func TestStreamCut(t *testing.T) {
 			}
 			if n := len(s.requests()); n != 1 {
 				t.Errorf("%d requests; the SDK reconnected", n)
+			}
+			if got, want := st.Response().Usage, (llm.Usage{InputTokens: 9, OutputTokens: 1, CacheReadTokens: 5}); got != want {
+				t.Errorf("usage after the cut %+v; want %+v", got, want)
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func TestSuccess(t *testing.T) {
 	}
 	want := llm.Response{
 		Text: "Hello, world", Model: "gpt-test-2026-01-01", ID: "chatcmpl-01", RequestID: "req_abc",
-		FinishReason: "stop", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5},
+		FinishReason: "stop", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5, CacheReadTokens: 10},
 	}
 	rl := res.RateLimit
 	res.RateLimit = llm.RateLimit{}

@@ -15,14 +15,27 @@ import (
 // reply is the Chat Completions response body. A 2xx is expected to carry
 // at least one choice; some compatible servers send an error object instead.
 type reply struct {
-	ID      string   `json:"id"`
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error *json.RawMessage `json:"error"`
+	ID      string           `json:"id"`
+	Model   string           `json:"model"`
+	Choices []choice         `json:"choices"`
+	Usage   usage            `json:"usage"`
+	Error   *json.RawMessage `json:"error"`
+}
+
+// usage is the Chat Completions usage object, of a reply and of a stream's
+// last chunk. The cached prompt tokens are counted within prompt_tokens.
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// llm returns u as the caller reads it.
+func (u *usage) llm() llm.Usage {
+	return llm.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		CacheReadTokens: u.PromptTokensDetails.CachedTokens}
 }
 
 type choice struct {
@@ -74,11 +87,8 @@ func (p *Provider) parse(r *wire.Reply, ids *wire.CallIDs) (*llm.Response, error
 		FinishReason: c.FinishReason,
 		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
-		Usage: llm.Usage{
-			InputTokens:  b.Usage.PromptTokens,
-			OutputTokens: b.Usage.CompletionTokens,
-		},
-		RateLimit: rateLimit(r.Header, r.Received),
+		Usage:        b.Usage.llm(),
+		RateLimit:    rateLimit(r.Header, r.Received),
 	}), nil
 }
 

@@ -111,10 +111,7 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage *usage          `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
@@ -189,7 +186,7 @@ func (s *eventState) handle(ev wire.Event, res *llm.Response) (string, bool, err
 		res.Model = c.Model
 	}
 	if c.Usage != nil {
-		res.Usage = llm.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}
+		res.Usage = c.Usage.llm()
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -94,7 +94,7 @@ func TestStream(t *testing.T) {
 				t.Errorf("requests reset in %v; want 6m", d)
 			}
 			want := llm.Response{Text: "Hello, world", Model: "gpt-test-2026-01-01", ID: "chatcmpl-01", RequestID: "req_stream",
-				FinishReason: "stop", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5},
+				FinishReason: "stop", Finish: llm.FinishStop, Usage: llm.Usage{InputTokens: 20, OutputTokens: 5, CacheReadTokens: 10},
 				RateLimit: llm.RateLimit{Requests: llm.Allowance{Remaining: 4999, Reset: reset}}}
 			suite.StreamEnds(t, st, want)
 		})

@@ -166,7 +166,7 @@ func (a *attempt) chatAnswer(cc *openai.ChatCompletion, r classify.Reply, ids *w
 		FinishReason: c.FinishReason,
 		Finish:       classify.FinishOf(c.FinishReason),
 		ToolCalls:    calls,
-		Usage:        llm.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
+		Usage:        chatUsage(&cc.Usage),
 		RateLimit:    classify.VendorOpenAI.RateLimit(r.Header, r.Received),
 	}), nil
 }
@@ -239,7 +239,7 @@ func (c *chatEvents) step() (string, bool, error) {
 		s.res.Model = ch.Model
 	}
 	if ch.JSON.Usage.Valid() {
-		s.res.Usage = llm.Usage{InputTokens: int(ch.Usage.PromptTokens), OutputTokens: int(ch.Usage.CompletionTokens)}
+		s.res.Usage = chatUsage(&ch.Usage)
 	}
 	for i := range ch.Choices {
 		choice := &ch.Choices[i]
@@ -305,4 +305,12 @@ func (c *chatEvents) finishCalls() {
 	}
 	c.calls = c.calls[:0]
 	clear(c.byIndex)
+}
+
+// chatUsage is a Chat Completions usage as the caller reads it: the cached
+// prompt tokens (prompt_tokens_details.cached_tokens) are counted within
+// prompt_tokens, and apart as the cache reads.
+func chatUsage(u *openai.CompletionUsage) llm.Usage {
+	return llm.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens),
+		CacheReadTokens: int(u.PromptTokensDetails.CachedTokens)}
 }

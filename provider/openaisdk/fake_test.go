@@ -48,14 +48,22 @@ func TestFake(t *testing.T) {
 			req.Model = pl.model
 
 			// A success: text, usage, request id and rate limit.
-			s.Script(pl.model, fake.Answer("Hello from the fake.").Usage(12, 5))
+			// The prompt cache read (OpenAI reports no writes: those
+			// stay plain prompt tokens), from Complete and Stream.
+			answer := fake.Answer("Hello from the fake.").Usage(12, 5).Cached(4).CacheWrite(3)
+			usage := llm.Usage{InputTokens: 12, OutputTokens: 5, CacheReadTokens: 4}
+			s.Script(pl.model, answer, answer)
 			res, err := pl.p.Complete(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Text != "Hello from the fake." || res.Usage.InputTokens != 12 || res.Usage.OutputTokens != 5 ||
+			if res.Text != "Hello from the fake." || res.Usage != usage ||
 				res.RequestID == "" || res.Finish != llm.FinishStop {
 				t.Errorf("%+v", res)
+			}
+			st := suite.OpenStream(t, pl.p, context.Background(), req)
+			if _, err := suite.ReadStream(st); err != io.EOF || st.Response().Usage != usage {
+				t.Errorf("stream: %v, usage %+v; want %+v", err, st.Response().Usage, usage)
 			}
 			if rl := res.RateLimit; rl.Requests.Limit == 0 || rl.Tokens.Limit == 0 || rl.Requests.Reset.IsZero() {
 				t.Errorf("rate limit %+v", rl)
@@ -80,7 +88,7 @@ func TestFake(t *testing.T) {
 			// A stream that fails after its first chunk.
 			s.Script(pl.model, fake.Answer("a b c").ErrorAfter(1))
 			n := s.Requests(pl.model)
-			st := suite.OpenStream(t, pl.p, context.Background(), req)
+			st = suite.OpenStream(t, pl.p, context.Background(), req)
 			got, err := suite.ReadStream(st)
 			if err == nil || err == io.EOF || llm.KindOf(err) == llm.KindUnknown {
 				t.Errorf("stream error event: %v", err)

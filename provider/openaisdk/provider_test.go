@@ -109,9 +109,9 @@ func TestOneRequest(t *testing.T) {
 	}
 }
 
-const chatOK = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`
+const chatOK = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0}}}`
 
-const responsesOK = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o-2024-08-06","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello!","annotations":[]}]}],"usage":{"input_tokens":9,"output_tokens":3,"total_tokens":12}}`
+const responsesOK = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o-2024-08-06","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello!","annotations":[]}]}],"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":4},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":12}}`
 
 var okHeaders = []string{"Content-Type", "application/json", "X-Request-Id", "req_ok",
 	"X-Ratelimit-Limit-Requests", "500", "X-Ratelimit-Remaining-Requests", "499", "X-Ratelimit-Reset-Requests", "120ms",
@@ -129,7 +129,7 @@ func TestAnswer(t *testing.T) {
 			t.Fatalf("%s: %v", api, err)
 		}
 		if res.Text != "Hello!" || res.Model != "gpt-4o-2024-08-06" || res.RequestID != "req_ok" || res.Finish != llm.FinishStop ||
-			res.Usage != (llm.Usage{InputTokens: 9, OutputTokens: 3}) || res.ID == "" {
+			res.Usage != (llm.Usage{InputTokens: 9, OutputTokens: 3, CacheReadTokens: 4}) || res.ID == "" {
 			t.Errorf("%s: %+v", api, res)
 		}
 		rl := res.RateLimit

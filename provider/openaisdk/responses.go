@@ -183,7 +183,7 @@ func (a *attempt) responsesAnswer(r *responses.Response, rp classify.Reply, ids 
 		FinishReason: reason,
 		Finish:       fin,
 		ToolCalls:    calls,
-		Usage:        llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)},
+		Usage:        responseUsage(&r.Usage),
 		RateLimit:    classify.VendorOpenAI.RateLimit(rp.Header, rp.Received),
 	}), nil
 }
@@ -297,7 +297,7 @@ func (e *responseEvents) step() (string, bool, error) {
 	case "response.completed", "response.incomplete":
 		r := &ev.Response
 		e.meta(r)
-		s.res.Usage = llm.Usage{InputTokens: int(r.Usage.InputTokens), OutputTokens: int(r.Usage.OutputTokens)}
+		s.res.Usage = responseUsage(&r.Usage)
 		s.res.FinishReason, s.res.Finish = finish(r, len(s.delivered)+len(s.ready) > 0)
 		if f := s.withheld(); f != nil {
 			return "", false, f
@@ -322,4 +322,12 @@ func (e *responseEvents) meta(r *responses.Response) {
 	if r.Model != "" {
 		e.s.res.Model = string(r.Model)
 	}
+}
+
+// responseUsage is a Responses API usage as the caller reads it: the
+// cached input tokens (input_tokens_details.cached_tokens) are counted
+// within input_tokens, and apart as the cache reads.
+func responseUsage(u *responses.ResponseUsage) llm.Usage {
+	return llm.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
+		CacheReadTokens: int(u.InputTokensDetails.CachedTokens)}
 }

@@ -61,7 +61,7 @@ func TestChatStream(t *testing.T) {
 		`{"id":"chatcmpl-s","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"`+out+`","type":"function","function":{"name":"get_weather","arguments":"{\"city\":"}}]}}]}`,
 		`{"id":"chatcmpl-s","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Rome\"}"}}]}}]}`,
 		`{"id":"chatcmpl-s","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`{"id":"chatcmpl-s","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`,
+		`{"id":"chatcmpl-s","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":2}}}`,
 		`[DONE]`), "X-Request-Id", "req_s", "X-Ratelimit-Remaining-Requests", "41"))
 	p := newProvider(t, s.URL, APIChat)
 	st := suite.OpenStream(t, p, context.Background(), toolRequest())
@@ -78,7 +78,7 @@ func TestChatStream(t *testing.T) {
 	}
 	res := st.Response()
 	if res.Text != "Hello" || res.ID != "chatcmpl-s" || res.Model != "gpt-4o" || res.RequestID != "req_s" ||
-		res.FinishReason != "tool_calls" || res.Finish != llm.FinishToolUse || res.Usage != (llm.Usage{InputTokens: 5, OutputTokens: 7}) ||
+		res.FinishReason != "tool_calls" || res.Finish != llm.FinishToolUse || res.Usage != (llm.Usage{InputTokens: 5, OutputTokens: 7, CacheReadTokens: 2}) ||
 		!reflect.DeepEqual(res.ToolCalls, wantCalls) || res.RateLimit.Requests.Remaining != 41 {
 		t.Errorf("response %+v", res)
 	}
@@ -163,7 +163,7 @@ func TestResponsesStream(t *testing.T) {
 		responseEvent("response.function_call_arguments.delta", `"item_id":"fc_1","output_index":1,"delta":"{\"city\":"`),
 		responseEvent("response.function_call_arguments.delta", `"item_id":"fc_1","output_index":1,"delta":"\"Rome\"}"`),
 		responseEvent("response.output_item.done", `"output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"`+out+`","name":"get_weather","status":"completed"}`),
-		responseEvent("response.completed", strings.Replace(strings.Replace(resp, "%s", "completed", 1), "%s", `,"usage":{"input_tokens":4,"output_tokens":6,"total_tokens":10}`, 1)),
+		responseEvent("response.completed", strings.Replace(strings.Replace(resp, "%s", "completed", 1), "%s", `,"usage":{"input_tokens":4,"input_tokens_details":{"cached_tokens":3},"output_tokens":6,"total_tokens":10}`, 1)),
 	}, "X-Request-Id", "req_rs"))
 	p := newProvider(t, srv.URL, APIResponses)
 	st := suite.OpenStream(t, p, context.Background(), toolRequest())
@@ -177,7 +177,7 @@ func TestResponsesStream(t *testing.T) {
 	}
 	res := st.Response()
 	if res.Text != "Hello" || res.ID != "resp_s" || res.Model != "gpt-4o" || res.RequestID != "req_rs" ||
-		res.Finish != llm.FinishToolUse || res.Usage != (llm.Usage{InputTokens: 4, OutputTokens: 6}) {
+		res.Finish != llm.FinishToolUse || res.Usage != (llm.Usage{InputTokens: 4, OutputTokens: 6, CacheReadTokens: 3}) {
 		t.Errorf("response %+v", res)
 	}
 	if body := decode(t, srv.Last().Body); body["stream"] != true || srv.Last().Path != "/v1/responses" {
