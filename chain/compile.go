@@ -114,7 +114,7 @@ func (p *build) entries() {
 		}
 		t := e.target
 		p.checkTarget(label, &t)
-		m := capability.Catalogue(p.b.catalog, servedModel(&t), t.Takes, &t.ContextWindow, &t.Price, &t.Lacks)
+		m := capability.Catalogue(p.b.catalog, servedModel(&t), priceOn(&t), t.Takes, &t.ContextWindow, &t.Price, &t.Lacks)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {

@@ -192,3 +192,46 @@ func TestPoliciesSeeTheWorstCaseBeforeAndTheCostAfter(t *testing.T) {
 		t.Errorf("settled with %v, want [%v]", pr.spent, cost.Of(u, cheap))
 	}
 }
+
+// deployedUsing is a stub that says where it is deployed.
+type deployedUsing struct {
+	stub
+	d llm.Deployment
+}
+
+func (p *deployedUsing) Deployment() llm.Deployment { return p.d }
+
+// TestADeploymentIsPricedWhereItServes: a Bedrock regional endpoint and a
+// Vertex region cost what the catalogue says they cost there; global
+// endpoints cost the standard price.
+func TestADeploymentIsPricedWhereItServes(t *testing.T) {
+	m, _ := catalog.Default().Lookup("claude-sonnet-4-5")
+	if m.PriceFor("bedrock-regional") == m.Price || m.PriceFor("vertex-regional") == m.Price {
+		t.Fatal("the catalogue has no regional price for claude-sonnet-4-5")
+	}
+	u := llm.Usage{InputTokens: 1000, OutputTokens: 100}
+	for _, tc := range []struct {
+		d     llm.Deployment
+		model string
+		want  catalog.Price
+	}{
+		{llm.Deployment{Platform: "bedrock", Region: "us-east-1"}, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", m.PriceFor("bedrock-regional")},
+		{llm.Deployment{Platform: "bedrock", Region: "us-east-1"}, "global.anthropic.claude-sonnet-4-5-20250929-v1:0", m.Price},
+		{llm.Deployment{Platform: "vertex", Region: "europe-west4"}, "claude-sonnet-4-5@20250929", m.PriceFor("vertex-regional")},
+		{llm.Deployment{Platform: "vertex", Region: "global"}, "claude-sonnet-4-5@20250929", m.Price},
+		{llm.Deployment{Platform: "anthropic"}, "claude-sonnet-4-5", m.Price},
+	} {
+		p := &deployedUsing{stub: stub{name: "anthropic", fn: used(u)}, d: tc.d}
+		c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: p, Model: tc.model}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Cost(); got != cost.Of(u, tc.want) {
+			t.Errorf("%s %s %s: Cost = %v, want %v", tc.d.Platform, tc.d.Region, tc.model, got, cost.Of(u, tc.want))
+		}
+	}
+}

@@ -139,11 +139,12 @@ func describe(md *llm.Media) string {
 }
 
 // Catalogue completes a target that serves model from cat (catalog.Default
-// when nil): its window when 0, its price when zero, and its lacks with
+// when nil): its window when 0, its price when zero (the model's price on,
+// catalog.Model.PriceFor's name of where the target is served), and its lacks with
 // what the model lacks, less what the target takes. It returns the model's
 // entry; a model cat does not know leaves all three, and returns a zero
 // Model.
-func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, window *int, price *catalog.Price, lacks *llm.Capabilities) catalog.Model {
+func Catalogue(cat *catalog.Catalog, model, on string, takes llm.Capabilities, window *int, price *catalog.Price, lacks *llm.Capabilities) catalog.Model {
 	if cat == nil {
 		cat = catalog.Default()
 	}
@@ -155,7 +156,7 @@ func Catalogue(cat *catalog.Catalog, model string, takes llm.Capabilities, windo
 		*window = m.ContextWindow
 	}
 	if *price == (catalog.Price{}) {
-		*price = m.Price
+		*price = m.PriceFor(on)
 	}
 	*lacks |= m.Lacks &^ takes
 	return m

@@ -18,22 +18,22 @@ func TestCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	window, lacks, price := 0, llm.Capabilities(0), catalog.Price{}
-	m := capability.Catalogue(cat, "m-1", llm.CapTools, &window, &price, &lacks)
+	m := capability.Catalogue(cat, "m-1", "", llm.CapTools, &window, &price, &lacks)
 	if window != 1000 || lacks != llm.CapImages || price != (catalog.Price{Input: 1, Output: 2}) || m.ID != "m-1" {
 		t.Errorf("known model: window %d, lacks %v, price %+v, entry %q; want 1000, %v, its price, m-1", window, lacks, price, m.ID, llm.CapImages)
 	}
 	price = catalog.Price{Input: 9}
-	capability.Catalogue(cat, "m-1", 0, &window, &price, &lacks)
+	capability.Catalogue(cat, "m-1", "", 0, &window, &price, &lacks)
 	if price != (catalog.Price{Input: 9}) {
 		t.Errorf("a price set is replaced: %+v", price)
 	}
 	window, lacks = 50, 0
-	capability.Catalogue(cat, "m-1", 0, &window, &price, &lacks)
+	capability.Catalogue(cat, "m-1", "", 0, &window, &price, &lacks)
 	if window != 50 || lacks != llm.CapImages|llm.CapTools {
 		t.Errorf("window set: window %d, lacks %v; want 50, %v", window, lacks, llm.CapImages|llm.CapTools)
 	}
 	window, lacks, price = 0, 0, catalog.Price{}
-	if m := capability.Catalogue(cat, "unknown", 0, &window, &price, &lacks); m.ID != "" || price != (catalog.Price{}) {
+	if m := capability.Catalogue(cat, "unknown", "", 0, &window, &price, &lacks); m.ID != "" || price != (catalog.Price{}) {
 		t.Errorf("unknown model: entry %q, price %+v; want none", m.ID, price)
 	}
 	if window != 0 || lacks != 0 {
