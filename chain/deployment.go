@@ -2,11 +2,9 @@ package chain
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/backstop-llm/backstop/internal/modelid"
 	"github.com/backstop-llm/backstop/internal/residency"
-	"github.com/backstop-llm/backstop/llm"
 )
 
 // This file holds Build's calls about deployments: which model a target
@@ -28,37 +26,6 @@ func describeModel(t *Target) string {
 		return fmt.Sprintf("%q (Serves %q)", t.Model, t.Serves)
 	}
 	return fmt.Sprintf("%q", t.Model)
-}
-
-// priceOn names where t is served among the prices the catalogue keeps
-// per deployment (catalog.Model.PriceFor): "bedrock-regional" for a
-// Bedrock model id or inference profile that is not global. (a regional
-// or geographic endpoint), "vertex-regional" for a Vertex region other
-// than global; "" (the vendor's standard price) otherwise. A provider
-// that does not say where it is deployed is priced as its vendor's API.
-func priceOn(t *Target) string {
-	dp, ok := t.Provider.(llm.DeployedProvider)
-	if !ok {
-		return ""
-	}
-	d := dp.Deployment()
-	if md, ok := t.Provider.(llm.ModelDeployedProvider); ok {
-		if md, err := md.ModelDeployment(t.Model); err == nil {
-			d = md
-		}
-	}
-	switch d.Platform {
-	case "bedrock":
-		id := t.Model[strings.LastIndexByte(t.Model, '/')+1:] // an ARN's profile id
-		if !strings.HasPrefix(id, "global.") {
-			return "bedrock-regional"
-		}
-	case "vertex":
-		if d.Region != "" && d.Region != "global" {
-			return "vertex-regional"
-		}
-	}
-	return ""
 }
 
 // checkDeployment checks what t says about its deployment: that Serves

@@ -243,6 +243,34 @@ func modelDeployment(p llm.Provider, model string) (d *llm.Deployment, err error
 	return &dep, err
 }
 
+// PriceOn names where provider p serves model among the prices the
+// catalogue keeps per deployment (catalog.Model.PriceFor):
+// "bedrock-regional" for a Bedrock model id or inference profile that is
+// not global. (a regional or geographic endpoint), "vertex-regional" for
+// a Vertex region other than global; "" (the vendor's standard price)
+// otherwise, and for a provider that does not say where it is deployed,
+// or panics saying it (Served reports that).
+func PriceOn(p llm.Provider, model string) string {
+	d, err := deployment(p)
+	if err != nil {
+		return ""
+	}
+	if md, err := modelDeployment(p, model); err == nil && md != nil {
+		d = *md
+	}
+	switch d.Platform {
+	case "bedrock":
+		if id := model[strings.LastIndexByte(model, '/')+1:]; !strings.HasPrefix(id, "global.") { // an ARN's profile id
+			return "bedrock-regional"
+		}
+	case "vertex":
+		if d.Region != "" && d.Region != "global" {
+			return "vertex-regional"
+		}
+	}
+	return ""
+}
+
 // deployment returns p's Deployment when it declares one
 // (llm.DeployedProvider), or the panic it raised as an error.
 func deployment(p llm.Provider) (d llm.Deployment, err error) {
