@@ -214,7 +214,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 		if use, _ := s.use(now); use {
 			var ok bool
 			var used cost.Money
-			err := s.roundTrip(ctx, pk, ttl, func(tctx context.Context) (err error) {
+			err := s.roundTrip(ctx, pk, func(tctx context.Context) (err error) {
 				ok, used, err = s.store.Reserve(tctx, key, period, amount, limit, ttl)
 				return err
 			})
@@ -283,7 +283,7 @@ func (s *Shared) Settle(ctx context.Context, key string, period int64, reserved,
 		return nil // nothing for Redis: no round trip
 	}
 	if use, _ := s.use(now); use {
-		_ = s.roundTrip(context.WithoutCancel(ctx), pk, ttl, nil)
+		_ = s.roundTrip(context.WithoutCancel(ctx), pk, nil)
 	}
 	return nil
 }
@@ -303,7 +303,7 @@ func (s *Shared) Used(ctx context.Context, key string, period int64) (spent, res
 	if use, _ := s.use(now); !use {
 		return 0, 0, fmt.Errorf("%w: Redis failed recently; the next try is after ProbeEvery (%v)", ErrSharedUnavailable, s.health.ProbeEvery())
 	}
-	err = s.roundTrip(ctx, pk, 0, func(tctx context.Context) (err error) {
+	err = s.roundTrip(ctx, pk, func(tctx context.Context) (err error) {
 		spent, reserved, err = s.store.Used(tctx, key, period)
 		return err
 	})
@@ -371,7 +371,7 @@ func (s *Shared) Pending() (release, spent cost.Money) {
 // then writes one other key's, all within one Timeout, and records
 // whether Redis answered. It returns an error when op or pk's write
 // failed.
-func (s *Shared) roundTrip(ctx context.Context, pk periodKey, ttl time.Duration, op func(context.Context) error) error {
+func (s *Shared) roundTrip(ctx context.Context, pk periodKey, op func(context.Context) error) error {
 	tctx, cancel := context.WithTimeout(remote.WithRepair(ctx, s.health.RepairedKey), s.timeout)
 	defer cancel() // after wrap, which asks tctx why the round trip ended
 	wrote, err := s.write(tctx, pk)
