@@ -13,6 +13,8 @@
 //     Redis server's clock. The logic around them (timeouts, leaving a
 //     failed Redis alone, local fallbacks, batching, capping what is read
 //     by each replica's own limits) is breaker.Shared's and budget.Shared's.
+//     Its Spend is a spend.Store: a money budget's spend and reservations,
+//     one hash per budget key and period, for spend.NewShared.
 //   - Cache (NewCache) is a cache.Store of last-known-good answers in
 //     Redis, shared between replicas: give it to degrade.LastGood.
 //
