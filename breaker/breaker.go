@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/internal/window"
 	"github.com/backstop-llm/backstop/retry"
@@ -135,6 +136,18 @@ type Config struct {
 	// longer request (or a garbage header) closes it this long, after which
 	// one call rediscovers. 0 means 15m.
 	MaxGate time.Duration
+	// MaxFailedSpend opens the breaker on money: once the failures it
+	// counts (those the decision table counts against the target; the
+	// same verdicts as the failure ratio's) have cost this much in the
+	// last Window (policy.Outcome.Cost.Spent: a stream cut after output,
+	// a prompt the provider read before it failed), the failure that
+	// reaches it opens the breaker as a spend cap does (retry.Trip): the
+	// same opening, probe and state changes as a failure-count trip.
+	// Successes, answers that failed their schema, refusals and
+	// excluded attempts do not count. The sum starts again when the
+	// breaker closes. 0 (the default) switches it off; negative is an
+	// error.
+	MaxFailedSpend cost.Money
 	// OnStateChange, if set, is called on every transition with the
 	// breaker's name, in order; a move to half-open is told once the open
 	// interval has passed (when State would first say so). It runs under
@@ -172,6 +185,9 @@ func (s Config) Validate() error {
 	problems.NotNegative(found, "FirstOpenFor", s.FirstOpenFor, "the default")
 	problems.NotNegative(found, "OpenFor", s.OpenFor, "the default")
 	problems.NotNegative(found, "MaxGate", s.MaxGate, "the default")
+	if s.MaxFailedSpend < 0 {
+		bad("MaxFailedSpend is %v; use a positive amount (cost.Dollars(5)), or 0 for no spend breaker", s.MaxFailedSpend)
+	}
 	d := s.WithDefaults()
 	if s.FirstOpenFor >= 0 && s.OpenFor >= 0 && d.FirstOpenFor > d.OpenFor {
 		openFor := d.OpenFor.String()
@@ -251,6 +267,9 @@ type Breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	settings Config
 	window   *window.Window // kind 0: attempts counted, kind 1: failures
+	// spent sums what the failures cost (kind 0, nanodollars) over the
+	// Window, for MaxFailedSpend; nil when it is off.
+	spent *window.Window
 
 	// closed mirrors gobreaker's state, set by OnStateChange under its lock.
 	closed atomic.Bool
@@ -339,6 +358,9 @@ func newBreaker(name string, s Config, adjust func(*gobreaker.Settings)) (*Break
 	s = s.WithDefaults()
 	b.settings = s
 	b.window = window.New(s.Window, s.BucketPeriod)
+	if s.MaxFailedSpend > 0 {
+		b.spent = window.New(s.Window, s.BucketPeriod)
+	}
 	b.closed.Store(true)
 	b.base = time.Now()
 	b.interval.Store(int64(s.FirstOpenFor))
@@ -412,6 +434,9 @@ func (b *Breaker) onStateChange(name string, from, to gobreaker.State) {
 		b.interval.Store(int64(b.settings.FirstOpenFor))
 		b.extra.Store(0)
 		b.window.Reset() // judge the recovered target on what follows
+		if b.spent != nil {
+			b.spent.Reset()
+		}
 	}
 	if b.deferred.Load() {
 		// gobreaker was half-open before the interval had passed, and

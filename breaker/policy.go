@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
 	"github.com/backstop-llm/backstop/retry"
@@ -76,7 +77,11 @@ func (b *Breaker) refusal(err error) policy.Admission {
 
 // Settle reports the attempt's outcome on the ticket Admit took: its
 // verdict when it was sent (or lost a race), nothing when it was not (a
-// probe slot it held is free again). A change it causes is published to
+// probe slot it held is free again). With Config.MaxFailedSpend, a
+// failure whose cost brings the failures' spend in the window to it is
+// reported as retry.Trip: gobreaker cannot be opened from outside, and a
+// Trip opens it through the path a spend cap already takes, with the
+// same opening, probe and state changes. A change it causes is published to
 // the other replicas when the breaker is shared.
 func (b *Breaker) Settle(_ context.Context, a *policy.Attempt, h policy.Hold, o *policy.Outcome) {
 	if b.cb == nil {
@@ -92,7 +97,11 @@ func (b *Breaker) Settle(_ context.Context, a *policy.Attempt, h policy.Hold, o 
 		}
 		return
 	}
-	t.ReportAt(o.Verdict, o.At)
+	v := o.Verdict
+	if b.spent != nil && v == retry.Failure && o.Cost.Spent > 0 && b.overspent(o.Cost.Spent, o.At) {
+		v = retry.Trip
+	}
+	t.ReportAt(v, o.At)
 	if b.shared != nil {
 		b.shared.publishLater(b)
 	}
@@ -120,3 +129,15 @@ func (g *Gate) Admit(_ context.Context, a *policy.Attempt) policy.Admission {
 // Settle does nothing: a gate is closed by the walk's decision not to wait
 // out a Retry-After (CloseUntil), not by an attempt's end.
 func (g *Gate) Settle(context.Context, *policy.Attempt, policy.Hold, *policy.Outcome) {}
+
+// overspent counts spent, the cost of a failure that ended at at (the
+// zero time: now), against Config.MaxFailedSpend, and reports whether the
+// failures in the window have cost that much.
+func (b *Breaker) overspent(spent cost.Money, at time.Time) bool {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	b.spent.AddNAt(0, int64(spent), at)
+	sum, _ := b.spent.Sums()
+	return sum >= int64(b.settings.MaxFailedSpend)
+}

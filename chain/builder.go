@@ -34,6 +34,7 @@ type Builder struct {
 	entries         []entry
 	groups          [rank.Groups]rank.Setup // Spread and Hedge, by group
 	groupTiers      []Tier                  // the tiers they named, checked at Build
+	caps            []priceCap              // CapPrice's, in order
 }
 
 type entry struct {

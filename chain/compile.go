@@ -47,6 +47,7 @@ func (b *Builder) Build() (*Chain, error) {
 		c.schema = s
 	}
 	p.entries()
+	p.capPrices()
 	p.compileGroups()
 	named := make([]capability.Named, len(c.targets))
 	for i, t := range c.targets {

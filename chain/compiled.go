@@ -7,6 +7,7 @@ import (
 
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/latency"
+	"github.com/backstop-llm/backstop/internal/pricecap"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/internal/seam"
 
@@ -50,6 +51,8 @@ type target struct {
 	// native is the schema sent as Request.ResponseSchema (NativeSchema);
 	// nil when off.
 	native []byte
+	// cap is its price cap (Builder.CapPrice); nil when uncapped.
+	cap *pricecap.Cap
 	// group is the tier's spreading and hedging, shared by its targets;
 	// load its in-flight count and latency, kept when the tier's strategy
 	// or hedging reads them (nil otherwise); hedge the hedging of its
@@ -69,8 +72,12 @@ type target struct {
 // (Target.Policies). Build calls it once every policy's state is made
 // (Builder.Shared replaces a target's budget).
 func (t *target) assemble() {
-	ps := make(seam.Set, 0, 6+len(t.Policies))
-	ps = append(ps, &t.fit, &t.gate, t.breaker)
+	ps := make(seam.Set, 0, 7+len(t.Policies))
+	ps = append(ps, &t.fit)
+	if t.cap != nil {
+		ps = append(ps, t.cap)
+	}
+	ps = append(ps, &t.gate, t.breaker)
 	if t.throttle != nil {
 		ps = append(ps, t.throttle)
 	}

@@ -103,7 +103,7 @@ func (w *walk) settle(a *attempt) {
 // settling fills pa (field by field: it may be the walk's) with a as its
 // target's policies are told of it when it is settled, and returns it.
 func (a *attempt) settling(pa *policy.Attempt) *policy.Attempt {
-	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last, pa.Request = policy.Send, a.t.Name, a.n, a.hedge, false, nil
+	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last, pa.Request, pa.Caller = policy.Send, a.t.Name, a.n, a.hedge, false, nil, nil
 	return pa
 }
 

@@ -23,7 +23,7 @@ func (w *walk) policyAttempt(t *target, ph policy.Phase, n int, hedge bool) *pol
 	// Field by field: a composite literal would be built aside and copied.
 	pa := &w.pa
 	pa.Phase, pa.Target, pa.N, pa.Hedge, pa.Last = ph, t.Name, n, hedge, false
-	pa.Needs, pa.Media, pa.MinWindow, pa.Request = w.needs, w.media, w.minWindow, nil
+	pa.Needs, pa.Media, pa.MinWindow, pa.Request, pa.Caller = w.needs, w.media, w.minWindow, nil, nil
 	pa.At, pa.Deadline = time.Time{}, w.deadline
 	pa.Price, pa.MaxOutput = t.Price, t.maxOutput
 	if ph != policy.Peek && !hedge {
@@ -54,7 +54,9 @@ func (w *walk) askPolicies(t *target, ph policy.Phase, n int, hedge bool, req *l
 		return policy.Admission{Err: ErrDeadline, Reason: "the deadline passed", Cause: observe.SkipDeadline}
 	}
 	pa := w.policyAttempt(t, ph, n, hedge)
-	pa.Request = req
+	if req != nil {
+		pa.Request, pa.Caller = req, w.call
+	}
 	return t.policies.Admit(w.ctx, pa, holds)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/backstop-llm/backstop/internal/capability"
+	"github.com/backstop-llm/backstop/internal/pricecap"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -27,6 +28,10 @@ var (
 	// Target.Lacks and llm.CapableProvider) or a media type (see
 	// llm.MediaProvider).
 	ErrCapability = capability.ErrCapability
+	// ErrPriceCap is the reason recorded for a capped target skipped
+	// because its worst case for the request is more than its price cap
+	// allows (Builder.CapPrice).
+	ErrPriceCap = pricecap.ErrPriceCap
 )
 
 // TargetError is one target's failure, as joined into an ExhaustedError or

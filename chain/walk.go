@@ -68,8 +68,10 @@ type walk struct {
 	// deadline is w.ctx's deadline, read once as the walk starts; zero
 	// when it has none.
 	deadline time.Time
-	// req is the request try sends to the target at pos, prepared for it.
-	req llm.Request
+	// req is the request try sends to the target at pos, prepared for it;
+	// call the caller's, as run was given it (policy.Attempt.Caller).
+	req  llm.Request
+	call *llm.Request
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
@@ -172,6 +174,7 @@ type served struct {
 // returns what answered (nil when nothing did) and the call's error.
 func (w *walk) run(req *llm.Request) (served, error) {
 	c := w.c
+	w.call = req
 	if len(req.Messages) == 0 {
 		return served{}, fmt.Errorf("chain %q: %w", c.name, ErrNoMessages)
 	}

@@ -231,6 +231,9 @@ const (
 	// SkipCapability: the request carries what it cannot take (tools,
 	// images, documents, a native schema).
 	SkipCapability
+	// SkipPrice: its worst case for the request is more than its price
+	// cap allows (chain.Builder.CapPrice).
+	SkipPrice
 )
 
 // String returns the cause's name.
@@ -250,6 +253,8 @@ func (c SkipCause) String() string {
 		return "deadline"
 	case SkipCapability:
 		return "capability"
+	case SkipPrice:
+		return "price"
 	}
 	return "unknown"
 }

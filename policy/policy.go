@@ -99,8 +99,13 @@ type Attempt struct {
 	At       time.Time
 	Deadline time.Time
 	// Request is the request the attempt sends (prepared for the target),
-	// nil in Plan and Peek.
+	// nil in Plan and Peek. Caller is the call's request as the caller
+	// gave it, before any target's System, Params or native schema (and
+	// without a re-ask's turns, which Request holds), set with Request: a
+	// policy that prices the attempt against another target (the price
+	// cap) prepares it as that target would.
 	Request *llm.Request
+	Caller  *llm.Request
 	// Needs is what the call's request carries beyond text; Media is the
 	// request when its media types must be checked (nil otherwise);
 	// MinWindow is the context window a target must exceed after one

@@ -43,13 +43,17 @@ func (w *Window) Add(k int) { w.AddAt(k, time.Now()) }
 // AddAt counts one event of kind k (0 or 1) at now, a time read from the
 // monotonic clock (time.Now, or one derived from it with Add), for callers
 // that have already read the clock.
-func (w *Window) AddAt(k int, now time.Time) {
+func (w *Window) AddAt(k int, now time.Time) { w.AddNAt(k, 1, now) }
+
+// AddNAt counts n events of kind k (0 or 1) at now, as AddAt does one: the
+// breaker's spend breaker counts nanodollars.
+func (w *Window) AddNAt(k int, n int64, now time.Time) {
 	e := max(int64(now.Sub(w.base)), 0) / w.width // a time before New counts in the first bucket
 	b := &w.buckets[e%int64(len(w.buckets))]
 	if b.epoch.Load() != e {
 		w.reset(b, e)
 	}
-	b.n[k].Add(1)
+	b.n[k].Add(n)
 }
 
 // reset empties b for epoch e unless a newer epoch already claimed it.

@@ -68,3 +68,18 @@ func BenchmarkAdd(b *testing.B) {
 		w.Add(0)
 	}
 }
+
+func TestAddNAtSumsAmounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := New(10*time.Second, time.Second)
+		w.AddNAt(0, 500, time.Now())
+		w.AddNAt(0, 250, time.Now())
+		if a, _ := w.Sums(); a != 750 {
+			t.Fatalf("sum %d, want 750", a)
+		}
+		time.Sleep(11 * time.Second)
+		if a, _ := w.Sums(); a != 0 {
+			t.Fatalf("sum after the window %d, want 0", a)
+		}
+	})
+}
