@@ -729,15 +729,16 @@ func (c *call) countCost(ctx context.Context, m *meters, tg *target, k cost.Cost
 	if k.Spent == 0 && !k.Unpriced {
 		return // not billed: nothing to add
 	}
-	opts := []metric.AddOption{metric.WithAttributeSet(tg.set)}
-	if c.key != "" {
-		opts = append(opts, metric.WithAttributes(keyBudgetKey.String(c.key)))
+	set := tg.set
+	if c.key != "" { // one set, built whole: merging two costs the SDK more
+		set = attribute.NewSet(keyChain.String(c.t.chain), keyTarget.String(tg.name), keyTier.String(tg.tier), keyBudgetKey.String(c.key))
 	}
+	opt := metric.WithAttributeSet(set)
 	if k.Spent != 0 {
-		m.cost.Add(ctx, k.Spent.Dollars(), opts...)
+		m.cost.Add(ctx, k.Spent.Dollars(), opt)
 	}
 	if k.Unpriced {
-		m.unpriced.Add(ctx, 1, opts...)
+		m.unpriced.Add(ctx, 1, opt)
 	}
 }
 
