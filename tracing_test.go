@@ -10,7 +10,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/chain"
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/hedge"
 	"github.com/backstop-llm/backstop/internal/oteltest"
@@ -337,6 +339,59 @@ func TestTraceOfAHedgedRace(t *testing.T) {
 		}
 		if n := sumOf(t, m["backstop.attempts"], attribute.Key("backstop.outcome").String("lost")); n != 1 {
 			t.Errorf("attempts lost = %d; want 1", n)
+		}
+	})
+}
+
+// TestTraceOfAReaskSaysWhatItCost: the answer that failed the schema was
+// billed; the trace says so on its attempt span, and the call span's cost
+// is Result.Cost() with the re-ask's as its overhead; the cost counter
+// has it by target and the caller's budget key.
+func TestTraceOfAReaskSaysWhatItCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := oteltest.New()
+		f := fake.New()
+		c, err := chain.New("support").Schema(answerSchema).TracerProvider(tel.TracerProvider).MeterProvider(tel.MeterProvider).
+			Primary(chain.Target{Name: "sonnet", Provider: claude(t, f), Model: sonnet, Price: catalog.Price{Input: 3, Output: 15}}).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Script(sonnet, fake.Answer(bad).Usage(1000, 100), fake.Answer(good).Usage(1200, 80))
+		res, err := c.Call(cost.WithKey(t.Context(), "tenant-7"), ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reask, answer := cost.Dollars(1000*3e-6+100*15e-6), cost.Dollars(1200*3e-6+80*15e-6)
+		if len(res.Attempts) != 2 || res.Attempts[0].Cost.Spent != reask || res.Attempts[1].Cost.Spent != answer {
+			t.Fatalf("attempts %v", res.Attempts)
+		}
+		spans := tel.Spans.GetSpans()
+		if len(spans) != 3 {
+			t.Fatalf("%d spans, want 3", len(spans))
+		}
+		for i, want := range []cost.Money{reask, answer} {
+			if got := attrs(spans[i].Attributes)["backstop.cost"].AsFloat64(); got != want.Dollars() {
+				t.Errorf("attempt %d: backstop.cost %v, want %v", i+1, got, want.Dollars())
+			}
+		}
+		call := attrs(spans[2].Attributes)
+		if got := call["backstop.cost"].AsFloat64(); got != res.Cost().Spent.Dollars() || got != (reask+answer).Dollars() {
+			t.Errorf("call span backstop.cost %v, Result.Cost %v", got, res.Cost())
+		}
+		if got := call["backstop.cost.overhead"].AsFloat64(); got != reask.Dollars() {
+			t.Errorf("call span backstop.cost.overhead %v, want the re-asked answer's %v", got, reask.Dollars())
+		}
+		if call["backstop.budget.key"].AsString() != "tenant-7" {
+			t.Errorf("call span budget key %v", call["backstop.budget.key"])
+		}
+		s, ok := tel.Metrics(t)["backstop.cost"].(metricdata.Sum[float64])
+		if !ok || len(s.DataPoints) != 1 {
+			t.Fatalf("backstop.cost points: %+v", s)
+		}
+		p := s.DataPoints[0]
+		if k, _ := p.Attributes.Value("backstop.budget.key"); k.AsString() != "tenant-7" || cost.Dollars(p.Value) != reask+answer {
+			t.Errorf("backstop.cost point %v = %v, want tenant-7 and %v", p.Attributes, p.Value, (reask + answer).Dollars())
 		}
 	})
 }

@@ -106,14 +106,14 @@ func TestLogObserver(t *testing.T) {
 		if _, err := c.Call(t.Context(), hi); err != nil {
 			t.Fatal(err)
 		}
-		want := `level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded request_id=req_1 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_1]"
+		want := `level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded request_id=req_1 duration=0s cost=$0 error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_1]"
 level=INFO msg="backstop: retry" chain=support target=sonnet n=1 kind=overloaded wait=500ms
-level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=2 status=529 kind=overloaded request_id=req_2 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_2]"
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=2 status=529 kind=overloaded request_id=req_2 duration=0s cost=$0 error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_2]"
 level=INFO msg="backstop: retry" chain=support target=sonnet n=2 kind=overloaded wait=1s
-level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=3 status=529 kind=overloaded request_id=req_3 duration=0s error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_3]"
+level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=3 status=529 kind=overloaded request_id=req_3 duration=0s cost=$0 error="anthropic: overloaded (HTTP 529) overloaded_error [request-id req_3]"
 level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
-level=DEBUG msg="backstop: attempt" chain=support target=gpt tier=provider n=1 status=200 request_id=req_b1 duration=0s
-level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=gpt tier=provider model=gpt-test request_id=req_b1
+level=DEBUG msg="backstop: attempt" chain=support target=gpt tier=provider n=1 status=200 request_id=req_b1 duration=0s cost=$0
+level=INFO msg="backstop: call" chain=support outcome=served attempts=4 served=gpt tier=provider model=gpt-test request_id=req_b1 cost=$0
 `
 		if got := buf.String(); got != want {
 			t.Errorf("log:\n%s\nwant:\n%s", got, want)

@@ -71,9 +71,9 @@ func ExampleLog() {
 	}
 	c.Call(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	// Output:
-	// level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded error="anthropic: overloaded (HTTP 529)"
+	// level=INFO msg="backstop: attempt" chain=support target=sonnet tier=primary n=1 status=529 kind=overloaded cost=$0 error="anthropic: overloaded (HTTP 529)"
 	// level=WARN msg="backstop: fallback" chain=support from=sonnet to=gpt reason=overloaded
-	// level=INFO msg="backstop: call" chain=support outcome=served attempts=2 served=gpt tier=provider model=gpt
+	// level=INFO msg="backstop: call" chain=support outcome=served attempts=2 served=gpt tier=provider model=gpt cost=$0
 }
 
 // Join makes one observer of several, each told every event in turn: here,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/spread"
 )
 
@@ -14,11 +15,11 @@ import (
 //
 //   - "backstop: call" when a call ends: Info when a target answered,
 //     Warn when a degradation did or nothing did (outcome, served target,
-//     tier, model, request_id, attempts, error);
+//     tier, model, request_id, attempts, cost, error);
 //   - "backstop: attempt" when an attempt ends: Debug on success or a
 //     hedged race lost, Info on a failure (target, tier, n, status, kind,
-//     request_id, duration, error; choice when a spreading strategy chose
-//     the target, hedge and lost for a hedged race);
+//     request_id, duration, cost, error; choice when a spreading strategy
+//     chose the target, hedge and lost for a hedged race);
 //   - "backstop: hedge" (Info: from, to, after) when a hedge is sent;
 //   - "backstop: retry" (Info: target, n, kind, wait, retry_after,
 //     reason), "backstop: skip" (Info: target, n, cause, reason),
@@ -27,6 +28,13 @@ import (
 //     (Warn: target, paths, keywords);
 //   - "backstop: breaker" (Warn when it opens, Info otherwise: target,
 //     from, to) and "backstop: shared store unavailable" (Warn).
+//
+// cost is what the attempt, or the call's attempts together, cost
+// ("$0.0042"; a degradation's attempt has none), with unpriced=true when
+// some tokens had no known price (cost is then what the known prices
+// account for, and is left out when none had one: an unknown cost never
+// reads as $0) and estimated=true when some tokens were estimated (a
+// stream cut short, a hedge that lost its race).
 //
 // It logs no prompt and no answer: an error's text never quotes them (an
 // llm.Error keeps the provider's own words in Detail, which it does not
@@ -154,6 +162,7 @@ func (c *logCall) End(e CallEnd) {
 	if e.Stream != "" {
 		attrs = append(attrs, slog.String("stream", e.Stream))
 	}
+	attrs = appendCost(attrs, e.Cost)
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error_type", e.ErrorType), slog.String("error", e.Err.Error()))
 	}
@@ -196,8 +205,26 @@ func (a *logAttempt) End(e AttemptEnd) {
 		attrs = append(attrs, slog.String("request_id", id))
 	}
 	attrs = append(attrs, slog.Duration("duration", e.Duration.Round(time.Microsecond)))
+	if e.Target.Provider != "" { // a degradation costs nothing
+		attrs = appendCost(attrs, e.Cost)
+	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
 	a.c.emit(level, "backstop: attempt", attrs...)
+}
+
+// appendCost appends c as cost, with unpriced and estimated when so; cost
+// is left out when no token had a known price.
+func appendCost(attrs []slog.Attr, c cost.Cost) []slog.Attr {
+	if c.Spent != 0 || !c.Unpriced {
+		attrs = append(attrs, slog.String("cost", c.Spent.String()))
+	}
+	if c.Unpriced {
+		attrs = append(attrs, slog.Bool("unpriced", true))
+	}
+	if c.Estimated {
+		attrs = append(attrs, slog.Bool("estimated", true))
+	}
+	return attrs
 }

@@ -18,6 +18,13 @@
 // answered, how long the chain waited and why, which model served, and the
 // request-id to give the provider's support.
 //
+// What each attempt and each call cost is recorded too (backstop.cost on
+// the spans, in US dollars, and the backstop.cost counter by target and
+// by the caller's budget key, cost.Key): a cost is not content, so it is
+// always recorded. An unknown price is never recorded as 0: the figure
+// holds what the known prices account for, flagged unpriced, and
+// attempts with unpriced tokens are counted apart (backstop.unpriced).
+//
 // Providers default to the otel globals. While no SDK is installed (the
 // globals are the API's no-op delegates) or when the no-op providers are
 // passed explicitly, the chain records nothing and pays one pointer

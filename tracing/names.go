@@ -83,6 +83,24 @@ const (
 	keyHedgeOf    = attribute.Key("backstop.hedge.of")
 	keyHedgeDelay = attribute.Key("backstop.hedge.delay")
 	keyHedgeLost  = attribute.Key("backstop.hedge.lost")
+	// keyCost is what an attempt (on its span) or a call (on the call
+	// span: all its attempts) cost, in US dollars (float). It is what the
+	// known prices account for: keyCostUnpriced (true) marks a figure
+	// missing tokens whose price is unknown, a lower bound, and the figure
+	// is left out when no token had a price, so that an unknown cost never
+	// reads as 0; keyCostEstimated (true) marks one with estimated tokens
+	// (a stream cut short, a hedge that lost its race). keyCostOverhead,
+	// on the call span, is the part of keyCost that did not pay for the
+	// answer served: the retries, fallbacks, re-asks and hedges (all of
+	// keyCost when nothing, or a degradation, served).
+	keyCost          = attribute.Key("backstop.cost")
+	keyCostOverhead  = attribute.Key("backstop.cost.overhead")
+	keyCostUnpriced  = attribute.Key("backstop.cost.unpriced")
+	keyCostEstimated = attribute.Key("backstop.cost.estimated")
+	// keyBudgetKey is the caller's key of whose money a call spends
+	// (cost.WithKey), on the call span and the cost metrics; absent when
+	// the call's context has none.
+	keyBudgetKey = attribute.Key("backstop.budget.key")
 )
 
 // Event names, recorded on the call span.
@@ -112,6 +130,8 @@ const (
 	metricSharedUnavailable = "backstop.shared.unavailable" // counter: times a shared store (Redis) stopped answering, by store
 	metricRetriesPerCall    = "backstop.call.retries"       // histogram: retries a successful call took
 	metricHedges            = "backstop.hedges"             // counter: hedges sent, by target
+	metricCost              = "backstop.cost"               // float counter ({USD}): what attempts cost, by target and budget key
+	metricUnpriced          = "backstop.unpriced"           // counter: attempts with tokens of unknown price, by target and budget key
 	metricOperationSeconds  = "gen_ai.client.operation.duration"
 	metricTokenUsage        = "gen_ai.client.token.usage"
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
@@ -114,7 +115,8 @@ type instruments struct {
 
 type meters struct {
 	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
-	shared, hedges                                       metric.Int64Counter
+	shared, hedges, unpriced                             metric.Int64Counter
+	cost                                                 metric.Float64Counter
 	retriesPerCall                                       metric.Int64Histogram
 	duration                                             metric.Float64Histogram
 	tokens                                               metric.Int64Histogram
@@ -207,6 +209,16 @@ func newMeters(m metric.Meter) (*meters, error) {
 	ms.shared = counter(metricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
 	ms.hedges = counter(metricHedges, "Hedges sent: attempts racing a slower attempt of the same tier, by the hedge's target.")
 	if err != nil {
+		return nil, err
+	}
+	if ms.unpriced, err = m.Int64Counter(metricUnpriced, metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts some of whose tokens have no known price: their cost is counted in backstop.cost only as far as prices are known. Give the target a Price.")); err != nil {
+		return nil, err
+	}
+	// UCUM has no currency: "{USD}" is an annotation, as OpenTelemetry
+	// writes a count of something that is not a unit.
+	if ms.cost, err = m.Float64Counter(metricCost, metric.WithUnit("{USD}"),
+		metric.WithDescription("What attempts cost, in US dollars, by chain, target, tier and budget key: failed, retried and lost attempts included, unknown prices left out (see backstop.unpriced).")); err != nil {
 		return nil, err
 	}
 	if ms.retriesPerCall, err = m.Int64Histogram(metricRetriesPerCall,
@@ -364,6 +376,11 @@ type call struct {
 	span     trace.Span // nil without traces
 	sent     int        // attempts sent
 	fallback int
+	key      string // the caller's budget key (cost.Key), "" for none
+	// served is the cost of the last attempt that answered, and overhead
+	// that of every other attempt: what the call paid beyond its answer.
+	served, overhead cost.Cost
+	answered         bool
 }
 
 // StartCall implements observe.Observer: it starts the call span, or
@@ -373,10 +390,14 @@ func (t *Observer) StartCall(ctx context.Context, _ observe.CallStart) (context.
 	if in == nil {
 		return ctx, nil
 	}
-	c := &call{t: t, in: in}
+	c := &call{t: t, in: in, key: cost.Key(ctx)}
 	if in.tracer != nil {
+		attrs := []attribute.KeyValue{keyChain.String(t.chain)}
+		if c.key != "" {
+			attrs = append(attrs, keyBudgetKey.String(c.key))
+		}
 		ctx, c.span = in.tracer.Start(ctx, callSpanPrefix+t.chain, trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(keyChain.String(t.chain)))
+			trace.WithAttributes(attrs...))
 	}
 	return ctx, c
 }
@@ -482,6 +503,14 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	c, tg := a.c, a.tg
 	resp, status, kind, err, d := e.Response, e.Status, e.Kind, e.Err, e.Duration
 	c.sent++
+	if err == nil && !e.Lost {
+		if c.answered { // an earlier answer did not serve after all
+			c.overhead = c.overhead.Add(c.served)
+		}
+		c.served, c.answered = e.Cost, true
+	} else {
+		c.overhead = c.overhead.Add(e.Cost)
+	}
 	outcome := "ok"
 	switch {
 	case e.Lost:
@@ -490,7 +519,10 @@ func (a *attempt) End(e observe.AttemptEnd) {
 		outcome = kind.String()
 	}
 	if a.span != nil {
-		attrs := make([]attribute.KeyValue, 0, 10)
+		attrs := make([]attribute.KeyValue, 0, 12)
+		if tg.provider != "" { // a degradation costs nothing
+			attrs = appendCost(attrs, keyCost, e.Cost)
+		}
 		if status != 0 {
 			attrs = append(attrs, httpResponseStatusCode.Int(status))
 		}
@@ -522,6 +554,9 @@ func (a *attempt) End(e observe.AttemptEnd) {
 	if m := c.in.m; m != nil {
 		ctx := context.Background()
 		m.attempts.Add(ctx, 1, metric.WithAttributeSet(tg.set), metric.WithAttributes(keyOutcome.String(outcome)))
+		if tg.provider != "" {
+			c.countCost(ctx, m, tg, e.Cost)
+		}
 		if tg.provider != "" && !e.Lost { // a canceled loser's time says nothing of the operation
 			op := []attribute.KeyValue{genAIOperationName.String("chat"), genAIProviderName.String(tg.provider), genAIRequestModel.String(tg.model)}
 			if resp != nil && resp.Model != "" {
@@ -624,8 +659,16 @@ func (c *call) End(e observe.CallEnd) {
 		served = c.t.of(*e.Served)
 	}
 	if c.span != nil {
-		attrs := make([]attribute.KeyValue, 0, 12)
+		attrs := make([]attribute.KeyValue, 0, 16)
 		attrs = append(attrs, keyAttempts.Int(c.sent), keyFallbacks.Int(c.fallback), keyDegraded.Bool(e.Degraded))
+		overhead := c.overhead
+		if served == nil && c.answered { // nothing served: every attempt was overhead
+			overhead = overhead.Add(c.served)
+		}
+		attrs = appendCost(attrs, keyCost, e.Cost)
+		if overhead.Spent > 0 || !overhead.Unpriced {
+			attrs = append(attrs, keyCostOverhead.Float64(overhead.Spent.Dollars()))
+		}
 		if e.Stream != "" {
 			attrs = append(attrs, keyStreamOutcome.String(e.Stream))
 		}
@@ -658,6 +701,44 @@ func (c *call) End(e observe.CallEnd) {
 		if e.ErrorType == "" {
 			m.retriesPerCall.Record(ctx, int64(max(c.sent-1, 0)), metric.WithAttributes(keyChain.String(c.t.chain)))
 		}
+	}
+}
+
+// appendCost appends c as k (dollars) with the flags that qualify it:
+// backstop.cost.unpriced when some tokens had no known price (k is then a
+// lower bound, and left out when no token had one: an unknown cost must
+// not read as 0), backstop.cost.estimated when some were estimated.
+func appendCost(attrs []attribute.KeyValue, k attribute.Key, c cost.Cost) []attribute.KeyValue {
+	if c.Spent != 0 || !c.Unpriced {
+		attrs = append(attrs, k.Float64(c.Spent.Dollars()))
+	}
+	if c.Unpriced {
+		attrs = append(attrs, keyCostUnpriced.Bool(true))
+	}
+	if c.Estimated {
+		attrs = append(attrs, keyCostEstimated.Bool(true))
+	}
+	return attrs
+}
+
+// countCost adds what an attempt on tg cost to the cost metric (what the
+// known prices account for) and counts it as unpriced when some of its
+// tokens had no known price, both by tg's chain, target and tier and the
+// call's budget key.
+func (c *call) countCost(ctx context.Context, m *meters, tg *target, k cost.Cost) {
+	if k.Spent == 0 && !k.Unpriced {
+		return // not billed: nothing to add
+	}
+	set := tg.set
+	if c.key != "" { // one set, built whole: merging two costs the SDK more
+		set = attribute.NewSet(keyChain.String(c.t.chain), keyTarget.String(tg.name), keyTier.String(tg.tier), keyBudgetKey.String(c.key))
+	}
+	opt := metric.WithAttributeSet(set)
+	if k.Spent != 0 {
+		m.cost.Add(ctx, k.Spent.Dollars(), opt)
+	}
+	if k.Unpriced {
+		m.unpriced.Add(ctx, 1, opt)
 	}
 }
 
