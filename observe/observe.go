@@ -231,6 +231,9 @@ const (
 	// SkipCapability: the request carries what it cannot take (tools,
 	// images, documents, a native schema).
 	SkipCapability
+	// SkipSpend: a money budget (package spend) cannot cover its worst
+	// case, or its price is unknown and the budget wants it known.
+	SkipSpend
 )
 
 // String returns the cause's name.
@@ -250,6 +253,8 @@ func (c SkipCause) String() string {
 		return "deadline"
 	case SkipCapability:
 		return "capability"
+	case SkipSpend:
+		return "spend"
 	}
 	return "unknown"
 }
