@@ -127,9 +127,10 @@ func (c Config) Validate() error {
 // released and what the attempt cost (policy.Outcome.Cost: a failed
 // attempt that was billed, a stream cut after output, a hedge that lost
 // its race, cost what they cost) is spent; an attempt not sent spends
-// nothing. A key's spend therefore passes Limit by at most what one
-// attempt's worst case underestimates (its prompt's estimate, or a price
-// that is known only in part), however many calls race for the rest.
+// nothing. A key's spend therefore passes Limit only by what the
+// attempts in flight at the limit cost beyond their worst case (a prompt
+// underestimated, a price known only in part): one attempt's
+// underestimate with one in flight, however many calls race for the rest.
 //
 // A store that fails does not block calls: an attempt whose reservation
 // failed is let through, and neither its reservation nor its cost is
