@@ -324,3 +324,30 @@ func TestSpendBuildRefusesANilOrRepeatedBudget(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// BenchmarkSpend is a healthy call without a budget and with an
+// in-process one: what the reservation and its settlement add.
+func BenchmarkSpend(b *testing.B) {
+	p := &healthyProvider{resp: llm.Response{Text: "ok", Model: "m", Usage: llm.Usage{InputTokens: 10, OutputTokens: 20}}}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, Params: llm.Params{MaxTokens: 100}}
+	ctx, cancel := context.WithTimeout(cost.WithKey(context.Background(), "tenant"), time.Minute)
+	defer cancel()
+	for _, name := range []string{"none", "memory"} {
+		bl := chain.New("bench").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Price: cheap})
+		if name == "memory" {
+			bl.Spend(newBudget(&testing.T{}, spend.Config{Name: "q", Limit: cost.Money(1 << 62)}))
+		}
+		c, err := bl.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Call(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
