@@ -335,7 +335,11 @@ func BenchmarkSpend(b *testing.B) {
 	for _, name := range []string{"none", "memory"} {
 		bl := chain.New("bench").Primary(chain.Target{Name: "p", Provider: p, Model: "m", Price: cheap})
 		if name == "memory" {
-			bl.Spend(newBudget(&testing.T{}, spend.Config{Name: "q", Limit: cost.Money(1 << 62)}))
+			bud, err := spend.New(spend.Config{Name: "q", Limit: cost.Money(1 << 62)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bl.Spend(bud)
 		}
 		c, err := bl.Build()
 		if err != nil {
