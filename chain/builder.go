@@ -7,6 +7,7 @@ import (
 	"github.com/backstop-llm/backstop/degrade"
 	"github.com/backstop-llm/backstop/internal/rank"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/spend"
 	"github.com/backstop-llm/backstop/tracing"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -35,6 +36,7 @@ type Builder struct {
 	groups          [rank.Groups]rank.Setup // Spread and Hedge, by group
 	groupTiers      []Tier                  // the tiers they named, checked at Build
 	caps            []priceCap              // CapPrice's, in order
+	budgets         []*spend.Budget         // Spend's, checked at Build
 }
 
 type entry struct {
@@ -162,6 +164,33 @@ func (b *Builder) OrProvider(t Target) *Builder { return b.add(TierProvider, t) 
 func (b *Builder) OrDegrade(d degrade.Degradation) *Builder {
 	b.entries = append(b.entries, entry{tier: TierDegrade, degr: d})
 	return b
+}
+
+// Spend adds money budgets (package spend) to every model target: each
+// attempt is priced before it is sent (its worst case reserved from each
+// budget, for the call's key) and settled once it ends, and a target a
+// budget cannot cover is passed over, or ends the call, as the budget's
+// Mode says. Budgets are asked after every other policy of the target,
+// so that an attempt a breaker or a capability check refuses reserves
+// nothing. A nil budget, or one given twice, fails Build. Calling it again
+// adds more.
+func (b *Builder) Spend(budgets ...*spend.Budget) *Builder {
+	b.budgets = append(b.budgets, budgets...)
+	return b
+}
+
+// checkSpend reports a nil budget and one given twice to Spend.
+func (p *build) checkSpend() {
+	seen := make(map[*spend.Budget]bool, len(p.b.budgets))
+	for i, bud := range p.b.budgets {
+		switch {
+		case bud == nil:
+			p.fail("", "Spend was given a nil budget (#%d); pass one spend.New returned", i)
+		case seen[bud]:
+			p.fail("", "Spend was given the same budget twice (#%d); give each budget once", i)
+		}
+		seen[bud] = true
+	}
 }
 
 func (b *Builder) add(tier Tier, t Target) *Builder {

@@ -40,6 +40,7 @@ func (b *Builder) Build() (*Chain, error) {
 	}
 	p.checkChain()
 	p.checkGroups()
+	p.checkSpend()
 	p.compileObservers()
 	if b.schema != nil {
 		s, err := validate.Compile(b.schema)
@@ -62,7 +63,7 @@ func (b *Builder) Build() (*Chain, error) {
 		return nil, err
 	}
 	for _, t := range c.targets {
-		t.assemble()
+		t.assemble(b.budgets)
 	}
 	c.startProbes()
 	return c, nil

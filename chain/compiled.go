@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spend"
 	"github.com/backstop-llm/backstop/throttle"
 	"github.com/backstop-llm/backstop/validate"
 )
@@ -69,10 +70,12 @@ type target struct {
 // checking the call's deadline, which is the walk's own): whether t can
 // carry the request (internal/capability), the Retry-After gate, the
 // breaker, self-throttling and the retry budget, then the target's own
-// (Target.Policies). Build calls it once every policy's state is made
-// (Builder.Shared replaces a target's budget).
-func (t *target) assemble() {
-	ps := make(seam.Set, 0, 7+len(t.Policies))
+// (Target.Policies), then the chain's money budgets (Builder.Spend): last,
+// so that an attempt another refuses reserves no money. Build calls it
+// once every policy's state is made (Builder.Shared replaces a target's
+// budget).
+func (t *target) assemble(money []*spend.Budget) {
+	ps := make(seam.Set, 0, 7+len(t.Policies)+len(money))
 	ps = append(ps, &t.fit)
 	if t.cap != nil {
 		ps = append(ps, t.cap)
@@ -82,7 +85,11 @@ func (t *target) assemble() {
 		ps = append(ps, t.throttle)
 	}
 	ps = append(ps, seam.Retries(t.budget))
-	t.policies = append(ps, t.Policies...)
+	ps = append(ps, t.Policies...)
+	for _, m := range money {
+		ps = append(ps, m)
+	}
+	t.policies = ps
 	if t.hedge != nil {
 		t.hedge.Admit = seam.Hedges(t.hedge.Budget)
 	}

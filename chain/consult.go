@@ -62,7 +62,8 @@ func (w *walk) askPolicies(t *target, ph policy.Phase, n int, hedge bool, req *l
 
 // passedOver passes over t, whose policies refused its first attempt
 // (adm), and records why. A deadline that passed passes over every target
-// from the walk's position on; a caller that canceled stops the call.
+// from the walk's position on; a caller that canceled stops the call, and
+// so does a refusal that says so (policy.Admission.Stop).
 func (w *walk) passedOver(t *target, adm policy.Admission) tried {
 	c := w.c
 	if cerr := canceled(w.caller); cerr != nil {
@@ -77,20 +78,24 @@ func (w *walk) passedOver(t *target, adm policy.Admission) tried {
 		return tried{skipped: true}
 	}
 	w.passOver(t, adm.Cause, adm.Err, adm.Reason, adm.Waited)
+	if adm.Stop {
+		return tried{err: adm.Err, stop: true} // run ends the call with it, as t's cause
+	}
 	w.causes = append(w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: adm.Err})
 	return tried{skipped: true}
 }
 
 // notSent ends the walk on t when its policies refused retry n (adm),
 // after wait: recorded with why, and the target's last failure (s) with
-// the refusal is the target's cause.
+// the refusal is the target's cause; a refusal that says so ends the call
+// (policy.Admission.Stop).
 func (w *walk) notSent(t *target, n int, wait time.Duration, s *sent, adm policy.Admission) tried {
 	if out, stop := w.stoppedWaiting(t, n, wait); stop {
 		return out
 	}
 	w.record(skipped(t, n, wait, adm.Err, adm.Reason))
 	w.obs.Skip(&t.ob, n, adm.Cause, adm.Reason, adm.Err)
-	return tried{err: &refusedError{s.err, adm.Err}, kind: s.kind}
+	return tried{err: &refusedError{s.err, adm.Err}, kind: s.kind, stop: adm.Stop}
 }
 
 // mayWait reports whether a call whose attempt on t a policy refuses may

@@ -86,8 +86,9 @@ func abandoned(r *racer, panicked bool) { r.release(r.a.start, retry.Excluded, p
 // target (at end, on the chain's clock), holds: its stream, its Timeout,
 // what its policies hold (settled as lost, with verdict v: retry.Excluded,
 // told of neither a failure nor a success, unless it outlived its
-// patience) and its count in flight. A racer whose send panicked gave
-// back the last two already (abandon).
+// patience; what it cost, r.s.cost, set by lose) and its count in
+// flight. A racer whose send panicked gave back the last two already
+// (abandon).
 func (r *racer) release(end time.Duration, v retry.BreakerVerdict, panicked bool) {
 	r.st.release() // the stream it committed, if it did
 	if r.a.cancel != nil {
@@ -97,7 +98,7 @@ func (r *racer) release(end time.Duration, v retry.BreakerVerdict, panicked bool
 		return
 	}
 	var pa policy.Attempt
-	r.a.t.policies.Settle(context.Background(), r.a.settling(&pa), &r.a.holds, &policy.Outcome{Sent: true, Lost: true, Verdict: v, At: time.Now()})
+	r.a.t.policies.Settle(context.Background(), r.a.settling(&pa), &r.a.holds, &policy.Outcome{Sent: true, Lost: true, Verdict: v, At: time.Now(), Cost: r.s.cost})
 	if t := r.a.t; t.load != nil {
 		t.load.End(end, 0)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/backstop-llm/backstop/budget"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/retry"
+	"github.com/backstop-llm/backstop/spend"
 	"github.com/backstop-llm/backstop/throttle"
 )
 
@@ -19,6 +20,13 @@ import (
 // configuration or its spend cap; a call the chain stopped takes the
 // verdict of the kind that stopped it: the Verdict column of
 // retry.DefaultTable, which has one for every kind.
+//
+// A call a money budget refused (Builder.Spend; an error matching
+// spend.ErrExceeded) is retry.VerdictOverBudget (429): answer it with
+// Retry-After at the period's reset, the Reset of the
+// *spend.ExceededError errors.As finds. A call that exhausted the chain
+// is so when a budget passed a model target over and no other failed for
+// a transient reason.
 func VerdictOf(err error) retry.Verdict {
 	var ex *ExhaustedError
 	switch {
@@ -32,18 +40,28 @@ func VerdictOf(err error) retry.Verdict {
 		return retry.VerdictRetryLater
 	case errors.As(err, &ex):
 		return ex.verdict()
+	case errors.Is(err, spend.ErrExceeded):
+		return retry.VerdictOverBudget
 	}
 	return kindVerdict(llm.KindOf(err))
 }
 
 // verdict is an exhausted call's: retry later if any model target's
-// failure was transient.
+// failure was transient, else over budget if a money budget passed one
+// over.
 func (e *ExhaustedError) verdict() retry.Verdict {
 	v := retry.VerdictUnavailable
 	for _, c := range e.Causes {
 		var te *TargetError
 		if errors.As(c, &te) && te.Tier == TierDegrade {
 			continue // a degradation's failure says nothing of the models
+		}
+		switch {
+		case errors.Is(c, spend.ErrExceeded):
+			v = retry.VerdictOverBudget // until its period resets, whatever else failed
+			continue
+		case errors.Is(c, spend.ErrUnpriced):
+			continue // a configuration's: unavailable
 		}
 		switch {
 		case errors.Is(c, breaker.ErrOpen), errors.Is(c, breaker.ErrGateClosed), errors.Is(c, budget.ErrExhausted),
@@ -54,7 +72,9 @@ func (e *ExhaustedError) verdict() retry.Verdict {
 		case retry.VerdictRetryLater:
 			return retry.VerdictRetryLater
 		case retry.VerdictBadRequest:
-			v = retry.VerdictBadRequest // a context too long for every window, say
+			if v != retry.VerdictOverBudget {
+				v = retry.VerdictBadRequest // a context too long for every window, say
+			}
 		}
 	}
 	return v

@@ -332,8 +332,9 @@ func (w *walk) ended(s served, err error, stream string) {
 // admit a hedge (policy.Attempt.Hedge: a slot now or none) of the request
 // the hedge would send it, hreq; holds is what they hold for it. When take
 // is false, the policies are only asked whether they would (Peek), and
-// hold nothing. Nothing is recorded of those that may not: the walk
-// records them if it comes to them.
+// hold nothing. Nothing is recorded of those that may not, but for a
+// money budget's refusal (the walk records the others if it comes to
+// them); a refusal with policy.Admission.Stop ends the search.
 func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take bool) (pos int, h *target, hreq llm.Request, holds seam.Holds) {
 	for pos = w.pos + 1; pos < hi; pos++ {
 		t := w.ahead(from, pos)
@@ -347,8 +348,20 @@ func (w *walk) hedgeTarget(from *target, hi int, req, caller *llm.Request, take 
 			continue
 		}
 		hreq = hedgeRequest(t, req, caller)
-		if w.askPolicies(t, policy.Send, 1, true, &hreq, &holds).Err == nil {
+		adm := w.askPolicies(t, policy.Send, 1, true, &hreq, &holds)
+		if adm.Err == nil {
 			return pos, t, hreq, holds
+		}
+		if adm.Cause == observe.SkipSpend {
+			// What a racer would have cost is recorded when money
+			// refused it: the skip, not a hedge.
+			rec := skipped(t, 1, 0, adm.Err, "not sent as a racer: "+adm.Reason)
+			rec.Choice = w.rank.Choice(pos)
+			w.record(rec)
+			w.obs.Skip(&t.ob, 1, adm.Cause, adm.Reason, adm.Err)
+		}
+		if adm.Stop {
+			break // no other target takes it
 		}
 	}
 	return 0, nil, hreq, holds

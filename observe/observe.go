@@ -234,6 +234,9 @@ const (
 	// SkipPrice: its worst case for the request is more than its price
 	// cap allows (chain.Builder.CapPrice).
 	SkipPrice
+	// SkipSpend: a money budget (package spend) cannot cover its worst
+	// case, or its price is unknown and the budget wants it known.
+	SkipSpend
 )
 
 // String returns the cause's name.
@@ -255,6 +258,8 @@ func (c SkipCause) String() string {
 		return "capability"
 	case SkipPrice:
 		return "price"
+	case SkipSpend:
+		return "spend"
 	}
 	return "unknown"
 }

@@ -141,6 +141,11 @@ type Admission struct {
 	// refusal's telemetry cause.
 	Reason string
 	Cause  observe.SkipCause
+	// Stop, with Err, ends the call with Err: no other target is tried
+	// and no degradation answers (a money budget that refuses rather
+	// than degrades). A hedge or a racer it refuses is not sent, and no
+	// other target is asked to take it. Ignored in Peek.
+	Stop bool
 	// Soft, with Err, marks a refusal in Plan that stands only if, after
 	// the backoff, no policy makes the call wait in Send: a retry budget
 	// exhausted on the call's last target yields to the breaker's probe

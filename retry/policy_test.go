@@ -129,7 +129,7 @@ func TestDefaultTableHasAVerdictForEveryKind(t *testing.T) {
 		}
 	}
 	for v, status := range map[Verdict]int{VerdictOK: 200, VerdictRetryLater: 503, VerdictBadRequest: 400,
-		VerdictUnavailable: 502, VerdictCanceled: 499, VerdictCanceled + 1: 500} {
+		VerdictUnavailable: 502, VerdictCanceled: 499, VerdictOverBudget: 429, VerdictOverBudget + 1: 500} {
 		if got := v.HTTPStatus(); got != status {
 			t.Errorf("%v.HTTPStatus() = %d; want %d", v, got, status)
 		}

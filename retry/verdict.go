@@ -27,13 +27,18 @@ const (
 	// VerdictCanceled: the caller gave up (its context was canceled, or
 	// it stopped reading a stream). HTTP 499, by the common convention.
 	VerdictCanceled
+	// VerdictOverBudget: the caller's money budget (package spend) cannot
+	// cover the call until its period resets. HTTP 429, with Retry-After
+	// at the reset (spend.ExceededError.Reset). No row of DefaultTable
+	// has it: no provider's failure is the caller's budget.
+	VerdictOverBudget
 )
 
 var verdictNames = [...]string{VerdictOK: "ok", VerdictRetryLater: "retry_later", VerdictBadRequest: "bad_request",
-	VerdictUnavailable: "unavailable", VerdictCanceled: "canceled"}
+	VerdictUnavailable: "unavailable", VerdictCanceled: "canceled", VerdictOverBudget: "over_budget"}
 
 // String returns the verdict's name: "ok", "retry_later", "bad_request",
-// "unavailable" or "canceled".
+// "unavailable", "canceled" or "over_budget".
 func (v Verdict) String() string {
 	if int(v) < len(verdictNames) {
 		return verdictNames[v]
@@ -41,8 +46,8 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// HTTPStatus is the status a service would answer with: 200, 503, 400, 502
-// or 499 (500 for a value that is no verdict).
+// HTTPStatus is the status a service would answer with: 200, 503, 400, 502,
+// 499 or 429 (500 for a value that is no verdict).
 func (v Verdict) HTTPStatus() int {
 	switch v {
 	case VerdictOK:
@@ -55,6 +60,8 @@ func (v Verdict) HTTPStatus() int {
 		return 502
 	case VerdictCanceled:
 		return 499
+	case VerdictOverBudget:
+		return 429
 	}
 	return 500
 }
