@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/cost"
@@ -148,6 +149,10 @@ type Budget struct {
 	mode   Mode
 	store  Store
 	strict bool
+	// last is the reservation of the last attempt admitted: the next
+	// one, of the same key in the same period as is usual, holds it
+	// again instead of allocating its own (a reservation is immutable).
+	last atomic.Pointer[reservation]
 }
 
 // New returns the budget c configures, or every problem with c, each
@@ -175,6 +180,7 @@ func New(c Config) (*Budget, error) {
 type reservation struct {
 	key    string
 	period int64
+	tally  *tally // in a Memory store: where it settles; nil in another
 }
 
 // Admit reserves attempt a's worst case in policy.Send, and refuses it
@@ -196,14 +202,27 @@ func (b *Budget) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 	}
 	key := b.key(ctx)
 	period, reset := b.periodAt(a.At)
-	ok, used, err := b.store.Reserve(ctx, key, period, worst.Spent, b.limit, b.ttl)
+	var ok bool
+	var used cost.Money
+	var err error
+	var t *tally
+	if m, in := b.store.(*memory); in { // its tally settles without a lookup
+		t, ok, used = m.reserve(key, period, worst.Spent, b.limit, b.ttl)
+	} else {
+		ok, used, err = b.store.Reserve(ctx, key, period, worst.Spent, b.limit, b.ttl)
+	}
 	switch {
 	case err != nil:
 		return policy.Admission{} // a store outage never blocks a call; nothing to settle
 	case !ok:
 		return b.refuse(key, used, worst.Spent, reset, a.Phase)
 	}
-	return policy.Admission{Hold: policy.Hold{Ref: &reservation{key: key, period: period}, N: uint64(worst.Spent)}}
+	r := b.last.Load()
+	if r == nil || r.key != key || r.period != period || r.tally != t {
+		r = &reservation{key: key, period: period, tally: t}
+		b.last.Store(r)
+	}
+	return policy.Admission{Hold: policy.Hold{Ref: r, N: uint64(worst.Spent)}}
 }
 
 // peek answers Admit in policy.Peek: whether the key has anything left.
@@ -239,6 +258,10 @@ func (b *Budget) Settle(ctx context.Context, _ *policy.Attempt, h policy.Hold, o
 	}
 	if ctx.Err() != nil {
 		ctx = context.WithoutCancel(ctx) // a canceled call still settles what it reserved
+	}
+	if r.tally != nil {
+		b.store.(*memory).settle(r.tally, cost.Money(h.N), spent)
+		return
 	}
 	_ = b.store.Settle(ctx, r.key, r.period, cost.Money(h.N), spent, b.ttl)
 }

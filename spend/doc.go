@@ -8,8 +8,11 @@
 // and the output limit at the target's prices); once the attempt ends it
 // settles what the attempt really cost (policy.Outcome.Cost) and releases
 // the rest; an attempt that was not sent releases all of it. Spend can
-// therefore pass the limit by at most what one attempt's worst case
-// underestimates, however many calls race for the last dollar.
+// therefore pass the limit only by what the attempts in flight when it is
+// reached cost beyond their worst case (a prompt the estimate
+// undercounted): one attempt's underestimate with one in flight, however
+// many calls race for the last dollar, since a reservation that does not
+// fit is refused atomically.
 //
 // When a budget cannot cover an attempt it either degrades (the call
 // moves on to a target whose worst case fits, or to the chain's

@@ -42,15 +42,33 @@ type tally struct {
 
 // Reserve implements Store.
 func (s *memory) Reserve(_ context.Context, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, error) {
+	_, ok, used := s.reserve(key, period, amount, limit, ttl)
+	return ok, used, nil
+}
+
+// reserve is Reserve, returning the tally it reserved on (nil when it did
+// not), for a Budget to settle with settle: without a lookup, or a clock
+// reading (the reservation renewed the period's ttl).
+func (s *memory) reserve(key string, period int64, amount, limit cost.Money, ttl time.Duration) (*tally, bool, cost.Money) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.at(key, period, ttl)
 	used := t.spent + t.reserved
 	if amount > limit-used { // as used+amount > limit, without overflowing
-		return false, used, nil
+		return nil, false, used
 	}
 	t.reserved += amount
-	return true, used + amount, nil
+	return t, true, used + amount
+}
+
+// settle is Settle on the tally reserve returned. Were the period
+// forgotten since (its ttl passed during the attempt), the settlement
+// goes with it.
+func (s *memory) settle(t *tally, reserved, spent cost.Money) {
+	s.mu.Lock()
+	t.reserved -= reserved
+	t.spent += spent
+	s.mu.Unlock()
 }
 
 // Settle implements Store.
