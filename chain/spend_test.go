@@ -366,3 +366,22 @@ func BenchmarkSpend(b *testing.B) {
 	b.ReportMetric(float64(spent[1])/n, "ns/budgeted")
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "ratio")
 }
+
+// TestSpendRefusalIsNamedInTelemetry: a call a budget refused ends with
+// the error type "over_budget", not "unknown", so a dashboard can tell
+// money from failures.
+func TestSpendRefusalIsNamedInTelemetry(t *testing.T) {
+	var got observe.CallEnd
+	b := newBudget(t, spend.Config{Name: "quota", Limit: 1, Mode: spend.Refuse})
+	c, err := chain.New("c").Spend(b).Observe(&observe.Funcs{OnCallEnd: func(e observe.CallEnd) { got = e }}).
+		Primary(chain.Target{Name: "dear", Provider: &stub{name: "a"}, Model: "m1", Price: dear}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(t.Context(), question); !errors.Is(err, spend.ErrExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if got.Outcome != "failed" || got.ErrorType != "over_budget" {
+		t.Errorf("call end: outcome %q, error type %q; want failed, over_budget", got.Outcome, got.ErrorType)
+	}
+}

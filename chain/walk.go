@@ -16,6 +16,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/policy"
+	"github.com/backstop-llm/backstop/spend"
 )
 
 // walk is one call's way through the chain: the model targets in order,
@@ -299,6 +300,8 @@ func outcome(res *Result, err error) (string, string) {
 		return callobs.Failed, "incomplete"
 	case errors.Is(err, ErrExhausted):
 		return callobs.Failed, "exhausted"
+	case errors.Is(err, spend.ErrExceeded): // a budget's Refuse
+		return callobs.Failed, "over_budget"
 	}
 	return callobs.Failed, llm.KindOf(err).String()
 }

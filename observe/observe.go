@@ -321,8 +321,9 @@ type CallEnd struct {
 	// degradation did), "failed" or "canceled" (the caller gave up). It is
 	// the backstop.outcome of the calls metric.
 	Outcome string
-	// ErrorType is, on failure, "exhausted", "canceled", "incomplete" or
-	// the kind that stopped the call; "" on success (a stream the caller
+	// ErrorType is, on failure, "exhausted", "canceled", "incomplete",
+	// "over_budget" (a money budget refused it) or the kind that stopped
+	// the call; "" on success (a stream the caller
 	// abandoned is a success here, with Stream "abandoned").
 	ErrorType string
 	// Err is the call's error; nil on success.

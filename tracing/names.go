@@ -9,8 +9,9 @@ const scopeName = "github.com/backstop-llm/backstop"
 // attempt is a child "chat {model}" (kind CLIENT), as the OpenTelemetry GenAI
 // conventions name inference spans; each degradation tried is a child
 // "backstop.degrade {name}" (kind INTERNAL). A failed call's error.type is
-// "exhausted" (every target failed), "canceled", or the kind that stopped
-// it ("bad_request", "content_filter").
+// "exhausted" (every target failed), "canceled", "over_budget" (a money
+// budget refused it), or the kind that stopped it ("bad_request",
+// "content_filter").
 const (
 	callSpanPrefix    = "backstop.call "
 	attemptSpanPrefix = "chat "
