@@ -35,7 +35,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
 	s.cost = cost.Of(resp.Usage, t.Price)
-	s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
+	if u := &resp.Usage; u.CacheReadTokens+u.CacheWriteTokens > 0 || c.warm.Load() != nil { // else nothing to note, nothing warm
+		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
+	}
 	if w.obs != nil {
 		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed, Cost: s.cost})
 	}
