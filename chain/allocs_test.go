@@ -75,10 +75,14 @@ func TestHealthyCallAllocations(t *testing.T) {
 }
 
 // TestResultKeepsItsSizeClass: a healthy call allocates one Result, and
-// 288 bytes is its allocator size class; a field added to Result or
-// Attempt that crosses it costs every call 32 bytes more.
+// 320 bytes is its allocator size class; a field added to Result or
+// Attempt that crosses it costs every call 32 bytes more. (It was 288
+// until cost.Cost took CacheLost, 8 bytes in the Attempt the Result
+// holds, to 296: what leaving a warm prompt cache cost has to travel with
+// every attempt's cost, to the records, the observers and the policies,
+// and no field of Result or Attempt had 8 bytes of padding to give.)
 func TestResultKeepsItsSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(chain.Result{}); n > 288 {
-		t.Errorf("chain.Result takes %d bytes, over the 288-byte size class", n)
+	if n := unsafe.Sizeof(chain.Result{}); n > 320 {
+		t.Errorf("chain.Result takes %d bytes, over the 320-byte size class", n)
 	}
 }

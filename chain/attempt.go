@@ -51,7 +51,10 @@ type sent struct {
 	shouldRetry *bool
 	elapsed     time.Duration
 	cost        cost.Cost // what the attempt cost (policy.Outcome.Cost)
-	committed   bool      // a stream still arriving: its sender ends it
+	// lostOn is the target whose warm prompt cache the attempt left
+	// (cost.CacheLost); nil when none.
+	lostOn    *target
+	committed bool // a stream still arriving: its sender ends it
 	// by is the hedge that answered in the attempt's stead; nil when the
 	// attempt's own outcome is this.
 	by *attempt
@@ -59,6 +62,12 @@ type sent struct {
 
 // record is the attempt's record, with the decision taken after it.
 func (a *attempt) record(s *sent, d Decision, reason string) Attempt {
+	if s.lostOn != nil {
+		if reason != "" {
+			reason += "; "
+		}
+		reason += lostReason(s.lostOn)
+	}
 	return Attempt{Target: a.t.Name, Tier: a.t.tier, Model: a.t.Model, N: a.n, Wait: a.wait, Duration: s.elapsed,
 		Status: s.status, RequestID: s.requestID, Kind: s.kind, Err: s.err, Decision: d, Reason: reason,
 		Choice: a.choice, Hedge: a.hedge, Cost: s.cost}
@@ -71,6 +80,9 @@ func (a *attempt) served(rec *Attempt, s *sent) {
 	rec.Hedge, rec.Cost = a.hedge, s.cost
 	if a.choice != nil { // rec is zero: a pointer store costs a write barrier while the collector runs
 		rec.Choice = a.choice
+	}
+	if s.lostOn != nil {
+		rec.Reason = lostReason(s.lostOn)
 	}
 }
 

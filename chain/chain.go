@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/degrade"
+	"github.com/backstop-llm/backstop/internal/affinity"
 	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/capability"
@@ -43,6 +45,9 @@ type Chain struct {
 
 	// layout is the groups as the walk ranks them; nil unless spreads.
 	layout *rank.Layout
+	// warm remembers which targets hold conversations' prompt caches
+	// (affinity.go); nil until an answer reports cache tokens.
+	warm atomic.Pointer[affinity.Table]
 }
 
 // Warnings lists what Build found legal but likely unintended: today, a

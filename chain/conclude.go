@@ -35,6 +35,9 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
 	s.cost = cost.Of(resp.Usage, t.Price)
+	if u := &resp.Usage; u.CacheReadTokens+u.CacheWriteTokens > 0 || c.warm.Load() != nil { // else nothing to note, nothing warm
+		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
+	}
 	if w.obs != nil {
 		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed, Cost: s.cost})
 	}
@@ -79,6 +82,7 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	}
 	if resp != nil { // an answer that failed its checks was billed
 		s.cost = cost.Of(resp.Usage, t.Price)
+		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
 	}
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
 		Kind: s.kind, Err: err, Duration: s.elapsed, Cost: s.cost})

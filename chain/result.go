@@ -19,7 +19,7 @@ type Result struct {
 	// per call, see llm.Provider); res.Text and the other fields read
 	// through it. Never nil: a call nothing answered has an empty one.
 	// (It is a pointer so that a call copies no answer and a Result takes
-	// 288 bytes rather than 512; code that passed res.Response where an
+	// 296 bytes rather than 520; code that passed res.Response where an
 	// llm.Response is wanted passes *res.Response.)
 	*llm.Response
 	// Served says who answered.
@@ -35,8 +35,8 @@ type Result struct {
 	Age time.Duration
 
 	// buf backs Attempts for the common one-attempt call, so that a
-	// healthy call allocates the Result alone (288 bytes, a size class of
-	// its own: keep it so).
+	// healthy call allocates the Result alone (296 bytes, in the 320-byte
+	// size class: keep it there).
 	buf [1]Attempt
 }
 
@@ -154,7 +154,10 @@ type Attempt struct {
 	// Cost is what the attempt cost: its answer's usage at the target's
 	// Price (an answer that failed its schema was billed too), a stream
 	// cut short priced by what it had sent; zero for a skip, a refusal
-	// and a failure without an answer.
+	// and a failure without an answer. Its CacheLost is what leaving the
+	// target that held the conversation's prompt cache added (a
+	// failover, a hedge), and Reason then says "cache lost on <that
+	// target>" (docs/concepts.md, "Prompt caches").
 	Cost cost.Cost
 }
 

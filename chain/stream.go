@@ -307,7 +307,8 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	} else { // cut after its first chunk: billed for what it generated
 		w.po.Cost = cost.Cut(resp, t.Price)
 	}
-	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID, cost: w.po.Cost}, d, reason)
+	lostOn := w.prompt(t, resp.Usage, &w.po.Cost, a.start+elapsed)
+	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID, cost: w.po.Cost, lostOn: lostOn}, d, reason)
 	w.settle(a)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,
 		Kind: kind, Err: err, Duration: elapsed, Cost: w.po.Cost})

@@ -76,6 +76,12 @@ type walk struct {
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
+
+	// call is the caller's request; key its conversation's prefix in the
+	// chain's memory of prompt caches, once keyed (affinity.go).
+	call  *llm.Request
+	key   uint64
+	keyed bool
 }
 
 // target returns the target at position pos of this call's walk.
@@ -198,9 +204,12 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
 	}
+	w.call = req
 	for pos := w.from; pos < len(c.targets); pos++ {
-		if c.spreads {
-			w.rank.Enter(pos)
+		if c.spreads && w.rank.Enter(pos) {
+			if tab := c.warm.Load(); tab != nil {
+				w.affine(pos, tab)
+			}
 		}
 		w.pos = pos
 		t := w.target(pos)

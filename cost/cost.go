@@ -18,15 +18,27 @@ type Cost struct {
 	// Estimated is true when some of the tokens were estimated, not
 	// reported by the provider: a stream cut before its final usage.
 	Estimated bool
+	// CacheLost is, of Spent, what leaving a warm prompt cache added: the
+	// attempt went to a target other than the one holding the
+	// conversation's cached prefix (a failover, a hedge), and the tokens
+	// that target would have read from its cache were read at full
+	// price. It is those tokens at this target's Input price less what
+	// the warm target's CacheRead price would have made them cost, never
+	// below 0; 0 when either price is unknown. It is part of Spent, not
+	// added to it. docs/concepts.md ("Prompt caches") says how a chain
+	// knows where a conversation's cache is.
+	CacheLost Money
 }
 
 // Add returns c and d together.
 func (c Cost) Add(d Cost) Cost {
-	return Cost{Spent: c.Spent + d.Spent, Unpriced: c.Unpriced || d.Unpriced, Estimated: c.Estimated || d.Estimated}
+	return Cost{Spent: c.Spent + d.Spent, Unpriced: c.Unpriced || d.Unpriced, Estimated: c.Estimated || d.Estimated,
+		CacheLost: c.CacheLost + d.CacheLost}
 }
 
 // String formats c: "$0.0042", "≥$0.0042" when some tokens are unpriced,
-// "~$0.0042" when some were estimated.
+// "~$0.0042" when some were estimated, followed by what a lost prompt
+// cache added when it added anything: "$0.03 (cache lost $0.02)".
 func (c Cost) String() string {
 	s := c.Spent.String()
 	if c.Estimated {
@@ -34,6 +46,9 @@ func (c Cost) String() string {
 	}
 	if c.Unpriced {
 		s = "≥" + s
+	}
+	if c.CacheLost > 0 {
+		s += " (cache lost " + c.CacheLost.String() + ")"
 	}
 	return s
 }

@@ -124,3 +124,20 @@ func ExampleOf() {
 	fmt.Println(c)
 	// Output: $0.021
 }
+
+// TestAddSumsWhatALostCacheAdded: CacheLost adds up with the attempts, and
+// String shows it apart, as a part of the total.
+func TestAddSumsWhatALostCacheAdded(t *testing.T) {
+	a := cost.Cost{Spent: cost.Dollars(0.01)}
+	b := cost.Cost{Spent: cost.Dollars(0.02), CacheLost: cost.Dollars(0.015)}
+	got := a.Add(b).Add(cost.Cost{CacheLost: cost.Dollars(0.005)})
+	if got.CacheLost != cost.Dollars(0.02) || got.Spent != cost.Dollars(0.03) {
+		t.Fatalf("Add = %+v; want $0.03 spent, $0.02 of it cache lost", got)
+	}
+	if s := got.String(); s != "$0.03 (cache lost $0.02)" {
+		t.Errorf("String = %q", s)
+	}
+	if s := a.String(); s != "$0.01" {
+		t.Errorf("String without a lost cache = %q", s)
+	}
+}

@@ -82,6 +82,13 @@ func (s Strategy) String() string {
 // compared. Ordered tiers record none.
 type Choice struct {
 	Strategy Strategy
+	// Affinity is true when the target was ranked first because it holds
+	// the conversation's prompt cache, and is healthy (docs/concepts.md,
+	// "Prompt caches"): the strategy's own order follows it, and Against
+	// is the target ranked second (the strategy's own first, when it had
+	// drawn another), with its figure. String then names the strategy
+	// "<strategy>+affinity".
+	Affinity bool
 	// Rank is the target's place in this call's order of its tier, from 1
 	// (chosen first); Of is how many targets were ranked.
 	Rank, Of int
@@ -100,10 +107,15 @@ type Choice struct {
 }
 
 // String renders the choice on one line, for logs and spans:
-// "least-loaded 1/3: 2 in flight, eu-1 had 7".
+// "least-loaded 1/3: 2 in flight, eu-1 had 7", or
+// "least-loaded+affinity 1/3: 4 in flight, eu-1 had 2" for a target
+// ranked first for its prompt cache.
 func (c Choice) String() string {
 	var b strings.Builder
 	b.WriteString(c.Strategy.String())
+	if c.Affinity {
+		b.WriteString("+affinity")
+	}
 	b.WriteByte(' ')
 	b.WriteString(strconv.Itoa(c.Rank))
 	b.WriteByte('/')

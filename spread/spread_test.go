@@ -16,6 +16,8 @@ func TestChoiceString(t *testing.T) {
 		{spread.Choice{Strategy: spread.Latency, Rank: 1, Of: 2, Figure: 1234.4, Against: "b", AgainstFigure: 2000.6}, "latency 1/2: cost 1234ms, b had 2001ms"},
 		{spread.Choice{Strategy: spread.Weighted, Rank: 1, Of: 3, Figure: 2, AgainstFigure: 4}, "weighted 1/3: weight 2 of 4"},
 		{spread.Choice{Strategy: spread.Headroom, Rank: 2, Of: 2, Figure: 0.5}, "headroom 2/2: no room"},
+		{spread.Choice{Strategy: spread.LeastLoaded, Affinity: true, Rank: 1, Of: 3, Figure: 4, Against: "eu-1", AgainstFigure: 2}, "least-loaded+affinity 1/3: 4 in flight, eu-1 had 2"},
+		{spread.Choice{Strategy: spread.Weighted, Affinity: true, Rank: 1, Of: 2, Figure: 1, AgainstFigure: 2}, "weighted+affinity 1/2: weight 1 of 2"},
 		{spread.Choice{Strategy: spread.Strategy(9), Rank: 1, Of: 1}, "strategy(9) 1/1: in order"},
 	} {
 		if got := tc.c.String(); got != tc.want {

@@ -118,6 +118,9 @@ type Ranking struct {
 	// it was ranked by. Arrays indexed, never sliced: a slice of them
 	// would move the caller's state to the heap.
 	ranked uint64
+	// affine marks the tiers whose first position Prefer set: the
+	// target holds the call's prompt cache.
+	affine uint64
 	order  [inline]int8
 	figs   [inline]float32
 	big    []slot
@@ -166,16 +169,17 @@ func (r *Ranking) set(pos, i int, fig float64) {
 // Enter ranks the tier that starts at position pos, when it spreads and
 // this call has not ranked it yet (a call that goes back over a tier it
 // entered keeps its order); at any other position it does nothing. A
-// call enters each position before it tries it.
-func (r *Ranking) Enter(pos int) {
+// call enters each position before it tries it. It reports whether it
+// ranked the tier (then, and only then, Prefer may reorder it).
+func (r *Ranking) Enter(pos int) bool {
 	l := r.layout
 	if l == nil {
-		return
+		return false
 	}
 	ti := int(l.of[pos])
 	t := &l.tiers[ti]
 	if pos != t.lo || !t.spreads() || r.Ranked(ti) {
-		return
+		return false
 	}
 	if r.ranked == 0 {
 		n := len(l.members)
@@ -210,6 +214,33 @@ func (r *Ranking) Enter(pos int) {
 	for k, i := range order {
 		r.set(t.lo+k, t.lo+i, figs[i])
 	}
+	return true
+}
+
+// Prefer puts the member at layout position member first in the tier
+// that starts at pos, which Enter has just ranked, the others following
+// in the order the strategy gave them; its Choice then says Affinity. A
+// member outside that tier, or a tier not ranked, is left as it is.
+func (r *Ranking) Prefer(pos, member int) {
+	l := r.layout
+	if l == nil {
+		return
+	}
+	ti := int(l.of[pos])
+	t := &l.tiers[ti]
+	if pos != t.lo || !r.Ranked(ti) || member < t.lo || member >= t.hi {
+		return
+	}
+	k := t.lo
+	for r.At(k) != member {
+		k++
+	}
+	fig := r.fig(k)
+	for ; k > t.lo; k-- {
+		r.set(k, r.At(k-1), r.fig(k-1))
+	}
+	r.set(t.lo, member, fig)
+	r.affine |= 1 << ti
 }
 
 // rankCandidates ranks t's members by strategies that read more than a
@@ -279,6 +310,7 @@ func (r *Ranking) choice(pos int) *spread.Choice {
 		ch = new(spread.Choice)
 	}
 	*ch = spread.Choice{Strategy: t.strategy, Rank: pos - t.lo + 1, Of: t.hi - t.lo, Figure: r.fig(pos)}
+	ch.Affinity = ch.Rank == 1 && r.affine&(1<<ti) != 0
 	switch {
 	case ch.Rank != 1:
 	case t.strategy == spread.Weighted:

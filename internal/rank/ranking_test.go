@@ -189,3 +189,40 @@ func TestNewLayoutRefuses(t *testing.T) {
 		t.Errorf("64 tiers: %v", err)
 	}
 }
+
+// TestPreferPutsTheWarmMemberFirst: Prefer moves a member of the tier just
+// ranked to its front, the strategy's order following, and its Choice
+// says Affinity, compared with the strategy's own first; a member of
+// another tier, or a tier not just ranked, is left alone.
+func TestPreferPutsTheWarmMemberFirst(t *testing.T) {
+	rooms := map[string]float64{"a": 2, "b": 40, "c": 0.5, "d": 1, "e": 3}
+	ms := make([]rank.Member, 0, 5)
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		ms = append(ms, rank.Member{Name: name, Room: func(time.Time) (float64, time.Duration) { return rooms[name], time.Second }})
+	}
+	l := layout(t, rank.Tier{Strategy: spread.Headroom, Members: ms[:3]}, rank.Tier{Strategy: spread.Headroom, Members: ms[3:]})
+	var r rank.Ranking
+	r.Start(l, nil)
+	if !r.Enter(0) || r.Enter(0) {
+		t.Fatal("Enter reports ranking a tier it ranked, or not ranking one it did")
+	}
+	r.Prefer(0, 2)
+	if [3]int{r.At(0), r.At(1), r.At(2)} != [3]int{2, 1, 0} {
+		t.Fatalf("order %d %d %d; want c (warm), then the strategy's b, a", r.At(0), r.At(1), r.At(2))
+	}
+	if got := r.Choice(0).String(); got != "headroom+affinity 1/3: no room, b had 40" {
+		t.Errorf("the warm member's choice: %q", got)
+	}
+	if ch := r.Choice(1); ch.Affinity || ch.Rank != 2 || ch.Figure != 40 {
+		t.Errorf("the strategy's first, second now: %+v", ch)
+	}
+	r.Prefer(0, 4) // a member of the next tier
+	r.Prefer(3, 3) // a tier not ranked yet
+	if r.At(0) != 2 || r.At(3) != 3 || r.Ranked(1) {
+		t.Fatal("Prefer moved a member outside the tier it ranked")
+	}
+	r.Enter(3)
+	if ch := r.Choice(3); ch.Affinity || r.At(3) != 4 {
+		t.Errorf("the next tier, not preferred: at %d, %+v", r.At(3), ch)
+	}
+}
