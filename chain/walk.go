@@ -69,15 +69,14 @@ type walk struct {
 	// deadline is w.ctx's deadline, read once as the walk starts; zero
 	// when it has none.
 	deadline time.Time
-	// req is the request try sends to the target at pos, prepared for it;
-	// call the caller's, as run was given it (policy.Attempt.Caller).
-	req  llm.Request
-	call *llm.Request
+	// req is the request try sends to the target at pos, prepared for it.
+	req llm.Request
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
 
-	// call is the caller's request; key its conversation's prefix in the
+	// call is the caller's request, as run was given it
+	// (policy.Attempt.Caller); key its conversation's prefix in the
 	// chain's memory of prompt caches, once keyed (affinity.go).
 	call  *llm.Request
 	key   uint64
@@ -204,7 +203,6 @@ func (w *walk) run(req *llm.Request) (served, error) {
 	if c.shared != nil && w.from == 0 {
 		c.sync(w.ctx, w.obs)
 	}
-	w.call = req
 	for pos := w.from; pos < len(c.targets); pos++ {
 		if c.spreads && w.rank.Enter(pos) {
 			if tab := c.warm.Load(); tab != nil {
