@@ -33,8 +33,10 @@ import (
 // ("$0.0042"; a degradation's attempt has none), with unpriced=true when
 // some tokens had no known price (cost is then what the known prices
 // account for, and is left out when none had one: an unknown cost never
-// reads as $0) and estimated=true when some tokens were estimated (a
-// stream cut short, a hedge that lost its race).
+// reads as $0), estimated=true when some tokens were estimated (a
+// stream cut short, a hedge that lost its race), and cache_lost, the part
+// of cost that leaving a conversation's warm prompt cache added, when
+// there is one.
 //
 // It logs no prompt and no answer: an error's text never quotes them (an
 // llm.Error keeps the provider's own words in Detail, which it does not
@@ -225,6 +227,9 @@ func appendCost(attrs []slog.Attr, c cost.Cost) []slog.Attr {
 	}
 	if c.Estimated {
 		attrs = append(attrs, slog.Bool("estimated", true))
+	}
+	if c.CacheLost != 0 {
+		attrs = append(attrs, slog.String("cache_lost", c.CacheLost.String()))
 	}
 	return attrs
 }

@@ -75,12 +75,14 @@ func TestLogRecordsWhatEachAttemptAndTheCallCost(t *testing.T) {
 		unwanted []string
 	}{
 		{"billed", end(sonnet, observe.AttemptEnd{Kind: llm.KindServer, Err: errors.New("cut"), Cost: cut}),
-			[]string{" cost=$0.0042 ", " estimated=true"}, []string{"unpriced"}},
+			[]string{" cost=$0.0042 ", " estimated=true"}, []string{"unpriced", "cache_lost"}},
 		{"not billed", end(sonnet, observe.AttemptEnd{Status: 529, Kind: llm.KindOverloaded, Err: errors.New("overloaded")}),
 			[]string{" cost=$0 "}, []string{"unpriced", "estimated"}},
 		{"unpriced", end(mystery, observe.AttemptEnd{Status: 200, Cost: cost.Cost{Unpriced: true}}),
 			[]string{" unpriced=true"}, []string{"cost="}},
 		{"degradation", end(static, observe.AttemptEnd{}), nil, []string{"cost=", "unpriced"}},
+		{"cache lost", end(sonnet, observe.AttemptEnd{Status: 200, Cost: cost.Cost{Spent: cost.Dollars(0.03), CacheLost: cost.Dollars(0.02)}}),
+			[]string{" cost=$0.03 ", " cache_lost=$0.02"}, []string{"unpriced"}},
 	} {
 		for _, w := range tc.want {
 			if !strings.Contains(tc.line, w) {

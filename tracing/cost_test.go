@@ -159,3 +159,38 @@ func TestCostOfACallNothingServed(t *testing.T) {
 		t.Errorf("cost of sonnet without a key: %v (present %v), want 0.002", v, ok)
 	}
 }
+
+// TestCacheLostOnSpansAndMetrics: the part of an attempt's cost a lost
+// prompt cache added is on its span and the call span, and counted by
+// target; an attempt that lost none carries no such attribute.
+func TestCacheLostOnSpansAndMetrics(t *testing.T) {
+	tel := oteltest.New()
+	o, err := New(Config{TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Bind("support", costTargets); err != nil {
+		t.Fatal(err)
+	}
+	failed := cost.Cost{}
+	served := cost.Cost{Spent: cost.Dollars(0.004), CacheLost: cost.Dollars(0.0025)}
+	ctx, c := o.StartCall(context.Background(), observe.CallStart{Chain: "support"})
+	endAttempt(ctx, c, 0, 1, observe.AttemptEnd{Status: 529, Kind: llm.KindOverloaded, Err: errors.New("overloaded"), Cost: failed})
+	endAttempt(ctx, c, 1, 1, observe.AttemptEnd{Response: &llm.Response{}, Status: 200, Cost: served})
+	s := costTargets[1]
+	c.End(observe.CallEnd{Served: &s, Outcome: "served", Attempts: 2, Cost: failed.Add(served)})
+	spans := tel.Spans.GetSpans()
+	if _, ok := spanAttrs(spans[0].Attributes)[keyCostCacheLost]; ok {
+		t.Error("an attempt that lost no cache carries backstop.cost.cache_lost")
+	}
+	if v := spanAttrs(spans[1].Attributes)[keyCostCacheLost]; v.AsFloat64() != 0.0025 {
+		t.Errorf("attempt span: cache_lost %v, want 0.0025", v.AsFloat64())
+	}
+	if v := spanAttrs(spans[2].Attributes)[keyCostCacheLost]; v.AsFloat64() != 0.0025 {
+		t.Errorf("call span: cache_lost %v, want 0.0025", v.AsFloat64())
+	}
+	m := tel.Metrics(t)
+	if v, ok := point[float64](t, m[metricCacheLost], keyChain.String("support"), keyTarget.String("mystery"), keyTier.String("sibling")); v != 0.0025 {
+		t.Errorf("cache lost on mystery: %v (present %v), want 0.0025", v, ok)
+	}
+}

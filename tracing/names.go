@@ -98,6 +98,10 @@ const (
 	keyCostOverhead  = attribute.Key("backstop.cost.overhead")
 	keyCostUnpriced  = attribute.Key("backstop.cost.unpriced")
 	keyCostEstimated = attribute.Key("backstop.cost.estimated")
+	// keyCostCacheLost is the part of keyCost that leaving the warm
+	// prompt cache of the conversation added (cost.Cost.CacheLost), in
+	// US dollars; absent when none.
+	keyCostCacheLost = attribute.Key("backstop.cost.cache_lost")
 	// keyBudgetKey is the caller's key of whose money a call spends
 	// (cost.WithKey), on the call span and the cost metrics; absent when
 	// the call's context has none.
@@ -132,6 +136,7 @@ const (
 	metricRetriesPerCall    = "backstop.call.retries"       // histogram: retries a successful call took
 	metricHedges            = "backstop.hedges"             // counter: hedges sent, by target
 	metricCost              = "backstop.cost"               // float counter ({USD}): what attempts cost, by target and budget key
+	metricCacheLost         = "backstop.cost.cache_lost"    // float counter ({USD}): the part of backstop.cost a lost prompt cache added
 	metricUnpriced          = "backstop.unpriced"           // counter: attempts with tokens of unknown price, by target and budget key
 	metricOperationSeconds  = "gen_ai.client.operation.duration"
 	metricTokenUsage        = "gen_ai.client.token.usage"

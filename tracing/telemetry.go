@@ -116,7 +116,7 @@ type instruments struct {
 type meters struct {
 	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
 	shared, hedges, unpriced                             metric.Int64Counter
-	cost                                                 metric.Float64Counter
+	cost, cacheLost                                      metric.Float64Counter
 	retriesPerCall                                       metric.Int64Histogram
 	duration                                             metric.Float64Histogram
 	tokens                                               metric.Int64Histogram
@@ -219,6 +219,10 @@ func newMeters(m metric.Meter) (*meters, error) {
 	// writes a count of something that is not a unit.
 	if ms.cost, err = m.Float64Counter(metricCost, metric.WithUnit("{USD}"),
 		metric.WithDescription("What attempts cost, in US dollars, by chain, target, tier and budget key: failed, retried and lost attempts included, unknown prices left out (see backstop.unpriced).")); err != nil {
+		return nil, err
+	}
+	if ms.cacheLost, err = m.Float64Counter(metricCacheLost, metric.WithUnit("{USD}"),
+		metric.WithDescription("The part of backstop.cost that leaving a conversation's warm prompt cache added (a failover, a spread away from the deployment holding it), by chain, target, tier and budget key.")); err != nil {
 		return nil, err
 	}
 	if ms.retriesPerCall, err = m.Int64Histogram(metricRetriesPerCall,
@@ -707,7 +711,9 @@ func (c *call) End(e observe.CallEnd) {
 // appendCost appends c as k (dollars) with the flags that qualify it:
 // backstop.cost.unpriced when some tokens had no known price (k is then a
 // lower bound, and left out when no token had one: an unknown cost must
-// not read as 0), backstop.cost.estimated when some were estimated.
+// not read as 0), backstop.cost.estimated when some were estimated, and
+// backstop.cost.cache_lost, the part of it a warm prompt cache left
+// behind added, when there is one.
 func appendCost(attrs []attribute.KeyValue, k attribute.Key, c cost.Cost) []attribute.KeyValue {
 	if c.Spent != 0 || !c.Unpriced {
 		attrs = append(attrs, k.Float64(c.Spent.Dollars()))
@@ -717,6 +723,9 @@ func appendCost(attrs []attribute.KeyValue, k attribute.Key, c cost.Cost) []attr
 	}
 	if c.Estimated {
 		attrs = append(attrs, keyCostEstimated.Bool(true))
+	}
+	if c.CacheLost != 0 {
+		attrs = append(attrs, keyCostCacheLost.Float64(c.CacheLost.Dollars()))
 	}
 	return attrs
 }
@@ -736,6 +745,9 @@ func (c *call) countCost(ctx context.Context, m *meters, tg *target, k cost.Cost
 	opt := metric.WithAttributeSet(set)
 	if k.Spent != 0 {
 		m.cost.Add(ctx, k.Spent.Dollars(), opt)
+	}
+	if k.CacheLost != 0 {
+		m.cacheLost.Add(ctx, k.CacheLost.Dollars(), opt)
 	}
 	if k.Unpriced {
 		m.unpriced.Add(ctx, 1, opt)
