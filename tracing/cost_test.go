@@ -194,3 +194,36 @@ func TestCacheLostOnSpansAndMetrics(t *testing.T) {
 		t.Errorf("cache lost on mystery: %v (present %v), want 0.0025", v, ok)
 	}
 }
+
+// TestSpendRefusalsAndPriceCapsAreRecorded: a target a money budget
+// passed over is an event on the call span and a count by target and
+// budget key; a price cap's refusal is an event too.
+func TestSpendRefusalsAndPriceCapsAreRecorded(t *testing.T) {
+	tel := oteltest.New()
+	o, err := New(Config{TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Bind("support", costTargets); err != nil {
+		t.Fatal(err)
+	}
+	ctx, c := o.StartCall(cost.WithKey(context.Background(), "tenant-7"), observe.CallStart{Chain: "support"})
+	c.Event(observe.Skip{Target: costTargets[0], Cause: observe.SkipSpend, Reason: "budget tenants for tenant-7: $4.99 of $5 spent or reserved; this attempt may cost $0.02"})
+	c.Event(observe.Skip{Target: costTargets[1], Cause: observe.SkipPrice, Reason: "worst case $0.2 is more than 2 × the primary's $0.02"})
+	endAttempt(ctx, c, 2, 1, observe.AttemptEnd{Response: &llm.Response{}})
+	s := costTargets[2]
+	c.End(observe.CallEnd{Served: &s, Outcome: "degraded", Degraded: true, Attempts: 1})
+	var names []string
+	for _, sp := range tel.Spans.GetSpans() {
+		for _, ev := range sp.Events {
+			names = append(names, ev.Name)
+		}
+	}
+	if len(names) != 2 || names[0] != eventSpendRefused || names[1] != eventPriceCapped {
+		t.Errorf("call span events %v, want [%s %s]", names, eventSpendRefused, eventPriceCapped)
+	}
+	m := tel.Metrics(t)
+	if v, ok := point[int64](t, m[metricSpendRefused], keyChain.String("support"), keyTarget.String("sonnet"), keyTier.String("primary"), keyBudgetKey.String("tenant-7")); v != 1 {
+		t.Errorf("spend refusals on sonnet for tenant-7: %v (present %v), want 1", v, ok)
+	}
+}

@@ -116,6 +116,12 @@ const (
 	eventBudgetExhausted  = "backstop.budget.exhausted"
 	eventGateClosed       = "backstop.gate.closed"
 	eventValidationFailed = "backstop.validation.failed"
+	// eventSpendRefused says a money budget could not cover an attempt
+	// (backstop.reason: the budget, the key's spend and the attempt's
+	// worst case); eventPriceCapped that an attempt's worst case passed
+	// its tier's price cap (chain.Builder.CapPrice).
+	eventSpendRefused = "backstop.spend.refused"
+	eventPriceCapped  = "backstop.price.capped"
 	// eventHedge says a hedge was sent (backstop.from: the target whose
 	// attempt it races, backstop.to: the hedge's, backstop.hedge.delay).
 	eventHedge = "backstop.hedge"
@@ -131,6 +137,7 @@ const (
 	metricRetries           = "backstop.retries"            // counter: retries sent, by target and reason
 	metricFallbacks         = "backstop.fallbacks"          // counter: moves to the next target, by reason
 	metricBudgetExhausted   = "backstop.budget.exhausted"   // counter: retries refused by a budget
+	metricSpendRefused      = "backstop.spend.refused"      // counter: attempts a money budget could not cover, by target and budget key
 	metricBreakerChanges    = "backstop.breaker.changes"    // counter: breaker state changes, by new state
 	metricSharedUnavailable = "backstop.shared.unavailable" // counter: times a shared store (Redis) stopped answering, by store
 	metricRetriesPerCall    = "backstop.call.retries"       // histogram: retries a successful call took

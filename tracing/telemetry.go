@@ -115,7 +115,7 @@ type instruments struct {
 
 type meters struct {
 	calls, attempts, retries, fallbacks, budget, breaker metric.Int64Counter
-	shared, hedges, unpriced                             metric.Int64Counter
+	shared, hedges, unpriced, spendRefused               metric.Int64Counter
 	cost, cacheLost                                      metric.Float64Counter
 	retriesPerCall                                       metric.Int64Histogram
 	duration                                             metric.Float64Histogram
@@ -205,6 +205,7 @@ func newMeters(m metric.Meter) (*meters, error) {
 	ms.retries = counter(metricRetries, "Retries sent, by target and the failure that caused them.")
 	ms.fallbacks = counter(metricFallbacks, "Moves to the next target, by the target left and the reason.")
 	ms.budget = counter(metricBudgetExhausted, "Retries not sent because the target's retry budget was exhausted.")
+	ms.spendRefused = counter(metricSpendRefused, "Attempts not sent because a money budget could not cover their worst case, by target and budget key.")
 	ms.breaker = counter(metricBreakerChanges, "Circuit breaker state changes, by target and new state.")
 	ms.shared = counter(metricSharedUnavailable, "Times a shared store (Redis) stopped answering, by store; calls go on with local state until it answers again.")
 	ms.hedges = counter(metricHedges, "Hedges sent: attempts racing a slower attempt of the same tier, by the hedge's target.")
@@ -612,6 +613,9 @@ func (c *call) skip(e observe.Skip) {
 	if e.Cause == observe.SkipBudget && c.in.m != nil {
 		c.in.m.budget.Add(context.Background(), 1, metric.WithAttributeSet(c.t.of(e.Target).set))
 	}
+	if e.Cause == observe.SkipSpend && c.in.m != nil {
+		c.in.m.spendRefused.Add(context.Background(), 1, metric.WithAttributeSet(c.keyed(c.t.of(e.Target))))
+	}
 	if c.span == nil {
 		return
 	}
@@ -623,6 +627,10 @@ func (c *call) skip(e observe.Skip) {
 		name = eventBudgetExhausted
 	case observe.SkipGate:
 		name = eventGateClosed
+	case observe.SkipSpend:
+		name = eventSpendRefused
+	case observe.SkipPrice:
+		name = eventPriceCapped
 	default:
 		return
 	}
@@ -738,11 +746,7 @@ func (c *call) countCost(ctx context.Context, m *meters, tg *target, k cost.Cost
 	if k.Spent == 0 && !k.Unpriced {
 		return // not billed: nothing to add
 	}
-	set := tg.set
-	if c.key != "" { // one set, built whole: merging two costs the SDK more
-		set = attribute.NewSet(keyChain.String(c.t.chain), keyTarget.String(tg.name), keyTier.String(tg.tier), keyBudgetKey.String(c.key))
-	}
-	opt := metric.WithAttributeSet(set)
+	opt := metric.WithAttributeSet(c.keyed(tg))
 	if k.Spent != 0 {
 		m.cost.Add(ctx, k.Spent.Dollars(), opt)
 	}
@@ -752,6 +756,15 @@ func (c *call) countCost(ctx context.Context, m *meters, tg *target, k cost.Cost
 	if k.Unpriced {
 		m.unpriced.Add(ctx, 1, opt)
 	}
+}
+
+// keyed is tg's attribute set with the call's budget key, when it has one.
+func (c *call) keyed(tg *target) attribute.Set {
+	if c.key == "" {
+		return tg.set
+	}
+	// One set, built whole: merging two costs the SDK more.
+	return attribute.NewSet(keyChain.String(c.t.chain), keyTarget.String(tg.name), keyTier.String(tg.tier), keyBudgetKey.String(c.key))
 }
 
 // errorType is error.type for a failed attempt: the HTTP status when one
