@@ -11,7 +11,6 @@ import (
 	"github.com/backstop-llm/backstop/internal/callobs"
 	"github.com/backstop-llm/backstop/internal/capability"
 	"github.com/backstop-llm/backstop/internal/check"
-	"github.com/backstop-llm/backstop/internal/residency"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
 	"github.com/backstop-llm/backstop/spread"
@@ -117,7 +116,7 @@ func (p *build) entries() {
 		}
 		t := e.target
 		p.checkTarget(label, &t)
-		m := capability.Catalogue(p.b.catalog, servedModel(&t), residency.PriceOn(t.Provider, t.Model), t.Takes, &t.ContextWindow, &t.Price, &t.Lacks)
+		m := capability.Catalogue(p.b.catalog, servedModel(&t), priceOn(&t), t.Takes, &t.ContextWindow, &t.Price, &t.Lacks)
 		if e.tier == TierPrimary && i == 0 {
 			primary = &t // as checked: a provider found unusable is nil
 		} else if primary != nil && primary.Provider != nil && t.Provider != nil {

@@ -235,3 +235,25 @@ func TestADeploymentIsPricedWhereItServes(t *testing.T) {
 		}
 	}
 }
+
+// TestAServiceTierIsPricedAsSuch: a target whose Params ask for OpenAI's
+// priority tier is priced at the catalogue's priority price.
+func TestAServiceTierIsPricedAsSuch(t *testing.T) {
+	m, _ := catalog.Default().Lookup("gpt-5")
+	if m.PriceFor("priority") == m.Price {
+		t.Fatal("the catalogue has no priority price for gpt-5")
+	}
+	u := llm.Usage{InputTokens: 1000, OutputTokens: 100}
+	c, err := chain.New("c").Primary(chain.Target{Name: "p", Provider: &stub{name: "openai", fn: used(u)}, Model: "gpt-5",
+		Params: llm.Params{Extra: map[string]any{"service_tier": "priority"}}}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Call(t.Context(), question)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Cost(), cost.Of(u, m.PriceFor("priority")); got != want {
+		t.Errorf("Cost = %v, want %v (priority)", got, want)
+	}
+}

@@ -28,6 +28,18 @@ func describeModel(t *Target) string {
 	return fmt.Sprintf("%q", t.Model)
 }
 
+// priceOn names the catalogue's price for where and how t is served
+// (catalog.Model.PriceFor): the service tier its Params ask for (OpenAI's
+// service_tier "flex" or "priority", in Params.Extra), else where its
+// provider serves its model (residency.PriceOn: Bedrock's and Vertex's
+// regional endpoints).
+func priceOn(t *Target) string {
+	if st, ok := t.Params.Extra["service_tier"].(string); ok && (st == "flex" || st == "priority") {
+		return st
+	}
+	return residency.PriceOn(t.Provider, t.Model)
+}
+
 // checkDeployment checks what t says about its deployment: that Serves
 // does not contradict a Model that is itself a model id, that its provider
 // serves Model where it says it is deployed, and, when the chain restricts

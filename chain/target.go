@@ -51,8 +51,10 @@ type Target struct {
 	ContextWindow int
 	// Price is what the target's tokens cost, in dollars per million
 	// (catalog.Price). The zero value means the catalogue's price for the
-	// model (Serves, or Model; see Builder.Catalog) on this target's
-	// deployment; a Price that is set replaces it whole, so set every
+	// model (Serves, or Model; see Builder.Catalog) where the target serves
+	// it (a Bedrock or Vertex regional endpoint costs more than a global
+	// one) and at the service tier its Params ask for (service_tier
+	// "priority" or "flex" in Params.Extra); a Price that is set replaces it whole, so set every
 	// field you know. A target whose price is unknown still answers: its
 	// attempts' Cost is Unpriced, and a money budget reserves what its
 	// known prices say.
