@@ -2,9 +2,11 @@ package chain_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/catalog"
 	"github.com/backstop-llm/backstop/chain"
 	"github.com/backstop-llm/backstop/cost"
@@ -256,4 +258,41 @@ func TestAServiceTierIsPricedAsSuch(t *testing.T) {
 	if got, want := res.Cost(), cost.Of(u, m.PriceFor("priority")); got != want {
 		t.Errorf("Cost = %v, want %v (priority)", got, want)
 	}
+}
+
+// TestASpendBreakerOpensOnCutStreams: streams cut after output fail, and
+// each is billed for what it sent; with MaxFailedSpend the target's
+// breaker opens on the money they burned, well before its failure count
+// would, and the next call goes to the fallback without a request.
+func TestASpendBreakerOpensOnCutStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		chunk := strings.Repeat("0123456789abcdef", 4) // 64 bytes: 16 output tokens
+		cut := &streamer{stub: stub{name: "a"}, chunks: []string{chunk, chunk, "x"}, failAt: 2}
+		whole := &streamer{stub: stub{name: "b"}, chunks: []string{"ok"}}
+		each := cost.Dollars(32 * 25e-6) // 32 tokens at $25 a million
+		c, err := chain.New("c").
+			Primary(chain.Target{Name: "p", Provider: cut, Model: "m", Price: dear, Retry: retry.Policy{MaxAttempts: 1},
+				Breaker: breaker.Config{MaxFailedSpend: 2*each - 1, ConsecutiveFailures: 1000}}).
+			OrProvider(chain.Target{Name: "f", Provider: whole, Model: "m2", Price: cheap}).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			s := c.Stream(t.Context(), question)
+			collect(t, s)
+			res, _ := s.Result()
+			if res.Attempts[0].Target != "p" || res.Attempts[0].Cost.Spent != each {
+				t.Fatalf("call %d: %v, cost %v; want p cut and billed %v", i, res.Attempts[0], res.Attempts[0].Cost, each)
+			}
+		}
+		s := c.Stream(t.Context(), question)
+		if _, err := collect(t, s); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := s.Result()
+		if a := res.Attempts[0]; a.Target != "p" || a.Decision != chain.DecisionSkip || cut.opened != 2 {
+			t.Fatalf("after two billed failures: %v (p opened %d streams); want p passed over by its breaker", a, cut.opened)
+		}
+	})
 }
