@@ -180,6 +180,7 @@ func TestParseRejects(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"as_of":"2026-12-04","families":[{"family":"f","source":"https://x","models":[{"id":"gpt-4o","aliases":["gpt-4o-2024-08-06"],"lacks":["tools"]}]}]}`))
 	f.Add([]byte(`{"as_of":"2026-12-04","families":[{"family":"a","source":"https://x","models":[{"id":"claude-haiku-4-5@20251001"},{"id":"eu.anthropic.claude-haiku-4-5-20251001-v1:0"}]}]}`))
+	f.Add([]byte(`{"as_of":"2026-12-04","families":[{"family":"a","source":"https://x","prices":"https://p","prices_on":{"batch":"https://b"},"models":[{"id":"m","price":{"input":3,"output":15},"prices_on":{"batch":{"times":0.5}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := catalog.Parse(data)
 		if err != nil {
@@ -188,6 +189,11 @@ func FuzzParse(f *testing.F) {
 		for _, m := range c.Models() {
 			if got, ok := c.Lookup(m.ID); strings.TrimSpace(m.ID) != "" && (!ok || got.ID != m.ID) {
 				t.Fatalf("Lookup(%q) = %q, %v", m.ID, got.ID, ok)
+			}
+			for on, p := range m.Prices {
+				if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || m.PriceFor(on) != p {
+					t.Fatalf("%s on %q: price %+v accepted", m.ID, on, p)
+				}
 			}
 		}
 	})
