@@ -184,13 +184,14 @@ type reservation struct {
 }
 
 // Admit reserves attempt a's worst case in policy.Send, and refuses it
-// when the key's Limit cannot cover it (see Budget). In policy.Peek it
-// refuses, holding nothing, when the key has nothing left at all; in
-// policy.Plan it admits (a retry is priced when it is sent).
+// when the key's Limit cannot cover it (see Budget). In policy.Peek and
+// policy.Plan it refuses, holding nothing, when the key has nothing left
+// at all: a retry on a spent budget is refused before its backoff, not
+// after it (its worst case is priced when it is sent).
 func (b *Budget) Admit(ctx context.Context, a *policy.Attempt) policy.Admission {
 	switch a.Phase {
 	case policy.Send:
-	case policy.Peek:
+	case policy.Peek, policy.Plan:
 		return b.peek(ctx, a)
 	default:
 		return policy.Admission{}
@@ -225,7 +226,8 @@ func (b *Budget) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 	return policy.Admission{Hold: policy.Hold{Ref: r, N: uint64(worst.Spent)}}
 }
 
-// peek answers Admit in policy.Peek: whether the key has anything left.
+// peek answers Admit in policy.Peek and policy.Plan: whether the key has
+// anything left, holding nothing.
 func (b *Budget) peek(ctx context.Context, a *policy.Attempt) policy.Admission {
 	key := b.key(ctx)
 	period, reset := b.periodAt(a.At)
@@ -233,7 +235,7 @@ func (b *Budget) peek(ctx context.Context, a *policy.Attempt) policy.Admission {
 	if err != nil || spent+reserved < b.limit {
 		return policy.Admission{}
 	}
-	return b.refuse(key, spent+reserved, 0, reset, policy.Peek)
+	return b.refuse(key, spent+reserved, 0, reset, a.Phase)
 }
 
 // refuse is the refusal of an attempt that may cost need, key having used

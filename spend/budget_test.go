@@ -218,8 +218,10 @@ func TestPeekAndPlanHoldNothing(t *testing.T) {
 	if !errors.Is(adm.Err, spend.ErrExceeded) || adm.Stop || adm.Hold != (policy.Hold{}) {
 		t.Fatalf("peek on a spent budget: %+v", adm)
 	}
-	if adm := b.Admit(ctx, plan); adm != (policy.Admission{}) {
-		t.Fatalf("plan: %+v", adm)
+	// A retry on a spent budget is refused before its backoff, not after:
+	// with Refuse, that ends the call.
+	if adm := b.Admit(ctx, plan); !errors.Is(adm.Err, spend.ErrExceeded) || !adm.Stop || adm.Hold != (policy.Hold{}) {
+		t.Fatalf("plan on a spent budget: %+v", adm)
 	}
 	if spent, reserved, _ := b.Used(ctx, ""); spent != worst+1 || reserved != 0 {
 		t.Fatalf("peek or plan held something: %v %v", spent, reserved)
