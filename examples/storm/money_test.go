@@ -303,13 +303,18 @@ func (r moneyRun) roundTrips() int {
 // each attempt sent costs 2 round trips (a refused reservation 1).
 //
 // Then Redis is paused (CLIENT PAUSE ALL, on a private redis-server) for
-// 600ms once half the budget is spent: each replica decides locally within
-// its outage allowance, (limit - u) / Replicas, u what it last saw on
-// Redis. With Replicas 4 the limit holds; with the default (1) the four
+// 1.5s once the replicas have asked to reserve half the budget: each
+// replica decides locally within its outage allowance, (limit - u) /
+// Replicas, u what it last saw on Redis. With Replicas 4 the limit holds
+// (but for what the replicas' views lag); with the default (1) the four
 // replicas may together pass it by 3 x (limit - u). It asserts spend at
 // the end within H + Σ (limit - u_r) / Replicas + the underestimates, H
-// the most Redis held before the pause, and that Flush, once Redis
-// answers again, brings every attempt's cost to Redis.
+// what Redis held when paused, and that Flush, once Redis answers again,
+// brings every attempt's cost to Redis.
+//
+// Last, the default Timeout (50ms) without a pause: it measures what a
+// burst that times out round trips on a healthy Redis lets through, and
+// asserts only that no spend is lost.
 //
 // It is not a synctest test: it talks to a real Redis, and waits, in real
 // time, for the pause to end. Without a Redis it skips, saying how to start
