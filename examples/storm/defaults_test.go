@@ -504,6 +504,12 @@ const (
 //
 //	STORM_MD=../../docs/performance.md go -C examples/storm test -run StormDefaults .
 func writeFaultMarkdown(t *testing.T, tb *table) {
+	writeMarkdown(t, tb, faultMDBegin, faultMDEnd)
+}
+
+// writeMarkdown replaces what lies between begin and end in the file
+// STORM_MD names with tb as markdown; without STORM_MD it does nothing.
+func writeMarkdown(t *testing.T, tb *table, begin, end string) {
 	path := os.Getenv("STORM_MD")
 	if path == "" {
 		return
@@ -512,12 +518,12 @@ func writeFaultMarkdown(t *testing.T, tb *table) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i, j := bytes.Index(doc, []byte(faultMDBegin)), bytes.Index(doc, []byte(faultMDEnd))
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
 	if i < 0 || j < i {
-		t.Fatalf("STORM_MD: %s has no %q … %q section to replace", path, faultMDBegin, faultMDEnd)
+		t.Fatalf("STORM_MD: %s has no %q … %q section to replace", path, begin, end)
 	}
 	var b bytes.Buffer
-	b.Write(doc[:i+len(faultMDBegin)])
+	b.Write(doc[:i+len(begin)])
 	b.WriteString("\n" + tb.markdown())
 	b.Write(doc[j:])
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -56,6 +56,12 @@
 //     primary down 60 s and 5 minutes with a fallback, a 1 s blip and a
 //     herd of 200 without one: the primary's share, how soon it serves
 //     again, the probes a minute, the calls failed.
+//   - money_test.go: 4 replicas share a $5 money budget on a real Redis
+//     under 1,000 callers (not in virtual time): spend at the end against
+//     the reservation's bound, the calls served by the primary, the
+//     fallback, a degradation or refused, Redis round trips per call;
+//     then with Redis paused mid-run (the outage allowance, Replicas 4
+//     and the default) and with the default 50ms Timeout.
 //
 // The retry loops that are not backstop (the naive loop, the official
 // SDKs' loop, the stacked layers) are plain Go in loops_test.go, calling the
@@ -74,6 +80,9 @@
 // markers) with the table, to refresh docs/performance.md:
 //
 //	STORM_MD=../../docs/performance.md go -C examples/storm test -run StormDefaults .
+//
+// and, the same way, the money section (between <!-- storm: money -->
+// markers) with -run StormMoney.
 //
 // The whole lab takes about 30 seconds of real time on two cores (the
 // spread, whose rows that do not throttle send some 75,000 requests to be
