@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -149,6 +150,14 @@ type Budget struct {
 	mode   Mode
 	store  Store
 	strict bool
+	// out holds, by key, the period in which a reservation found the key
+	// with nothing left (spent and reserved at the Limit), until one of
+	// the key's reservations is granted again: Peek and Plan read it, so
+	// that a hedge, a patience racer or a retry is refused before it is
+	// planned, without a round trip to the store. outs is set once out
+	// holds anything, sparing a granted reservation the map.
+	out  sync.Map // string → int64
+	outs atomic.Bool
 	// last is the reservation of the last attempt admitted: the next
 	// one, of the same key in the same period as is usual, holds it
 	// again instead of allocating its own (a reservation is immutable).
@@ -216,7 +225,14 @@ func (b *Budget) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 	case err != nil:
 		return policy.Admission{} // a store outage never blocks a call; nothing to settle
 	case !ok:
+		if used >= b.limit { // nothing left at all: Peek and Plan refuse too
+			b.out.Store(key, period)
+			b.outs.Store(true)
+		}
 		return b.refuse(key, used, worst.Spent, reset, a.Phase)
+	}
+	if b.outs.Load() {
+		b.out.Delete(key) // room again
 	}
 	r := b.last.Load()
 	if r == nil || r.key != key || r.period != period || r.tally != t {
@@ -226,16 +242,21 @@ func (b *Budget) Admit(ctx context.Context, a *policy.Attempt) policy.Admission 
 	return policy.Admission{Hold: policy.Hold{Ref: r, N: uint64(worst.Spent)}}
 }
 
-// peek answers Admit in policy.Peek and policy.Plan: whether the key has
-// anything left, holding nothing.
+// peek answers Admit in policy.Peek and policy.Plan, holding nothing and
+// asking the store nothing: refused when the key's last reservation in
+// this period found nothing left (out), admitted otherwise. It is
+// advisory: the attempt itself, if sent, reserves in Send.
 func (b *Budget) peek(ctx context.Context, a *policy.Attempt) policy.Admission {
-	key := b.key(ctx)
-	period, reset := b.periodAt(a.At)
-	spent, reserved, err := b.store.Used(ctx, key, period)
-	if err != nil || spent+reserved < b.limit {
+	if !b.outs.Load() {
 		return policy.Admission{}
 	}
-	return b.refuse(key, spent+reserved, 0, reset, a.Phase)
+	key := b.key(ctx)
+	p, ok := b.out.Load(key)
+	period, reset := b.periodAt(a.At)
+	if !ok || p.(int64) != period {
+		return policy.Admission{}
+	}
+	return b.refuse(key, b.limit, 0, reset, a.Phase)
 }
 
 // refuse is the refusal of an attempt that may cost need, key having used

@@ -197,8 +197,10 @@ func TestUnknownPrice(t *testing.T) {
 	}
 }
 
-// TestPeekAndPlanHoldNothing: Plan admits (a retry is priced when sent);
-// Peek refuses, without Stop, only once the key has nothing left.
+// TestPeekAndPlanHoldNothing: Peek and Plan ask no store and hold
+// nothing; once a reservation found the key with nothing left, Peek
+// refuses without Stop and Plan (a retry, before its backoff) with it,
+// until a reservation of the key is granted again.
 func TestPeekAndPlanHoldNothing(t *testing.T) {
 	ctx := context.Background()
 	a := ask(time.Now(), 1000)
@@ -214,6 +216,12 @@ func TestPeekAndPlanHoldNothing(t *testing.T) {
 		t.Fatalf("peek with $0.000000001 left: %v", adm.Err)
 	}
 	b.Settle(ctx, a, held.Hold, &policy.Outcome{Sent: true, Cost: cost.Cost{Spent: worst + 1}})
+	if adm := b.Admit(ctx, peek); adm.Err != nil {
+		t.Fatalf("peek before a reservation found the key spent: %v (it asks no store)", adm.Err)
+	}
+	if adm := b.Admit(ctx, ask(time.Now(), 1000)); !errors.Is(adm.Err, spend.ErrExceeded) {
+		t.Fatalf("a first attempt on a spent budget: %+v", adm)
+	}
 	adm := b.Admit(ctx, peek)
 	if !errors.Is(adm.Err, spend.ErrExceeded) || adm.Stop || adm.Hold != (policy.Hold{}) {
 		t.Fatalf("peek on a spent budget: %+v", adm)
@@ -312,5 +320,33 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 	}
 	if spent > limit+worst/10 || spent < limit/2 {
 		t.Errorf("spent %v of %v; want at most one attempt's underestimate (%v) above it, and most of it", spent, limit, worst/10)
+	}
+}
+
+// TestPeekForgetsAKeyOnceItHasRoomAgain: the mark a refused reservation
+// leaves lasts until a reservation of the key is granted again.
+func TestPeekForgetsAKeyOnceItHasRoomAgain(t *testing.T) {
+	ctx := context.Background()
+	worst := ask(time.Now(), 1000).WorstCase().Spent
+	b := mustNew(t, spend.Config{Name: "q", Limit: 2 * worst})
+	peek := &policy.Attempt{Phase: policy.Peek, Target: "t", N: 1, Price: price}
+	a1, a2 := ask(time.Now(), 1000), ask(time.Now(), 1000)
+	h1, h2 := b.Admit(ctx, a1), b.Admit(ctx, a2)
+	if h1.Err != nil || h2.Err != nil {
+		t.Fatalf("two reservations within the limit: %v, %v", h1.Err, h2.Err)
+	}
+	if adm := b.Admit(ctx, ask(time.Now(), 1000)); !errors.Is(adm.Err, spend.ErrExceeded) {
+		t.Fatalf("a third: %+v", adm)
+	}
+	if adm := b.Admit(ctx, peek); !errors.Is(adm.Err, spend.ErrExceeded) {
+		t.Fatalf("peek with nothing left: %+v", adm)
+	}
+	b.Settle(ctx, a1, h1.Hold, &policy.Outcome{}) // not sent: its reservation comes back
+	a4 := ask(time.Now(), 1000)
+	if adm := b.Admit(ctx, a4); adm.Err != nil {
+		t.Fatalf("a reservation once one came back: %v", adm.Err)
+	}
+	if adm := b.Admit(ctx, peek); adm.Err != nil {
+		t.Fatalf("peek after a reservation was granted again: %v", adm.Err)
 	}
 }
