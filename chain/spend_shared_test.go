@@ -2,7 +2,6 @@ package chain_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/backstop-llm/backstop/chain"
@@ -11,26 +10,7 @@ import (
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/redisstore"
 	"github.com/backstop-llm/backstop/spend"
-	"github.com/redis/go-redis/v9"
 )
-
-// commands counts every command a client sends, pipelines by their
-// commands.
-type commands struct{ n atomic.Int64 }
-
-func (h *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
 
 // TestSharedSpendCostsTwoRoundTripsPerAttempt: a money budget kept on
 // Redis costs a healthy call two round trips (the reservation, the
@@ -56,7 +36,7 @@ func TestSharedSpendCostsTwoRoundTripsPerAttempt(t *testing.T) {
 	if _, err := c.Call(ctx, question); err != nil { // loads the scripts
 		t.Fatal(err)
 	}
-	h := &commands{}
+	h := &redistest.Commands{}
 	client.AddHook(h)
 	const calls = 10
 	for range calls {
@@ -64,7 +44,7 @@ func TestSharedSpendCostsTwoRoundTripsPerAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := h.n.Load(); n != 2*calls {
+	if n := h.N.Load(); n != 2*calls {
 		t.Errorf("%d calls sent %d commands to Redis; want 2 per call", calls, n)
 	}
 	spent, reserved, err := b.Used(ctx, "tenant-42")
