@@ -24,7 +24,9 @@ func (m model) Complete(_ context.Context, req llm.Request) (*llm.Response, erro
 // A budget of 5 cents per tenant a day, on a chain of a dear model, a
 // cheap one and a static answer: as a tenant's spend nears the limit, its
 // calls move to the cheaper model whose worst case still fits, then to
-// the static answer. Another tenant's calls are not touched.
+// the static answer. Another tenant's calls are not touched. (With Mode:
+// spend.Refuse, the fifth call fails instead, with a *spend.ExceededError
+// that chain.VerdictOf answers with a 429.)
 func Example() {
 	tenants, err := spend.New(spend.Config{Name: "tenants", Limit: cost.Dollars(0.05)})
 	if err != nil {
@@ -54,8 +56,6 @@ func Example() {
 	fmt.Println("tenant-42 spent", spent)
 	res, _ := c.Call(cost.WithKey(context.Background(), "tenant-7"), req)
 	fmt.Println("tenant-7:", res.Served.Target)
-	// With Mode: spend.Refuse, the fifth call fails instead with a
-	// *spend.ExceededError, which chain.VerdictOf answers with a 429.
 	// Output:
 	// dear $0.0225
 	// dear $0.0225
