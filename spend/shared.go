@@ -95,15 +95,22 @@ type SharedConfig struct {
 // becomes unavailable and when it answers again. Meanwhile, on each budget
 // key and period, a replica reserves in process, up to its outage
 // allowance: (limit - u) / Replicas, u being the spent plus reserved it
-// last saw on Redis for that key and period (0 when it saw none), with
-// what it holds that Redis does not know yet (local reservations, spend
-// not written) counted against it. So during an outage:
+// last saw on Redis for that key and period (0 when it saw none) when it
+// first decided locally in that period. The allowance is drawn once per
+// key and period, not once per outage: everything the replica decides
+// locally in the period, over every outage, counts against it (its local
+// reservations, then their spend, written to Redis or not), so a Redis
+// that answers and times out by turns (a burst) cannot multiply it. So,
+// over a period:
 //
-//   - with Replicas = N, N replicas that each last saw u spend together
-//     at most limit - u beyond u: the limit still holds (plus one worst
-//     case's underestimate per replica); a replica that last saw less
-//     than Redis held, or a period it never saw, lets them overshoot by
-//     the difference;
+//   - with Replicas = N, N replicas that each saw u spend locally
+//     together at most limit - u: during one outage the limit still
+//     holds (plus one worst case's underestimate per replica); a replica
+//     that saw less than Redis held, or a period it never saw, lets them
+//     overshoot by the difference; and as Redis does not know what was
+//     spent locally until it is written, the reservations it grants
+//     meanwhile may add up to the limit on their own: in all, spend stays
+//     within limit + sum over the replicas of (limit - u_r) / Replicas;
 //   - with Replicas = 0 or 1, each may spend all of limit - u: N replicas
 //     may overshoot the limit by (N-1) x (limit - u).
 //
@@ -156,10 +163,15 @@ type entry struct {
 	// Settle; ttl is the last one given.
 	release, spent cost.Money
 	ttl            time.Duration
-	// outage is true from the first local decision until the store next
-	// answers; allowance is what this replica may hold meanwhile, used
-	// what it holds (reserved or spent) that the store does not know.
-	outage          bool
+	// drawn is true from the first local decision in the period on, when
+	// allowance, what this replica may decide locally in the whole
+	// period, was drawn; used is what it has decided locally since, over
+	// every outage: its local reservations not yet settled plus the spend
+	// of those settled, written to the store or not. Neither is reset
+	// when the store answers again: an allowance drawn afresh at each
+	// outage would let a store that answers and fails by turns (a burst
+	// on a healthy Redis) multiply it.
+	drawn           bool
 	allowance, used cost.Money
 	// expires is when the entry may be forgotten, on the clock of now.
 	expires int64
@@ -220,8 +232,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 			})
 			if err == nil {
 				s.mu.Lock()
-				e := s.entry(pk, now, ttl)
-				e.seen, e.outage = used, false
+				s.entry(pk, now, ttl).seen = used
 				s.mu.Unlock()
 				return ok, used, nil
 			}
@@ -230,13 +241,12 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(pk, now, ttl)
-	if !e.outage {
-		e.outage = true
+	if !e.drawn {
+		e.drawn = true
 		e.allowance = max(limit-e.seen, 0) / s.replicas
-		e.used = e.localReserved + max(e.spent-e.release, 0)
 	}
-	if e.used+amount > e.allowance {
-		return false, e.seen + e.used, nil
+	if amount > e.allowance-e.used { // as used+amount > allowance, without overflowing
+		return false, e.seen + e.localReserved + max(e.spent-e.release, 0), nil
 	}
 	e.used += amount
 	if amount > 0 {
@@ -246,7 +256,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 		e.local[amount]++
 		e.localReserved += amount
 	}
-	return true, e.seen + e.used, nil
+	return true, e.seen + e.localReserved + max(e.spent-e.release, 0), nil
 }
 
 // Settle takes reserved back and adds spent. A reservation this replica
@@ -266,9 +276,7 @@ func (s *Shared) Settle(ctx context.Context, key string, period int64, reserved,
 			delete(e.local, reserved)
 		}
 		e.localReserved -= reserved
-		if e.outage {
-			e.used += spent - reserved
-		}
+		e.used += spent - reserved
 		reserved = 0
 	}
 	e.release += reserved
@@ -313,7 +321,7 @@ func (s *Shared) Used(ctx context.Context, key string, period int64) (spent, res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.keys[pk]; e != nil {
-		e.seen, e.outage = spent+reserved, false
+		e.seen = spent + reserved
 		reserved += e.localReserved
 	}
 	return spent, reserved, nil
@@ -428,7 +436,6 @@ func (s *Shared) write(ctx context.Context, pk periodKey) (bool, error) {
 		return true, err
 	}
 	e.seen = max(e.seen+spent-release, 0)
-	e.outage = false
 	return true, nil
 }
 

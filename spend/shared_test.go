@@ -486,3 +486,105 @@ func TestSharedConcurrentFlappingStoreLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// flappingStore answers every other op and fails the others, as a store
+// whose round trips succeed and time out by turns under a burst. With slow
+// set, the ops it fails are applied all the same, after the Timeout (the
+// round trip timed out, then Redis ran it).
+type flappingStore struct {
+	*sharedFake
+	slow   bool
+	mu     sync.Mutex
+	n      int
+	steady bool // every op answers
+}
+
+// turn reports whether this op is one that fails.
+func (f *flappingStore) turn() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.n%2 == 0 && !f.steady
+}
+
+func (f *flappingStore) Reserve(ctx context.Context, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, error) {
+	if f.turn() {
+		if !f.slow {
+			return false, 0, errDown
+		}
+		<-ctx.Done()
+		_, _, _ = f.sharedFake.Reserve(context.Background(), key, period, amount, limit, ttl)
+		return false, 0, ctx.Err()
+	}
+	return f.sharedFake.Reserve(ctx, key, period, amount, limit, ttl)
+}
+
+func (f *flappingStore) Settle(ctx context.Context, key string, period int64, reserved, spent cost.Money, ttl time.Duration) error {
+	if f.turn() {
+		if !f.slow {
+			return errDown
+		}
+		<-ctx.Done()
+		_ = f.sharedFake.Settle(context.Background(), key, period, reserved, spent, ttl)
+		return ctx.Err()
+	}
+	return f.sharedFake.Settle(ctx, key, period, reserved, spent, ttl)
+}
+
+// A store that answers and fails by turns (a burst on a healthy Redis)
+// holds the outage bound: whatever the number of turns, each replica
+// decides locally, over the period, at most its one allowance, (limit -
+// u) / Replicas, u what it saw when it first decided locally; so 4
+// replicas that saw 60 of 100 spend at most the limit plus 4 x 40/4.
+// Before, each turn drew the allowance afresh.
+func TestSharedFlappingStoreHoldsTheOutageBound(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		name := "failing"
+		if slow {
+			name = "slow"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				f := &flappingStore{sharedFake: newSharedFake(), slow: slow}
+				const limit, before = 100, 60
+				// 60 spent before, seen by every replica.
+				f.spent[fakeKey("acme", testPeriod)] = before
+				var replicas []*spend.Shared
+				for range 4 {
+					r := newShared(t, f, spend.SharedConfig{Replicas: 4, ProbeEvery: 100 * time.Millisecond})
+					if sp, _, _ := r.Used(ctx, "acme", testPeriod); sp != before {
+						t.Fatalf("Used = %v; want %v", sp, before)
+					}
+					replicas = append(replicas, r)
+				}
+				var total cost.Money
+				for range 400 {
+					for _, r := range replicas {
+						if ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 3, limit, testTTL); ok {
+							_ = r.Settle(ctx, "acme", testPeriod, 3, 3, testTTL)
+							total += 3
+						}
+					}
+					time.Sleep(101 * time.Millisecond)
+				}
+				if bound := cost.Money(limit + 4*(limit-before)/4); before+total > bound {
+					t.Fatalf("spent %d in all; want at most %d: the limit plus one allowance a replica", before+total, bound)
+				}
+				f.mu.Lock()
+				f.steady = true // every op answers from now
+				f.mu.Unlock()
+				time.Sleep(time.Second)
+				for _, r := range replicas {
+					if err := r.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sp, _ := f.held("acme", testPeriod)
+				if sp < before+total || (!slow && sp != before+total) {
+					t.Fatalf("store holds %d spent; want %d (more only for a slow store)", sp, before+total)
+				}
+			})
+		})
+	}
+}
