@@ -3,6 +3,8 @@ package spend
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +27,27 @@ const (
 	// defaultKeepFor is how long a Shared remembers a budget key's period
 	// when Reserve or Settle is given a ttl of 0 or less.
 	defaultKeepFor = 32 * 24 * time.Hour
+	// countEvery is how often, at most, a Shared on a ReplicaStore counts
+	// the replicas on a budget key's period (its other reservations there
+	// are plain Reserves).
+	countEvery = time.Second
+	// countFor is how long a Shared keeps the highest replica count a
+	// ReplicaStore answered before a lower one replaces it.
+	countFor = time.Minute
 )
+
+// ReplicaStore is a Store that also counts the replicas sharing it, as
+// redisstore.Store.Spend's does. A Shared on one reserves with ReserveAs,
+// under a random id of its own, about once a second on each budget key
+// and period it reserves on (with Reserve otherwise), and divides its
+// outage allowance by the replicas counted (see SharedConfig.Replicas).
+type ReplicaStore interface {
+	Store
+	// ReserveAs is Reserve made by the replica id: it also records id as
+	// sharing key's period now, and reports how many distinct ids did so
+	// within the last minute, id included.
+	ReserveAs(ctx context.Context, id, key string, period int64, amount, limit cost.Money, ttl time.Duration) (ok bool, used cost.Money, replicas int, err error)
+}
 
 // errSharedHead begins every configuration problem of NewShared.
 var errSharedHead = problems.Head("spend: invalid configuration")
@@ -48,14 +70,21 @@ type SharedConfig struct {
 	// then every decision is local and no round trip is tried; then one
 	// call tries Redis again. 0 means 1s; negative is an error.
 	ProbeEvery time.Duration
-	// Replicas is how many replicas share the budget: while Redis is
-	// unavailable each may spend on a budget key at most 1/Replicas of
-	// what remained of its limit when it last heard from Redis (see
-	// Shared). 0 means 1: each replica may spend all that remained, so N
-	// replicas may together overshoot the limit by (N-1) times what
-	// remained. Negative is an error. A smaller value than the real count
-	// lets the replicas overshoot; a larger one refuses or degrades
-	// calls the budget could have covered.
+	// Replicas is the least number of replicas the outage allowance
+	// assumes share the budget: while Redis is unavailable each replica
+	// may spend on a budget key, over the period, at most 1/N of what
+	// remained of its limit when it first decided locally (see Shared),
+	// N being the larger of Replicas and the count the store last
+	// answered. A ReplicaStore (redisstore's) counts the replicas that
+	// reserved on the key within the last minute (the highest count in
+	// the last minute is kept), so 0, the default, means that count: set
+	// Replicas only to cover replicas that have not reserved yet, such as
+	// those a deployment is about to start. Without a count (a store that
+	// is not a ReplicaStore, or a replica that never reached Redis) 0
+	// means 1: each replica may spend all that remained, and N replicas
+	// may together overshoot the limit by (N-1) times what remained.
+	// Negative is an error. A value above the real count refuses or
+	// degrades calls the budget could have covered.
 	Replicas int
 	// OnError, when set, is called each time Redis becomes unavailable,
 	// with an error matching ErrSharedUnavailable that wraps the cause,
@@ -94,25 +123,31 @@ type SharedConfig struct {
 // Redis again; none waits for it. OnError and the Logger say when Redis
 // becomes unavailable and when it answers again. Meanwhile, on each budget
 // key and period, a replica reserves in process, up to its outage
-// allowance: (limit - u) / Replicas, u being the spent plus reserved it
+// allowance: (limit - u) / N, u being the spent plus reserved it
 // last saw on Redis for that key and period (0 when it saw none) when it
 // first decided locally in that period. The allowance is drawn once per
 // key and period, not once per outage: everything the replica decides
 // locally in the period, over every outage, counts against it (its local
 // reservations, then their spend, written to Redis or not), so a Redis
-// that answers and times out by turns (a burst) cannot multiply it. So,
-// over a period:
+// that answers and times out by turns (a burst) cannot multiply it. N is
+// the larger of SharedConfig.Replicas and the replicas Redis counted: the
+// store redisstore.Store.Spend returns records each replica's random id
+// in the key's hash with its reservations (about one a second on each
+// key) and counts those seen within the last minute, so the default
+// needs no setting. So, over a period:
 //
-//   - with Replicas = N, N replicas that each saw u spend locally
+//   - with N replicas, each of which counted N or was told Replicas = N,
+//     and saw u, the replicas spend locally
 //     together at most limit - u: during one outage the limit still
 //     holds (plus one worst case's underestimate per replica); a replica
 //     that saw less than Redis held, or a period it never saw, lets them
 //     overshoot by the difference; and as Redis does not know what was
 //     spent locally until it is written, the reservations it grants
 //     meanwhile may add up to the limit on their own: in all, spend stays
-//     within limit + sum over the replicas of (limit - u_r) / Replicas;
-//   - with Replicas = 0 or 1, each may spend all of limit - u: N replicas
-//     may overshoot the limit by (N-1) x (limit - u).
+//     within limit + sum over the replicas of (limit - u_r) / N;
+//   - a replica that never had a count from Redis (it has not reserved
+//     since it started, or its store does not count) and was not given
+//     Replicas takes N = 1: it may spend all of limit - u.
 //
 // Nothing spent is lost: what a replica spends on local reservations, and
 // the settlements of reservations it made on Redis before it failed, are
@@ -129,13 +164,17 @@ type SharedConfig struct {
 // store and its client are the caller's.
 type Shared struct {
 	store     Store
+	counter   ReplicaStore // store, when it counts replicas; else nil
+	id        string       // this replica's id, for counter
 	timeout   time.Duration
-	replicas  cost.Money
+	replicas  int            // SharedConfig.Replicas
 	health    *remote.Health // on the clock of now
 	available func() bool    // SharedConfig.Available; nil: always
 	base      time.Time      // monotonic origin of now
 
 	mu        sync.Mutex
+	counted   int   // the highest replica count counter answered lately
+	countedAt int64 // when it last answered that count, on the clock of now
 	keys      map[periodKey]*entry
 	dirty     map[periodKey]*entry // the entries with something to write
 	nextSweep int
@@ -173,8 +212,9 @@ type entry struct {
 	// on a healthy Redis) multiply it.
 	drawn           bool
 	allowance, used cost.Money
-	// expires is when the entry may be forgotten, on the clock of now.
-	expires int64
+	// expires is when the entry may be forgotten, on the clock of now;
+	// countAt when the next Reserve counts the replicas (with a counter).
+	expires, countAt int64
 }
 
 // NewShared returns a Store that keeps its spend in store (on Redis:
@@ -190,7 +230,7 @@ func NewShared(store Store, cfg SharedConfig) (*Shared, error) {
 	}
 	problems.NotNegative(found, "Timeout", cfg.Timeout, defaultSharedTimeout)
 	problems.NotNegative(found, "ProbeEvery", cfg.ProbeEvery, defaultProbeEvery)
-	problems.NotNegative(found, "Replicas", cfg.Replicas, "1 (each replica may spend all that remained during an outage)")
+	problems.NotNegative(found, "Replicas", cfg.Replicas, "the replicas the store counted, or 1 without a count")
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
@@ -198,10 +238,15 @@ func NewShared(store Store, cfg SharedConfig) (*Shared, error) {
 	if k, ok := store.(interface{ Key() string }); ok {
 		key = k.Key()
 	}
+	counter, _ := store.(ReplicaStore)
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails
 	return &Shared{
 		store:    store,
+		counter:  counter,
+		id:       hex.EncodeToString(id[:]),
 		timeout:  cmp.Or(cfg.Timeout, defaultSharedTimeout),
-		replicas: cost.Money(max(cfg.Replicas, 1)),
+		replicas: cfg.Replicas,
 		health: remote.NewHealth("shared spend store", key, cmp.Or(cfg.ProbeEvery, defaultProbeEvery),
 			cfg.OnError, cfg.Logger),
 		available: cfg.Available,
@@ -224,15 +269,32 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	now := s.now()
 	if ctx.Err() == nil {
 		if use, _ := s.use(now); use {
+			count := false
+			if s.counter != nil {
+				s.mu.Lock()
+				e := s.entry(pk, now, ttl)
+				if count = now >= e.countAt; count {
+					e.countAt = now + int64(countEvery)
+				}
+				s.mu.Unlock()
+			}
 			var ok bool
 			var used cost.Money
+			var replicas int
 			err := s.roundTrip(ctx, pk, func(tctx context.Context) (err error) {
-				ok, used, err = s.store.Reserve(tctx, key, period, amount, limit, ttl)
+				if count {
+					ok, used, replicas, err = s.counter.ReserveAs(tctx, s.id, key, period, amount, limit, ttl)
+				} else {
+					ok, used, err = s.store.Reserve(tctx, key, period, amount, limit, ttl)
+				}
 				return err
 			})
 			if err == nil {
 				s.mu.Lock()
 				s.entry(pk, now, ttl).seen = used
+				if count && (replicas >= s.counted || now-s.countedAt > int64(countFor)) {
+					s.counted, s.countedAt = replicas, now
+				}
 				s.mu.Unlock()
 				return ok, used, nil
 			}
@@ -243,7 +305,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	e := s.entry(pk, now, ttl)
 	if !e.drawn {
 		e.drawn = true
-		e.allowance = max(limit-e.seen, 0) / s.replicas
+		e.allowance = max(limit-e.seen, 0) / cost.Money(max(s.replicas, s.counted, 1))
 	}
 	if amount > e.allowance-e.used { // as used+amount > allowance, without overflowing
 		return false, e.seen + e.localReserved + max(e.spent-e.release, 0), nil

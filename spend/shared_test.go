@@ -588,3 +588,66 @@ func TestSharedFlappingStoreHoldsTheOutageBound(t *testing.T) {
 		})
 	}
 }
+
+// countingStore is a sharedFake that counts the replicas, as redisstore's
+// spend store does: the ids that reserved with ReserveAs (on any key, in
+// this fake).
+type countingStore struct {
+	*sharedFake
+	ids map[string]bool
+}
+
+func (c *countingStore) ReserveAs(ctx context.Context, id, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, int, error) {
+	ok, used, err := c.Reserve(ctx, key, period, amount, limit, ttl)
+	if err != nil {
+		return ok, used, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ids[id] = true
+	return ok, used, len(c.ids), nil
+}
+
+// With the default Replicas (0), a Shared on a ReplicaStore divides its
+// outage allowance by the replicas the store counted: 4 replicas that saw
+// 60 of 100 spend 40 in all during an outage, not 4 x 40.
+func TestSharedDefaultReplicasAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		f := &countingStore{sharedFake: newSharedFake(), ids: map[string]bool{}}
+		const limit = 100
+		var replicas []*spend.Shared
+		for range 4 {
+			replicas = append(replicas, newShared(t, f, spend.SharedConfig{}))
+		}
+		for range 2 { // the second round counts all 4
+			for _, r := range replicas {
+				if ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 15, limit, testTTL); !ok {
+					t.Fatal("Reserve refused before the outage")
+				}
+				_ = r.Settle(ctx, "acme", testPeriod, 15, 15/2, testTTL)
+			}
+			time.Sleep(time.Second)
+		}
+		for _, r := range replicas {
+			if sp, _, _ := r.Used(ctx, "acme", testPeriod); sp != 56 {
+				t.Fatalf("Used = %v; want 56", sp)
+			}
+		}
+		f.set(errDown, false)
+		var total cost.Money
+		for _, r := range replicas {
+			for n := 0; n < 1000; n++ {
+				ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 1, limit, testTTL)
+				if !ok {
+					break
+				}
+				_ = r.Settle(ctx, "acme", testPeriod, 1, 1, testTTL)
+				total++
+			}
+		}
+		if want := cost.Money(4 * ((limit - 56) / 4)); total != want {
+			t.Fatalf("replicas spent %d during the outage; want %d: (100-56)/4 each", total, want)
+		}
+	})
+}
