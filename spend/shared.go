@@ -19,28 +19,24 @@ import (
 // Defaults of SharedConfig's zero fields.
 const (
 	// defaultSharedTimeout bounds each operation of a Shared store when
-	// SharedConfig.Timeout is 0.
-	defaultSharedTimeout = 50 * time.Millisecond
+	// SharedConfig.Timeout is 0 (see SharedConfig.Timeout for why it is
+	// longer than the other shared stores' 50ms).
+	defaultSharedTimeout = 250 * time.Millisecond
 	// defaultProbeEvery is how long a Shared store leaves Redis alone
 	// after a failure when SharedConfig.ProbeEvery is 0.
 	defaultProbeEvery = time.Second
 	// defaultKeepFor is how long a Shared remembers a budget key's period
 	// when Reserve or Settle is given a ttl of 0 or less.
 	defaultKeepFor = 32 * 24 * time.Hour
-	// countEvery is how often, at most, a Shared on a ReplicaStore counts
-	// the replicas on a budget key's period (its other reservations there
-	// are plain Reserves).
-	countEvery = time.Second
 	// countFor is how long a Shared keeps the highest replica count a
 	// ReplicaStore answered before a lower one replaces it.
 	countFor = time.Minute
 )
 
 // ReplicaStore is a Store that also counts the replicas sharing it, as
-// redisstore.Store.Spend's does. A Shared on one reserves with ReserveAs,
-// under a random id of its own, about once a second on each budget key
-// and period it reserves on (with Reserve otherwise), and divides its
-// outage allowance by the replicas counted (see SharedConfig.Replicas).
+// redisstore.Store.Spend's does. A Shared on one makes every reservation
+// with ReserveAs, under a random id of its own, and divides its outage
+// allowance by the replicas counted (see SharedConfig.Replicas).
 type ReplicaStore interface {
 	Store
 	// ReserveAs is Reserve made by the replica id: it also records id as
@@ -64,7 +60,19 @@ type SharedConfig struct {
 	// Timeout bounds each Reserve, Settle and Used, on top of the caller's
 	// context, all its round trips together: a slow or unreachable Redis
 	// costs a call at most this long, after which the decision is made
-	// locally. 0 means 50ms; negative is an error.
+	// locally. 0 means 250ms; negative is an error.
+	//
+	// It is longer than the other shared stores' 50ms because a round
+	// trip that times out on a healthy Redis costs money, not only
+	// precision: a burst of calls queues for the client's connections (a
+	// replica's 250 calls arriving at once behind 20 connections, in the
+	// storm lab on 2 shared cores, waited past 50ms in most runs), and
+	// each replica then spends from its outage allowance on top of what
+	// Redis grants, up to limit + Σ (limit - u) / N in all, where with
+	// 250ms no replica decided locally and spend ended within the limit.
+	// 250ms is small beside an LLM call and is paid only by the calls
+	// under way when Redis stops answering. Lower it only with a client
+	// whose pool has room for the burst.
 	Timeout time.Duration
 	// ProbeEvery is how long Redis is left alone after it failed: until
 	// then every decision is local and no round trip is tried; then one
@@ -132,9 +140,9 @@ type SharedConfig struct {
 // that answers and times out by turns (a burst) cannot multiply it. N is
 // the larger of SharedConfig.Replicas and the replicas Redis counted: the
 // store redisstore.Store.Spend returns records each replica's random id
-// in the key's hash with its reservations (about one a second on each
-// key) and counts those seen within the last minute, so the default
-// needs no setting. So, over a period:
+// in the key's hash with each of its reservations, in the same script,
+// and counts those seen within the last minute, so the default needs no
+// setting. So, over a period:
 //
 //   - with N replicas, each of which counted N or was told Replicas = N,
 //     and saw u, the replicas spend locally
@@ -212,9 +220,8 @@ type entry struct {
 	// on a healthy Redis) multiply it.
 	drawn           bool
 	allowance, used cost.Money
-	// expires is when the entry may be forgotten, on the clock of now;
-	// countAt when the next Reserve counts the replicas (with a counter).
-	expires, countAt int64
+	// expires is when the entry may be forgotten, on the clock of now.
+	expires int64
 }
 
 // NewShared returns a Store that keeps its spend in store (on Redis:
@@ -269,15 +276,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	now := s.now()
 	if ctx.Err() == nil {
 		if use, _ := s.use(now); use {
-			count := false
-			if s.counter != nil {
-				s.mu.Lock()
-				e := s.entry(pk, now, ttl)
-				if count = now >= e.countAt; count {
-					e.countAt = now + int64(countEvery)
-				}
-				s.mu.Unlock()
-			}
+			count := s.counter != nil
 			var ok bool
 			var used cost.Money
 			var replicas int

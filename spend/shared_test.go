@@ -138,7 +138,7 @@ func TestNewSharedInvalid(t *testing.T) {
 	if !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Fatalf("err = %v; want one matching llm.ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"store is nil", "redisstore.New", "Timeout is -1ns", "0 means 50ms",
+	for _, want := range []string{"store is nil", "redisstore.New", "Timeout is -1ns", "0 means 250ms",
 		"ProbeEvery is -1s", "0 means 1s", "Replicas is -2", "0 means 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v; want it to say %q", err, want)
