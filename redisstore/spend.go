@@ -17,8 +17,8 @@ import (
 // period, "<name>:<key>:<period>", with the integer fields "spent" and
 // "reserved" in nanodollars (cost.Money). Reserve and Settle are one Lua
 // script each, on that one key (so a Redis Cluster runs it on the key's
-// node), and set the key to expire ttl after the change; Used is one
-// HMGET. A value of another type under a key is deleted by the next
+// node), and set the key to expire ttl after the change; ReserveAs is
+// Reserve's script given a replica id; Used is one HMGET. A value of another type under a key is deleted by the next
 // Reserve or Settle, and a field that is not a whole number is taken as 0
 // and rewritten; both are reported (see remote.Repaired).
 type spendStore struct {
@@ -27,7 +27,7 @@ type spendStore struct {
 	reserve, settle *redis.Script
 }
 
-var _ spend.Store = (*spendStore)(nil)
+var _ spend.ReplicaStore = (*spendStore)(nil)
 
 // Spend returns the spend.Store of the money budget name: one Redis hash
 // per budget key (the tenant, user or feature the budget is kept for) and
@@ -37,13 +37,18 @@ var _ spend.Store = (*spendStore)(nil)
 // "backstop:spend:"); in key, '%' and ':' are escaped as "%25" and "%3A",
 // so that no two keys of one name share a Redis key; period is the
 // period's start in Unix seconds. Each hash holds "spent" and "reserved",
-// whole nanodollars.
+// whole nanodollars, and a field "r:<id>" for each replica (spend.Shared)
+// that reserved on it within the last minute, holding when it last did:
+// the store is a spend.ReplicaStore, and its ReserveAs counts them in the
+// same script.
 //
 // Reserve and Settle are one round trip each, a Lua script on the one key,
 // so they are atomic and work on a Redis Cluster; each sets the key to
 // expire ttl after its change (rounded up to a millisecond; a ttl of 0 or
 // less means 32 days), and a refused Reserve gives a key without a TTL
-// (written by something else) one. Used is one HMGET. The key is the
+// (written by something else) one; a ReserveAs also reads the hash's
+// fields (one a replica) and writes its replica's, granted or refused.
+// Used is one HMGET. The key is the
 // budget's: a value of another type under it is deleted by the next
 // Reserve or Settle, which then go on from zero, and reported: as a Warn
 // record of the spend.Shared around the store, or of slog.Default()
@@ -109,18 +114,43 @@ reserved = reserved or 0
 
 // spendReserve adds ARGV[1] to reserved iff spent + reserved + ARGV[1] <=
 // ARGV[2], then sets the key to expire in ARGV[3] milliseconds; a refusal
-// writes nothing, but gives a key without a TTL one. It returns {1 or 0,
-// spent + reserved after (granted) or before (refused), repaired}.
+// writes nothing, but gives a key without a TTL one. With a replica id in
+// ARGV[4] (not ""), it first counts the other fields "r:<id>" whose time
+// (the server's TIME, in milliseconds) is within a minute of now, deletes the others, and sets its own to now, granted or refused
+// (then setting the TTL too): O(fields), one per replica. It returns {1 or
+// 0, spent + reserved after (granted) or before (refused), repaired,
+// replicas counted, the caller included (0 without an id)}.
 const spendReserve = spendPrelude + `
-local amount, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local amount, limit, id = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
+local replicas = 0
+if id ~= '' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local all = redis.call('HGETALL', key)
+  local stale = {}
+  for i = 1, #all, 2 do
+    local f = all[i]
+    if string.sub(f, 1, 2) == 'r:' and f ~= 'r:' .. id then
+      local at = tonumber(all[i + 1])
+      if at and at > now - 60000 and at <= now + 60000 then
+        replicas = replicas + 1
+      else
+        stale[#stale + 1] = f
+      end
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  redis.call('HSET', key, 'r:' .. id, string.format('%d', now))
+  replicas = replicas + 1
+end
 local used = spent + reserved
 if used + amount <= limit then
   redis.call('HINCRBY', key, 'reserved', ARGV[1])
   redis.call('PEXPIRE', key, ARGV[3])
-  return {1, used + amount, repaired}
+  return {1, used + amount, repaired, replicas}
 end
-if repaired ~= '' or redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[3]) end
-return {0, used, repaired}
+if id ~= '' or repaired ~= '' or redis.call('PTTL', key) == -1 then redis.call('PEXPIRE', key, ARGV[3]) end
+return {0, used, repaired, replicas}
 `
 
 // spendSettle sets reserved to max(0, reserved - ARGV[1]) and adds ARGV[2]
@@ -150,24 +180,36 @@ func ttlArg(ttl time.Duration) string {
 // Reserve adds amount to key's reservations in period iff spent plus
 // reserved plus amount stays within limit: one script.
 func (s *spendStore) Reserve(ctx context.Context, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, error) {
+	ok, used, _, err := s.ReserveAs(ctx, "", key, period, amount, limit, ttl)
+	return ok, used, err
+}
+
+// ReserveAs is Reserve made by the replica id, in the same one script: it
+// also records id in the key's hash, as the field "r:<id>" holding the
+// server's TIME in milliseconds, deletes the fields of replicas not seen
+// within the last minute, and reports how many were, id included. An
+// empty id records and counts nothing (replicas is then 0).
+func (s *spendStore) ReserveAs(ctx context.Context, id, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, int, error) {
 	k := s.key(key, period)
 	res, err := s.reserve.Run(ctx, s.client, []string{k},
-		strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(limit), 10), ttlArg(ttl)).Slice()
+		strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(limit), 10), ttlArg(ttl), id).Slice()
 	if err != nil {
-		return false, 0, fmt.Errorf("spend key %q: reserve: %w", k, err)
+		return false, 0, 0, fmt.Errorf("spend key %q: reserve: %w", k, err)
 	}
-	if len(res) != 3 {
-		return false, 0, fmt.Errorf("spend key %q: the reserve script answered %v; want 2 integers and a string", k, res)
+	const want = "want 2 integers, a string and an integer"
+	if len(res) != 4 {
+		return false, 0, 0, fmt.Errorf("spend key %q: the reserve script answered %v; %s", k, res, want)
 	}
 	ok, okOK := res[0].(int64)
 	used, usedOK := res[1].(int64)
-	if !okOK || !usedOK {
-		return false, 0, fmt.Errorf("spend key %q: the reserve script answered %v; want 2 integers and a string", k, res)
+	replicas, replicasOK := res[3].(int64)
+	if !okOK || !usedOK || !replicasOK {
+		return false, 0, 0, fmt.Errorf("spend key %q: the reserve script answered %v; %s", k, res, want)
 	}
 	if repaired, _ := res[2].(string); repaired != "" {
 		remote.Repaired(ctx, "spend store", k, repaired)
 	}
-	return ok == 1, cost.Money(used), nil
+	return ok == 1, cost.Money(used), int(replicas), nil
 }
 
 // Settle takes reserved back from key's reservations in period (never

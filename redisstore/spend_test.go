@@ -263,3 +263,76 @@ func TestSpendRedisDownAndBack(t *testing.T) {
 		t.Fatalf("Pending = %v, %v, Available %v; want 0, 0, true", rel, sp, s.Available())
 	}
 }
+
+// ReserveAs records its replica in the key's hash and counts the replicas
+// seen there within the last minute, granted or refused: a replica not
+// seen for longer is deleted and not counted; Reserve counts nothing.
+func TestSpendReserveAsCountsReplicas(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	name := redistest.Prefix(t) + "spend"
+	key := name + ":acme:" + fmt.Sprint(spendPeriod)
+	st := store(t, c).Spend(name).(spend.ReplicaStore)
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, "HSET", c.HSet(ctx, key, "r:gone", now.Add(-61*time.Second).UnixMilli(), "r:junk", "x").Err())
+	for i, want := range []int{1, 2, 2, 3} {
+		id := []string{"a", "b", "a", "c"}[i]
+		ok, _, n, err := st.ReserveAs(ctx, id, "acme", spendPeriod, 10, 100, time.Hour)
+		if !ok || n != want || err != nil {
+			t.Fatalf("ReserveAs(%q) = %v, %d, %v; want true, %d replicas, nil", id, ok, n, err, want)
+		}
+	}
+	ok, _, n, err := st.ReserveAs(ctx, "d", "acme", spendPeriod, 90, 100, time.Hour)
+	if ok || n != 4 || err != nil {
+		t.Fatalf("refused ReserveAs = %v, %d, %v; want false, 4 replicas, nil", ok, n, err)
+	}
+	if ok, _, err := st.Reserve(ctx, "acme", spendPeriod, 10, 100, time.Hour); !ok || err != nil {
+		t.Fatalf("Reserve = %v, %v; want true, nil", ok, err)
+	}
+	h := c.HGetAll(ctx, key).Val()
+	if len(h) != 5 || h["reserved"] != "50" || h["r:gone"] != "" || h["r:junk"] != "" || h["r:d"] == "" {
+		t.Fatalf("hash = %v; want reserved 50 and the fields of replicas a, b, c and d", h)
+	}
+	// A refusal on a key that did not exist records its replica, and
+	// gives the key a TTL.
+	other := name + ":new:" + fmt.Sprint(spendPeriod)
+	if ok, _, n, _ := st.ReserveAs(ctx, "a", "new", spendPeriod, 200, 100, time.Hour); ok || n != 1 {
+		t.Fatalf("ReserveAs over the limit = %v, %d; want false, 1", ok, n)
+	}
+	if d := c.PTTL(ctx, other).Val(); d <= 0 || d > time.Hour {
+		t.Fatalf("PTTL = %v; want within (0, 1h]", d)
+	}
+}
+
+// spend.Shared on Redis counts the replicas: with the default Replicas,
+// each of 4 replicas that reserved on the key spends at most a quarter of
+// what remained while Redis is down.
+func TestSpendSharedCountsReplicas(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	name := redistest.Prefix(t) + "spend"
+	var down atomic.Bool
+	var shared []*spend.Shared
+	for range 4 {
+		shared = append(shared, newSpendShared(t, store(t, c).Spend(name), spend.SharedConfig{Available: func() bool { return !down.Load() }}))
+	}
+	for i := len(shared) - 1; i >= 0; i-- { // the last, shared[0], counts 4
+		if ok, _, err := shared[i].Reserve(ctx, "acme", spendPeriod, 15, 100, time.Hour); !ok || err != nil {
+			t.Fatalf("Reserve = %v, %v", ok, err)
+		}
+	}
+	down.Store(true)
+	var n cost.Money
+	for n < 100 {
+		if ok, _, _ := shared[0].Reserve(ctx, "acme", spendPeriod, 1, 100, time.Hour); !ok {
+			break
+		}
+		n++
+	}
+	if want := cost.Money((100 - 60) / 4); n != want {
+		t.Fatalf("reserved %d during the outage; want %d: a quarter of the 40 that remained", n, want)
+	}
+}

@@ -3,6 +3,8 @@ package spend
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,15 +19,31 @@ import (
 // Defaults of SharedConfig's zero fields.
 const (
 	// defaultSharedTimeout bounds each operation of a Shared store when
-	// SharedConfig.Timeout is 0.
-	defaultSharedTimeout = 50 * time.Millisecond
+	// SharedConfig.Timeout is 0 (see SharedConfig.Timeout for why it is
+	// longer than the other shared stores' 50ms).
+	defaultSharedTimeout = 250 * time.Millisecond
 	// defaultProbeEvery is how long a Shared store leaves Redis alone
 	// after a failure when SharedConfig.ProbeEvery is 0.
 	defaultProbeEvery = time.Second
 	// defaultKeepFor is how long a Shared remembers a budget key's period
 	// when Reserve or Settle is given a ttl of 0 or less.
 	defaultKeepFor = 32 * 24 * time.Hour
+	// countFor is how long a Shared keeps the highest replica count a
+	// ReplicaStore answered before a lower one replaces it.
+	countFor = time.Minute
 )
+
+// ReplicaStore is a Store that also counts the replicas sharing it, as
+// redisstore.Store.Spend's does. A Shared on one makes every reservation
+// with ReserveAs, under a random id of its own, and divides its outage
+// allowance by the replicas counted (see SharedConfig.Replicas).
+type ReplicaStore interface {
+	Store
+	// ReserveAs is Reserve made by the replica id: it also records id as
+	// sharing key's period now, and reports how many distinct ids did so
+	// within the last minute, id included.
+	ReserveAs(ctx context.Context, id, key string, period int64, amount, limit cost.Money, ttl time.Duration) (ok bool, used cost.Money, replicas int, err error)
+}
 
 // errSharedHead begins every configuration problem of NewShared.
 var errSharedHead = problems.Head("spend: invalid configuration")
@@ -42,20 +60,39 @@ type SharedConfig struct {
 	// Timeout bounds each Reserve, Settle and Used, on top of the caller's
 	// context, all its round trips together: a slow or unreachable Redis
 	// costs a call at most this long, after which the decision is made
-	// locally. 0 means 50ms; negative is an error.
+	// locally. 0 means 250ms; negative is an error.
+	//
+	// It is longer than the other shared stores' 50ms because a round
+	// trip that times out on a healthy Redis costs money, not only
+	// precision: a burst of calls queues for the client's connections (a
+	// replica's 250 calls arriving at once behind 20 connections, in the
+	// storm lab on 2 shared cores, waited past 50ms in most runs), and
+	// each replica then spends from its outage allowance on top of what
+	// Redis grants, up to limit + Σ (limit - u) / N in all, where with
+	// 250ms no replica decided locally and spend ended within the limit.
+	// 250ms is small beside an LLM call and is paid only by the calls
+	// under way when Redis stops answering. Lower it only with a client
+	// whose pool has room for the burst.
 	Timeout time.Duration
 	// ProbeEvery is how long Redis is left alone after it failed: until
 	// then every decision is local and no round trip is tried; then one
 	// call tries Redis again. 0 means 1s; negative is an error.
 	ProbeEvery time.Duration
-	// Replicas is how many replicas share the budget: while Redis is
-	// unavailable each may spend on a budget key at most 1/Replicas of
-	// what remained of its limit when it last heard from Redis (see
-	// Shared). 0 means 1: each replica may spend all that remained, so N
-	// replicas may together overshoot the limit by (N-1) times what
-	// remained. Negative is an error. A smaller value than the real count
-	// lets the replicas overshoot; a larger one refuses or degrades
-	// calls the budget could have covered.
+	// Replicas is the least number of replicas the outage allowance
+	// assumes share the budget: while Redis is unavailable each replica
+	// may spend on a budget key, over the period, at most 1/N of what
+	// remained of its limit when it first decided locally (see Shared),
+	// N being the larger of Replicas and the count the store last
+	// answered. A ReplicaStore (redisstore's) counts the replicas that
+	// reserved on the key within the last minute (the highest count in
+	// the last minute is kept), so 0, the default, means that count: set
+	// Replicas only to cover replicas that have not reserved yet, such as
+	// those a deployment is about to start. Without a count (a store that
+	// is not a ReplicaStore, or a replica that never reached Redis) 0
+	// means 1: each replica may spend all that remained, and N replicas
+	// may together overshoot the limit by (N-1) times what remained.
+	// Negative is an error. A value above the real count refuses or
+	// degrades calls the budget could have covered.
 	Replicas int
 	// OnError, when set, is called each time Redis becomes unavailable,
 	// with an error matching ErrSharedUnavailable that wraps the cause,
@@ -94,18 +131,31 @@ type SharedConfig struct {
 // Redis again; none waits for it. OnError and the Logger say when Redis
 // becomes unavailable and when it answers again. Meanwhile, on each budget
 // key and period, a replica reserves in process, up to its outage
-// allowance: (limit - u) / Replicas, u being the spent plus reserved it
-// last saw on Redis for that key and period (0 when it saw none), with
-// what it holds that Redis does not know yet (local reservations, spend
-// not written) counted against it. So during an outage:
+// allowance: (limit - u) / N, u being the spent plus reserved it
+// last saw on Redis for that key and period (0 when it saw none) when it
+// first decided locally in that period. The allowance is drawn once per
+// key and period, not once per outage: everything the replica decides
+// locally in the period, over every outage, counts against it (its local
+// reservations, then their spend, written to Redis or not), so a Redis
+// that answers and times out by turns (a burst) cannot multiply it. N is
+// the larger of SharedConfig.Replicas and the replicas Redis counted: the
+// store redisstore.Store.Spend returns records each replica's random id
+// in the key's hash with each of its reservations, in the same script,
+// and counts those seen within the last minute, so the default needs no
+// setting. So, over a period:
 //
-//   - with Replicas = N, N replicas that each last saw u spend together
-//     at most limit - u beyond u: the limit still holds (plus one worst
-//     case's underestimate per replica); a replica that last saw less
-//     than Redis held, or a period it never saw, lets them overshoot by
-//     the difference;
-//   - with Replicas = 0 or 1, each may spend all of limit - u: N replicas
-//     may overshoot the limit by (N-1) x (limit - u).
+//   - with N replicas, each of which counted N or was told Replicas = N,
+//     and saw u, the replicas spend locally
+//     together at most limit - u: during one outage the limit still
+//     holds (plus one worst case's underestimate per replica); a replica
+//     that saw less than Redis held, or a period it never saw, lets them
+//     overshoot by the difference; and as Redis does not know what was
+//     spent locally until it is written, the reservations it grants
+//     meanwhile may add up to the limit on their own: in all, spend stays
+//     within limit + sum over the replicas of (limit - u_r) / N;
+//   - a replica that never had a count from Redis (it has not reserved
+//     since it started, or its store does not count) and was not given
+//     Replicas takes N = 1: it may spend all of limit - u.
 //
 // Nothing spent is lost: what a replica spends on local reservations, and
 // the settlements of reservations it made on Redis before it failed, are
@@ -122,13 +172,17 @@ type SharedConfig struct {
 // store and its client are the caller's.
 type Shared struct {
 	store     Store
+	counter   ReplicaStore // store, when it counts replicas; else nil
+	id        string       // this replica's id, for counter
 	timeout   time.Duration
-	replicas  cost.Money
+	replicas  int            // SharedConfig.Replicas
 	health    *remote.Health // on the clock of now
 	available func() bool    // SharedConfig.Available; nil: always
 	base      time.Time      // monotonic origin of now
 
 	mu        sync.Mutex
+	counted   int   // the highest replica count counter answered lately
+	countedAt int64 // when it last answered that count, on the clock of now
 	keys      map[periodKey]*entry
 	dirty     map[periodKey]*entry // the entries with something to write
 	nextSweep int
@@ -156,10 +210,15 @@ type entry struct {
 	// Settle; ttl is the last one given.
 	release, spent cost.Money
 	ttl            time.Duration
-	// outage is true from the first local decision until the store next
-	// answers; allowance is what this replica may hold meanwhile, used
-	// what it holds (reserved or spent) that the store does not know.
-	outage          bool
+	// drawn is true from the first local decision in the period on, when
+	// allowance, what this replica may decide locally in the whole
+	// period, was drawn; used is what it has decided locally since, over
+	// every outage: its local reservations not yet settled plus the spend
+	// of those settled, written to the store or not. Neither is reset
+	// when the store answers again: an allowance drawn afresh at each
+	// outage would let a store that answers and fails by turns (a burst
+	// on a healthy Redis) multiply it.
+	drawn           bool
 	allowance, used cost.Money
 	// expires is when the entry may be forgotten, on the clock of now.
 	expires int64
@@ -178,7 +237,7 @@ func NewShared(store Store, cfg SharedConfig) (*Shared, error) {
 	}
 	problems.NotNegative(found, "Timeout", cfg.Timeout, defaultSharedTimeout)
 	problems.NotNegative(found, "ProbeEvery", cfg.ProbeEvery, defaultProbeEvery)
-	problems.NotNegative(found, "Replicas", cfg.Replicas, "1 (each replica may spend all that remained during an outage)")
+	problems.NotNegative(found, "Replicas", cfg.Replicas, "the replicas the store counted, or 1 without a count")
 	if err := found.Err(); err != nil {
 		return nil, err
 	}
@@ -186,10 +245,15 @@ func NewShared(store Store, cfg SharedConfig) (*Shared, error) {
 	if k, ok := store.(interface{ Key() string }); ok {
 		key = k.Key()
 	}
+	counter, _ := store.(ReplicaStore)
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails
 	return &Shared{
 		store:    store,
+		counter:  counter,
+		id:       hex.EncodeToString(id[:]),
 		timeout:  cmp.Or(cfg.Timeout, defaultSharedTimeout),
-		replicas: cost.Money(max(cfg.Replicas, 1)),
+		replicas: cfg.Replicas,
 		health: remote.NewHealth("shared spend store", key, cmp.Or(cfg.ProbeEvery, defaultProbeEvery),
 			cfg.OnError, cfg.Logger),
 		available: cfg.Available,
@@ -212,16 +276,24 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	now := s.now()
 	if ctx.Err() == nil {
 		if use, _ := s.use(now); use {
+			count := s.counter != nil
 			var ok bool
 			var used cost.Money
+			var replicas int
 			err := s.roundTrip(ctx, pk, func(tctx context.Context) (err error) {
-				ok, used, err = s.store.Reserve(tctx, key, period, amount, limit, ttl)
+				if count {
+					ok, used, replicas, err = s.counter.ReserveAs(tctx, s.id, key, period, amount, limit, ttl)
+				} else {
+					ok, used, err = s.store.Reserve(tctx, key, period, amount, limit, ttl)
+				}
 				return err
 			})
 			if err == nil {
 				s.mu.Lock()
-				e := s.entry(pk, now, ttl)
-				e.seen, e.outage = used, false
+				s.entry(pk, now, ttl).seen = used
+				if count && (replicas >= s.counted || now-s.countedAt > int64(countFor)) {
+					s.counted, s.countedAt = replicas, now
+				}
 				s.mu.Unlock()
 				return ok, used, nil
 			}
@@ -230,13 +302,12 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(pk, now, ttl)
-	if !e.outage {
-		e.outage = true
-		e.allowance = max(limit-e.seen, 0) / s.replicas
-		e.used = e.localReserved + max(e.spent-e.release, 0)
+	if !e.drawn {
+		e.drawn = true
+		e.allowance = max(limit-e.seen, 0) / cost.Money(max(s.replicas, s.counted, 1))
 	}
-	if e.used+amount > e.allowance {
-		return false, e.seen + e.used, nil
+	if amount > e.allowance-e.used { // as used+amount > allowance, without overflowing
+		return false, e.seen + e.localReserved + max(e.spent-e.release, 0), nil
 	}
 	e.used += amount
 	if amount > 0 {
@@ -246,7 +317,7 @@ func (s *Shared) Reserve(ctx context.Context, key string, period int64, amount, 
 		e.local[amount]++
 		e.localReserved += amount
 	}
-	return true, e.seen + e.used, nil
+	return true, e.seen + e.localReserved + max(e.spent-e.release, 0), nil
 }
 
 // Settle takes reserved back and adds spent. A reservation this replica
@@ -266,9 +337,7 @@ func (s *Shared) Settle(ctx context.Context, key string, period int64, reserved,
 			delete(e.local, reserved)
 		}
 		e.localReserved -= reserved
-		if e.outage {
-			e.used += spent - reserved
-		}
+		e.used += spent - reserved
 		reserved = 0
 	}
 	e.release += reserved
@@ -313,7 +382,7 @@ func (s *Shared) Used(ctx context.Context, key string, period int64) (spent, res
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.keys[pk]; e != nil {
-		e.seen, e.outage = spent+reserved, false
+		e.seen = spent + reserved
 		reserved += e.localReserved
 	}
 	return spent, reserved, nil
@@ -428,7 +497,6 @@ func (s *Shared) write(ctx context.Context, pk periodKey) (bool, error) {
 		return true, err
 	}
 	e.seen = max(e.seen+spent-release, 0)
-	e.outage = false
 	return true, nil
 }
 

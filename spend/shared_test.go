@@ -138,7 +138,7 @@ func TestNewSharedInvalid(t *testing.T) {
 	if !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Fatalf("err = %v; want one matching llm.ErrInvalidConfig", err)
 	}
-	for _, want := range []string{"store is nil", "redisstore.New", "Timeout is -1ns", "0 means 50ms",
+	for _, want := range []string{"store is nil", "redisstore.New", "Timeout is -1ns", "0 means 250ms",
 		"ProbeEvery is -1s", "0 means 1s", "Replicas is -2", "0 means 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v; want it to say %q", err, want)
@@ -483,6 +483,171 @@ func TestSharedConcurrentFlappingStoreLosesNothing(t *testing.T) {
 		}
 		if sp, res := f.held("acme", testPeriod); sp != settled || res != 0 {
 			t.Fatalf("store holds %v spent, %v reserved; want %v, 0", sp, res, settled)
+		}
+	})
+}
+
+// flappingStore answers every other op and fails the others, as a store
+// whose round trips succeed and time out by turns under a burst. With slow
+// set, the ops it fails are applied all the same, after the Timeout (the
+// round trip timed out, then Redis ran it).
+type flappingStore struct {
+	*sharedFake
+	slow   bool
+	mu     sync.Mutex
+	n      int
+	steady bool // every op answers
+}
+
+// turn reports whether this op is one that fails.
+func (f *flappingStore) turn() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.n%2 == 0 && !f.steady
+}
+
+func (f *flappingStore) Reserve(ctx context.Context, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, error) {
+	if f.turn() {
+		if !f.slow {
+			return false, 0, errDown
+		}
+		<-ctx.Done()
+		_, _, _ = f.sharedFake.Reserve(context.Background(), key, period, amount, limit, ttl)
+		return false, 0, ctx.Err()
+	}
+	return f.sharedFake.Reserve(ctx, key, period, amount, limit, ttl)
+}
+
+func (f *flappingStore) Settle(ctx context.Context, key string, period int64, reserved, spent cost.Money, ttl time.Duration) error {
+	if f.turn() {
+		if !f.slow {
+			return errDown
+		}
+		<-ctx.Done()
+		_ = f.sharedFake.Settle(context.Background(), key, period, reserved, spent, ttl)
+		return ctx.Err()
+	}
+	return f.sharedFake.Settle(ctx, key, period, reserved, spent, ttl)
+}
+
+// A store that answers and fails by turns (a burst on a healthy Redis)
+// holds the outage bound: whatever the number of turns, each replica
+// decides locally, over the period, at most its one allowance, (limit -
+// u) / Replicas, u what it saw when it first decided locally; so 4
+// replicas that saw 60 of 100 spend at most the limit plus 4 x 40/4.
+// Before, each turn drew the allowance afresh.
+func TestSharedFlappingStoreHoldsTheOutageBound(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		name := "failing"
+		if slow {
+			name = "slow"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				f := &flappingStore{sharedFake: newSharedFake(), slow: slow}
+				const limit, before = 100, 60
+				// 60 spent before, seen by every replica.
+				f.spent[fakeKey("acme", testPeriod)] = before
+				var replicas []*spend.Shared
+				for range 4 {
+					r := newShared(t, f, spend.SharedConfig{Replicas: 4, ProbeEvery: 100 * time.Millisecond})
+					if sp, _, _ := r.Used(ctx, "acme", testPeriod); sp != before {
+						t.Fatalf("Used = %v; want %v", sp, before)
+					}
+					replicas = append(replicas, r)
+				}
+				var total cost.Money
+				for range 400 {
+					for _, r := range replicas {
+						if ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 3, limit, testTTL); ok {
+							_ = r.Settle(ctx, "acme", testPeriod, 3, 3, testTTL)
+							total += 3
+						}
+					}
+					time.Sleep(101 * time.Millisecond)
+				}
+				if bound := cost.Money(limit + 4*(limit-before)/4); before+total > bound {
+					t.Fatalf("spent %d in all; want at most %d: the limit plus one allowance a replica", before+total, bound)
+				}
+				f.mu.Lock()
+				f.steady = true // every op answers from now
+				f.mu.Unlock()
+				time.Sleep(time.Second)
+				for _, r := range replicas {
+					if err := r.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sp, _ := f.held("acme", testPeriod)
+				if sp < before+total || (!slow && sp != before+total) {
+					t.Fatalf("store holds %d spent; want %d (more only for a slow store)", sp, before+total)
+				}
+			})
+		})
+	}
+}
+
+// countingStore is a sharedFake that counts the replicas, as redisstore's
+// spend store does: the ids that reserved with ReserveAs (on any key, in
+// this fake).
+type countingStore struct {
+	*sharedFake
+	ids map[string]bool
+}
+
+func (c *countingStore) ReserveAs(ctx context.Context, id, key string, period int64, amount, limit cost.Money, ttl time.Duration) (bool, cost.Money, int, error) {
+	ok, used, err := c.Reserve(ctx, key, period, amount, limit, ttl)
+	if err != nil {
+		return ok, used, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ids[id] = true
+	return ok, used, len(c.ids), nil
+}
+
+// With the default Replicas (0), a Shared on a ReplicaStore divides its
+// outage allowance by the replicas the store counted: 4 replicas that saw
+// 60 of 100 spend 40 in all during an outage, not 4 x 40.
+func TestSharedDefaultReplicasAreCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		f := &countingStore{sharedFake: newSharedFake(), ids: map[string]bool{}}
+		const limit = 100
+		var replicas []*spend.Shared
+		for range 4 {
+			replicas = append(replicas, newShared(t, f, spend.SharedConfig{}))
+		}
+		for range 2 { // the second round counts all 4
+			for _, r := range replicas {
+				if ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 15, limit, testTTL); !ok {
+					t.Fatal("Reserve refused before the outage")
+				}
+				_ = r.Settle(ctx, "acme", testPeriod, 15, 15/2, testTTL)
+			}
+			time.Sleep(time.Second)
+		}
+		for _, r := range replicas {
+			if sp, _, _ := r.Used(ctx, "acme", testPeriod); sp != 56 {
+				t.Fatalf("Used = %v; want 56", sp)
+			}
+		}
+		f.set(errDown, false)
+		var total cost.Money
+		for _, r := range replicas {
+			for n := 0; n < 1000; n++ {
+				ok, _, _ := r.Reserve(ctx, "acme", testPeriod, 1, limit, testTTL)
+				if !ok {
+					break
+				}
+				_ = r.Settle(ctx, "acme", testPeriod, 1, 1, testTTL)
+				total++
+			}
+		}
+		if want := cost.Money(4 * ((limit - 56) / 4)); total != want {
+			t.Fatalf("replicas spent %d during the outage; want %d: (100-56)/4 each", total, want)
 		}
 	})
 }
