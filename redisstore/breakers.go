@@ -73,16 +73,7 @@ return out
 // (removes the open field); [2] the name; [3] milliseconds; [4] maxPublish
 // in milliseconds. It returns "", or the type of the value of another type
 // it found under the key and deleted before writing.
-const sharedWrite = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local kind = redis.call('TYPE', key)['ok']
-local repaired = ''
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', key)
-  repaired = kind
-end
-local t = redis.call('TIME')
+const sharedWrite = hashPrelude + `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, name, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local limit = now + tonumber(ARGV[4])

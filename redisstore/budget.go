@@ -62,16 +62,7 @@ func newBudget(client redis.UniversalClient, key string) *budgetStore {
 // a call that changed nothing otherwise writes nothing. A value of another
 // type under the key is deleted first, and the call goes on with an empty
 // window: the fourth value returned is its type then, "" otherwise.
-const sharedScript = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local repaired = ''
-local kind = redis.call('TYPE', key)['ok']
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', key)
-  repaired = kind
-end
-local op = tonumber(ARGV[1])
+const sharedScript = hashPrelude + `local op = tonumber(ARGV[1])
 local pending = tonumber(ARGV[2])
 local width = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])

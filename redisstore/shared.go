@@ -91,3 +91,19 @@ func checkClient(client redis.UniversalClient, what string) string {
 	}
 	return ""
 }
+
+// hashPrelude begins each script that keeps a hash under KEYS[1] (the
+// budget's window, a money budget's key, the breakers' publications):
+// its effects replicated rather than the script (it reads TIME), key
+// naming KEYS[1], and a value of another type under it deleted, its
+// type kept in repaired ("" when there was none) for the store to log.
+const hashPrelude = `
+if redis.replicate_commands then redis.replicate_commands() end
+local key = KEYS[1]
+local repaired = ''
+local kind = redis.call('TYPE', key)['ok']
+if kind ~= 'hash' and kind ~= 'none' then
+  redis.call('DEL', key)
+  repaired = kind
+end
+`

@@ -87,16 +87,7 @@ func (s *spendStore) key(key string, period int64) string {
 // a value of another type under the key is deleted (repaired holds its
 // type), and a field that is not a whole number (never written here) is
 // taken as 0 and rewritten (repaired: "hash field").
-const spendPrelude = `
-if redis.replicate_commands then redis.replicate_commands() end
-local key = KEYS[1]
-local repaired = ''
-local kind = redis.call('TYPE', key)['ok']
-if kind ~= 'hash' and kind ~= 'none' then
-  redis.call('DEL', key)
-  repaired = kind
-end
-local f = redis.call('HMGET', key, 'spent', 'reserved')
+const spendPrelude = hashPrelude + `local f = redis.call('HMGET', key, 'spent', 'reserved')
 local spent, reserved = tonumber(f[1]), tonumber(f[2])
 if f[1] and (spent == nil or spent ~= math.floor(spent)) then
   redis.call('HSET', key, 'spent', 0)
