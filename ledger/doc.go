@@ -12,6 +12,8 @@
 // recovery can say what happened. Package agent reads it so; other code
 // may too.
 //
-// NewMemory keeps the ledger in process; redisstore keeps it on Redis for
-// many replicas.
+// NewMemory keeps the ledger in process; redisstore.Store.Ledger keeps it
+// on Redis for many replicas, wrapped in NewShared, which bounds each
+// round trip and refuses every operation while Redis is down rather than
+// let a side effect run blind (see Shared).
 package ledger

@@ -15,6 +15,9 @@
 //     by each replica's own limits) is breaker.Shared's and budget.Shared's.
 //     Its Spend is a spend.Store: a money budget's spend and reservations,
 //     one hash per budget key and period, for spend.NewShared.
+//     Its Ledger is a ledger.Ledger: an agent step's record (started
+//     with a lease, or done with its result), one hash per key, for
+//     ledger.NewShared.
 //   - Cache (NewCache) is a cache.Store of last-known-good answers in
 //     Redis, shared between replicas: give it to degrade.LastGood.
 //
