@@ -227,4 +227,3 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("events %v", evs)
 	}
 }
-
