@@ -121,7 +121,17 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 	var holds seam.Holds           // what t's policies hold for the next attempt
 	var owed policy.Admission      // a soft refusal of the next retry, held until its backoff has passed
 	choice := w.rank.Choice(w.pos) // the same for every attempt on t in this call
-	for n := 1; ; n++ {
+	n := 1
+	if r := w.again; r != nil {
+		w.again = nil
+		if r.t == t {
+			// t's streamed answer failed its check: on with its re-ask,
+			// as below after an attempt's.
+			n, s, holds, owed = r.n, r.last, r.holds, r.owed
+			req.Messages = r.msgs
+		}
+	}
+	for ; ; n++ {
 		if owed.Err != nil {
 			if w.consult(t, policy.Peek, n, nil, nil).Err == nil {
 				// No policy would refuse the retry now (none may make

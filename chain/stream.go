@@ -8,19 +8,29 @@ import (
 	"iter"
 
 	"github.com/backstop-llm/backstop/cost"
+	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/callobs"
+	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/relay"
+	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/llm"
 	"github.com/backstop-llm/backstop/observe"
+	"github.com/backstop-llm/backstop/policy"
 )
 
 // Chunk is a piece of a streamed answer.
 type Chunk struct {
 	// Text is the next piece of the answer.
 	Text string
-	// ToolCall is a tool call the model finished making, its arguments
-	// whole (they are checked against the tool's InputSchema once the
-	// stream ends); nil in a text chunk. Result().ToolCalls has them all.
+	// ToolCall is a tool call the model made, in a chunk of its own (Text
+	// empty); nil in a text chunk. Tool calls are delivered only once the
+	// answer has ended and every call in it passed its checks (a tool of
+	// the request, arguments valid against its InputSchema): after all of
+	// the answer's text, in the order the model made them, and they are
+	// Result().ToolCalls. A consumer may run a tool as its chunk arrives:
+	// an invalid call is never delivered. An answer whose calls fail is
+	// re-asked (see Chain.Stream), after a Restart chunk if its text was
+	// shown.
 	ToolCall *llm.ToolCall
 	// Restart, with an empty Text, says that the answer so far has failed
 	// and is discarded: the chunks after it are a new answer, from the
@@ -40,6 +50,7 @@ type Stream struct {
 	read      bool // Chunks has been ranged over
 	restarts  int
 	abandoned bool
+	shown     bool        // text of the committed attempt was delivered
 	st        streamState // the committed attempt
 }
 
@@ -55,6 +66,15 @@ type Stream struct {
 // any other; a complete answer that fails the schema is restarted on the
 // next target with RestartStreams, and otherwise ends the stream with the
 // schema failure (matching validate.ErrInvalid, not ErrIncomplete).
+//
+// Text streams as it arrives; the answer's tool calls are held until it
+// has ended and they passed their checks (see Chunk.ToolCall). An answer
+// whose tool calls fail them is handled as Call handles it (re-asked on
+// the same target with the problems, then the next target), never
+// delivered: when none of its text was shown, whatever RestartStreams
+// says, with no Restart chunk; when some was, only with RestartStreams,
+// after a Restart chunk, and otherwise the stream ends with the check's
+// failure (KindInvalidOutput, not ErrIncomplete).
 //
 //	s := c.Stream(ctx, req)
 //	for chunk, err := range s.Chunks() {
@@ -186,8 +206,8 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 		}
 		if !sv.streaming {
 			// A degradation, or a target that does not stream, answered
-			// whole (validated like any Call): one chunk.
-			yield(Chunk{Text: s.res.Text}, nil)
+			// whole (validated like any Call): one chunk, then its calls.
+			s.whole(yield)
 			return sv, nil
 		}
 		t := s.st.a.t
@@ -198,18 +218,42 @@ func (s *Stream) walk(yield func(Chunk, error) bool) (sv served, err error) {
 			return sv, nil // the caller broke out of the loop
 		case ferr == nil:
 			return sv, nil
+		case d == DecisionRetry:
+			// A re-ask of the same target (s.w.again): the walk goes on
+			// from its position.
+			s.w.from = s.w.pos
 		case d != DecisionNext:
 			return served{}, s.failed(t, ferr, yield)
+		default:
+			s.w.causes = append(s.w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
 		}
-		// Restart: forget the answer, say so, go on from the next target.
-		s.w.causes = append(s.w.causes, &TargetError{Target: t.Name, Tier: t.tier, Err: ferr})
+		// Restart: forget the answer, say so if the caller saw any of it,
+		// go on.
 		s.res.Response, s.res.Served, s.res.JSON = nil, Served{}, nil
-		s.restarts++
-		if !yield(Chunk{Restart: true}, nil) {
-			s.abandoned = true
-			return served{}, nil
+		if s.shown {
+			s.restarts++
+			if !yield(Chunk{Restart: true}, nil) {
+				s.w.again = nil
+				s.abandoned = true
+				return served{}, nil
+			}
 		}
 		s.st = streamState{}
+	}
+}
+
+// whole yields an answer the walk served whole: its text in one chunk
+// (none when it is empty and the answer calls tools), then its tool calls,
+// checked like any Call's.
+func (s *Stream) whole(yield func(Chunk, error) bool) {
+	calls := s.res.ToolCalls
+	if (s.res.Text != "" || len(calls) == 0) && !yield(Chunk{Text: s.res.Text}, nil) {
+		return
+	}
+	for i := range calls {
+		if !yield(Chunk{ToolCall: &calls[i]}, nil) {
+			return
+		}
 	}
 }
 
@@ -228,21 +272,28 @@ func (s *Stream) failed(t *target, ferr error, yield func(Chunk, error) bool) er
 	return err
 }
 
-// relay streams the committed attempt to yield. It returns the failure
+// relay streams the committed attempt to yield: its text as it arrives,
+// its tool calls once they passed their checks. It returns the failure
 // that ended it (nil for a complete, valid answer) and the decision
-// recorded for it (DecisionNext when the walk restarts), or stopped when
-// the caller broke out of the loop.
+// recorded for it (DecisionNext when the walk restarts, DecisionRetry when
+// it re-asks the same target), or stopped when the caller broke out of the
+// loop.
 func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, stopped bool) {
 	st, res := &s.st, s.res
 	a := st.a
 	t := a.t
 	defer st.release()
 	s.w.obs.FirstChunk(a.obs, &t.ob, a.n, s.c.clock()-a.start)
+	s.shown = false
 	text, err, stopped := st.rs.Relay(s.w.caller, func(ch llm.Chunk) bool {
-		return yield(Chunk{Text: ch.Text, ToolCall: ch.ToolCall}, nil)
+		if ch.ToolCall != nil && ch.Text == "" {
+			return true // held until the answer's calls are checked, below
+		}
+		s.shown = s.shown || ch.Text != ""
+		return yield(Chunk{Text: ch.Text}, nil)
 	})
 	if stopped {
-		s.abandon(text)
+		s.abandon(text, nil)
 		return nil, DecisionStop, true
 	}
 	r := st.rs.Answer(text)
@@ -254,20 +305,33 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 		}
 		res.JSON = js
 	}
-	d, reason := DecisionServed, ""
-	if err != nil {
-		d, reason = DecisionStop, "the stream failed after it started"
-		// Restart when RestartStreams allows and something is left to try.
-		on := s.c.restart && (s.w.from < len(s.c.targets) || len(s.c.degrades) > 0)
-		if ok, larger := relay.Restart(llm.KindOf(err), on, &t.table, s.c.contentFallback); ok {
-			d, reason = DecisionNext, "restarted on the next target"
-			if larger {
-				s.w.minWindow = max(s.w.minWindow, t.ContextWindow)
+	if err == nil {
+		// Checked: the calls are the caller's now, after the text, in order.
+		for i := range r.ToolCalls {
+			if !yield(Chunk{ToolCall: &r.ToolCalls[i]}, nil) {
+				s.abandon(text, r.ToolCalls[:i+1])
+				return nil, DecisionStop, true
 			}
 		}
 	}
+	d, reason := DecisionServed, ""
+	var refused *policy.Admission
+	if err != nil {
+		d, reason, refused = s.next(a, &r, err)
+	}
 	s.finish(err, d, reason, false)
-	if err == nil {
+	switch {
+	case d == DecisionRetry:
+		s.w.obs.Retry(&t.ob, a.n, llm.KindInvalidOutput, 0, 0, reason)
+	case refused != nil:
+		// As try: the re-ask refused is recorded, and the target's cause
+		// says both.
+		out := s.w.notSent(t, a.n+1, 0, &sent{err: err, kind: llm.KindInvalidOutput}, *refused)
+		err = out.err
+		if out.stop || out.kind == llm.KindCanceled {
+			d = DecisionStop
+		}
+	case err == nil:
 		for _, m := range s.c.memories {
 			_ = m.Remember(s.w.ctx, s.req, t.Name, &r)
 		}
@@ -275,12 +339,68 @@ func (s *Stream) relay(yield func(Chunk, error) bool) (err error, d Decision, st
 	return err, d, false
 }
 
+// again is a re-ask that Stream decided after the committed answer of
+// the walk's target at its position, t, failed its check: try goes on on
+// t from attempt n, sending msgs (the conversation with the problems),
+// as its own loop would after a re-ask (holds and owed, what the policies
+// said of the retry; last, the failure it retries).
+type again struct {
+	t     *target
+	n     int
+	msgs  []llm.Message
+	holds seam.Holds
+	owed  policy.Admission
+	last  sent
+}
+
+// next decides what follows the committed answer r of attempt a, which
+// failed with err (the decision to record, why, and a re-ask the target's
+// policies refused, to record after it). An answer whose tool calls failed
+// their check is re-asked on the same target as Call does (plan, then the
+// policies' Plan), unless its text was shown and RestartStreams is off, or
+// it came from a racer (a hedge, a patience race), whose place in the walk
+// is not the walk's; a re-ask sets s.w.again. Otherwise the stream restarts
+// on the next target when something is left to try and RestartStreams
+// allows it; an answer that failed its check and of which nothing was
+// shown needs no RestartStreams: for the caller, nothing had started.
+func (s *Stream) next(a *attempt, r *llm.Response, err error) (d Decision, reason string, refused *policy.Admission) {
+	w, t := s.w, a.t
+	kind := llm.KindOf(err)
+	unseen := kind == llm.KindInvalidOutput && !s.shown
+	if kind == llm.KindInvalidOutput && len(r.ToolCalls) > 0 && (unseen || s.c.restart) && !a.hedge && w.target(w.pos) == t {
+		sn := sent{err: err, kind: kind, invalid: r}
+		if step := w.plan(a, &sn, 0); step.Decision == plan.Retry {
+			var holds seam.Holds
+			owed := w.consult(t, policy.Plan, a.n+1, nil, &holds)
+			if owed.Err == nil || owed.Soft {
+				w.again = &again{t: t, n: a.n + 1, msgs: answer.Reask(w.req.Messages, w.req.Tools, r, err), holds: holds, owed: owed, last: sn}
+				return DecisionRetry, step.Reason, nil
+			}
+			refused = &owed
+		}
+	}
+	d, reason = DecisionStop, "the stream failed after it started"
+	// Restart when allowed and something is left to try.
+	on := (s.c.restart || unseen) && (w.from < len(s.c.targets) || len(s.c.degrades) > 0)
+	if ok, larger := relay.Restart(kind, on, &t.table, s.c.contentFallback); ok {
+		d, reason = DecisionNext, "restarted on the next target"
+		if larger {
+			w.minWindow = max(w.minWindow, t.ContextWindow)
+		}
+	}
+	if refused != nil {
+		reason = refused.Reason
+	}
+	return d, reason, refused
+}
+
 // abandon ends the committed attempt when the caller stopped reading: it
 // is reported as abandoned, and the result names its target as the one
-// that served text, what the caller received.
-func (s *Stream) abandon(text string) {
+// that served text and calls, what the caller received.
+func (s *Stream) abandon(text string, calls []llm.ToolCall) {
 	s.finish(ErrAbandoned, DecisionStop, "the caller stopped reading", true)
 	r := s.st.rs.Answer(text)
+	r.ToolCalls = calls
 	s.res.serve(s.st.a.t, &r)
 }
 

@@ -71,6 +71,9 @@ type walk struct {
 	deadline time.Time
 	// req is the request try sends to the target at pos, prepared for it.
 	req llm.Request
+	// again, set by a Stream whose committed answer failed its check, is
+	// the re-ask try makes next, of the target at from; nil otherwise.
+	again *again
 
 	// pat is the patience race of the attempt in flight (patience.go).
 	pat patient
@@ -200,7 +203,7 @@ func (w *walk) run(req *llm.Request) (served, error) {
 		}
 		w.media = req
 	}
-	if c.shared != nil && w.from == 0 {
+	if c.shared != nil && w.from == 0 && w.again == nil {
 		c.sync(w.ctx, w.obs)
 	}
 	for pos := w.from; pos < len(c.targets); pos++ {
