@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/backstop-llm/backstop/internal/problems"
 	"github.com/backstop-llm/backstop/llm"
 )
 
@@ -157,10 +159,10 @@ func NewTool[In, Out any](cfg ToolConfig, fn func(ctx context.Context, in In) (O
 	if schema == nil {
 		s, err := jsonschema.For[In](nil)
 		if err != nil {
-			return Tool{}, fmt.Errorf("%w: tool %q: deriving the input schema: %w", llm.ErrInvalidConfig, cfg.Name, err)
+			return Tool{}, fmt.Errorf("%w: tool %q: the input schema cannot be derived from %v; give ToolConfig.Schema: %w", errHead, cfg.Name, reflect.TypeFor[In](), err)
 		}
 		if schema, err = json.Marshal(s); err != nil {
-			return Tool{}, fmt.Errorf("%w: tool %q: encoding the input schema: %w", llm.ErrInvalidConfig, cfg.Name, err)
+			return Tool{}, fmt.Errorf("%w: tool %q: the derived input schema does not encode: %w", errHead, cfg.Name, err)
 		}
 	}
 	var run RunFunc
@@ -202,29 +204,24 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // -, no Run, Once without Recover, a negative Timeout, an unknown
 // OnDuplicate, an InputSchema that is not JSON.
 func (t Tool) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: agent: tool %q: "+format, append([]any{llm.ErrInvalidConfig, t.Name}, args...)...))
-	}
+	found := problems.In(errHead, fmt.Sprintf("tool %q", t.Name))
 	if !toolName.MatchString(t.Name) {
-		add("Name must be 1 to 64 letters, digits, _ or - (the names every provider accepts)")
+		found.Addf("Name must be 1 to 64 letters, digits, _ or - (the names every provider accepts)")
 	}
 	if t.Run == nil {
-		add("Run is nil; give the function that answers a call")
+		found.Addf("Run is nil; give the function that answers a call")
 	}
 	if t.Once && t.Recover == nil {
-		add("Once without Recover; give the function that finds out what a call whose outcome is unknown did (it must not blindly run it again)")
+		found.Addf("Once without Recover; give the function that finds out what a call whose outcome is unknown did (it must not blindly run it again)")
 	}
-	if t.Timeout < 0 {
-		add("Timeout is %v; it must not be negative (0 means %v)", t.Timeout, DefaultTimeout)
-	}
+	problems.NotNegative(found, "Timeout", t.Timeout, DefaultTimeout)
 	if t.OnDuplicate > Refuse {
-		add("OnDuplicate is %v; use agent.Wait or agent.Refuse", t.OnDuplicate)
+		found.Addf("OnDuplicate is %v; use agent.Wait or agent.Refuse", t.OnDuplicate)
 	}
 	if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
-		add("InputSchema is not JSON")
+		found.Addf("InputSchema is not JSON")
 	}
-	return errors.Join(errs...)
+	return found.Err()
 }
 
 // timeout is t's Timeout or the default.
