@@ -34,6 +34,10 @@ type outcome struct {
 // Started and Done (two ledger round trips).
 const stepLease = 30 * time.Second
 
+// finishTimeout bounds the recording of a call that succeeded after its
+// caller left.
+const finishTimeout = 5 * time.Second
+
 // The waits between two looks at a key another owner holds.
 const (
 	pollFirst = 50 * time.Millisecond
@@ -288,6 +292,15 @@ func (l *Loop) hold(ctx context.Context, t *Tool, c Call, recovering bool) (Tool
 		out, err, timedOut = invoke(ctx, t, t.Recover, c)
 	}
 	if ctx.Err() != nil {
+		if err == nil {
+			// The caller left, but the call succeeded: record it, so
+			// that a retry replays it rather than recovering it.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+			defer cancel()
+			if b, merr := json.Marshal(outcome{Output: done(c, out, nil).Output}); merr == nil && l.led.Finish(fctx, c.Key, l.owner, b, l.keep) == nil {
+				return ToolRun{}, fmt.Errorf("agent: tool %q (call %s, key %q) ran and was recorded, but: %w", c.Name, c.ID, c.Key, ctx.Err())
+			}
+		}
 		// The outcome is unknown: the key stays Started, and once its
 		// lease ends the next request's Recover decides.
 		return ToolRun{}, fmt.Errorf("agent: tool %q (call %s, key %q) was left with its outcome unknown: %w", c.Name, c.ID, c.Key, ctx.Err())

@@ -270,3 +270,28 @@ func TestOnceNeedsAConversationID(t *testing.T) {
 		t.Fatalf("got %v, model asked %d times", err, len(m.asked()))
 	}
 }
+
+// TestCallerLeavesAfterTheToolSucceeded: a refund that succeeded while
+// its caller left is recorded all the same: the retry replays it, and
+// Recover is not needed.
+func TestCallerLeavesAfterTheToolSucceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r refunds
+		ctx, leave := context.WithCancel(context.Background())
+		m := &model{name: "anthropic", fn: refunder("500")}
+		l := loop(t, agent.Config{Chain: chainOf(t, m), Tools: []agent.Tool{r.tool(t, agent.ToolConfig{}, func(context.Context, RefundIn) error {
+			leave()
+			return nil
+		})}})
+		if _, err := l.Run(ctx, ask("conv-1", "refund o-1")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v", err)
+		}
+		res, err := l.Run(context.Background(), ask("conv-1", "refund o-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := res.Steps[0].Calls[0]; !c.Replayed || c.Recovered || r.count() != 1 || r.recovered != 0 {
+			t.Fatalf("call %+v; refunds %d, recoveries %d", c, r.count(), r.recovered)
+		}
+	})
+}

@@ -116,7 +116,8 @@ type Tool struct {
 	// Recover answers a Once call whose outcome is unknown: it was
 	// started and never recorded an end (its owner died, or Run timed
 	// out). It must find out what happened (look the refund up by
-	// Call.Key) and not blindly do it again. Its result is recorded as the
+	// Call.Key) and not blindly do it again; having found that nothing
+	// was done, it may do it. Its result (or error) is recorded as the
 	// call's. Required when Once.
 	Recover RunFunc
 	// Timeout bounds Run and Recover each; 0 means DefaultTimeout. A Once
