@@ -8,6 +8,7 @@ require github.com/sony/gobreaker/v2 v2.4.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/google/jsonschema-go v0.4.2
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
