@@ -40,9 +40,10 @@ func events(t *testing.T, seq func(func(agent.Event, error) bool)) (out []string
 
 // TestStreamEvents: on the real wire formats (the fake server), a
 // streamed loop yields text as it arrives, a Restart where the chain
-// moved on, and tool events only for validated calls: the primary's
-// invalid call, which the chain's stream hands out as a chunk before
-// checking it, is neither shown nor run.
+// moved on or re-asked, and tool events only for validated calls: the
+// primary's invalid call is neither shown nor run (the chain's stream
+// holds tool calls until they passed their checks, and the loop takes
+// them from the checked answer).
 func TestStreamEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := fake.New()
@@ -73,7 +74,9 @@ func TestStreamEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{
-			"text:Checking.", "restart", "text:Refunding.",
+			// The invalid call is re-asked on claude (as Call re-asks),
+			// whose second answer is cut: the chain moves on to gpt.
+			"text:Checking.", "restart", "text:Your refund ", "restart", "text:Refunding.",
 			`started:call_1_0 refund {"order_id":"o-1","cents":500}`,
 			`finished:call_1_0 {"refund_id":"r-conv-1/1/0","cents":500} replayed=false`,
 			"text:Your refund ", "restart", "text:Refunded $5.", "done",
