@@ -62,6 +62,12 @@ type ToolData struct {
 	// Result is the tool's result, in "tool_finished". Left empty unless
 	// the code making the events opts in: it can quote private data.
 	Result string `json:"result,omitempty"`
+	// Replayed is true, in a tool loop's "tool_finished", when the call's
+	// recorded result was sent and the tool did not run again (package
+	// agent: a retried request); Recovered when its outcome was unknown
+	// and its tool's Recover answered.
+	Replayed  bool `json:"replayed,omitempty"`
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // ErrorData is the data of an "error" event.
