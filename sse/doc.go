@@ -1,6 +1,6 @@
 // Package sse streams an answer to a browser as Server-Sent Events: a
-// chain's (Chain converts a chain.Stream) or, through the same Event type,
-// a tool loop's.
+// chain's (Chain converts a chain.Stream) or a tool loop's (Loop converts
+// an agent.Loop's Stream), through the same Event type.
 //
 //	http.HandleFunc("/answer", func(w http.ResponseWriter, r *http.Request) {
 //		s := c.Stream(r.Context(), requestFrom(r)) // r.Context(): see below
