@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -192,17 +193,27 @@ func (l *Loop) runCall(ctx context.Context, c Call) (ToolRun, error) {
 		if ctx.Err() != nil {
 			return ToolRun{}, ctx.Err()
 		}
+		if pe := (*PanicError)(nil); errors.As(err, &pe) {
+			return ToolRun{}, pe
+		}
 		return done(c, out, err), nil
 	}
 	return l.runOnce(ctx, t, c)
 }
 
 // invoke calls fn under t's Timeout; timedOut says that its own deadline,
-// not the caller's, ended it.
-func invoke(ctx context.Context, t *Tool, fn RunFunc, c Call) (_ json.RawMessage, _ error, timedOut bool) {
+// not the caller's, ended it. A panic in fn is returned as a *PanicError:
+// a tool runs on the loop's goroutines, where a panic would end the
+// process.
+func invoke(ctx context.Context, t *Tool, fn RunFunc, c Call) (out json.RawMessage, err error, timedOut bool) {
 	tctx, cancel := context.WithTimeout(context.WithValue(ctx, callCtx{}, c), t.timeout())
 	defer cancel()
-	out, err := fn(tctx, c)
+	defer func() {
+		if p := recover(); p != nil {
+			out, err, timedOut = nil, &PanicError{Tool: c.Name, Call: c.ID, Value: p, Stack: debug.Stack()}, false
+		}
+	}()
+	out, err = fn(tctx, c)
 	timedOut = err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded)
 	return out, err, timedOut
 }
@@ -287,6 +298,11 @@ func (l *Loop) hold(ctx context.Context, t *Tool, c Call, recovering bool) (Tool
 		fn = t.Recover
 	}
 	out, err, timedOut := invoke(ctx, t, fn, c)
+	if pe := (*PanicError)(nil); errors.As(err, &pe) {
+		// It may have acted before it panicked: the key stays Started,
+		// and once its lease ends the next request's Recover decides.
+		return ToolRun{}, fmt.Errorf("agent: key %q was left with its outcome unknown: %w", c.Key, pe)
+	}
 	if timedOut && !recovering {
 		recovering = true
 		out, err, timedOut = invoke(ctx, t, t.Recover, c)

@@ -243,3 +243,22 @@ func (t *Tool) lease() time.Duration { return 2*t.timeout() + leaseMargin }
 func (t *Tool) llm() llm.Tool {
 	return llm.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
 }
+
+// PanicError is the error of a loop whose tool panicked: the loop ends
+// with it (it is not sent to the model), and a Once tool's key is left
+// Started, its outcome unknown, for Recover to answer on the next
+// request once its lease ends.
+type PanicError struct {
+	// Tool and Call name the tool and the call (its id in the
+	// conversation).
+	Tool, Call string
+	// Value is what the tool panicked with; Stack the goroutine's stack
+	// where it did.
+	Value any
+	Stack []byte
+}
+
+// Error says which tool panicked, and with what.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("agent: tool %q (call %s) panicked: %v", e.Tool, e.Call, e.Value)
+}
