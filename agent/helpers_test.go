@@ -109,9 +109,10 @@ type RefundOut struct {
 
 // refunds is a payment service: it counts each refund issued, by key.
 type refunds struct {
-	mu        sync.Mutex
-	issued    map[string]int // key → refunds issued
-	recovered int            // Recover calls
+	mu         sync.Mutex
+	issued     map[string]int // key → refunds issued
+	recovered  int            // Recover calls
+	recoveries map[string]int // key → Recover calls
 }
 
 func (r *refunds) issue(key string) {
@@ -132,17 +133,25 @@ func (r *refunds) count() (n int) {
 	return n
 }
 
-// tool returns the refund tool: Once, typed, issuing a refund keyed by
-// its call (run, when set, runs first: to block, fail, or hang), and a
-// Recover that looks the refund up.
+// tool returns the refund tool (named "refund" unless cfg names it):
+// Once, typed, issuing a refund keyed by its call (run, when set, runs
+// first: to block, fail, or hang), and a Recover that looks the refund
+// up.
 func (r *refunds) tool(t *testing.T, cfg agent.ToolConfig, run func(ctx context.Context, in RefundIn) error) agent.Tool {
 	t.Helper()
-	cfg.Name, cfg.Description, cfg.Once = "refund", "refunds an order", true
+	if cfg.Name == "" {
+		cfg.Name = "refund"
+	}
+	cfg.Description, cfg.Once = "refunds an order", true
 	cfg.Recover = agent.Func(func(ctx context.Context, in RefundIn) (RefundOut, error) {
 		c, _ := agent.CallFrom(ctx)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.recovered++
+		if r.recoveries == nil {
+			r.recoveries = map[string]int{}
+		}
+		r.recoveries[c.Key]++
 		if r.issued[c.Key] == 0 {
 			return RefundOut{}, fmt.Errorf("no refund was issued for %s", in.OrderID)
 		}

@@ -120,11 +120,19 @@ type Tool struct {
 	// was done, it may do it. Its result (or error) is recorded as the
 	// call's. Required when Once.
 	Recover RunFunc
-	// Timeout bounds Run and Recover each; 0 means DefaultTimeout. A Once
-	// call holds its ledger key for a lease of twice Timeout plus 10 s
-	// (Run, then Recover if Run timed out); past it, the key is outcome
-	// unknown to the other replicas.
+	// Timeout bounds Run and Recover each; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Lease is how long a Once call holds its ledger key while it runs;
+	// past it, the key is outcome unknown to the other replicas, and the
+	// next request's Recover decides: a replica that died mid-call holds
+	// its keys that long. 0 means twice Timeout plus 10 s (Run, then
+	// Recover if Run timed out, then the ledger's round trips). A shorter
+	// Lease recovers a dead replica's calls sooner, but must stay above
+	// twice Timeout by the ledger's round trips and the process's pauses
+	// (GC, CPU starvation): a call still running when its lease ends is
+	// recovered by another replica while it runs. Negative, or not more
+	// than twice Timeout, is an error.
+	Lease time.Duration
 	// Parallel lets the call run concurrently with the other Parallel
 	// calls next to it in the same assistant turn.
 	Parallel bool
@@ -144,6 +152,7 @@ type ToolConfig struct {
 	OnDuplicate Duplicate
 	Recover     RunFunc
 	Timeout     time.Duration
+	Lease       time.Duration
 	Parallel    bool
 }
 
@@ -171,7 +180,7 @@ func NewTool[In, Out any](cfg ToolConfig, fn func(ctx context.Context, in In) (O
 		run = Func(fn)
 	}
 	t := Tool{Name: cfg.Name, Description: cfg.Description, InputSchema: schema, Run: run,
-		Once: cfg.Once, OnDuplicate: cfg.OnDuplicate, Recover: cfg.Recover, Timeout: cfg.Timeout, Parallel: cfg.Parallel}
+		Once: cfg.Once, OnDuplicate: cfg.OnDuplicate, Recover: cfg.Recover, Timeout: cfg.Timeout, Lease: cfg.Lease, Parallel: cfg.Parallel}
 	if err := t.Validate(); err != nil {
 		return Tool{}, err
 	}
@@ -202,8 +211,9 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Validate reports every problem with t at once, each wrapping
 // llm.ErrInvalidConfig: a name that is not 1 to 64 letters, digits, _ or
-// -, no Run, Once without Recover, a negative Timeout, an unknown
-// OnDuplicate, an InputSchema that is not JSON.
+// -, no Run, Once without Recover, a negative Timeout, a negative Lease
+// or one not more than twice Timeout, an unknown OnDuplicate, an
+// InputSchema that is not JSON.
 func (t Tool) Validate() error {
 	found := problems.In(errHead, fmt.Sprintf("tool %q", t.Name))
 	if !toolName.MatchString(t.Name) {
@@ -216,6 +226,10 @@ func (t Tool) Validate() error {
 		found.Addf("Once without Recover; give the function that finds out what a call whose outcome is unknown did (it must not blindly run it again)")
 	}
 	problems.NotNegative(found, "Timeout", t.Timeout, DefaultTimeout)
+	problems.NotNegative(found, "Lease", t.Lease, "twice Timeout plus 10s")
+	if t.Lease > 0 && t.Lease <= 2*t.timeout() {
+		found.Addf("Lease is %v, not more than twice Timeout (%v): another replica would recover a call still running; raise Lease, or lower Timeout", t.Lease, t.timeout())
+	}
 	if t.OnDuplicate > Refuse {
 		found.Addf("OnDuplicate is %v; use agent.Wait or agent.Refuse", t.OnDuplicate)
 	}
@@ -233,11 +247,17 @@ func (t *Tool) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-// leaseMargin is what a Once call's lease adds to twice its Timeout.
+// leaseMargin is what a Once call's default lease adds to twice its
+// Timeout.
 const leaseMargin = 10 * time.Second
 
-// lease is how long a Once call holds its key.
-func (t *Tool) lease() time.Duration { return 2*t.timeout() + leaseMargin }
+// lease is how long a Once call holds its key: Lease or the default.
+func (t *Tool) lease() time.Duration {
+	if t.Lease > 0 {
+		return t.Lease
+	}
+	return 2*t.timeout() + leaseMargin
+}
 
 // llm returns what the model is told of t.
 func (t *Tool) llm() llm.Tool {
