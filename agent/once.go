@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backstop-llm/backstop/internal/pause"
 	"github.com/backstop-llm/backstop/ledger"
 )
 
@@ -100,22 +101,10 @@ func (l *Loop) record(ctx context.Context, conv string, step int, said record) (
 			}
 			return r, true, nil
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := pause.For(ctx, wait); err != nil {
 			return said, false, err
 		}
 		wait = min(2*wait, pollMax)
-	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -275,7 +264,7 @@ func (l *Loop) runOnce(ctx context.Context, t *Tool, c Call) (ToolRun, error) {
 // await polls key until it is no longer Started by a live owner.
 func (l *Loop) await(ctx context.Context, key string) error {
 	for wait := pollFirst; ; wait = min(2*wait, pollMax) {
-		if err := sleep(ctx, wait); err != nil {
+		if err := pause.For(ctx, wait); err != nil {
 			return err
 		}
 		e, err := l.led.Get(ctx, key)

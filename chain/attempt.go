@@ -9,6 +9,7 @@ import (
 	"github.com/backstop-llm/backstop/cost"
 	"github.com/backstop-llm/backstop/internal/answer"
 	"github.com/backstop-llm/backstop/internal/latency"
+	"github.com/backstop-llm/backstop/internal/pause"
 	"github.com/backstop-llm/backstop/internal/plan"
 	"github.com/backstop-llm/backstop/internal/seam"
 	"github.com/backstop-llm/backstop/llm"
@@ -196,7 +197,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 			prev = st.Wait
 		}
 		before := w.c.clock()
-		if err := sleep(w.ctx, st.Wait); err != nil {
+		if err := pause.For(w.ctx, st.Wait); err != nil {
 			t.policies.Release(w.ctx, w.policyAttempt(t, policy.Plan, n+1, false), &holds) // a retry withdrawn is given back
 			return w.waitCut(a, &s, w.c.clock()-before)
 		}
