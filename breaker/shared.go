@@ -590,7 +590,7 @@ func (s *Shared) run(ctx context.Context, op byte, name string, d time.Duration,
 		return nil, fmt.Errorf("shared state %q: %w (%v)", s.key, cerr, err)
 	}
 	if timedOut {
-		err = fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
+		err = fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, remote.Late(err))
 	} else {
 		err = fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
 	}

@@ -411,7 +411,7 @@ func (s *Shared) run(ctx context.Context, op remote.BudgetOpKind, pending int64)
 			return remote.BudgetResult{}, fmt.Errorf("shared budget %q: %w (%v)", s.key, cerr, err)
 		}
 		if timedOut { // go-redis reports it as a context or a network timeout
-			return remote.BudgetResult{}, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, err)
+			return remote.BudgetResult{}, fmt.Errorf("%w: key %q: no answer from Redis within the Timeout (%v): %w", ErrSharedUnavailable, s.key, s.timeout, remote.Late(err))
 		}
 		return remote.BudgetResult{}, fmt.Errorf("%w: key %q: %w", ErrSharedUnavailable, s.key, err)
 	}

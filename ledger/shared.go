@@ -393,7 +393,7 @@ func (s *Shared) wrap(ctx, tctx context.Context, err error) error {
 	case cerr != nil:
 		return fmt.Errorf("shared ledger: %w (%v)", cerr, err)
 	case timedOut:
-		return fmt.Errorf("%w: no answer from Redis within the Timeout (%v): %w", ErrUnavailable, s.timeout, err)
+		return fmt.Errorf("%w: no answer from Redis within the Timeout (%v): %w", ErrUnavailable, s.timeout, remote.Late(err))
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }

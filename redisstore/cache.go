@@ -254,7 +254,7 @@ func (r *Cache) failed(ctx, tctx context.Context, op string, err error) error {
 	case cerr != nil:
 		return fmt.Errorf("redis store: %s: %w (%v)", op, cerr, err)
 	case timedOut:
-		err = fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", cache.ErrUnavailable, op, r.timeout, err)
+		err = fmt.Errorf("%w: redis store: %s: no answer from Redis within the store's Timeout (%v): %w", cache.ErrUnavailable, op, r.timeout, remote.Late(err))
 	default:
 		err = fmt.Errorf("%w: redis store: %s: %w", cache.ErrUnavailable, op, err)
 	}

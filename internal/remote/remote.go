@@ -9,6 +9,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -157,6 +158,20 @@ func TimedOut(tctx context.Context, err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Late is err, the failure of a round trip that Redis did not answer
+// within the store's Timeout (Blame's timedOut), as one that matches
+// context.DeadlineExceeded, whatever the client reported: go-redis sets
+// its read deadline from the context's, and may report that deadline as
+// a network timeout ("i/o timeout") just before the context reports its
+// own, so that the same timeout would match DeadlineExceeded one time in
+// many and not the others.
+func Late(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 }
 
 // Blame says who ended a round trip that failed with err under tctx (ctx

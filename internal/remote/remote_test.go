@@ -157,3 +157,26 @@ func TestHealthSayingAndRepaired(t *testing.T) {
 		}
 	}
 }
+
+// ioTimeout is a network timeout as net reports a read deadline.
+type ioTimeout struct{}
+
+func (ioTimeout) Error() string   { return "i/o timeout" }
+func (ioTimeout) Timeout() bool   { return true }
+func (ioTimeout) Temporary() bool { return true }
+
+// Found in CI under load: the cache's "no answer within the store's
+// Timeout" matched context.DeadlineExceeded when the context reported
+// the deadline first, and not when go-redis's read deadline (set from the
+// context's) fired a hair before as an i/o timeout. Late makes both match.
+func TestLateMatchesTheDeadlineWhateverTheClientSaid(t *testing.T) {
+	for _, err := range []error{ioTimeout{}, context.DeadlineExceeded, fmt.Errorf("read: %w", ioTimeout{})} {
+		late := Late(err)
+		if !errors.Is(late, context.DeadlineExceeded) || !errors.Is(late, err) {
+			t.Errorf("Late(%v) = %v: want it to match both context.DeadlineExceeded and the cause", err, late)
+		}
+	}
+	if got := Late(ioTimeout{}).Error(); got != "context deadline exceeded (i/o timeout)" {
+		t.Errorf("Late(i/o timeout) says %q", got)
+	}
+}
