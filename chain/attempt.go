@@ -29,6 +29,9 @@ type attempt struct {
 	obs    observe.Attempt
 	cancel context.CancelFunc // the per-attempt Timeout's; nil when none
 	tools  []llm.Tool         // the request's, to check the answer's calls
+	// req is the request as sent, while the attempt is in flight (the
+	// walk's or the racer's): a timeout with no answer is priced by it.
+	req *llm.Request
 	choice *spread.Choice     // why the walk chose t; nil in an ordered tier
 	hedge  bool               // sent as a hedge of another attempt
 	// opened is the request id its stream's response headers carried,
@@ -154,7 +157,7 @@ func (w *walk) try(t *target, caller *llm.Request) tried {
 			return w.notSent(t, n, wait, &s, adm)
 		}
 		// On the stack: a stream keeps a copy.
-		a := &attempt{t: t, n: n, holds: holds, wait: wait, tools: req.Tools, choice: choice}
+		a := &attempt{t: t, n: n, holds: holds, wait: wait, tools: req.Tools, choice: choice, req: req}
 		holds = seam.Holds{}
 		if n > 1 {
 			s = sent{} // the last failure is no longer needed

@@ -80,9 +80,13 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	if s.requestID == "" {
 		s.requestID = a.opened
 	}
-	if resp != nil { // an answer that failed its checks was billed
+	switch {
+	case resp != nil: // an answer that failed its checks was billed
 		s.cost = cost.Of(resp.Usage, t.Price)
 		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
+	case s.kind == llm.KindTimeout && a.req != nil:
+		// Its own Timeout cut it: the provider had read the prompt.
+		s.cost = cost.Unanswered(a.req, t.Price)
 	}
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: s.invalid, Status: s.status, RequestID: s.requestID,
 		Kind: s.kind, Err: err, Duration: s.elapsed, Cost: s.cost})

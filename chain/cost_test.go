@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/backstop-llm/backstop/breaker"
 	"github.com/backstop-llm/backstop/catalog"
@@ -293,6 +294,35 @@ func TestASpendBreakerOpensOnCutStreams(t *testing.T) {
 		res, _ := s.Result()
 		if a := res.Attempts[0]; a.Target != "p" || a.Decision != chain.DecisionSkip || cut.opened != 2 {
 			t.Fatalf("after two billed failures: %v (p opened %d streams); want p passed over by its breaker", a, cut.opened)
+		}
+	})
+}
+
+// TestAnAttemptItsTimeoutCutIsPricedByItsPrompt: an attempt that timed
+// out without an answer had its prompt read: it costs its estimated
+// prompt at the input price, marked Estimated, not $0.
+func TestAnAttemptItsTimeoutCutIsPricedByItsPrompt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &stub{name: "a", fn: func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		c, err := chain.New("c").
+			Primary(chain.Target{Name: "p", Provider: slow, Model: "m", Price: dear, Timeout: time.Second, Retry: retry.Policy{MaxAttempts: 1}}).
+			OrProvider(chain.Target{Name: "f", Provider: &stub{name: "b"}, Model: "m2", Price: cheap}).
+			Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Call(t.Context(), question)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := question
+		sent.Model = "m"
+		want := cost.Unanswered(&sent, dear)
+		if a := res.Attempts[0]; a.Kind != llm.KindTimeout || a.Cost != want || !want.Estimated || want.Spent == 0 {
+			t.Fatalf("the timed-out attempt: %v, cost %+v; want %+v", a, a.Cost, want)
 		}
 	})
 }

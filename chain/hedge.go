@@ -51,6 +51,7 @@ func (r *racer) Send(ctx context.Context) bool {
 // launch starts a racer for attempt a (copied) sending req (copied) in rc.
 func (w *walk) launch(rc *race.Race[*racer], ctx context.Context, a *attempt, req *llm.Request, rival context.CancelFunc) *racer {
 	r := &racer{send: w.send, a: *a, req: *req}
+	r.a.req = &r.req
 	r.cancel = rc.Go(ctx, r, rival)
 	return r
 }
@@ -174,7 +175,7 @@ func (w *walk) sendRacer(a *attempt, req, caller *llm.Request, delay time.Durati
 		return nil
 	}
 	w.hedged.Add(h.ob.Index)
-	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.rank.Choice(pos), hedge: true}
+	b := attempt{t: h, n: 1, holds: holds, tools: a.tools, choice: w.rank.Choice(pos), hedge: true, req: &hreq}
 	ctx := w.ctx
 	if w.obs != nil {
 		ctx = w.observeStart(ctx, &b, observe.AttemptStart{N: 1, Request: hreq, Choice: b.choice,

@@ -170,9 +170,9 @@ func Cut(resp *llm.Response, p catalog.Price) Cost {
 }
 
 // Unanswered is what an attempt canceled before it answered may have
-// cost (a chain prices a hedge that lost its race so): its estimated
-// prompt at p.Input, the provider having read it, Estimated. Output is
-// not counted: none was seen.
+// cost (a chain prices so a hedge that lost its race, and an attempt its
+// Timeout cut): its estimated prompt at p.Input, the provider having read
+// it, Estimated. Output is not counted: none was seen.
 func Unanswered(req *llm.Request, p catalog.Price) Cost {
 	c := Of(llm.Usage{InputTokens: EstimateInput(req)}, catalog.Price{Input: p.Input})
 	c.Estimated = true
