@@ -31,9 +31,9 @@ type attempt struct {
 	tools  []llm.Tool         // the request's, to check the answer's calls
 	// req is the request as sent, while the attempt is in flight (the
 	// walk's or the racer's): a timeout with no answer is priced by it.
-	req *llm.Request
-	choice *spread.Choice     // why the walk chose t; nil in an ordered tier
-	hedge  bool               // sent as a hedge of another attempt
+	req    *llm.Request
+	choice *spread.Choice // why the walk chose t; nil in an ordered tier
+	hedge  bool           // sent as a hedge of another attempt
 	// opened is the request id its stream's response headers carried,
 	// when the stream opened but ended before its first chunk (a failure
 	// of the chain's own or a lost race carries none of its own).
