@@ -112,6 +112,19 @@ func readAt(t *target, n, cached int) cost.Cost {
 // cheaper reports whether a costs less than b, both priced.
 func cheaper(a, b cost.Cost) bool { return !a.Unpriced && !b.Unpriced && a.Spent < b.Spent }
 
+// bill completes c, what an answer of t with usage u cost, with what
+// leaving a warm prompt cache added (prompt), and returns it with the
+// warm target left. The chain's memory of prompt caches is asked only
+// when the answer reports cache tokens or something is warm: a chain
+// whose answers never report any pays one atomic load.
+func (w *walk) bill(t *target, u *llm.Usage, c cost.Cost, now time.Duration) (cost.Cost, *target) {
+	if u.CacheReadTokens+u.CacheWriteTokens <= 0 && w.c.warm.Load() == nil {
+		return c, nil
+	}
+	left := w.prompt(t, *u, &c, now)
+	return c, left
+}
+
 // prompt notes the cache tokens of an answer of t (its usage u, at now on
 // the chain's clock) in the chain's memory of prompt caches, and prices
 // in c what leaving a warm cache added: when another target held the

@@ -34,10 +34,7 @@ func (w *walk) conclude(a *attempt, resp *llm.Response, err error, s *sent) {
 		return
 	}
 	s.resp, s.status, s.requestID = resp, 200, resp.RequestID
-	s.cost = cost.Of(resp.Usage, t.Price)
-	if u := &resp.Usage; u.CacheReadTokens+u.CacheWriteTokens > 0 || c.warm.Load() != nil { // else nothing to note, nothing warm
-		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
-	}
+	s.cost, s.lostOn = w.bill(t, &resp.Usage, cost.Of(resp.Usage, t.Price), a.start+s.elapsed)
 	if w.obs != nil {
 		w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID, Duration: s.elapsed, Cost: s.cost})
 	}
@@ -82,8 +79,7 @@ func (w *walk) failed(a *attempt, resp *llm.Response, err error, s *sent, now ti
 	}
 	switch {
 	case resp != nil: // an answer that failed its checks was billed
-		s.cost = cost.Of(resp.Usage, t.Price)
-		s.lostOn = w.prompt(t, resp.Usage, &s.cost, a.start+s.elapsed)
+		s.cost, s.lostOn = w.bill(t, &resp.Usage, cost.Of(resp.Usage, t.Price), a.start+s.elapsed)
 	case s.kind == llm.KindTimeout && a.req != nil:
 		// Its own Timeout cut it: the provider had read the prompt.
 		s.cost = cost.Unanswered(a.req, t.Price)

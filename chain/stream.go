@@ -422,12 +422,12 @@ func (s *Stream) finish(err error, d Decision, reason string, excluded bool) {
 	}
 	w.po = st.rs.Settled(err, excluded, w.ctx, &t.table, c.epoch.Add(a.start+elapsed), elapsed)
 	resp, kind := w.po.Response, w.po.Kind
-	if err == nil {
-		w.po.Cost = cost.Of(resp.Usage, t.Price)
-	} else { // cut after its first chunk: billed for what it generated
-		w.po.Cost = cost.Cut(resp, t.Price)
+	billed := cost.Of(resp.Usage, t.Price)
+	if err != nil { // cut after its first chunk: billed for what it generated
+		billed = cost.Cut(resp, t.Price)
 	}
-	lostOn := w.prompt(t, resp.Usage, &w.po.Cost, a.start+elapsed)
+	var lostOn *target
+	w.po.Cost, lostOn = w.bill(t, &resp.Usage, billed, a.start+elapsed)
 	rec := a.record(&sent{err: err, kind: kind, elapsed: elapsed, status: 200, requestID: resp.RequestID, cost: w.po.Cost, lostOn: lostOn}, d, reason)
 	w.settle(a)
 	w.obs.EndAttempt(a.obs, &t.ob, observe.AttemptEnd{N: a.n, Response: resp, Status: 200, RequestID: resp.RequestID,

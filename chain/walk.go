@@ -334,8 +334,8 @@ func (w *walk) ended(s served, err error, stream string) {
 		if res.Attempts[i].Decision != DecisionSkip {
 			e.Attempts++
 		}
-		e.Cost = e.Cost.Add(res.Attempts[i].Cost)
 	}
+	e.Cost = res.Cost()
 	w.obs.End(e)
 }
 
